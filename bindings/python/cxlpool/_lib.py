@@ -1,0 +1,218 @@
+"""Locate ``libcxlpool.so`` and declare its C API for ctypes.
+
+This module is the only place that knows the C signatures of
+``include/cxlpool.h``; everything else calls through :func:`lib`. The
+library is loaded lazily, on the first call that needs it, so that
+``import cxlpool`` works (and its exception classes can be used) on a
+machine where the library is missing. The constants mirror the header and a
+test compares them with it.
+
+Search order for the library:
+
+1. ``CXLP_LIB``: the full path of the library (no fallback if it fails);
+2. ``CXLP_LIBDIR``: a directory holding ``libcxlpool.so.0`` or
+   ``libcxlpool.so`` (meson's test environment points it at the build's
+   ``handler/`` directory);
+3. ``ctypes.util.find_library("cxlpool")``, then ``libcxlpool.so.0`` through
+   the dynamic loader's own search path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from ctypes import (POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint,
+                    c_uint64, c_void_p)
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+# Keys are opaque byte strings of 1..KEY_MAX bytes (CXLP_KEY_MAX).
+KEY_MAX = 1024
+# A batch call takes at most BATCH_MAX keys (CXLP_BATCH_MAX).
+BATCH_MAX = 4096
+
+# Flags (CXLP_STORE_PIN, CXLP_RETRIEVE_PIN).
+STORE_PIN = 0x1
+RETRIEVE_PIN = 0x1
+
+# enum cxlp_error: symbolic name -> value.
+ERROR_CODES: Dict[str, int] = {
+    "CXLP_E_BADMAGIC": -1000,
+    "CXLP_E_VERSION": -1001,
+    "CXLP_E_CHECKSUM": -1002,
+    "CXLP_E_CORRUPT": -1003,
+    "CXLP_E_NOSPACE": -1004,
+    "CXLP_E_NOTFOUND": -1005,
+    "CXLP_E_PINNED": -1006,
+    "CXLP_E_NOTPINNED": -1007,
+    "CXLP_E_PERM": -1008,
+    "CXLP_E_BOUNDS": -1009,
+    "CXLP_E_PROTO": -1010,
+    "CXLP_E_BADOP": -1011,
+    "CXLP_E_KEYLEN": -1012,
+    "CXLP_E_BATCH": -1013,
+    "CXLP_E_SESSION": -1014,
+    "CXLP_E_TIMEOUT": -1015,
+    "CXLP_E_CLOSED": -1016,
+    "CXLP_E_CONN": -1017,
+    "CXLP_E_BADPAGE": -1018,
+    "CXLP_E_STALE": -1019,
+    "CXLP_E_BUSY": -1020,
+    "CXLP_E_TOOBIG": -1021,
+    "CXLP_E_UNKNOWN": -1022,
+}
+
+# enum cxlp_log_level.
+LOG_OFF, LOG_ERR, LOG_INFO, LOG_DEBUG = 0, 1, 2, 3
+
+# typedef void (*cxlp_log_fn)(int level, const char *msg, void *arg);
+LOG_FN = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_void_p)
+
+# Field names of struct cxlp_stats, in order, without reserved[15].
+STATS_FIELDS: Tuple[str, ...] = (
+    "pool_bytes", "data_bytes", "free_bytes", "regions", "orphan_regions",
+    "keys", "value_bytes", "sessions", "pins", "index_slots",
+    "own_regions", "pages_total", "pages_free", "pages_allocated",
+    "pages_registered", "pages_unresolved", "foreign_maps",
+)
+
+
+class StatsStruct(ctypes.Structure):
+    """struct cxlp_stats, field for field."""
+
+    _fields_ = [(name, c_uint64) for name in STATS_FIELDS] + [
+        ("reserved", c_uint64 * 15)]
+
+
+_PTR = c_void_p          # opaque handles and arrays passed by address
+_P = POINTER
+
+# name -> (restype, argtypes); one row per function of cxlpool.h.
+_PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
+    "cxlp_strerror": (c_char_p, [c_int]),
+    "cxlp_errormsg": (c_char_p, []),
+    "cxlp_set_log_fn": (None, [LOG_FN, c_void_p, c_int]),
+    "cxlp_config_new": (c_int, [_P(c_void_p)]),
+    "cxlp_config_delete": (None, [_P(c_void_p)]),
+    "cxlp_config_set_server": (c_int, [_PTR, c_char_p]),
+    "cxlp_config_set_page_size": (c_int, [_PTR, c_size_t]),
+    "cxlp_config_set_region_size": (c_int, [_PTR, c_size_t]),
+    "cxlp_config_set_auto_expand": (c_int, [_PTR, c_bool]),
+    "cxlp_config_set_max_regions": (c_int, [_PTR, c_uint]),
+    "cxlp_config_set_timeout_ms": (c_int, [_PTR, c_uint]),
+    "cxlp_config_set_retries": (c_int, [_PTR, c_uint]),
+    "cxlp_config_set_instance_id": (c_int, [_PTR, c_uint64]),
+    "cxlp_connect": (c_int, [_P(c_void_p), _PTR]),
+    "cxlp_close": (None, [_P(c_void_p)]),
+    "cxlp_page_size": (c_size_t, [_PTR]),
+    "cxlp_alloc": (c_int, [_PTR, _P(c_uint64), _P(c_void_p)]),
+    "cxlp_free": (c_int, [_PTR, c_uint64]),
+    "cxlp_batch_store": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR, _PTR,
+                                 c_uint, _PTR]),
+    "cxlp_store": (c_int, [_PTR, c_char_p, c_size_t, c_uint64, c_size_t,
+                           c_uint, _P(c_bool)]),
+    "cxlp_retrieve": (c_int, [_PTR, c_char_p, c_size_t, c_uint,
+                              _P(c_void_p), _P(c_size_t)]),
+    "cxlp_batch_retrieve": (c_int, [_PTR, c_size_t, _PTR, _PTR, c_uint,
+                                    _PTR, _PTR, _PTR]),
+    "cxlp_exists": (c_int, [_PTR, c_char_p, c_size_t]),
+    "cxlp_batch_exists": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR]),
+    "cxlp_pin": (c_int, [_PTR, c_char_p, c_size_t]),
+    "cxlp_unpin": (c_int, [_PTR, c_char_p, c_size_t]),
+    "cxlp_batch_pin": (c_int, [_PTR, c_size_t, _PTR, _PTR, _P(c_size_t)]),
+    "cxlp_batch_unpin": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR]),
+    "cxlp_delete": (c_int, [_PTR, c_char_p, c_size_t]),
+    "cxlp_batch_delete": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR]),
+    "cxlp_stats": (c_int, [_PTR, _P(StatsStruct)]),
+    "cxlp_healthcheck": (c_int, [_PTR]),
+}
+
+_lock = threading.Lock()
+_lib: Optional[ctypes.CDLL] = None
+
+
+def candidates() -> List[str]:
+    """Return the library paths or names to try, in order (see module doc).
+
+    ``CXLP_LIB``, when set, is the only candidate.
+    """
+    path = os.environ.get("CXLP_LIB")
+    if path:
+        return [path]
+    names: List[str] = []
+    libdir = os.environ.get("CXLP_LIBDIR")
+    if libdir:
+        names += [os.path.join(libdir, "libcxlpool.so.0"),
+                  os.path.join(libdir, "libcxlpool.so")]
+    found = ctypes.util.find_library("cxlpool")
+    if found:
+        names.append(found)
+    names.append("libcxlpool.so.0")
+    return names
+
+
+def _declare(cdll: ctypes.CDLL) -> None:
+    """Set restype/argtypes of every function in _PROTOS on cdll."""
+    for name, (restype, argtypes) in _PROTOS.items():
+        fn = getattr(cdll, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+def lib() -> ctypes.CDLL:
+    """Return the loaded, declared library, loading it on first use.
+
+    Raises OSError naming every candidate tried when none loads.
+    """
+    global _lib
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            _lib = _load()
+    return _lib
+
+
+def _load() -> ctypes.CDLL:
+    """Load the first candidate that the dynamic loader accepts."""
+    errors: List[str] = []
+    for name in candidates():
+        try:
+            cdll = ctypes.CDLL(name)
+        except OSError as e:
+            errors.append(f"{name}: {e}")
+            continue
+        _declare(cdll)
+        return cdll
+    raise OSError("cxlpool: cannot load libcxlpool (set CXLP_LIB or "
+                  "CXLP_LIBDIR): " + "; ".join(errors))
+
+
+def loaded() -> bool:
+    """True once the library has been loaded."""
+    return _lib is not None
+
+
+def strerror(code: int) -> str:
+    """cxlp_strerror(code) as a str."""
+    raw = lib().cxlp_strerror(code)
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def errormsg() -> str:
+    """cxlp_errormsg() of this thread as a str (empty if none)."""
+    raw = lib().cxlp_errormsg()
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def key_arrays(keys: Sequence[bytes]) -> Tuple[Any, Any]:
+    """Build ``const void *keys[]`` and ``size_t key_lens[]`` for keys.
+
+    The pointer array points into the bytes objects themselves (no copy)
+    and keeps them alive for as long as the array lives.
+    """
+    n = len(keys)
+    ptrs = (c_char_p * n)(*keys)
+    lens = (c_size_t * n)(*[len(k) for k in keys])
+    return ptrs, lens

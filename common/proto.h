@@ -1,0 +1,272 @@
+/*
+ * proto.h -- the cxlpool wire protocol and its one codec, shared by the
+ * handler, the metaserver, pool-inspect and the fuzz targets.
+ *
+ * Frames are little-endian and carried whole in one nng message (REQ/REP).
+ * Every length is bounded before it is trusted: a decoder never reads past
+ * the frame, never allocates from an unchecked count, and rejects trailing
+ * bytes. Decoded keys point into the frame (zero copy), so a decoded
+ * request lives only as long as its frame buffer.
+ *
+ * Request frame:
+ *   u32 magic    PROTO_MAGIC ("CXLP")
+ *   u16 version  PROTO_VERSION
+ *   u16 op       enum proto_op
+ *   u64 req_id   per session, chosen by the client; a retry reuses it
+ *   u64 session  0 before HELLO
+ *   u64 token    session token from HELLO (0 before)
+ *   ... body, per op (below)
+ *
+ * Reply frame:
+ *   u32 magic, u16 version, u16 op (request op | PROTO_REPLY)
+ *   u64 req_id   echoed
+ *   i32 status   0 or a negative cxlp error for the whole request
+ *   u32 reserved must be 0
+ *   ... body, per op, present only when status == 0
+ *
+ * Bodies ("keys" = u32 n, then n times { u16 len, len bytes }):
+ *   HELLO       req: u32 pid, u32 flags (PROTO_HELLO_REATTACH: the header's
+ *                    session/token name the session to resume),
+ *                    u64 start_time (clock ticks since boot, /proc stat),
+ *                    u64 instance_id, u16 len + hostname (<= 255 bytes)
+ *               rep: u64 session, u64 token, u64 pool_size (bytes),
+ *                    u64 align (bytes), u16 len + pool path (<= 4095)
+ *   REGION_ALLOC req: u64 len (bytes), u64 page_size (bytes)
+ *               rep: loc (region id, gen, region_off, region_len; off=len=0)
+ *   REGION_FREE req: u32 region, u32 gen          rep: empty
+ *   REGISTER    req: u32 flags (PROTO_F_PIN), u32 n, n times
+ *                    { u16 len, key, u32 region, u64 off, u64 len }
+ *               rep: u32 n, n times result
+ *   LOOKUP      req: u32 flags (PROTO_F_PIN), keys    rep: u32 n, results
+ *   EXISTS      req: u32 flags (0), keys              rep: u32 n, results
+ *   PIN         req: u32 flags (0), keys   rep: u32 m <= n, results (stops
+ *               after the first entry whose status is not 0)
+ *   UNPIN       req: u32 flags (0), keys              rep: u32 n, results
+ *   DELETE      req: u32 flags (0), keys              rep: u32 n, results
+ *   STATS       req: empty   rep: u32 n (<= PROTO_STATS_MAX), n times u64
+ *               in enum proto_stat order (a newer server may send more)
+ *   HEARTBEAT   req: empty   rep: empty
+ *   BYE         req: empty   rep: empty (ends the session)
+ *
+ * A result is 48 bytes: i32 status, u32 flags (PROTO_R_NEW: this register
+ * created the key), then a loc: u32 region, u32 gen, u64 region_off,
+ * u64 region_len, u64 off, u64 len. region_off/off are byte offsets from the
+ * start of the pool; gen tells a reused region id from its earlier life.
+ * Entries whose status is not 0 carry a zero loc.
+ */
+#ifndef CXLP_PROTO_H
+#define CXLP_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cxlpool.h"
+
+#define PROTO_MAGIC 0x504c5843u /* "CXLP" little-endian */
+#define PROTO_VERSION 1
+#define PROTO_REPLY 0x8000u
+#define PROTO_REQ_HDR_LEN 32
+#define PROTO_REP_HDR_LEN 24
+#define PROTO_RESULT_LEN 48
+#define PROTO_HOST_MAX 255
+#define PROTO_PATH_MAX 4095
+#define PROTO_STATS_MAX 64
+/* Largest frame either side accepts: a full batch of largest keys. */
+#define PROTO_FRAME_MAX                                                    \
+	(PROTO_REQ_HDR_LEN + 8 + (size_t)CXLP_BATCH_MAX * (2 + CXLP_KEY_MAX + 20))
+
+enum proto_op {
+	PROTO_OP_HELLO = 1,
+	PROTO_OP_REGION_ALLOC = 2,
+	PROTO_OP_REGION_FREE = 3,
+	PROTO_OP_REGISTER = 4,
+	PROTO_OP_LOOKUP = 5,
+	PROTO_OP_EXISTS = 6,
+	PROTO_OP_PIN = 7,
+	PROTO_OP_UNPIN = 8,
+	PROTO_OP_DELETE = 9,
+	PROTO_OP_STATS = 10,
+	PROTO_OP_HEARTBEAT = 11,
+	PROTO_OP_BYE = 12,
+	PROTO_OP_MAX = 12,
+};
+
+#define PROTO_HELLO_REATTACH 0x1u
+#define PROTO_F_PIN 0x1u   /* REGISTER/LOOKUP: pin each key found */
+#define PROTO_R_NEW 0x1u   /* result: this register created the key */
+
+enum proto_stat {
+	PROTO_STAT_POOL_BYTES,
+	PROTO_STAT_DATA_BYTES,
+	PROTO_STAT_FREE_BYTES,
+	PROTO_STAT_REGIONS,
+	PROTO_STAT_ORPHAN_REGIONS,
+	PROTO_STAT_KEYS,
+	PROTO_STAT_VALUE_BYTES,
+	PROTO_STAT_SESSIONS,
+	PROTO_STAT_PINS,
+	PROTO_STAT_INDEX_SLOTS,
+	PROTO_STAT_COUNT,
+};
+
+struct proto_req_hdr {
+	uint16_t version;
+	uint16_t op;
+	uint64_t req_id;
+	uint64_t session;
+	uint64_t token;
+};
+
+struct proto_rep_hdr {
+	uint16_t version;
+	uint16_t op; /* without PROTO_REPLY */
+	uint64_t req_id;
+	int32_t status;
+};
+
+struct proto_key {
+	const uint8_t *data; /* points into the frame */
+	uint16_t len;        /* 1..CXLP_KEY_MAX */
+};
+
+struct proto_reg {
+	struct proto_key key;
+	uint32_t region;
+	uint64_t off; /* bytes from pool start */
+	uint64_t len; /* bytes */
+};
+
+struct proto_loc {
+	uint32_t region;
+	uint32_t gen;
+	uint64_t region_off; /* bytes from pool start */
+	uint64_t region_len; /* bytes */
+	uint64_t off;        /* bytes from pool start */
+	uint64_t len;        /* bytes */
+};
+
+struct proto_result {
+	int32_t status;
+	uint32_t flags; /* PROTO_R_* */
+	struct proto_loc loc;
+};
+
+struct proto_hello {
+	uint32_t pid;
+	uint32_t flags;
+	uint64_t start_time;
+	uint64_t instance_id;
+	const char *host; /* points into the frame, not NUL-terminated */
+	uint16_t host_len;
+};
+
+struct proto_welcome {
+	uint64_t session;
+	uint64_t token;
+	uint64_t pool_size;
+	uint64_t align;
+	const char *path; /* points into the frame, not NUL-terminated */
+	uint16_t path_len;
+};
+
+/*
+ * Growable output buffer. Encoders append to it; on allocation failure the
+ * buffer records -ENOMEM in err and further appends do nothing, so a caller
+ * checks err once at the end.
+ */
+struct pbuf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+	int err;
+};
+
+void pbuf_init(struct pbuf *b);
+void pbuf_fini(struct pbuf *b); /* frees data; b may be reused after init */
+void pbuf_reset(struct pbuf *b); /* len = 0, err = 0, keeps the memory */
+void pbuf_put_u16(struct pbuf *b, uint16_t v);
+void pbuf_put_u32(struct pbuf *b, uint32_t v);
+void pbuf_put_u64(struct pbuf *b, uint64_t v);
+void pbuf_put_bytes(struct pbuf *b, const void *p, size_t n);
+
+/*
+ * Bounded reader over a frame. Getters fail (return false and set err to
+ * CXLP_E_PROTO) instead of reading past the end; once failed, every later
+ * getter fails too.
+ */
+struct preader {
+	const uint8_t *p;
+	size_t left;
+	int err;
+};
+
+void preader_init(struct preader *r, const void *buf, size_t len);
+bool preader_u16(struct preader *r, uint16_t *v);
+bool preader_u32(struct preader *r, uint32_t *v);
+bool preader_u64(struct preader *r, uint64_t *v);
+bool preader_bytes(struct preader *r, size_t n, const uint8_t **p);
+/* preader_end -- 0 if everything was consumed without error, else
+ * CXLP_E_PROTO (trailing bytes or an earlier failure). */
+int preader_end(struct preader *r);
+
+/* Headers. The decoders return 0, CXLP_E_PROTO (short frame, bad magic,
+ * reserved bits set, reply bit wrong), CXLP_E_VERSION or CXLP_E_BADOP; on
+ * success *body is positioned at the body. */
+void proto_put_req_hdr(struct pbuf *b, const struct proto_req_hdr *h);
+void proto_put_rep_hdr(struct pbuf *b, const struct proto_rep_hdr *h);
+int proto_get_req_hdr(const void *frame, size_t len, struct proto_req_hdr *h,
+    struct preader *body);
+int proto_get_rep_hdr(const void *frame, size_t len, struct proto_rep_hdr *h,
+    struct preader *body);
+
+/* HELLO bodies. */
+void proto_put_hello(struct pbuf *b, const struct proto_hello *m);
+int proto_get_hello(struct preader *r, struct proto_hello *m);
+void proto_put_welcome(struct pbuf *b, const struct proto_welcome *m);
+int proto_get_welcome(struct preader *r, struct proto_welcome *m);
+
+/* REGION_ALLOC / REGION_FREE bodies. */
+void proto_put_region_req(struct pbuf *b, uint64_t len, uint64_t page_size);
+int proto_get_region_req(struct preader *r, uint64_t *len,
+    uint64_t *page_size);
+void proto_put_region_free(struct pbuf *b, uint32_t region, uint32_t gen);
+int proto_get_region_free(struct preader *r, uint32_t *region,
+    uint32_t *gen);
+void proto_put_loc(struct pbuf *b, const struct proto_loc *loc);
+int proto_get_loc(struct preader *r, struct proto_loc *loc);
+
+/*
+ * Key batches (LOOKUP, EXISTS, PIN, UNPIN, DELETE requests). The getter
+ * validates n (1..CXLP_BATCH_MAX, else CXLP_E_BATCH) and every key length
+ * (1..CXLP_KEY_MAX, else CXLP_E_KEYLEN) before returning, and returns a
+ * malloc'd array in *keys (caller frees) or -ENOMEM.
+ */
+void proto_put_keys(struct pbuf *b, uint32_t flags, size_t n,
+    const void *const keys[], const size_t key_lens[]);
+int proto_get_keys(struct preader *r, uint32_t *flags,
+    struct proto_key **keys, uint32_t *n);
+
+/* REGISTER requests: as keys, each with its location. */
+void proto_put_regs(struct pbuf *b, uint32_t flags, size_t n,
+    const struct proto_reg *regs);
+int proto_get_regs(struct preader *r, uint32_t *flags,
+    struct proto_reg **regs, uint32_t *n);
+
+/* Result lists (every batch reply). The getter checks n <= max (else
+ * CXLP_E_PROTO) and fills res[0..n). */
+void proto_put_results(struct pbuf *b, size_t n,
+    const struct proto_result *res);
+int proto_get_results(struct preader *r, struct proto_result *res,
+    uint32_t max, uint32_t *n);
+
+/* STATS reply: values[0..n), n <= PROTO_STATS_MAX; the getter stores at
+ * most max values and skips the rest. */
+void proto_put_stats(struct pbuf *b, size_t n, const uint64_t *values);
+int proto_get_stats(struct preader *r, uint64_t *values, uint32_t max,
+    uint32_t *n);
+
+/* proto_op_name -- "REGISTER" etc., "UNKNOWN" for anything else. */
+const char *proto_op_name(unsigned op);
+
+#endif /* CXLP_PROTO_H */

@@ -1,0 +1,199 @@
+/*
+ * config.c -- the handler's configuration object.
+ *
+ * A config is a plain heap struct with range-checked setters. Every setter
+ * either applies its value or returns -EINVAL and leaves the config as it
+ * was, so a config is valid at every moment: page size a multiple of 4 KiB
+ * (the mapping granularity on files), region size at least one page, and a
+ * timeout above zero. connect checks it once more (config_check) because a
+ * caller can also pass NULL for defaults.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "handler_int.h"
+
+#define CFG_PAGE_MIN 4096u
+
+void
+config_defaults(struct cxlp_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	strcpy(cfg->server, "ipc:///tmp/cxlpool.sock");
+	cfg->page_size = 64u << 10;
+	cfg->region_size = 64u << 20;
+	cfg->auto_expand = true;
+	cfg->max_regions = 0;
+	cfg->timeout_ms = 5000;
+	cfg->retries = 3;
+	cfg->instance_id = 0;
+}
+
+static bool
+page_size_ok(size_t bytes)
+{
+	return bytes >= CFG_PAGE_MIN && bytes % CFG_PAGE_MIN == 0;
+}
+
+/* config_check -- 0 if cfg is usable for connect, else -EINVAL. */
+int
+config_check(const struct cxlp_config *cfg)
+{
+	if (cfg->server[0] == '\0' ||
+	    memchr(cfg->server, '\0', sizeof(cfg->server)) == NULL) {
+		return cxlp_fail(-EINVAL, "config: no server URL");
+	}
+	if (!page_size_ok(cfg->page_size) ||
+	    cfg->region_size < cfg->page_size ||
+	    cfg->region_size > CFG_REGION_MAX) {
+		return cxlp_fail(-EINVAL, "config: page %zu / region %zu bad",
+		    cfg->page_size, cfg->region_size);
+	}
+	if (cfg->timeout_ms == 0) {
+		return cxlp_fail(-EINVAL, "config: timeout must be > 0");
+	}
+	return 0;
+}
+
+/* cxlp_config_new -- a config with defaults; caller owns *out. */
+int
+cxlp_config_new(struct cxlp_config **out)
+{
+	struct cxlp_config *cfg;
+
+	if (out == NULL) {
+		return cxlp_fail(-EINVAL, "config_new: out is NULL");
+	}
+	*out = NULL;
+	cfg = malloc(sizeof(*cfg));
+	if (cfg == NULL) {
+		return cxlp_fail(-ENOMEM, "config_new: out of memory");
+	}
+	config_defaults(cfg);
+	*out = cfg;
+	return 0;
+}
+
+/* cxlp_config_delete -- NULL-safe; sets *cfg to NULL. */
+void
+cxlp_config_delete(struct cxlp_config **cfg)
+{
+	if (cfg == NULL || *cfg == NULL) {
+		return;
+	}
+	free(*cfg);
+	*cfg = NULL;
+}
+
+/* cxlp_config_set_server -- URL of the metaserver (nng syntax). */
+int
+cxlp_config_set_server(struct cxlp_config *cfg, const char *url)
+{
+	size_t len;
+
+	if (cfg == NULL || url == NULL) {
+		return cxlp_fail(-EINVAL, "config_set_server: NULL argument");
+	}
+	len = strnlen(url, CFG_SERVER_MAX);
+	if (len == 0 || len >= CFG_SERVER_MAX) {
+		return cxlp_fail(-EINVAL, "config_set_server: URL empty or "
+		    "longer than %d bytes", CFG_SERVER_MAX - 1);
+	}
+	memcpy(cfg->server, url, len + 1);
+	return 0;
+}
+
+/* cxlp_config_set_page_size -- >= 4096, a multiple of 4096, and not
+ * larger than the region size. */
+int
+cxlp_config_set_page_size(struct cxlp_config *cfg, size_t bytes)
+{
+	if (cfg == NULL) {
+		return cxlp_fail(-EINVAL, "config_set_page_size: NULL config");
+	}
+	if (!page_size_ok(bytes)) {
+		return cxlp_fail(-EINVAL, "config_set_page_size: %zu is not "
+		    "a multiple of 4096 (>= 4096)", bytes);
+	}
+	if (bytes > cfg->region_size) {
+		return cxlp_fail(-EINVAL, "config_set_page_size: %zu is "
+		    "larger than the region size %zu", bytes,
+		    cfg->region_size);
+	}
+	cfg->page_size = bytes;
+	return 0;
+}
+
+/* cxlp_config_set_region_size -- >= page size, <= 1 TiB. */
+int
+cxlp_config_set_region_size(struct cxlp_config *cfg, size_t bytes)
+{
+	if (cfg == NULL) {
+		return cxlp_fail(-EINVAL, "config_set_region_size: NULL");
+	}
+	if (bytes < cfg->page_size || bytes > CFG_REGION_MAX) {
+		return cxlp_fail(-EINVAL, "config_set_region_size: %zu not in "
+		    "[page size %zu, %llu]", bytes, cfg->page_size,
+		    (unsigned long long)CFG_REGION_MAX);
+	}
+	cfg->region_size = bytes;
+	return 0;
+}
+
+/* cxlp_config_set_auto_expand -- take new regions when full. */
+int
+cxlp_config_set_auto_expand(struct cxlp_config *cfg, bool on)
+{
+	if (cfg == NULL) {
+		return cxlp_fail(-EINVAL, "config_set_auto_expand: NULL");
+	}
+	cfg->auto_expand = on;
+	return 0;
+}
+
+/* cxlp_config_set_max_regions -- 0 means no limit. */
+int
+cxlp_config_set_max_regions(struct cxlp_config *cfg, unsigned n)
+{
+	if (cfg == NULL) {
+		return cxlp_fail(-EINVAL, "config_set_max_regions: NULL");
+	}
+	cfg->max_regions = n;
+	return 0;
+}
+
+/* cxlp_config_set_timeout_ms -- per-attempt reply timeout, > 0. */
+int
+cxlp_config_set_timeout_ms(struct cxlp_config *cfg, unsigned ms)
+{
+	if (cfg == NULL || ms == 0 || ms > (unsigned)INT32_MAX) {
+		return cxlp_fail(-EINVAL, "config_set_timeout_ms: %u out of "
+		    "range (1..%d)", ms, INT32_MAX);
+	}
+	cfg->timeout_ms = ms;
+	return 0;
+}
+
+/* cxlp_config_set_retries -- resends (same request id) after a timeout. */
+int
+cxlp_config_set_retries(struct cxlp_config *cfg, unsigned n)
+{
+	if (cfg == NULL) {
+		return cxlp_fail(-EINVAL, "config_set_retries: NULL config");
+	}
+	cfg->retries = n;
+	return 0;
+}
+
+/* cxlp_config_set_instance_id -- sent in HELLO to tell instances apart. */
+int
+cxlp_config_set_instance_id(struct cxlp_config *cfg, uint64_t id)
+{
+	if (cfg == NULL) {
+		return cxlp_fail(-EINVAL, "config_set_instance_id: NULL");
+	}
+	cfg->instance_id = id;
+	return 0;
+}

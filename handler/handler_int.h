@@ -1,0 +1,226 @@
+/*
+ * handler_int.h -- the handler's private structures and the internal API
+ * between its modules:
+ *
+ *   config.c   struct cxlp_config and its range-checked setters
+ *   client.c   the nng REQ client (the only nng user): client_call
+ *   pages.c    pure page tables: per-region O(1) free list + page states
+ *   regions.c  own regions (RW) and the foreign-region map cache (RO);
+ *              cxlp_alloc / cxlp_free
+ *   handler.c  connect, close, reattach, stats, healthcheck
+ *   store.c    store / batch_store and resolving lost registers
+ *   ops.c      retrieve, exists, pin, unpin, delete (+ batches)
+ *
+ * Locks (never taken in the other order):
+ *   h->expand_lock  serializes REGION_ALLOC round trips (auto-expand)
+ *   h->page_lock    the write path: page table, own-region array, the
+ *                   unresolved list
+ *   h->map_lock     rwlock over the region map cache; reads take it shared
+ *                   and never wait on page_lock
+ */
+#ifndef CXLP_HANDLER_INT_H
+#define CXLP_HANDLER_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cxlpool.h"
+#include "proto.h"
+
+/* ---- config.c ----------------------------------------------------------- */
+
+#define CFG_SERVER_MAX 512
+#define CFG_REGION_MAX (1ull << 40) /* region size cap, bytes */
+
+struct cxlp_config {
+	char server[CFG_SERVER_MAX]; /* nng URL, NUL-terminated */
+	size_t page_size;            /* bytes, multiple of 4096 */
+	size_t region_size;          /* bytes, >= page_size */
+	bool auto_expand;
+	unsigned max_regions; /* 0 = no limit */
+	unsigned timeout_ms;  /* per attempt, > 0 */
+	unsigned retries;     /* resends after a timeout */
+	uint64_t instance_id;
+};
+
+/* config_defaults -- fill *cfg with the documented defaults. */
+void config_defaults(struct cxlp_config *cfg);
+/* config_check -- 0 if cfg is usable for connect, else -EINVAL. */
+int config_check(const struct cxlp_config *cfg);
+
+/* ---- client.c ----------------------------------------------------------- */
+
+struct client;
+
+/* A validated reply: header decoded, op and req_id matched, status 0.
+ * body is positioned at the reply body. Release with client_reply_fini. */
+struct creply {
+	void *msg; /* nng_msg, owned */
+	struct proto_rep_hdr hdr;
+	struct preader body;
+};
+
+int client_open(struct client **out, const char *url, unsigned timeout_ms,
+    unsigned retries);
+void client_close(struct client **cl);
+void client_set_session(struct client *cl, uint64_t session,
+    uint64_t token);
+void client_get_session(const struct client *cl, uint64_t *session,
+    uint64_t *token);
+int client_call(struct client *cl, uint16_t op, const struct pbuf *body,
+    struct creply *rep);
+int client_call_once(struct client *cl, uint16_t op, const struct pbuf *body,
+    struct creply *rep);
+void client_reply_fini(struct creply *rep);
+
+/* ---- pages.c ------------------------------------------------------------ */
+
+enum page_state {
+	PAGE_FREE = 0,
+	PAGE_ALLOCATED = 1,
+	PAGE_INFLIGHT = 2,
+	PAGE_REGISTERED = 3,
+	PAGE_UNRESOLVED = 4,
+	PAGE_NSTATES = 5,
+};
+
+#define PAGE_NONE UINT32_MAX
+
+struct pageset {
+	uint32_t npages;
+	uint32_t nfree;
+	uint32_t head;  /* first free page or PAGE_NONE */
+	uint32_t *next; /* next[i]: free page after i (only for FREE pages) */
+	uint8_t *state; /* enum page_state per page */
+	bool in_avail;  /* on pagetab.avail */
+};
+
+struct pagetab {
+	struct pageset *sets; /* indexed by local region index */
+	uint32_t n, cap;
+	uint32_t *avail; /* stack of set indices that may have free pages */
+	uint32_t navail;
+	uint64_t count[PAGE_NSTATES]; /* pages per state, all sets */
+};
+
+static inline cxlp_page_t
+page_make(uint32_t set, uint32_t idx)
+{
+	return ((uint64_t)set << 32) | idx;
+}
+
+static inline uint32_t
+page_set(cxlp_page_t pg)
+{
+	return (uint32_t)(pg >> 32);
+}
+
+static inline uint32_t
+page_idx(cxlp_page_t pg)
+{
+	return (uint32_t)pg;
+}
+
+void pagetab_init(struct pagetab *t);
+void pagetab_fini(struct pagetab *t);
+int pagetab_add(struct pagetab *t, uint32_t npages, uint32_t *set);
+int pagetab_alloc(struct pagetab *t, cxlp_page_t *pg);
+int pagetab_state(const struct pagetab *t, cxlp_page_t pg);
+int pagetab_move(struct pagetab *t, cxlp_page_t pg, enum page_state from,
+    enum page_state to);
+int pagetab_check(const struct pagetab *t, char *why, size_t n);
+
+/* ---- regions.c ---------------------------------------------------------- */
+
+struct pmap;
+
+/* One region this handler owns, mapped read-write. */
+struct own_region {
+	struct proto_loc loc; /* id, gen, region_off, region_len */
+	struct pmap *map;     /* owned */
+	uint8_t *base;        /* pmap_addr(map) */
+	pthread_t prefault;   /* background prefault thread */
+	bool prefault_started;
+};
+
+/* One cached mapping, keyed by region id; own entries borrow their map. */
+struct rmap_ent {
+	uint32_t region, gen;
+	uint64_t region_off, region_len;
+	struct pmap *map; /* owned unless own */
+	bool own;
+	struct rmap_ent *next;
+};
+
+#define RMAP_BUCKETS 256
+
+/* An unresolved page: a register whose outcome was lost. */
+struct unresolved {
+	cxlp_page_t page;
+	uint16_t key_len;
+	uint8_t *key; /* owned copy */
+};
+
+/* ---- handler.c ---------------------------------------------------------- */
+
+struct cxlp_handler {
+	struct cxlp_config cfg;
+	struct client *cl;
+	char *pool_path; /* owned; from WELCOME */
+	uint64_t pool_size, align;
+	int closing; /* atomic */
+
+	pthread_mutex_t reattach_lock;
+
+	pthread_mutex_t expand_lock;
+	pthread_mutex_t page_lock;
+	struct pagetab pages;
+	struct own_region **own; /* indexed like pages.sets */
+	uint32_t nown, cap_own;
+	struct unresolved *unres;
+	size_t nunres, cap_unres;
+
+	pthread_rwlock_t map_lock;
+	struct rmap_ent *rmap[RMAP_BUCKETS];
+	uint64_t nforeign;
+};
+
+/* h_call -- client_call that reattaches once on CXLP_E_SESSION. */
+int h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
+    struct creply *rep);
+/* h_check_open -- CXLP_E_CLOSED if h is NULL or closing. */
+int h_check_open(const struct cxlp_handler *h);
+/* h_check_keys -- validate a batch of keys (-EINVAL, CXLP_E_BATCH,
+ * CXLP_E_KEYLEN). */
+int h_check_keys(size_t n, const void *const keys[],
+    const size_t key_lens[]);
+/* h_get_results -- decode a result list of exactly n entries (or at most
+ * n when exact is false) and the end of the reply. */
+int h_get_results(struct creply *rep, struct proto_result *res, size_t n,
+    bool exact, uint32_t *got);
+
+int regions_init(struct cxlp_handler *h);
+void regions_fini(struct cxlp_handler *h);
+int regions_expand(struct cxlp_handler *h);
+int regions_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
+    const void **data);
+uint64_t regions_foreign_count(struct cxlp_handler *h);
+/* regions_own_find -- local index of my region (id, gen) or -1. Caller
+ * holds page_lock. */
+int regions_own_find(const struct cxlp_handler *h, uint32_t region,
+    uint32_t gen);
+/* regions_page_of -- the page at loc in one of my regions (page_lock
+ * held): 0 and *pg, or CXLP_E_NOTFOUND. */
+int regions_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
+    cxlp_page_t *pg);
+/* regions_page_addr -- RW address and pool offset of an own page
+ * (page_lock held; pg valid). */
+uint8_t *regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
+    uint64_t *pool_off);
+
+int store_resolve(struct cxlp_handler *h);
+void store_fini(struct cxlp_handler *h);
+
+#endif /* CXLP_HANDLER_INT_H */

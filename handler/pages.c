@@ -1,0 +1,280 @@
+/*
+ * pages.c -- the handler's page table: which pages of its own regions are
+ * free, allocated, being registered, registered, or in doubt.
+ *
+ * It is a pure module (no locks, no I/O) so that it can be tested alone
+ * and differentially against a naive model. Each region ("set") keeps an
+ * array of next indices forming a LIFO free list and one state byte per
+ * page, so alloc and free are O(1). Sets with free pages sit on an "avail"
+ * stack; a set is pushed when its free count goes 0 -> 1 and popped lazily
+ * when found empty, so finding a set with room is amortized O(1) however
+ * many regions there are.
+ *
+ * DESIGN NOTES
+ * 1. A page handle is (set << 32) | index and is checked on every use:
+ *    out of range or in the wrong state is CXLP_E_BADPAGE (bad input from
+ *    the caller, never an assertion).
+ * 2. State transitions, and the function that makes each one:
+ *      FREE -> ALLOCATED        [pagetab_alloc; cxlp_alloc]
+ *      ALLOCATED -> FREE        [cxlp_free]
+ *      ALLOCATED -> INFLIGHT    [store: pages taken for one REGISTER]
+ *      INFLIGHT -> ALLOCATED    [store: argument check rolled back]
+ *      INFLIGHT -> REGISTERED   [store: the key is at this page]
+ *      INFLIGHT -> FREE         [store: lost the race, or not confirmed]
+ *      INFLIGHT -> UNRESOLVED   [store: no reply after retries]
+ *      UNRESOLVED -> REGISTERED [store_resolve: LOOKUP finds it here]
+ *      UNRESOLVED -> FREE       [store_resolve: not here]
+ *      REGISTERED -> FREE       [delete of the key]
+ *    Any other transition is a bug and asserts.
+ * 3. A page is on its set's free list iff its state is FREE; nfree is the
+ *    list's length; count[s] is the number of pages in state s.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "handler_int.h"
+
+/* legal[from][to]: the transitions pagetab_move may make (note 2). */
+static const bool legal[PAGE_NSTATES][PAGE_NSTATES] = {
+	[PAGE_ALLOCATED] = {[PAGE_FREE] = true, [PAGE_INFLIGHT] = true},
+	[PAGE_INFLIGHT] = {[PAGE_ALLOCATED] = true, [PAGE_REGISTERED] = true,
+	    [PAGE_FREE] = true, [PAGE_UNRESOLVED] = true},
+	[PAGE_UNRESOLVED] = {[PAGE_REGISTERED] = true, [PAGE_FREE] = true},
+	[PAGE_REGISTERED] = {[PAGE_FREE] = true},
+};
+
+static const char *const state_names[PAGE_NSTATES] = {
+	[PAGE_FREE] = "free",
+	[PAGE_ALLOCATED] = "allocated",
+	[PAGE_INFLIGHT] = "in flight",
+	[PAGE_REGISTERED] = "registered",
+	[PAGE_UNRESOLVED] = "unresolved",
+};
+
+/* pagetab_init -- an empty table. */
+void
+pagetab_init(struct pagetab *t)
+{
+	memset(t, 0, sizeof(*t));
+}
+
+/* pagetab_fini -- free every set; t may be reused after pagetab_init. */
+void
+pagetab_fini(struct pagetab *t)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		free(t->sets[i].next);
+		free(t->sets[i].state);
+	}
+	free(t->sets);
+	free(t->avail);
+	memset(t, 0, sizeof(*t));
+}
+
+static int
+pagetab_grow(struct pagetab *t)
+{
+	uint32_t cap = t->cap ? t->cap * 2 : 4;
+	struct pageset *sets;
+	uint32_t *avail;
+
+	if (t->n < t->cap) {
+		return 0;
+	}
+	sets = realloc(t->sets, cap * sizeof(*sets));
+	if (sets == NULL) {
+		return -ENOMEM;
+	}
+	t->sets = sets;
+	avail = realloc(t->avail, cap * sizeof(*avail));
+	if (avail == NULL) {
+		return -ENOMEM;
+	}
+	t->avail = avail;
+	t->cap = cap;
+	return 0;
+}
+
+static void
+avail_push(struct pagetab *t, uint32_t set)
+{
+	if (!t->sets[set].in_avail) {
+		cxlp_assert(t->navail < t->n);
+		t->sets[set].in_avail = true;
+		t->avail[t->navail++] = set;
+	}
+}
+
+/* pagetab_add -- add a set of npages FREE pages; *set is its index.
+ * Returns 0, -EINVAL (npages 0) or -ENOMEM (table unchanged). */
+int
+pagetab_add(struct pagetab *t, uint32_t npages, uint32_t *set)
+{
+	struct pageset s = {.npages = npages, .nfree = npages, .head = 0};
+
+	if (npages == 0 || npages == PAGE_NONE || t->n == UINT32_MAX) {
+		return cxlp_fail(-EINVAL, "pages: bad region of %u pages",
+		    npages);
+	}
+	if (pagetab_grow(t) != 0) {
+		return cxlp_fail(-ENOMEM, "pages: out of memory");
+	}
+	s.next = malloc(npages * sizeof(*s.next));
+	s.state = calloc(npages, 1);
+	if (s.next == NULL || s.state == NULL) {
+		free(s.next);
+		free(s.state);
+		return cxlp_fail(-ENOMEM, "pages: out of memory");
+	}
+	for (uint32_t i = 0; i < npages; i++) {
+		s.next[i] = i + 1 < npages ? i + 1 : PAGE_NONE;
+	}
+	t->sets[t->n] = s;
+	*set = t->n++;
+	t->count[PAGE_FREE] += npages;
+	avail_push(t, *set);
+	return 0;
+}
+
+/* pagetab_alloc -- take a FREE page, now ALLOCATED. Returns 0 and *pg, or
+ * CXLP_E_NOSPACE when every set is full. */
+int
+pagetab_alloc(struct pagetab *t, cxlp_page_t *pg)
+{
+	while (t->navail > 0) {
+		uint32_t set = t->avail[t->navail - 1];
+		struct pageset *s = &t->sets[set];
+		uint32_t idx;
+
+		if (s->nfree == 0) {
+			s->in_avail = false;
+			t->navail--;
+			continue;
+		}
+		idx = s->head;
+		cxlp_assert(idx < s->npages && s->state[idx] == PAGE_FREE);
+		s->head = s->next[idx];
+		s->nfree--;
+		s->state[idx] = PAGE_ALLOCATED;
+		t->count[PAGE_FREE]--;
+		t->count[PAGE_ALLOCATED]++;
+		*pg = page_make(set, idx);
+		return 0;
+	}
+	return cxlp_fail(CXLP_E_NOSPACE, "pages: all %u regions are full",
+	    t->n);
+}
+
+/* pagetab_state -- the page's state, or CXLP_E_BADPAGE if pg names no
+ * page of this table. */
+int
+pagetab_state(const struct pagetab *t, cxlp_page_t pg)
+{
+	uint32_t set = page_set(pg), idx = page_idx(pg);
+
+	if (set >= t->n || idx >= t->sets[set].npages) {
+		return cxlp_fail(CXLP_E_BADPAGE, "page %#llx: no such page",
+		    (unsigned long long)pg);
+	}
+	return t->sets[set].state[idx];
+}
+
+/* pagetab_move -- move pg from state `from` to `to` (a transition of note
+ * 2). Returns 0, or CXLP_E_BADPAGE (nothing changed) if pg is out of range
+ * or not in state `from`. */
+int
+pagetab_move(struct pagetab *t, cxlp_page_t pg, enum page_state from,
+    enum page_state to)
+{
+	int st = pagetab_state(t, pg);
+	struct pageset *s;
+	uint32_t set = page_set(pg), idx = page_idx(pg);
+
+	cxlp_assert(from < PAGE_NSTATES && to < PAGE_NSTATES);
+	cxlp_assert(legal[from][to]);
+	if (st < 0) {
+		return st;
+	}
+	if (st != (int)from) {
+		return cxlp_fail(CXLP_E_BADPAGE, "page %#llx is %s, not %s",
+		    (unsigned long long)pg, state_names[st],
+		    state_names[from]);
+	}
+	s = &t->sets[set];
+	s->state[idx] = (uint8_t)to;
+	t->count[from]--;
+	t->count[to]++;
+	if (to == PAGE_FREE) {
+		s->next[idx] = s->head;
+		s->head = idx;
+		if (s->nfree++ == 0) {
+			avail_push(t, set);
+		}
+	}
+	return 0;
+}
+
+static int
+set_check(const struct pageset *s, uint32_t set, uint64_t *counts,
+    char *why, size_t n)
+{
+	uint32_t seen = 0;
+
+	for (uint32_t i = 0; i < s->npages; i++) {
+		if (s->state[i] >= PAGE_NSTATES) {
+			snprintf(why, n, "set %u page %u: bad state", set, i);
+			return CXLP_E_CORRUPT;
+		}
+		counts[s->state[i]]++;
+	}
+	for (uint32_t i = s->head; i != PAGE_NONE; i = s->next[i]) {
+		if (i >= s->npages || s->state[i] != PAGE_FREE ||
+		    ++seen > s->nfree) {
+			snprintf(why, n, "set %u: free list broken at %u", set,
+			    i);
+			return CXLP_E_CORRUPT;
+		}
+	}
+	if (seen != s->nfree) {
+		snprintf(why, n, "set %u: %u on free list, nfree %u", set,
+		    seen, s->nfree);
+		return CXLP_E_CORRUPT;
+	}
+	if (s->nfree > 0 && !s->in_avail) {
+		snprintf(why, n, "set %u: has free pages, not on avail", set);
+		return CXLP_E_CORRUPT;
+	}
+	return 0;
+}
+
+/* pagetab_check -- verify notes 1-3; 0 or CXLP_E_CORRUPT with a reason
+ * in why (may be NULL). */
+int
+pagetab_check(const struct pagetab *t, char *why, size_t n)
+{
+	uint64_t counts[PAGE_NSTATES] = {0};
+	char dummy[1];
+	int rc;
+
+	if (why == NULL) {
+		why = dummy;
+		n = sizeof(dummy);
+	}
+	for (uint32_t i = 0; i < t->n; i++) {
+		rc = set_check(&t->sets[i], i, counts, why, n);
+		if (rc != 0) {
+			return rc;
+		}
+	}
+	for (int s = 0; s < PAGE_NSTATES; s++) {
+		if (counts[s] != t->count[s]) {
+			snprintf(why, n, "count[%s] %llu, really %llu",
+			    state_names[s], (unsigned long long)t->count[s],
+			    (unsigned long long)counts[s]);
+			return CXLP_E_CORRUPT;
+		}
+	}
+	return 0;
+}

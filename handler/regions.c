@@ -1,0 +1,512 @@
+/*
+ * regions.c -- the regions a handler maps: its own, read-write, and other
+ * handlers', read-only; plus cxlp_alloc/cxlp_free over the own ones.
+ *
+ * Every mapping, own or foreign, sits in one small hash keyed by region id
+ * under a rwlock (h->map_lock). Retrieve only ever takes that lock shared,
+ * and only to turn a (region, gen, off) location into a pointer, so reads
+ * never wait for the page lock that serializes allocation. A foreign
+ * region is mapped on first use and cached; a location with a different
+ * gen means the region id was reused, and the old mapping is replaced.
+ * Own regions are entered in the same hash (borrowing their mapping), so
+ * a key in one of my regions resolves to my read-write mapping.
+ *
+ * Own regions are also indexed by local index (the high half of a page
+ * handle) in h->own, guarded by h->page_lock with the page table. New
+ * regions are requested under h->expand_lock so that two threads finding
+ * every region full make one REGION_ALLOC, not two. A fresh region is
+ * prefaulted by a background thread: the first touch of shared pages is
+ * slow, and alloc is the hot path.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "handler_int.h"
+#include "log.h"
+#include "map.h"
+
+static void *
+prefault_main(void *arg)
+{
+	struct own_region *r = arg;
+
+	(void)pmap_prefault(r->map);
+	return NULL;
+}
+
+static struct rmap_ent **
+rmap_slot(struct cxlp_handler *h, uint32_t region)
+{
+	struct rmap_ent **pp = &h->rmap[region % RMAP_BUCKETS];
+
+	while (*pp != NULL && (*pp)->region != region) {
+		pp = &(*pp)->next;
+	}
+	return pp;
+}
+
+static void
+rmap_ent_free(struct cxlp_handler *h, struct rmap_ent *e)
+{
+	if (!e->own) {
+		pmap_close(&e->map);
+		h->nforeign--;
+	}
+	free(e);
+}
+
+/* Enter e (new) in the hash, replacing any entry for its region id.
+ * map_lock held for writing. */
+static void
+rmap_put(struct cxlp_handler *h, struct rmap_ent *e)
+{
+	struct rmap_ent **pp = rmap_slot(h, e->region);
+
+	if (*pp != NULL) {
+		struct rmap_ent *old = *pp;
+
+		e->next = old->next;
+		rmap_ent_free(h, old);
+	} else {
+		e->next = NULL;
+	}
+	*pp = e;
+	if (!e->own) {
+		h->nforeign++;
+	}
+}
+
+static bool
+loc_region_ok(const struct cxlp_handler *h, const struct proto_loc *loc)
+{
+	return loc->region_len > 0 && loc->region_off % 4096 == 0 &&
+	    loc->region_len % 4096 == 0 && loc->region_off < h->pool_size &&
+	    loc->region_len <= h->pool_size - loc->region_off;
+}
+
+static int
+region_request(struct cxlp_handler *h, struct proto_loc *loc)
+{
+	uint64_t align = h->align ? h->align : 4096;
+	uint64_t len = (h->cfg.region_size + align - 1) / align * align;
+	struct creply rep;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	proto_put_region_req(&b, len, h->cfg.page_size);
+	rc = h_call(h, PROTO_OP_REGION_ALLOC, &b, &rep);
+	pbuf_fini(&b);
+	if (rc != 0) {
+		return rc;
+	}
+	rc = proto_get_loc(&rep.body, loc);
+	if (rc == 0) {
+		rc = preader_end(&rep.body);
+	}
+	client_reply_fini(&rep);
+	if (rc != 0) {
+		return cxlp_fail(CXLP_E_PROTO, "REGION_ALLOC: bad reply body");
+	}
+	if (!loc_region_ok(h, loc) || loc->region_len < h->cfg.page_size ||
+	    loc->region_len / h->cfg.page_size >= PAGE_NONE) {
+		return cxlp_fail(CXLP_E_PROTO, "REGION_ALLOC: region %u at "
+		    "%llu+%llu does not fit", loc->region,
+		    (unsigned long long)loc->region_off,
+		    (unsigned long long)loc->region_len);
+	}
+	return 0;
+}
+
+static int
+own_open(struct cxlp_handler *h, const struct proto_loc *loc,
+    struct own_region **out, struct rmap_ent **ent)
+{
+	struct own_region *r = calloc(1, sizeof(*r));
+	struct rmap_ent *e = calloc(1, sizeof(*e));
+	int rc;
+
+	if (r == NULL || e == NULL) {
+		rc = cxlp_fail(-ENOMEM, "region: out of memory");
+		goto err_free;
+	}
+	r->loc = *loc;
+	rc = pmap_open(&r->map, h->pool_path, loc->region_off,
+	    loc->region_len, true);
+	if (rc != 0) {
+		log_err("region %u: cannot map %s: %s", loc->region,
+		    h->pool_path, cxlp_errormsg());
+		goto err_free;
+	}
+	r->base = pmap_addr(r->map);
+	*e = (struct rmap_ent){.region = loc->region, .gen = loc->gen,
+	    .region_off = loc->region_off, .region_len = loc->region_len,
+	    .map = r->map, .own = true};
+	*out = r;
+	*ent = e;
+	return 0;
+err_free:
+	free(e);
+	free(r);
+	return rc;
+}
+
+static void
+own_free(struct own_region *r)
+{
+	if (r->prefault_started) {
+		pthread_join(r->prefault, NULL);
+	}
+	pmap_close(&r->map);
+	free(r);
+}
+
+/* Add r to the page table and h->own; page_lock held. When pg is not NULL
+ * also take its first page. */
+static int
+own_add_locked(struct cxlp_handler *h, struct own_region *r,
+    cxlp_page_t *pg)
+{
+	uint32_t set;
+	int rc;
+
+	if (h->nown == h->cap_own) {
+		uint32_t cap = h->cap_own ? h->cap_own * 2 : 4;
+		struct own_region **own = realloc(h->own, cap * sizeof(*own));
+
+		if (own == NULL) {
+			return cxlp_fail(-ENOMEM, "region: out of memory");
+		}
+		h->own = own;
+		h->cap_own = cap;
+	}
+	rc = pagetab_add(&h->pages,
+	    (uint32_t)(r->loc.region_len / h->cfg.page_size), &set);
+	if (rc != 0) {
+		return rc;
+	}
+	cxlp_assert_eq(set, h->nown);
+	h->own[h->nown++] = r;
+	if (pg != NULL) {
+		rc = pagetab_alloc(&h->pages, pg);
+		cxlp_assert(rc == 0);
+	}
+	return 0;
+}
+
+static void
+region_giveback(struct cxlp_handler *h, const struct proto_loc *loc)
+{
+	struct creply rep;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_region_free(&b, loc->region, loc->gen);
+	if (h_call(h, PROTO_OP_REGION_FREE, &b, &rep) == 0) {
+		client_reply_fini(&rep);
+	}
+	pbuf_fini(&b);
+}
+
+/* regions_add -- request, map and enter one more own region; with pg not
+ * NULL, take its first page. Returns 0 or an error (CXLP_E_NOSPACE when
+ * max_regions is reached or the pool is full). Caller holds expand_lock,
+ * not page_lock. */
+static int
+regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
+{
+	struct proto_loc loc;
+	struct own_region *r;
+	struct rmap_ent *e;
+	int rc;
+
+	if (h->cfg.max_regions != 0 &&
+	    __atomic_load_n(&h->nown, __ATOMIC_ACQUIRE) >= h->cfg.max_regions) {
+		return cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
+		    "(max_regions)", h->cfg.max_regions);
+	}
+	if ((rc = region_request(h, &loc)) != 0) {
+		return rc;
+	}
+	if ((rc = own_open(h, &loc, &r, &e)) != 0) {
+		goto err_giveback;
+	}
+	pthread_rwlock_wrlock(&h->map_lock);
+	rmap_put(h, e);
+	pthread_rwlock_unlock(&h->map_lock);
+	pthread_mutex_lock(&h->page_lock);
+	rc = own_add_locked(h, r, pg);
+	pthread_mutex_unlock(&h->page_lock);
+	if (rc != 0) {
+		goto err_unmap;
+	}
+	r->prefault_started =
+	    pthread_create(&r->prefault, NULL, prefault_main, r) == 0;
+	log_info("region %u gen %u: %llu bytes at %llu", loc.region, loc.gen,
+	    (unsigned long long)loc.region_len,
+	    (unsigned long long)loc.region_off);
+	return 0;
+err_unmap:
+	pthread_rwlock_wrlock(&h->map_lock);
+	e = *rmap_slot(h, loc.region);
+	*rmap_slot(h, loc.region) = e->next;
+	rmap_ent_free(h, e);
+	pthread_rwlock_unlock(&h->map_lock);
+	own_free(r);
+err_giveback:
+	region_giveback(h, &loc);
+	return rc;
+}
+
+/* regions_init -- empty tables, then the first region. */
+int
+regions_init(struct cxlp_handler *h)
+{
+	int rc;
+
+	pagetab_init(&h->pages);
+	pthread_mutex_lock(&h->expand_lock);
+	rc = regions_add(h, NULL);
+	pthread_mutex_unlock(&h->expand_lock);
+	return rc;
+}
+
+/* regions_fini -- unmap every region, own and foreign. */
+void
+regions_fini(struct cxlp_handler *h)
+{
+	for (int i = 0; i < RMAP_BUCKETS; i++) {
+		while (h->rmap[i] != NULL) {
+			struct rmap_ent *e = h->rmap[i];
+
+			h->rmap[i] = e->next;
+			rmap_ent_free(h, e);
+		}
+	}
+	for (uint32_t i = 0; i < h->nown; i++) {
+		own_free(h->own[i]);
+	}
+	free(h->own);
+	h->own = NULL;
+	h->nown = h->cap_own = 0;
+	pagetab_fini(&h->pages);
+}
+
+/* regions_own_find -- local index of my region (id, gen) or -1. */
+int
+regions_own_find(const struct cxlp_handler *h, uint32_t region, uint32_t gen)
+{
+	for (uint32_t i = 0; i < h->nown; i++) {
+		if (h->own[i]->loc.region == region &&
+		    h->own[i]->loc.gen == gen) {
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* regions_page_of -- my page at loc (page_lock held): 0 and *pg, or
+ * CXLP_E_NOTFOUND when loc is not the start of a page of mine. */
+int
+regions_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
+    cxlp_page_t *pg)
+{
+	int set = regions_own_find(h, loc->region, loc->gen);
+	const struct own_region *r;
+	uint64_t rel;
+
+	if (set < 0) {
+		return CXLP_E_NOTFOUND;
+	}
+	r = h->own[set];
+	if (loc->off < r->loc.region_off) {
+		return CXLP_E_NOTFOUND;
+	}
+	rel = loc->off - r->loc.region_off;
+	if (rel % h->cfg.page_size != 0 ||
+	    rel / h->cfg.page_size >= h->pages.sets[set].npages) {
+		return CXLP_E_NOTFOUND;
+	}
+	*pg = page_make((uint32_t)set, (uint32_t)(rel / h->cfg.page_size));
+	return 0;
+}
+
+/* regions_page_addr -- RW address of own page pg and its pool offset
+ * (page_lock held; pg valid). */
+uint8_t *
+regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
+    uint64_t *pool_off)
+{
+	const struct own_region *r = h->own[page_set(pg)];
+	uint64_t rel = (uint64_t)page_idx(pg) * h->cfg.page_size;
+
+	if (pool_off != NULL) {
+		*pool_off = r->loc.region_off + rel;
+	}
+	return r->base + rel;
+}
+
+/* Pointer for loc if its region is cached with the same gen; map_lock
+ * held (shared is enough). */
+static const void *
+rmap_lookup(struct cxlp_handler *h, const struct proto_loc *loc)
+{
+	struct rmap_ent *e = *rmap_slot(h, loc->region);
+
+	if (e == NULL || e->gen != loc->gen ||
+	    e->region_off != loc->region_off ||
+	    e->region_len != loc->region_len) {
+		return NULL;
+	}
+	return (const uint8_t *)pmap_addr(e->map) +
+	    (loc->off - loc->region_off);
+}
+
+static int
+foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
+    const void **data)
+{
+	struct rmap_ent *e = calloc(1, sizeof(*e)), *cur;
+	int rc;
+
+	if (e == NULL) {
+		return cxlp_fail(-ENOMEM, "region: out of memory");
+	}
+	rc = pmap_open(&e->map, h->pool_path, loc->region_off,
+	    loc->region_len, false);
+	if (rc != 0) {
+		free(e);
+		return rc;
+	}
+	*e = (struct rmap_ent){.region = loc->region, .gen = loc->gen,
+	    .region_off = loc->region_off, .region_len = loc->region_len,
+	    .map = e->map};
+	pthread_rwlock_wrlock(&h->map_lock);
+	*data = rmap_lookup(h, loc);
+	cur = *rmap_slot(h, loc->region);
+	if (*data == NULL && cur != NULL && cur->own) {
+		rc = cxlp_fail(CXLP_E_PROTO, "location in my region %u with "
+		    "gen %u, region is gen %u", loc->region, loc->gen,
+		    cur->gen);
+	} else if (*data == NULL) {
+		rmap_put(h, e);
+		e = NULL;
+		*data = rmap_lookup(h, loc);
+	}
+	pthread_rwlock_unlock(&h->map_lock);
+	if (e != NULL) {
+		pmap_close(&e->map);
+		free(e);
+	}
+	return rc;
+}
+
+/* regions_resolve_ptr -- turn a key location into a pointer into the
+ * shared mapping, mapping the region read-only on first use. Returns 0 and
+ * *data, CXLP_E_BOUNDS / CXLP_E_PROTO for a location that makes no sense,
+ * or the mapping's error. */
+int
+regions_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
+    const void **data)
+{
+	if (!loc_region_ok(h, loc) || loc->off < loc->region_off ||
+	    loc->off - loc->region_off > loc->region_len ||
+	    loc->len > loc->region_len - (loc->off - loc->region_off)) {
+		return cxlp_fail(CXLP_E_BOUNDS, "location %llu+%llu outside "
+		    "region %u (%llu+%llu)", (unsigned long long)loc->off,
+		    (unsigned long long)loc->len, loc->region,
+		    (unsigned long long)loc->region_off,
+		    (unsigned long long)loc->region_len);
+	}
+	pthread_rwlock_rdlock(&h->map_lock);
+	*data = rmap_lookup(h, loc);
+	pthread_rwlock_unlock(&h->map_lock);
+	if (*data != NULL) {
+		return 0;
+	}
+	return foreign_map(h, loc, data);
+}
+
+/* regions_foreign_count -- read-only mappings cached. */
+uint64_t
+regions_foreign_count(struct cxlp_handler *h)
+{
+	uint64_t n;
+
+	pthread_rwlock_rdlock(&h->map_lock);
+	n = h->nforeign;
+	pthread_rwlock_unlock(&h->map_lock);
+	return n;
+}
+
+/* cxlp_page_size -- the handler's page size in bytes (0 for NULL). */
+size_t
+cxlp_page_size(const struct cxlp_handler *h)
+{
+	return h == NULL ? 0 : h->cfg.page_size;
+}
+
+static int
+alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg)
+{
+	int rc;
+
+	pthread_mutex_lock(&h->expand_lock);
+	pthread_mutex_lock(&h->page_lock);
+	rc = pagetab_alloc(&h->pages, pg);
+	pthread_mutex_unlock(&h->page_lock);
+	if (rc == CXLP_E_NOSPACE) {
+		rc = regions_add(h, pg);
+	}
+	pthread_mutex_unlock(&h->expand_lock);
+	return rc;
+}
+
+/* cxlp_alloc -- take a free page (O(1)); see cxlpool.h. */
+int
+cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
+{
+	cxlp_page_t pg;
+	int rc;
+
+	if (page == NULL || buf == NULL) {
+		return cxlp_fail(-EINVAL, "alloc: NULL argument");
+	}
+	if ((rc = h_check_open(h)) != 0) {
+		return rc;
+	}
+	pthread_mutex_lock(&h->page_lock);
+	rc = pagetab_alloc(&h->pages, &pg);
+	pthread_mutex_unlock(&h->page_lock);
+	if (rc == CXLP_E_NOSPACE && h->cfg.auto_expand) {
+		rc = alloc_expand(h, &pg);
+	} else if (rc == CXLP_E_NOSPACE) {
+		rc = cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
+		    "and auto-expand is off", h->pages.n);
+	}
+	if (rc != 0) {
+		return rc;
+	}
+	pthread_mutex_lock(&h->page_lock);
+	*buf = regions_page_addr(h, pg, NULL);
+	pthread_mutex_unlock(&h->page_lock);
+	*page = pg;
+	return 0;
+}
+
+/* cxlp_free -- give back an allocated, unregistered page. */
+int
+cxlp_free(struct cxlp_handler *h, cxlp_page_t page)
+{
+	int rc;
+
+	if ((rc = h_check_open(h)) != 0) {
+		return rc;
+	}
+	pthread_mutex_lock(&h->page_lock);
+	rc = pagetab_move(&h->pages, page, PAGE_ALLOCATED, PAGE_FREE);
+	pthread_mutex_unlock(&h->page_lock);
+	return rc;
+}

@@ -1,0 +1,287 @@
+/*
+ * cxlpool.h -- public API of libcxlpool, the handler library that inference
+ * processes load to share a KV-cache pool on CXL (or file-backed) memory.
+ *
+ * Model: a handler connects to a cxlpool-metaserver, which hands it regions
+ * of the pool. The handler carves pages out of its regions, writes KV chunks
+ * into them directly, then registers keys for those pages (store). Any
+ * handler can look a key up and read the bytes in place (retrieve), through
+ * a read-only mapping of the writer's region. Only metadata crosses the
+ * socket.
+ *
+ * Conventions:
+ * - Every function returning int returns 0 (or a documented non-negative
+ *   value) on success and a negative error on failure: -errno for OS
+ *   failures, or a CXLP_E_* code. cxlp_strerror() names a code and
+ *   cxlp_errormsg() says why the last call on this thread failed.
+ * - Handles are opaque. A handler is thread-safe: any number of threads may
+ *   call into one handler at once. Reads (retrieve, exists) never wait for
+ *   the lock that serializes page allocation.
+ * - The library never prints, exits or aborts on bad input. It logs through
+ *   cxlp_set_log_fn(); the default writes errors to stderr, and CXLP_LOG=
+ *   debug|info|err|off in the environment sets the level.
+ */
+#ifndef CXLPOOL_H
+#define CXLPOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CXLP_API __attribute__((visibility("default")))
+
+#define CXLP_VERSION_MAJOR 0
+#define CXLP_VERSION_MINOR 1
+
+/* Keys are opaque byte strings of 1..CXLP_KEY_MAX bytes. */
+#define CXLP_KEY_MAX 1024
+/* A batch call takes at most CXLP_BATCH_MAX keys. */
+#define CXLP_BATCH_MAX 4096
+
+/* Error codes (negative). -errno values are used for OS errors and for
+ * invalid arguments (-EINVAL). */
+enum cxlp_error {
+	CXLP_E_BADMAGIC = -1000, /* file or device is not a cxlpool pool */
+	CXLP_E_VERSION = -1001,  /* pool layout or protocol version mismatch */
+	CXLP_E_CHECKSUM = -1002, /* on-media record fails its checksum */
+	CXLP_E_CORRUPT = -1003,  /* pool metadata inconsistent */
+	CXLP_E_NOSPACE = -1004,  /* no free region/page/index slot */
+	CXLP_E_NOTFOUND = -1005, /* key not in the pool */
+	CXLP_E_PINNED = -1006,   /* delete refused: the key is pinned */
+	CXLP_E_NOTPINNED = -1007, /* unpin: the caller holds no pin */
+	CXLP_E_PERM = -1008,     /* not the owner (region or live key) */
+	CXLP_E_BOUNDS = -1009,   /* location outside the region or page */
+	CXLP_E_PROTO = -1010,    /* malformed or unexpected frame */
+	CXLP_E_BADOP = -1011,    /* unknown operation */
+	CXLP_E_KEYLEN = -1012,   /* key empty or longer than CXLP_KEY_MAX */
+	CXLP_E_BATCH = -1013,    /* batch empty or larger than CXLP_BATCH_MAX */
+	CXLP_E_SESSION = -1014,  /* unknown session or wrong token */
+	CXLP_E_TIMEOUT = -1015,  /* no reply from the metaserver in time */
+	CXLP_E_CLOSED = -1016,   /* handler closed or closing */
+	CXLP_E_CONN = -1017,     /* cannot reach the metaserver */
+	CXLP_E_BADPAGE = -1018,  /* page not allocated by this handler */
+	CXLP_E_STALE = -1019,    /* volatile pool from an earlier boot */
+	CXLP_E_BUSY = -1020,     /* page already holds a registered key */
+	CXLP_E_TOOBIG = -1021,   /* value longer than the page */
+	CXLP_E_UNKNOWN = -1022,  /* outcome unknown (reply lost); see store */
+	CXLP_E_LAST = -1022,
+};
+
+/* cxlp_strerror -- short name and meaning of an error code; never NULL. */
+CXLP_API const char *cxlp_strerror(int err);
+
+/* cxlp_errormsg -- why the last failing call on this thread failed. The
+ * string is thread-local and valid until the next failing call. */
+CXLP_API const char *cxlp_errormsg(void);
+
+/* Log levels and the log callback. */
+enum cxlp_log_level {
+	CXLP_LOG_OFF = 0,
+	CXLP_LOG_ERR = 1,
+	CXLP_LOG_INFO = 2,
+	CXLP_LOG_DEBUG = 3,
+};
+typedef void (*cxlp_log_fn)(int level, const char *msg, void *arg);
+
+/* cxlp_set_log_fn -- route the library's log lines to fn (NULL restores the
+ * stderr default) and set the level. Process-wide; call before connect. */
+CXLP_API void cxlp_set_log_fn(cxlp_log_fn fn, void *arg, int level);
+
+/*
+ * Configuration. A config is a plain heap object; the handler copies what
+ * it needs at connect, so the config may be deleted right after.
+ */
+struct cxlp_config;
+
+/* cxlp_config_new -- a config with defaults: server
+ * "ipc:///tmp/cxlpool.sock", page size 64 KiB, region size 64 MiB,
+ * auto-expand on, no region limit, timeout 5000 ms, 3 retries,
+ * instance id 0. Returns 0 or -ENOMEM; *out is NULL on failure. */
+CXLP_API int cxlp_config_new(struct cxlp_config **out);
+/* cxlp_config_delete -- NULL-safe; sets *cfg to NULL. */
+CXLP_API void cxlp_config_delete(struct cxlp_config **cfg);
+/* Setters return 0 or -EINVAL (value out of range; the config is kept). */
+CXLP_API int cxlp_config_set_server(struct cxlp_config *cfg, const char *url);
+CXLP_API int cxlp_config_set_page_size(struct cxlp_config *cfg, size_t bytes);
+CXLP_API int cxlp_config_set_region_size(struct cxlp_config *cfg,
+    size_t bytes);
+CXLP_API int cxlp_config_set_auto_expand(struct cxlp_config *cfg, bool on);
+CXLP_API int cxlp_config_set_max_regions(struct cxlp_config *cfg,
+    unsigned n); /* 0 = no limit */
+CXLP_API int cxlp_config_set_timeout_ms(struct cxlp_config *cfg,
+    unsigned ms);
+CXLP_API int cxlp_config_set_retries(struct cxlp_config *cfg, unsigned n);
+CXLP_API int cxlp_config_set_instance_id(struct cxlp_config *cfg,
+    uint64_t id);
+
+struct cxlp_handler;
+
+/* cxlp_connect -- open a session with the metaserver named in cfg (NULL:
+ * defaults) and take a first region. Returns 0 and a new handler in *out
+ * (caller owns it; release with cxlp_close), or a negative error with
+ * *out == NULL. */
+CXLP_API int cxlp_connect(struct cxlp_handler **out,
+    const struct cxlp_config *cfg);
+
+/* cxlp_close -- end the session and free the handler. NULL-safe; sets *h
+ * to NULL. Regions holding registered keys stay readable by others until
+ * their last key is deleted; unregistered pages return to the pool with
+ * their region. Every pointer obtained from this handler becomes invalid.
+ * The caller must ensure no other thread is inside a call on *h. */
+CXLP_API void cxlp_close(struct cxlp_handler **h);
+
+/*
+ * Pages. A page is a fixed-size slot (the configured page size) in one of
+ * the handler's own regions, named by an opaque handle.
+ */
+typedef uint64_t cxlp_page_t;
+
+/* cxlp_page_size -- the handler's page size in bytes. */
+CXLP_API size_t cxlp_page_size(const struct cxlp_handler *h);
+
+/* cxlp_alloc -- take a free page in O(1). On success *page names it and
+ * *buf points at its first byte (writable, cxlp_page_size bytes). When the
+ * owned regions are full, a new region is requested if auto-expand is on;
+ * otherwise (or when the pool is full) returns CXLP_E_NOSPACE. */
+CXLP_API int cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page,
+    void **buf);
+
+/* cxlp_free -- give back an allocated, unregistered page. Returns
+ * CXLP_E_BADPAGE for a page this handler did not allocate, already freed,
+ * or registered under a key. */
+CXLP_API int cxlp_free(struct cxlp_handler *h, cxlp_page_t page);
+
+/* Flags for store/batch_store. */
+#define CXLP_STORE_PIN 0x1u /* return every key pinned by this session,
+                               winner or loser, atomically with register */
+
+/*
+ * cxlp_batch_store -- register keys[i] (key_lens[i] bytes) for pages[i]
+ * holding lens[i] bytes, for i < n, in one round trip.
+ *
+ * The bytes of each page are made visible (and durable on persistent
+ * media) before the register is sent. Per key, stored[i] is set to:
+ *   true  -- the key is in the pool: either this page now holds it, or the
+ *            key was already registered (by another handler or an earlier
+ *            key of this batch) and this page was freed;
+ *   false -- the server did not confirm the key (error entry, short or
+ *            malformed reply, no reply); the page was freed.
+ * If the outcome of the register is unknown (no reply after the configured
+ * retries), pages are neither freed nor reported stored: they are kept
+ * until the handler can resolve them and stored[i] is false; the call
+ * returns CXLP_E_UNKNOWN.
+ *
+ * Errors before any page is consumed, leaving every page with the caller:
+ * -EINVAL (NULL arrays, n == 0 or n > CXLP_BATCH_MAX), CXLP_E_KEYLEN,
+ * CXLP_E_TOOBIG (lens[i] > page size), CXLP_E_BADPAGE (a page not
+ * allocated by this handler, already registered, or named twice),
+ * CXLP_E_CLOSED. Otherwise returns 0 (or CXLP_E_UNKNOWN as above) and every
+ * page has been consumed exactly once.
+ */
+CXLP_API int cxlp_batch_store(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    const cxlp_page_t pages[], const size_t lens[], unsigned flags,
+    bool stored[]);
+
+/* cxlp_store -- cxlp_batch_store of one key. */
+CXLP_API int cxlp_store(struct cxlp_handler *h, const void *key,
+    size_t key_len, cxlp_page_t page, size_t len, unsigned flags,
+    bool *stored);
+
+/* Flags for retrieve/batch_retrieve. */
+#define CXLP_RETRIEVE_PIN 0x1u /* pin the key; release with cxlp_unpin */
+
+/* cxlp_retrieve -- find key and return a pointer to its bytes in the
+ * shared mapping (*data, *len). Zero copy: the memory is read-only unless
+ * the page is this handler's own. The pointer is valid while the key
+ * exists; pass CXLP_RETRIEVE_PIN to keep the key from being deleted until
+ * cxlp_unpin. Returns 0, CXLP_E_NOTFOUND, or an error. */
+CXLP_API int cxlp_retrieve(struct cxlp_handler *h, const void *key,
+    size_t key_len, unsigned flags, const void **data, size_t *len);
+
+/* cxlp_batch_retrieve -- retrieve n keys in one round trip. status[i] is 0
+ * or the key's error (CXLP_E_NOTFOUND ...); data[i]/lens[i] are set for
+ * keys with status 0. Returns 0 if the round trip succeeded. */
+CXLP_API int cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], unsigned flags,
+    const void *data[], size_t lens[], int status[]);
+
+/* cxlp_exists -- 1 if key is in the pool, 0 if not, or a negative error. */
+CXLP_API int cxlp_exists(struct cxlp_handler *h, const void *key,
+    size_t key_len);
+
+/* cxlp_batch_exists -- exists[i] for each key, one round trip. */
+CXLP_API int cxlp_batch_exists(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], bool exists[]);
+
+/* cxlp_pin -- take one pin on key for this session. A pinned key cannot be
+ * deleted. Pins are counted per session. Returns 0 or CXLP_E_NOTFOUND. */
+CXLP_API int cxlp_pin(struct cxlp_handler *h, const void *key,
+    size_t key_len);
+
+/* cxlp_unpin -- release one of this session's pins on key. Returns
+ * CXLP_E_NOTPINNED if this session holds none (another session's pins
+ * never count), CXLP_E_NOTFOUND if the key does not exist. */
+CXLP_API int cxlp_unpin(struct cxlp_handler *h, const void *key,
+    size_t key_len);
+
+/* cxlp_batch_pin -- pin keys in order, stopping at the first missing key.
+ * *npinned is the number of keys pinned (those before the miss). Returns 0
+ * if all were pinned, CXLP_E_NOTFOUND if keys[*npinned] is missing. */
+CXLP_API int cxlp_batch_pin(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], size_t *npinned);
+
+/* cxlp_batch_unpin -- unpin each key; status[i] as cxlp_unpin. Returns 0 if
+ * the round trip succeeded. */
+CXLP_API int cxlp_batch_unpin(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], int status[]);
+
+/* cxlp_delete -- remove key from the pool. Refused with CXLP_E_PINNED while
+ * any session pins it, CXLP_E_PERM when another live handler owns it
+ * (eviction is the owner's); a key whose owner closed or died may be
+ * deleted by anyone. When the page is this handler's, it becomes free. */
+CXLP_API int cxlp_delete(struct cxlp_handler *h, const void *key,
+    size_t key_len);
+
+/* cxlp_batch_delete -- delete n keys; status[i] as cxlp_delete. */
+CXLP_API int cxlp_batch_delete(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], int status[]);
+
+/* Statistics: the pool's, from the metaserver, and this handler's own. */
+struct cxlp_stats {
+	/* pool (server side) */
+	uint64_t pool_bytes;       /* whole pool, bytes */
+	uint64_t data_bytes;       /* data area, bytes */
+	uint64_t free_bytes;       /* data area not in any region, bytes */
+	uint64_t regions;          /* regions allocated (owned or orphaned) */
+	uint64_t orphan_regions;   /* regions whose owner is gone */
+	uint64_t keys;             /* keys registered */
+	uint64_t value_bytes;      /* sum of registered value lengths */
+	uint64_t sessions;         /* live sessions */
+	uint64_t pins;             /* pins held, all sessions */
+	uint64_t index_slots;      /* capacity of the key index */
+	/* this handler */
+	uint64_t own_regions;      /* regions this handler owns */
+	uint64_t pages_total;      /* pages in them */
+	uint64_t pages_free;       /* free for cxlp_alloc */
+	uint64_t pages_allocated;  /* allocated, not registered */
+	uint64_t pages_registered; /* holding a key */
+	uint64_t pages_unresolved; /* kept after a lost reply */
+	uint64_t foreign_maps;     /* read-only region mappings cached */
+	uint64_t reserved[15];
+};
+
+/* cxlp_stats -- fill *st (one round trip). */
+CXLP_API int cxlp_stats(struct cxlp_handler *h, struct cxlp_stats *st);
+
+/* cxlp_healthcheck -- 0 if the metaserver answers and knows this session. */
+CXLP_API int cxlp_healthcheck(struct cxlp_handler *h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CXLPOOL_H */

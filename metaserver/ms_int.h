@@ -1,0 +1,202 @@
+/*
+ * ms_int.h -- the metaserver's internals: the server state (struct ms),
+ * sessions, pins and the reply cache, and the pure request dispatcher.
+ *
+ * Only server.c includes nng. Everything declared here works on plain
+ * frames and pipe ids, so tests and the fuzz target drive it without
+ * sockets.
+ *
+ * Locking (two locks, always taken in this order):
+ *   ms->lock      rwlock: the pool and the pins. Ops that change either
+ *                 take it for writing; reads share it.
+ *   ms->sess_lock mutex: the DRAM session table, pipe table and every
+ *                 session's reply cache. Never held while waiting for
+ *                 ms->lock.
+ * A session is ended (pins released, regions disowned, record removed)
+ * only with both held, and its `dead` flag is set then, so an op running
+ * under ms->lock sees a consistent answer to "is my session alive".
+ */
+#ifndef CXLP_MS_INT_H
+#define CXLP_MS_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pool.h"
+#include "proto.h"
+
+#define MS_VERSION "0.1.0"
+#define MS_URLS_MAX 16
+#define MS_WORKERS_MAX 32
+#define MS_GRACE_MS_DEFAULT 10000u
+#define MS_DEFAULT_URL "ipc:///tmp/cxlpool.sock"
+
+/* ---- configuration (main.c fills it, server.c and ms_init use it) ------ */
+
+struct ms_config {
+	const char *pool_path;
+	uint64_t size;        /* bytes, used when creating */
+	uint64_t index_slots; /* 0 = derived from size */
+	const char *urls[MS_URLS_MAX];
+	unsigned nurls;
+	unsigned workers;
+	uint64_t grace_ms;    /* detached session lifetime, ms */
+	bool reformat;
+	int log_level;        /* CXLP_LOG_* */
+};
+
+/* ms_config_defaults -- fill cfg with the documented defaults. */
+void ms_config_defaults(struct ms_config *cfg);
+/* ms_config_parse -- parse argv into cfg. Returns 0 to run, 1 when --help
+ * or --version was printed (exit 0), 2 after a usage message (exit 2). */
+int ms_config_parse(struct ms_config *cfg, int argc, char **argv);
+
+/* ---- pins (pins.c): counted per (session, key slot) -------------------- */
+
+struct pins_ent {
+	uint64_t a, b;  /* key */
+	uint64_t count; /* 0 = empty cell */
+};
+
+struct pins_map {
+	struct pins_ent *tab;
+	size_t cap; /* power of two, or 0 */
+	size_t n;   /* used cells */
+};
+
+struct pins {
+	struct pins_map held;  /* (session, slot) -> pins that session holds */
+	struct pins_map total; /* (slot, 0) -> pins all sessions hold */
+	uint64_t count;        /* all pins held */
+};
+
+void pins_init(struct pins *p);
+void pins_fini(struct pins *p);
+int pins_reserve(struct pins *p, size_t more);
+int pins_add(struct pins *p, uint64_t sess, uint64_t slot);
+int pins_drop(struct pins *p, uint64_t sess, uint64_t slot);
+uint64_t pins_held(const struct pins *p, uint64_t sess, uint64_t slot);
+uint64_t pins_total(const struct pins *p, uint64_t slot);
+uint64_t pins_release_session(struct pins *p, uint64_t sess);
+int pins_check(const struct pins *p, char *why, size_t n);
+
+/* ---- reply cache (replycache.c): the last replies of one session ------- */
+
+#define RC_ENTRIES 64
+#define RC_BYTES_MAX (4u << 20)
+
+enum rc_state {
+	RC_EMPTY = 0,
+	RC_PENDING = 1, /* being applied; its reply is not known yet */
+	RC_DONE = 2,
+};
+
+struct rc_ent {
+	uint64_t req_id;
+	uint64_t seq;   /* age: larger is newer */
+	int state;      /* enum rc_state */
+	uint8_t *data;  /* RC_DONE: the reply frame (owned) */
+	size_t len;
+};
+
+struct rcache {
+	struct rc_ent ent[RC_ENTRIES];
+	uint64_t seq;
+	size_t bytes; /* sum of len over RC_DONE entries */
+};
+
+/* rc_begin results (non-negative) */
+enum {
+	RC_NEW = 0,  /* not seen: a PENDING entry was made; apply, then finish */
+	RC_HIT = 1,  /* seen: the cached reply was copied into the pbuf */
+	RC_WAIT = 2, /* being applied by another thread: wait and retry */
+};
+
+void rc_init(struct rcache *rc);
+void rc_fini(struct rcache *rc);
+int rc_begin(struct rcache *rc, uint64_t req_id, struct pbuf *reply);
+void rc_finish(struct rcache *rc, uint64_t req_id, const void *data,
+    size_t len);
+void rc_abort(struct rcache *rc, uint64_t req_id);
+size_t rc_count(const struct rcache *rc);
+
+/* ---- sessions (session.c) ---------------------------------------------- */
+
+struct ms_sess {
+	struct ms_sess *next; /* hash chain */
+	uint64_t id;
+	uint64_t token;
+	uint32_t pid;         /* as the client said in HELLO */
+	uint64_t start_time;  /* clock ticks since boot, from HELLO */
+	uint64_t pipe;        /* pipe it last spoke on; 0 = none */
+	bool detached;        /* its pipe is gone; ends at deadline */
+	uint64_t deadline_ms; /* monotonic ms */
+	bool dead;            /* ended; freed when refs drops to 0 */
+	unsigned refs;        /* requests in flight */
+	struct rcache rc;
+};
+
+#define MS_SESS_BUCKETS 256
+
+struct ms_pipe {
+	uint64_t id;
+	uint64_t pid; /* peer pid (ipc), 0 unknown */
+};
+
+struct ms {
+	struct pool *pool;
+	pthread_rwlock_t lock;     /* pool + pins */
+	pthread_mutex_t sess_lock; /* sessions, pipes, reply caches */
+	pthread_cond_t sess_cond;  /* a PENDING reply was finished */
+	struct pins pins;
+	struct ms_sess *sess[MS_SESS_BUCKETS];
+	size_t nsess;
+	struct ms_pipe *pipes;
+	size_t npipes, cap_pipes;
+	uint64_t grace_ms;
+	bool closing; /* pipe events are ignored once set */
+};
+
+/* ms_init -- open (or create) the pool named in cfg and load the sessions
+ * it records as detached (they end after the grace period unless they
+ * reattach). Returns 0, or a negative error with cxlp_errormsg() set. */
+int ms_init(struct ms *ms, const struct ms_config *cfg);
+/* ms_fini -- free everything and close the pool. */
+void ms_fini(struct ms *ms);
+
+/* ms_dispatch -- handle one request frame received on pipe_id and encode
+ * its reply into reply (reset first). Always encodes a reply; returns 0,
+ * or -ENOMEM when the reply could not be built (send nothing then).
+ * Thread-safe: any number of threads may dispatch at once. */
+int ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame,
+    size_t len, struct pbuf *reply);
+
+/* ms_now_ms -- CLOCK_MONOTONIC in ms. */
+uint64_t ms_now_ms(void);
+
+/* Pipe events (server.c calls these from nng's threads). */
+void ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid);
+void ms_pipe_removed(struct ms *ms, uint64_t pipe_id, uint64_t now_ms);
+/* ms_reap -- end detached sessions whose deadline passed; returns how
+ * many ended. */
+unsigned ms_reap(struct ms *ms, uint64_t now_ms);
+
+/* Used by dispatch.c: */
+int sess_hello(struct ms *ms, const struct proto_req_hdr *h,
+    const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out);
+int sess_enter(struct ms *ms, const struct proto_req_hdr *h,
+    uint64_t pipe_id, struct pbuf *reply, struct ms_sess **out);
+void sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
+    const struct pbuf *reply);
+void sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why);
+bool sess_alive(struct ms *ms, const struct ms_sess *s);
+
+/* ---- server (server.c): the only nng user ------------------------------ */
+
+/* ms_serve -- open the pool, listen, serve until SIGINT/SIGTERM. Returns
+ * the process exit status (0 clean, 1 on startup failure). */
+int ms_serve(const struct ms_config *cfg);
+
+#endif /* CXLP_MS_INT_H */

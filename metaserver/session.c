@@ -1,0 +1,345 @@
+/*
+ * session.c -- handler sessions: HELLO, the token check every request
+ * passes, the pipe a session last spoke on, and the end of a session
+ * (BYE, death of its process, or a grace period after its pipe is gone).
+ *
+ * The pool records sessions durably (pool_session_add); this module keeps
+ * a DRAM shadow per session for what only a running server knows: the
+ * token check, the pipe, detachment, the reply cache and a reference
+ * count of requests in flight. The shadow table is a fixed array of hash
+ * chains under ms->sess_lock.
+ *
+ * A session ends in one place, sess_end_locked, with ms->lock held for
+ * writing and ms->sess_lock held: its pins are released, every region it
+ * owns is disowned (freed now, or orphaned while keys point into it), its
+ * record is removed and its shadow is marked dead (freed once no request
+ * holds it). This gives contract 5 (pins of a dead session are released)
+ * and contract 6 (its regions live on only while referenced).
+ *
+ * DESIGN NOTES
+ *  1. live -> detached [ms_pipe_removed: pipe gone, process may live]
+ *     detached -> live [sess_enter, sess_hello REATTACH: it spoke again]
+ *     live|detached -> dead [sess_end_locked: BYE, process gone, deadline]
+ *  2. A dead session is never found by id: it is unlinked when it dies.
+ *  3. A session shadow is freed only when dead and refs == 0.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "err.h"
+#include "log.h"
+#include "ms_int.h"
+
+static size_t
+bucket(uint64_t id)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 56) %
+	    MS_SESS_BUCKETS;
+}
+
+static struct ms_sess *
+sess_find(struct ms *ms, uint64_t id)
+{
+	struct ms_sess *s = ms->sess[bucket(id)];
+
+	while (s != NULL && s->id != id) {
+		s = s->next;
+	}
+	return s;
+}
+
+static void
+sess_unlink(struct ms *ms, struct ms_sess *s)
+{
+	struct ms_sess **pp = &ms->sess[bucket(s->id)];
+
+	while (*pp != NULL && *pp != s) {
+		pp = &(*pp)->next;
+	}
+	cxlp_assert(*pp == s);
+	*pp = s->next;
+	s->next = NULL;
+	ms->nsess--;
+}
+
+static void
+sess_free(struct ms_sess *s)
+{
+	rc_fini(&s->rc);
+	free(s);
+}
+
+/* ms_sess_track -- add a DRAM shadow for session record r; sess_lock
+ * held. Returns it, or NULL on ENOMEM. */
+static struct ms_sess *
+sess_track(struct ms *ms, const struct pool_session *r)
+{
+	struct ms_sess *s = calloc(1, sizeof(*s));
+	size_t b = bucket(r->id);
+
+	if (s == NULL) {
+		return NULL;
+	}
+	s->id = r->id;
+	s->token = r->token;
+	s->pid = r->pid;
+	s->start_time = r->start_time;
+	rc_init(&s->rc);
+	s->next = ms->sess[b];
+	ms->sess[b] = s;
+	ms->nsess++;
+	return s;
+}
+
+/* Bind s to the pipe it just spoke on; a detached session is live again. */
+static void
+sess_bind(struct ms_sess *s, uint64_t pipe_id)
+{
+	if (s->detached) {
+		log_info("op=reattach session=%llu pipe=%llu",
+		    (unsigned long long)s->id, (unsigned long long)pipe_id);
+	}
+	s->pipe = pipe_id;
+	s->detached = false;
+	s->deadline_ms = 0;
+}
+
+/* ms_now_ms -- CLOCK_MONOTONIC in ms. */
+uint64_t
+ms_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ms_sess_load -- shadow every session the pool records, detached, to end
+ * at now + grace unless it reattaches (used at start). sess_lock held. */
+int
+ms_sess_load(struct ms *ms, uint64_t now_ms)
+{
+	struct pool_session r;
+	uint64_t cursor = 0;
+
+	while (pool_session_next(ms->pool, &cursor, &r) == 1) {
+		struct ms_sess *s = sess_track(ms, &r);
+
+		if (s == NULL) {
+			return cxlp_fail(-ENOMEM, "no memory for sessions");
+		}
+		s->detached = true;
+		s->deadline_ms = now_ms + ms->grace_ms;
+		log_info("op=session_load session=%llu pid=%u",
+		    (unsigned long long)r.id, r.pid);
+	}
+	return 0;
+}
+
+/* ms_sess_free_all -- drop every shadow (at shutdown; no request runs). */
+void
+ms_sess_free_all(struct ms *ms)
+{
+	for (size_t b = 0; b < MS_SESS_BUCKETS; b++) {
+		while (ms->sess[b] != NULL) {
+			struct ms_sess *s = ms->sess[b];
+
+			ms->sess[b] = s->next;
+			sess_free(s);
+		}
+	}
+	ms->nsess = 0;
+}
+
+static int
+new_token(uint64_t *token)
+{
+	do {
+		ssize_t n = getrandom(token, sizeof(*token), 0);
+
+		if (n != (ssize_t)sizeof(*token)) {
+			return cxlp_fail(n < 0 ? -errno : -EIO,
+			    "getrandom: %s", strerror(errno));
+		}
+	} while (*token == 0);
+	return 0;
+}
+
+static int
+hello_reattach(struct ms *ms, const struct proto_req_hdr *h,
+    const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out)
+{
+	struct ms_sess *s;
+
+	pthread_mutex_lock(&ms->sess_lock);
+	s = sess_find(ms, h->session);
+	if (s == NULL || s->token != h->token) {
+		pthread_mutex_unlock(&ms->sess_lock);
+		return cxlp_fail(CXLP_E_SESSION, "reattach: no session %llu "
+		    "with that token", (unsigned long long)h->session);
+	}
+	s->pid = m->pid;
+	s->start_time = m->start_time;
+	sess_bind(s, pipe_id);
+	pthread_mutex_unlock(&ms->sess_lock);
+	*out = s;
+	return 0;
+}
+
+/* sess_hello -- HELLO: a new session, or with PROTO_HELLO_REATTACH the one
+ * the header names (token checked). ms->lock held for writing, which keeps
+ * *out alive until it is released. Returns 0, CXLP_E_SESSION,
+ * CXLP_E_NOSPACE (session table full) or -errno. */
+int
+sess_hello(struct ms *ms, const struct proto_req_hdr *h,
+    const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out)
+{
+	struct pool_session r = { 0 };
+	struct ms_sess *s;
+	int rc;
+
+	*out = NULL;
+	if (m->flags & PROTO_HELLO_REATTACH) {
+		return hello_reattach(ms, h, m, pipe_id, out);
+	}
+	rc = new_token(&r.token);
+	if (rc != 0) {
+		return rc;
+	}
+	r.pid = m->pid;
+	r.start_time = m->start_time;
+	r.instance = m->instance_id;
+	memcpy(r.host, m->host,
+	    m->host_len < sizeof(r.host) ? m->host_len : sizeof(r.host) - 1);
+	rc = pool_session_add(ms->pool, &r);
+	if (rc != 0) {
+		return rc;
+	}
+	pthread_mutex_lock(&ms->sess_lock);
+	s = sess_track(ms, &r);
+	if (s != NULL) {
+		sess_bind(s, pipe_id);
+	}
+	pthread_mutex_unlock(&ms->sess_lock);
+	if (s == NULL) {
+		pool_session_remove(ms->pool, r.id);
+		return cxlp_fail(-ENOMEM, "no memory for a session");
+	}
+	*out = s;
+	return 0;
+}
+
+/* sess_enter -- check the header's session and token and bind the session
+ * to pipe_id. Returns 0 with a reference in *out (the caller applies the
+ * request, then calls sess_leave), 1 when the request was already answered
+ * (reply holds the cached reply; *out NULL), or CXLP_E_SESSION /
+ * CXLP_E_BUSY. req_id 0 is never cached. */
+int
+sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
+    struct pbuf *reply, struct ms_sess **out)
+{
+	struct ms_sess *s;
+	int rc;
+
+	*out = NULL;
+	pthread_mutex_lock(&ms->sess_lock);
+	for (;;) {
+		s = sess_find(ms, h->session);
+		if (s == NULL || s->token != h->token) {
+			rc = cxlp_fail(CXLP_E_SESSION, "no session %llu "
+			    "with that token", (unsigned long long)h->session);
+			break;
+		}
+		sess_bind(s, pipe_id);
+		rc = h->req_id == 0 ? RC_NEW : rc_begin(&s->rc, h->req_id,
+		    reply);
+		if (rc != RC_WAIT) {
+			break;
+		}
+		pthread_cond_wait(&ms->sess_cond, &ms->sess_lock);
+	}
+	if (rc == RC_NEW) {
+		s->refs++;
+		*out = s;
+	}
+	pthread_mutex_unlock(&ms->sess_lock);
+	return rc;
+}
+
+/* sess_leave -- drop the reference sess_enter took and remember the reply
+ * for req_id (or forget it when the reply could not be built). */
+void
+sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
+    const struct pbuf *reply)
+{
+	pthread_mutex_lock(&ms->sess_lock);
+	if (req_id != 0 && reply->err != 0) {
+		rc_abort(&s->rc, req_id);
+	} else if (req_id != 0) {
+		rc_finish(&s->rc, req_id, reply->data, reply->len);
+	}
+	cxlp_assert(s->refs > 0);
+	s->refs--;
+	if (s->dead && s->refs == 0) {
+		sess_free(s);
+	}
+	pthread_cond_broadcast(&ms->sess_cond);
+	pthread_mutex_unlock(&ms->sess_lock);
+}
+
+/* sess_alive -- s has not ended. Stable while ms->lock is held. */
+bool
+sess_alive(struct ms *ms, const struct ms_sess *s)
+{
+	return !__atomic_load_n(&s->dead, __ATOMIC_ACQUIRE);
+}
+
+static unsigned
+disown_regions(struct ms *ms, uint64_t owner)
+{
+	uint32_t max = pool_region_max(ms->pool);
+	unsigned n = 0;
+
+	for (uint32_t id = 0; id < max; id++) {
+		struct pool_region r;
+
+		if (pool_region_get(ms->pool, id, &r) != 0 ||
+		    r.state != POOL_REGION_OWNED || r.owner != owner) {
+			continue;
+		}
+		if (pool_region_disown(ms->pool, id) != 0) {
+			log_err("op=region_disown session=%llu region=%u "
+			    "rc=fail msg=\"%s\"", (unsigned long long)owner,
+			    id, cxlp_errormsg());
+			continue;
+		}
+		n++;
+	}
+	return n;
+}
+
+/* sess_end_locked -- end s as BYE would: release its pins, disown its
+ * regions, remove its record, mark it dead. ms->lock held for writing and
+ * ms->sess_lock held. s is freed here if no request holds it. */
+void
+sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why)
+{
+	uint64_t pins = pins_release_session(&ms->pins, s->id);
+	unsigned regions = disown_regions(ms, s->id);
+	int rc = pool_session_remove(ms->pool, s->id);
+
+	log_info("op=session_end session=%llu why=%s pins=%llu regions=%u "
+	    "rc=%d", (unsigned long long)s->id, why,
+	    (unsigned long long)pins, regions, rc);
+	sess_unlink(ms, s);
+	__atomic_store_n(&s->dead, true, __ATOMIC_RELEASE);
+	if (s->refs == 0) {
+		sess_free(s);
+	}
+	pthread_cond_broadcast(&ms->sess_cond);
+}

@@ -1,0 +1,293 @@
+/*
+ * layout.c -- plan, seal and validate the pool's on-media format.
+ *
+ * A pool is: superblock (4 KiB), region table, session table, KV index,
+ * key heap, each starting on a 4 KiB boundary, then the data area from the
+ * first align boundary after them to the end. These functions are pure
+ * (no I/O, no mapping) so that every rejection can be tested on a struct
+ * in memory; pool.c reads the bytes and calls them. Checksums are XXH64
+ * (records) and XXH3 (index slots, which are checked on every lookup).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "cxlpool.h"
+#include "layout.h"
+
+static uint64_t
+round_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+static bool
+is_pow2(uint64_t v)
+{
+	return v != 0 && (v & (v - 1)) == 0;
+}
+
+static uint64_t
+pow2_ceil(uint64_t v)
+{
+	uint64_t p = 1;
+
+	while (p < v) {
+		p <<= 1;
+	}
+	return p;
+}
+
+static uint64_t
+default_slots(uint64_t size)
+{
+	uint64_t s = pow2_ceil(size / POOL_BYTES_PER_SLOT);
+
+	if (s < POOL_SLOTS_MIN) {
+		s = POOL_SLOTS_MIN;
+	}
+	return s;
+}
+
+/* place one area of len bytes at *cursor; advance the cursor */
+static void
+place(struct pool_sb *sb, enum pool_area_id id, uint64_t *cursor,
+    uint64_t len, uint64_t count)
+{
+	sb->area[id].off = *cursor;
+	sb->area[id].len = round_up(len, POOL_AREA_ALIGN);
+	sb->area[id].count = count;
+	*cursor += sb->area[id].len;
+}
+
+static int
+plan_args(uint64_t size, uint64_t align, uint64_t slots, char *why,
+    size_t n)
+{
+	if (!is_pow2(align) || align < POOL_AREA_ALIGN) {
+		snprintf(why, n, "align %llu is not a power of two >= 4096",
+		    (unsigned long long)align);
+		return -EINVAL;
+	}
+	if (size == 0 || size % align != 0) {
+		snprintf(why, n, "size %llu is not a multiple of align %llu",
+		    (unsigned long long)size, (unsigned long long)align);
+		return -EINVAL;
+	}
+	if (slots > POOL_SLOTS_MAX) {
+		snprintf(why, n, "index_slots %llu exceeds %llu",
+		    (unsigned long long)slots,
+		    (unsigned long long)POOL_SLOTS_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* layout_plan -- geometry for a new pool; see layout.h */
+int
+layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
+    uint64_t index_slots, uint32_t max_sessions, char *why, size_t n)
+{
+	uint64_t cur = POOL_SB_SIZE, slots, nreg, data_off;
+	int rc;
+
+	align = align ? align : (2u << 20);
+	slots = index_slots ? pow2_ceil(index_slots) : default_slots(size);
+	if (slots < POOL_SLOTS_MIN) {
+		slots = POOL_SLOTS_MIN;
+	}
+	max_sessions = max_sessions ? max_sessions : POOL_SESSIONS_DEFAULT;
+	if ((rc = plan_args(size, align, slots, why, n)) != 0) {
+		return rc;
+	}
+	memset(sb, 0, sizeof(*sb));
+	memcpy(sb->magic, POOL_MAGIC, sizeof(sb->magic));
+	sb->major = POOL_MAJOR;
+	sb->minor = POOL_MINOR;
+	sb->size = size;
+	sb->align = align;
+	sb->next_session_id = 1;
+	nreg = size / align; /* never more regions than align units */
+	place(sb, POOL_AREA_REGION, &cur, nreg * sizeof(struct pool_rrec),
+	    nreg);
+	place(sb, POOL_AREA_SESSION, &cur,
+	    (uint64_t)max_sessions * sizeof(struct pool_srec), max_sessions);
+	place(sb, POOL_AREA_INDEX, &cur, slots * sizeof(struct kv_slot),
+	    slots);
+	place(sb, POOL_AREA_HEAP, &cur, slots * POOL_HEAP_PER_SLOT,
+	    slots * POOL_HEAP_PER_SLOT / KV_GRANULE);
+	data_off = round_up(cur, align);
+	if (data_off >= size) {
+		snprintf(why, n, "size %llu leaves no data area after %llu "
+		    "bytes of metadata", (unsigned long long)size,
+		    (unsigned long long)data_off);
+		return -EINVAL;
+	}
+	sb->area[POOL_AREA_DATA].off = data_off;
+	sb->area[POOL_AREA_DATA].len = size - data_off;
+	sb->area[POOL_AREA_DATA].count = (size - data_off) / align;
+	return 0;
+}
+
+/* layout_sb_checksum -- XXH64 of the superblock, next_session_id as 0 */
+uint64_t
+layout_sb_checksum(const struct pool_sb *sb)
+{
+	struct pool_sb tmp;
+
+	memcpy(&tmp, sb, sizeof(tmp));
+	tmp.next_session_id = 0;
+	return XXH64(&tmp, offsetof(struct pool_sb, checksum), 0);
+}
+
+/* layout_seal -- store the superblock checksum */
+void
+layout_seal(struct pool_sb *sb)
+{
+	sb->checksum = layout_sb_checksum(sb);
+}
+
+static bool
+all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		if (b[i] != 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* the record size and count each area must have */
+static const uint64_t area_rec[POOL_AREA_N] = {
+	[POOL_AREA_REGION] = sizeof(struct pool_rrec),
+	[POOL_AREA_SESSION] = sizeof(struct pool_srec),
+	[POOL_AREA_INDEX] = sizeof(struct kv_slot),
+	[POOL_AREA_HEAP] = KV_GRANULE,
+	[POOL_AREA_DATA] = 0, /* align */
+};
+
+static int
+check_area(const struct pool_sb *sb, int i, uint64_t *cursor, char *why,
+    size_t n)
+{
+	const struct pool_area *a = &sb->area[i];
+	uint64_t rec = area_rec[i] ? area_rec[i] : sb->align;
+
+	if (a->off < *cursor || a->off % POOL_AREA_ALIGN != 0 ||
+	    a->len > sb->size || a->off > sb->size - a->len) {
+		snprintf(why, n, "area %d at %llu+%llu is out of place", i,
+		    (unsigned long long)a->off, (unsigned long long)a->len);
+		return -1;
+	}
+	if (a->count == 0 || a->count > a->len / rec) {
+		snprintf(why, n, "area %d holds %llu records of %llu bytes in "
+		    "%llu bytes", i, (unsigned long long)a->count,
+		    (unsigned long long)rec, (unsigned long long)a->len);
+		return -1;
+	}
+	*cursor = a->off + a->len;
+	return 0;
+}
+
+static int
+check_geometry(const struct pool_sb *sb, char *why, size_t n)
+{
+	const struct pool_area *d = &sb->area[POOL_AREA_DATA];
+	uint64_t cur = POOL_SB_SIZE, slots = sb->area[POOL_AREA_INDEX].count;
+
+	if (!is_pow2(sb->align) || sb->align < POOL_AREA_ALIGN ||
+	    sb->size % sb->align != 0) {
+		snprintf(why, n, "bad size %llu or align %llu",
+		    (unsigned long long)sb->size,
+		    (unsigned long long)sb->align);
+		return -1;
+	}
+	for (int i = 0; i < POOL_AREA_N; i++) {
+		if (check_area(sb, i, &cur, why, n) != 0) {
+			return -1;
+		}
+	}
+	if (!is_pow2(slots) || slots > POOL_SLOTS_MAX ||
+	    sb->area[POOL_AREA_HEAP].count > UINT32_MAX) {
+		snprintf(why, n, "bad index geometry (%llu slots)",
+		    (unsigned long long)slots);
+		return -1;
+	}
+	if (d->off % sb->align != 0 || d->off + d->len != sb->size ||
+	    d->count != d->len / sb->align ||
+	    sb->area[POOL_AREA_REGION].count < d->count) {
+		snprintf(why, n, "data area %llu+%llu does not fit the pool",
+		    (unsigned long long)d->off, (unsigned long long)d->len);
+		return -1;
+	}
+	return 0;
+}
+
+/* layout_validate -- magic, version, checksum, reserved, geometry, size */
+int
+layout_validate(const struct pool_sb *sb, uint64_t file_size, char *why,
+    size_t n)
+{
+	if (memcmp(sb->magic, POOL_MAGIC, sizeof(sb->magic)) != 0) {
+		snprintf(why, n, "bad magic, not a cxlpool pool");
+		return CXLP_E_BADMAGIC;
+	}
+	if (sb->major != POOL_MAJOR || (sb->incompat & ~POOL_INCOMPAT_KNOWN)) {
+		snprintf(why, n, "layout %u.%u (incompat 0x%llx), this build "
+		    "reads %u.x (incompat 0x%llx)", sb->major, sb->minor,
+		    (unsigned long long)sb->incompat, POOL_MAJOR,
+		    (unsigned long long)POOL_INCOMPAT_KNOWN);
+		return CXLP_E_VERSION;
+	}
+	if (layout_sb_checksum(sb) != sb->checksum) {
+		snprintf(why, n, "superblock checksum mismatch");
+		return CXLP_E_CHECKSUM;
+	}
+	if (!all_zero(sb->reserved, sizeof(sb->reserved)) ||
+	    sb->next_session_id == 0 ||
+	    sb->boot_id[POOL_BOOT_ID_LEN - 1] != '\0') {
+		snprintf(why, n, "superblock reserved fields are not zero");
+		return CXLP_E_CORRUPT;
+	}
+	if (check_geometry(sb, why, n) != 0) {
+		return CXLP_E_CORRUPT;
+	}
+	if (file_size < sb->size) {
+		snprintf(why, n, "truncated: %llu bytes, superblock says %llu",
+		    (unsigned long long)file_size,
+		    (unsigned long long)sb->size);
+		return CXLP_E_CORRUPT;
+	}
+	return 0;
+}
+
+/* layout_rrec_checksum -- XXH64 of a region record, state bits as 0 */
+uint64_t
+layout_rrec_checksum(const struct pool_rrec *r)
+{
+	struct pool_rrec tmp = *r;
+
+	tmp.word = rrec_word(0, rrec_gen(r->word));
+	return XXH64(&tmp, offsetof(struct pool_rrec, checksum), 0);
+}
+
+/* layout_srec_checksum -- XXH64 of a session record */
+uint64_t
+layout_srec_checksum(const struct pool_srec *s)
+{
+	return XXH64(s, offsetof(struct pool_srec, checksum), 0);
+}
+
+/* layout_slot_checksum -- 32-bit XXH3 of a slot body, seeded by index */
+uint32_t
+layout_slot_checksum(const struct kv_slot *s, uint64_t i)
+{
+	/* the body after word, seeded by the slot's index so a record
+	 * copied to the wrong slot does not validate */
+	return (uint32_t)XXH3_64bits_withSeed(&s->tag,
+	    sizeof(*s) - offsetof(struct kv_slot, tag), i);
+}

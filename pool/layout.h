@@ -1,0 +1,206 @@
+/*
+ * layout.h -- the pool's on-media format: the superblock, the region and
+ * session records, the KV index slot and the key record. Every field is
+ * fixed-width and little-endian (this code runs on little-endian hosts
+ * only; see the #error below), every struct's size is asserted, and every
+ * record larger than one 8-byte store carries a checksum.
+ *
+ * layout.c holds the pure functions over these structs (plan a geometry,
+ * encode, validate, checksum); nothing here does I/O.
+ */
+#ifndef CXLP_POOL_LAYOUT_H
+#define CXLP_POOL_LAYOUT_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "cxlpool's on-media format is little-endian; port the accessors"
+#endif
+
+#define POOL_MAGIC "CXLPOOL" /* 8 bytes with its NUL */
+#define POOL_MAJOR 1u        /* bump on incompatible layout changes */
+#define POOL_MINOR 0u
+#define POOL_INCOMPAT_KNOWN 0ull /* incompat bits this code understands */
+#define POOL_SB_VOLATILE 0x1ull  /* sb.flags: media does not survive boot */
+#define POOL_SB_SIZE 4096u
+#define POOL_AREA_ALIGN 4096u    /* every metadata area starts on a page */
+#define POOL_BOOT_ID_LEN 40      /* text of a boot id (36) + NUL padding */
+
+#define POOL_SESSIONS_DEFAULT 1024u
+#define POOL_BYTES_PER_SLOT 4096u  /* default: one index slot per 4 KiB */
+#define POOL_HEAP_PER_SLOT 64u     /* key heap bytes per index slot */
+#define POOL_SLOTS_MIN 64u
+#define POOL_SLOTS_MAX (1ull << 30)
+
+enum pool_area_id {
+	POOL_AREA_REGION = 0,  /* region table, count = records */
+	POOL_AREA_SESSION = 1, /* session table, count = records */
+	POOL_AREA_INDEX = 2,   /* KV index, count = slots (power of two) */
+	POOL_AREA_HEAP = 3,    /* key heap, count = 16-byte granules */
+	POOL_AREA_DATA = 4,    /* data area, count = align units */
+	POOL_AREA_N = 5,
+};
+
+struct pool_area {
+	uint64_t off;   /* bytes from pool start */
+	uint64_t len;   /* bytes */
+	uint64_t count; /* records, slots, granules or units; see above */
+};
+
+struct pool_sb {
+	char magic[8];            /* "CXLPOOL\0" */
+	uint32_t major;           /* POOL_MAJOR */
+	uint32_t minor;           /* POOL_MINOR; newer minors are readable */
+	uint64_t incompat;        /* feature bits; unknown ones: refuse */
+	uint64_t compat;          /* feature bits; unknown ones: ignore */
+	uint64_t flags;           /* POOL_SB_VOLATILE */
+	uint64_t size;            /* whole pool, bytes */
+	uint64_t align;           /* region alignment, bytes (power of 2) */
+	struct pool_area area[POOL_AREA_N]; /* 5 x 24 bytes */
+	uint8_t uuid[16];         /* random, set at format */
+	char boot_id[POOL_BOOT_ID_LEN]; /* boot formatted in, NUL padded */
+	uint64_t next_session_id; /* next id to hand out; never 0. The one
+	                           * field that changes after format: one
+	                           * 8-byte store, not covered by checksum */
+	uint8_t reserved[3848];   /* zero */
+	uint64_t checksum;        /* XXH64 of bytes above, next_session_id
+	                           * read as 0 */
+};
+static_assert(sizeof(struct pool_sb) == POOL_SB_SIZE, "superblock size");
+static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
+    "next_session_id is published by an aligned 8-byte store");
+
+/* Region record. word is the publish word: one 8-byte store changes the
+ * state; the body (gen, owner, off, len, page_size) is written and
+ * persisted while the slot still reads FREE, and never changes while the
+ * region is live. */
+struct pool_rrec {
+	uint64_t word;      /* bits 0-31 state (enum pool_region_state),
+	                     * bits 32-63 gen */
+	uint64_t owner;     /* session id that allocated it */
+	uint64_t off;       /* bytes from pool start */
+	uint64_t len;       /* bytes, multiple of align */
+	uint64_t page_size; /* bytes, 1..UINT32_MAX */
+	uint64_t reserved[2]; /* zero */
+	uint64_t checksum;  /* XXH64 of bytes 0..55 with state bits read 0 */
+};
+static_assert(sizeof(struct pool_rrec) == 64, "region record size");
+
+static inline uint32_t
+rrec_state(uint64_t word)
+{
+	return (uint32_t)word;
+}
+
+static inline uint32_t
+rrec_gen(uint64_t word)
+{
+	return (uint32_t)(word >> 32);
+}
+
+static inline uint64_t
+rrec_word(uint32_t state, uint32_t gen)
+{
+	return (uint64_t)gen << 32 | state;
+}
+
+/* Session record; id is the publish word (0 = free). */
+struct pool_srec {
+	uint64_t id;          /* session id, never 0 when live */
+	uint64_t token;       /* secret */
+	uint64_t start_time;  /* clock ticks since boot of the client */
+	uint64_t instance;    /* client-chosen id */
+	uint32_t pid;
+	uint32_t reserved0;   /* zero */
+	char host[64];        /* NUL-terminated */
+	uint64_t reserved[2]; /* zero */
+	uint64_t checksum;    /* XXH64 of bytes 0..119 (id included) */
+};
+static_assert(sizeof(struct pool_srec) == 128, "session record size");
+
+/* KV index slot. word is the publish word and the reader's sequence:
+ * a reader loads word, reads the body, loads word again, and trusts the
+ * body only if both loads are equal and even. */
+struct kv_slot {
+	uint64_t word;   /* bits 0-23 seq (odd: being written), 24-31 state
+	                  * (enum kv_state), 32-63 body checksum (LIVE) */
+	uint32_t tag;    /* XXH3_64bits(key) >> 32 */
+	uint32_t key;    /* key record: 16-byte granules from heap start */
+	uint32_t region; /* region id */
+	uint32_t gen;    /* region gen at insert */
+	uint32_t page;   /* page index in the region */
+	uint32_t len;    /* value bytes (<= page_size <= UINT32_MAX) */
+};
+static_assert(sizeof(struct kv_slot) == 32, "index slot size");
+
+enum kv_state {
+	KV_EMPTY = 0, /* never used since the chain ended here */
+	KV_LIVE = 1,
+	KV_TOMB = 2,  /* removed; probe chains continue past it */
+};
+
+#define KV_SEQ_MASK 0xffffffull
+
+static inline uint32_t
+kv_seq(uint64_t word)
+{
+	return (uint32_t)(word & KV_SEQ_MASK);
+}
+
+static inline uint32_t
+kv_state(uint64_t word)
+{
+	return (uint32_t)(word >> 24) & 0xffu;
+}
+
+static inline uint32_t
+kv_sum(uint64_t word)
+{
+	return (uint32_t)(word >> 32);
+}
+
+static inline uint64_t
+kv_word(uint32_t seq, uint32_t state, uint32_t sum)
+{
+	return (uint64_t)sum << 32 | (uint64_t)(state & 0xffu) << 24 |
+	    (seq & KV_SEQ_MASK);
+}
+
+/* Key record in the key heap, 16-byte aligned, rounded up to 16 bytes. */
+struct kv_keyrec {
+	uint32_t klen;  /* key bytes, 1..CXLP_KEY_MAX */
+	uint32_t hlo;   /* XXH3_64bits(key) & 0xffffffff */
+	uint8_t key[];  /* klen bytes */
+};
+static_assert(sizeof(struct kv_keyrec) == 8, "key record header size");
+#define KV_GRANULE 16u
+
+/* layout_plan -- compute a superblock's geometry for a pool of size bytes.
+ * align 0, index_slots 0 and max_sessions 0 take defaults. Fills every
+ * field but uuid, boot_id, flags and checksum. Returns 0, or -EINVAL with
+ * why filled when the numbers cannot make a pool. */
+int layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
+    uint64_t index_slots, uint32_t max_sessions, char *why, size_t n);
+/* layout_seal -- compute and store sb->checksum. */
+void layout_seal(struct pool_sb *sb);
+/* layout_sb_checksum -- the checksum sb should carry. */
+uint64_t layout_sb_checksum(const struct pool_sb *sb);
+/* layout_validate -- check a superblock read from a file of file_size
+ * bytes. Returns 0, CXLP_E_BADMAGIC, CXLP_E_VERSION, CXLP_E_CHECKSUM or
+ * CXLP_E_CORRUPT (truncated file, bad geometry, nonzero reserved), with
+ * why filled. */
+int layout_validate(const struct pool_sb *sb, uint64_t file_size,
+    char *why, size_t n);
+
+/* layout_rrec_checksum -- the checksum a region record should carry. */
+uint64_t layout_rrec_checksum(const struct pool_rrec *r);
+/* layout_srec_checksum -- the checksum a session record should carry. */
+uint64_t layout_srec_checksum(const struct pool_srec *s);
+/* layout_slot_checksum -- the body checksum a LIVE slot at index i
+ * should carry in its word. */
+uint32_t layout_slot_checksum(const struct kv_slot *s, uint64_t i);
+
+#endif /* CXLP_POOL_LAYOUT_H */

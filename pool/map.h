@@ -1,0 +1,50 @@
+/*
+ * map.h -- mappings of a pool file or device range, through libpmem2.
+ * map.c is the only file in cxlpool that includes libpmem2.h.
+ *
+ * Both the metaserver (whole pool, read-write) and handlers (one region at
+ * a time: their own read-write, others' read-only) map through here, so the
+ * granularity choice and the persist primitive are decided in one place.
+ */
+#ifndef CXLP_MAP_H
+#define CXLP_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pmap;
+
+/* pmap_open -- map [off, off + len) of the file or device at path; len 0
+ * maps to the end. off and len must be multiples of pmap_alignment()
+ * (4 KiB on files, the device alignment on devdax). writable false maps
+ * read-only: a store through it faults. Returns 0 and *out (caller owns;
+ * pmap_close), or a negative error with *out == NULL. */
+int pmap_open(struct pmap **out, const char *path, uint64_t off, uint64_t len,
+    bool writable);
+/* pmap_close -- unmap; NULL-safe; sets *m = NULL. */
+void pmap_close(struct pmap **m);
+
+void *pmap_addr(const struct pmap *m);
+uint64_t pmap_len(const struct pmap *m);
+/* pmap_file_size -- size of the whole file or device behind the mapping. */
+uint64_t pmap_file_size(const struct pmap *m);
+/* pmap_is_devdax -- the mapping is of a device DAX character device. */
+bool pmap_is_devdax(const struct pmap *m);
+/* pmap_is_volatile -- contents do not survive a reboot (tmpfs, devdax on
+ * volatile CXL memory); the pool records the boot it was formatted in. */
+bool pmap_is_volatile(const struct pmap *m);
+
+/* pmap_persist -- make [addr, addr + len) visible to other processes and
+ * durable where the media is persistent. addr must lie in the mapping. */
+void pmap_persist(const struct pmap *m, const void *addr, size_t len);
+
+/* pmap_prefault -- populate the whole mapping's pages now, off the hot
+ * path (MADV_POPULATE_WRITE / _READ). Best effort; returns 0 or -errno. */
+int pmap_prefault(const struct pmap *m);
+
+/* pmap_file_create -- create path as a sparse file of size bytes (fails
+ * with -EEXIST if it exists). */
+int pmap_file_create(const char *path, uint64_t size);
+
+#endif /* CXLP_MAP_H */

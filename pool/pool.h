@@ -1,0 +1,176 @@
+/*
+ * pool.h -- the pool on media: the API the metaserver and pool-inspect use.
+ *
+ * A pool is one file or device: a metadata area (superblock, region table,
+ * session table, KV index, key heap), then a data area cut into regions of
+ * whole `align` units (2 MiB on files). The metaserver is the only writer of
+ * the metadata area. This module knows nothing of sockets or sessions'
+ * liveness: it keeps the records and their invariants; policy (who may do
+ * what, pins) is the metaserver's.
+ *
+ * Threading: a pool is not locked internally. Calls that change it need
+ * exclusive access; const calls may run concurrently with each other.
+ */
+#ifndef CXLP_POOL_H
+#define CXLP_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define POOL_ALIGN_DEFAULT (2u << 20) /* region alignment, bytes */
+#define POOL_SIZE_DEFAULT (1ull << 30)
+#define POOL_PATH_DEFAULT "/dev/shm/cxlpool.pool"
+
+struct pool;
+
+struct pool_params {
+	uint64_t size;        /* whole pool, bytes (a device: its size) */
+	uint64_t align;       /* region alignment, bytes; 0 = default */
+	uint64_t index_slots; /* KV index capacity; 0 = derived from size */
+	uint32_t max_sessions; /* 0 = default (1024) */
+};
+
+/* pool_open flags */
+#define POOL_CREATE 0x1u    /* create and format if the file is missing */
+#define POOL_RDONLY 0x2u    /* map read-only (pool-inspect); no recovery */
+#define POOL_REFORMAT 0x4u  /* format even if a valid pool is there */
+
+/* pool_open -- open (and with POOL_CREATE, create and format) the pool at
+ * path. params is used only when formatting (NULL: defaults). Returns 0 and
+ * *out, or a negative error (CXLP_E_BADMAGIC, _VERSION, _CHECKSUM, _STALE,
+ * -errno) with *out == NULL and cxlp_errormsg() saying why. On open the
+ * DRAM state (free extents, key heap free lists, per-region key counts) is
+ * rebuilt from the media. */
+int pool_open(struct pool **out, const char *path, unsigned flags,
+    const struct pool_params *params);
+/* pool_close -- unmap and free; NULL-safe; sets *p = NULL. */
+void pool_close(struct pool **p);
+
+const char *pool_path(const struct pool *p);
+uint64_t pool_size(const struct pool *p);
+uint64_t pool_align(const struct pool *p);
+
+/* ---- regions ------------------------------------------------------------ */
+
+enum pool_region_state {
+	POOL_REGION_FREE = 0,   /* table slot unused */
+	POOL_REGION_OWNED = 1,  /* owned by a live session */
+	POOL_REGION_ORPHAN = 2, /* owner gone; lives while keys point in */
+};
+
+struct pool_region {
+	uint32_t id;        /* index in the region table */
+	uint32_t gen;       /* bumped each time the slot is reused */
+	uint32_t state;     /* enum pool_region_state */
+	uint64_t owner;     /* session id; 0 when orphaned */
+	uint64_t off;       /* bytes from pool start, align-aligned */
+	uint64_t len;       /* bytes, multiple of align */
+	uint64_t page_size; /* bytes */
+	uint64_t nkeys;     /* keys pointing into it (DRAM, rebuilt on open) */
+};
+
+/* pool_region_alloc -- first-fit a region of at least len bytes (rounded
+ * up to align) for owner with the given page size (<= len). Returns 0 and
+ * *out, -EINVAL, or CXLP_E_NOSPACE. */
+int pool_region_alloc(struct pool *p, uint64_t owner, uint64_t len,
+    uint64_t page_size, struct pool_region *out);
+/* pool_region_get -- the region with this id; CXLP_E_NOTFOUND if free or
+ * out of range. */
+int pool_region_get(const struct pool *p, uint32_t id,
+    struct pool_region *out);
+/* pool_region_disown -- the owner is gone (closed, returned, died): the
+ * region is freed now if no key points into it, else becomes ORPHAN and is
+ * freed with its last key. */
+int pool_region_disown(struct pool *p, uint32_t id);
+/* pool_region_max -- size of the region table (ids are < this). */
+uint32_t pool_region_max(const struct pool *p);
+
+/* ---- KV index ----------------------------------------------------------- */
+
+struct pool_kv {
+	uint32_t region;
+	uint32_t gen;   /* region's gen */
+	uint64_t off;   /* bytes from pool start */
+	uint64_t len;   /* bytes */
+	uint64_t slot;  /* index slot (stable while the key exists) */
+};
+
+/* pool_kv_insert -- register key -> (region, off, len) for owner, unless
+ * the key exists. Checks, in order: key length (CXLP_E_KEYLEN); region
+ * exists and is OWNED by owner (CXLP_E_PERM); off is a page boundary inside
+ * the region and len fits the page (CXLP_E_BOUNDS, len > page:
+ * CXLP_E_TOOBIG); key already present -> returns 0 with *inserted = false
+ * and *out = the existing entry; page already holds a key (CXLP_E_BUSY);
+ * index or key heap full (CXLP_E_NOSPACE). On success *inserted = true,
+ * *out = the new entry, and the entry is durable before return. */
+int pool_kv_insert(struct pool *p, uint64_t owner, const void *key,
+    size_t klen, uint32_t region, uint64_t off, uint64_t len,
+    struct pool_kv *out, bool *inserted);
+/* pool_kv_lookup -- 0 and *out, or CXLP_E_NOTFOUND. */
+int pool_kv_lookup(const struct pool *p, const void *key, size_t klen,
+    struct pool_kv *out);
+/* pool_kv_remove -- remove key (durably); *out gets where it was. Frees an
+ * ORPHAN region whose last key this was. CXLP_E_NOTFOUND if absent. */
+int pool_kv_remove(struct pool *p, const void *key, size_t klen,
+    struct pool_kv *out);
+/* pool_kv_next -- iterate live keys: start with *cursor = 0; returns 1 and
+ * the entry (key points into the mapping), 0 at the end. */
+int pool_kv_next(const struct pool *p, uint64_t *cursor, struct pool_kv *kv,
+    const void **key, size_t *klen);
+
+/* ---- sessions ----------------------------------------------------------- */
+
+struct pool_session {
+	uint64_t id;         /* unique over the pool's life, never 0 */
+	uint64_t token;      /* secret the client proves itself with */
+	uint32_t pid;
+	uint64_t start_time; /* clock ticks since boot of the client process */
+	uint64_t instance;   /* client-chosen instance id */
+	char host[64];       /* NUL-terminated, truncated */
+};
+
+/* pool_session_add -- record a new session; assigns s->id. Returns 0 or
+ * CXLP_E_NOSPACE when the session table is full. */
+int pool_session_add(struct pool *p, struct pool_session *s);
+/* pool_session_get -- 0 and *out, or CXLP_E_NOTFOUND. */
+int pool_session_get(const struct pool *p, uint64_t id,
+    struct pool_session *out);
+/* pool_session_remove -- drop the record (regions are disowned by the
+ * caller first). CXLP_E_NOTFOUND if absent. */
+int pool_session_remove(struct pool *p, uint64_t id);
+/* pool_session_next -- iterate: *cursor = 0 first; 1 per session, 0 at end */
+int pool_session_next(const struct pool *p, uint64_t *cursor,
+    struct pool_session *out);
+
+/* ---- stats and checks --------------------------------------------------- */
+
+struct pool_stats {
+	uint64_t size;           /* bytes */
+	uint64_t align;          /* bytes */
+	uint64_t meta_bytes;     /* metadata area, bytes */
+	uint64_t data_bytes;     /* data area, bytes */
+	uint64_t free_bytes;     /* data area in no region */
+	uint64_t largest_free;   /* largest free extent, bytes */
+	uint64_t regions;        /* owned + orphan */
+	uint64_t orphan_regions;
+	uint64_t region_slots;   /* region table capacity */
+	uint64_t keys;
+	uint64_t value_bytes;    /* sum of key value lengths */
+	uint64_t key_bytes;      /* sum of key lengths */
+	uint64_t index_slots;    /* index capacity */
+	uint64_t key_heap_bytes; /* key heap capacity */
+	uint64_t sessions;
+};
+
+void pool_stats(const struct pool *p, struct pool_stats *st);
+
+/* pool_check -- verify every invariant of the layout (superblock and record
+ * checksums, regions inside the data area and not overlapping, index
+ * entries inside live regions on page boundaries, no page held by two keys,
+ * key counts, free accounting). Calls report(arg, problem) once per problem
+ * found (report may be NULL). Returns the number of problems (0 = clean). */
+int pool_check(const struct pool *p,
+    void (*report)(void *arg, const char *problem), void *arg);
+
+#endif /* CXLP_POOL_H */

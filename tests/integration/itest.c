@@ -1,0 +1,123 @@
+/*
+ * itest.c -- fixture for integration tests (see itest.h).
+ */
+#include "itest.h"
+
+struct test_server srv;
+
+void
+itest_start(void)
+{
+	cr_assert_eq(test_server_start(&srv, 256 * MiB, NULL), 0,
+	    "metaserver did not start");
+}
+
+void
+itest_stop(void)
+{
+	int st = test_server_stop(&srv);
+
+	cr_expect_eq(st, 0, "metaserver did not stop cleanly (status %d), "
+	    "see %s", st, srv.log);
+}
+
+struct cxlp_handler *
+itest_connect(void)
+{
+	struct cxlp_handler *h = kv_connect(srv.url, 4096, 4 * MiB, true);
+
+	cr_assert_not_null(h, "connect to %s failed", srv.url);
+	return h;
+}
+
+cxlp_page_t
+itest_put(struct cxlp_handler *h, const char *prefix, uint32_t writer,
+    uint32_t key, size_t len)
+{
+	char k[64];
+	size_t kl = kv_key(k, sizeof(k), prefix, key);
+	cxlp_page_t pg;
+	void *buf;
+	bool ok = false;
+
+	cr_assert_rc(cxlp_alloc(h, &pg, &buf), 0);
+	kv_fill(buf, len, writer, key);
+	cr_assert_rc(cxlp_store(h, k, kl, pg, len, 0, &ok), 0);
+	cr_assert(ok, "store of %s reported false", k);
+	return pg;
+}
+
+uint32_t
+itest_get_check(struct cxlp_handler *h, const char *prefix, uint32_t key)
+{
+	char k[64];
+	size_t kl = kv_key(k, sizeof(k), prefix, key);
+	const void *data = NULL;
+	size_t len = 0;
+	uint32_t writer = 0;
+
+	cr_assert_rc(cxlp_retrieve(h, k, kl, 0, &data, &len), 0);
+	cr_assert(kv_check(data, len, key, &writer), "bytes of %s are wrong",
+	    k);
+	return writer;
+}
+
+void
+itest_spawn(struct itest_child *c, int (*fn)(void *arg, int out_fd),
+    void *arg)
+{
+	int go[2], out[2];
+	char b;
+
+	cr_assert_eq(pipe(go), 0);
+	cr_assert_eq(pipe(out), 0);
+	c->pid = fork();
+	cr_assert_geq(c->pid, 0);
+	if (c->pid == 0) {
+		close(go[1]);
+		close(out[0]);
+		if (read(go[0], &b, 1) != 1) {
+			_exit(99);
+		}
+		_exit(fn(arg, out[1]));
+	}
+	close(go[0]);
+	close(out[1]);
+	c->go_fd = go[1];
+	c->out_fd = out[0];
+}
+
+void
+itest_go(struct itest_child *c)
+{
+	cr_assert_eq(write(c->go_fd, "g", 1), 1);
+	close(c->go_fd);
+	c->go_fd = -1;
+}
+
+bool
+itest_read(struct itest_child *c, void *buf, size_t n)
+{
+	uint8_t *p = buf;
+
+	while (n > 0) {
+		ssize_t k = read(c->out_fd, p, n);
+
+		if (k <= 0) {
+			return false;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+int
+itest_wait(struct itest_child *c)
+{
+	if (c->go_fd >= 0) {
+		close(c->go_fd);
+	}
+	close(c->out_fd);
+	return kv_wait_child(c->pid);
+}

@@ -1,0 +1,65 @@
+/*
+ * itest.h -- fixture shared by the integration tests: each test runs in its
+ * own process (Criterion) with its own metaserver on a fresh pool.
+ */
+#ifndef CXLP_ITEST_H
+#define CXLP_ITEST_H
+
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cxlpool.h"
+#include "kvtest.h"
+#include "server.h"
+
+#define MiB (1024ull * 1024)
+
+extern struct test_server srv;
+
+void itest_start(void);
+void itest_stop(void);
+
+#define cr_assert_rc(expr, want)                                           \
+	do {                                                               \
+		int rc_ = (expr);                                          \
+		cr_assert_eq(rc_, (want), "%s = %d (%s: %s), want %d (%s)",  \
+		    #expr, rc_, cxlp_strerror(rc_), cxlp_errormsg(),       \
+		    (int)(want), cxlp_strerror(want));                     \
+	} while (0)
+
+/* itest_connect -- a handler on srv with 4 KiB pages in 4 MiB regions. */
+struct cxlp_handler *itest_connect(void);
+
+/* itest_put -- alloc a page, fill it for (writer, key), store it under
+ * kv_key(prefix, key); asserts it stored. Returns the page. */
+cxlp_page_t itest_put(struct cxlp_handler *h, const char *prefix,
+    uint32_t writer, uint32_t key, size_t len);
+
+/* itest_get_check -- retrieve kv_key(prefix, key), check its pattern and
+ * return the writer. */
+uint32_t itest_get_check(struct cxlp_handler *h, const char *prefix,
+    uint32_t key);
+
+/*
+ * Children. nng cannot be used in a child forked after the parent started
+ * nng's threads, so tests spawn every child BEFORE their first cxlp call;
+ * a child blocks until itest_go, runs fn, and exits with its return value.
+ * fn may write results to out_fd; the parent reads them with itest_read.
+ */
+struct itest_child {
+	pid_t pid;
+	int go_fd;  /* parent -> child: one byte releases it */
+	int out_fd; /* child -> parent: results */
+};
+
+void itest_spawn(struct itest_child *c, int (*fn)(void *arg, int out_fd),
+    void *arg);
+void itest_go(struct itest_child *c);
+/* itest_read -- read exactly n bytes from the child; false on EOF. */
+bool itest_read(struct itest_child *c, void *buf, size_t n);
+/* itest_wait -- reap; exit code, or 128 + signal. */
+int itest_wait(struct itest_child *c);
+
+#endif

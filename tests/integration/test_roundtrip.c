@@ -1,0 +1,116 @@
+/*
+ * test_roundtrip.c -- bytes one handler process writes are read, in place,
+ * by another process; the reader's view of a foreign region is read-only.
+ */
+#include "itest.h"
+
+TestSuite(roundtrip, .init = itest_start, .fini = itest_stop, .timeout = 60);
+
+/* Child: read keys rt-1..rt-n written by writer 7; exit 0 if all bytes are
+ * intact, else the first bad key. */
+static int
+reader_child(void *arg, int out_fd)
+{
+	unsigned n = *(unsigned *)arg;
+	struct cxlp_handler *h = kv_connect(srv.url, 4096, 4 * MiB, true);
+	int bad = 0;
+
+	if (h == NULL) {
+		return 100;
+	}
+	for (unsigned i = 1; i <= n && bad == 0; i++) {
+		char k[64];
+		size_t kl = kv_key(k, sizeof(k), "rt", i);
+		const void *data;
+		size_t len;
+		uint32_t w = 0;
+
+		if (cxlp_retrieve(h, k, kl, 0, &data, &len) != 0 ||
+		    !kv_check(data, len, i, &w) || w != 7) {
+			bad = (int)i;
+		}
+	}
+	cxlp_close(&h);
+	return bad;
+}
+
+Test(roundtrip, bytes_stored_by_one_process_are_read_by_another)
+{
+	struct itest_child c;
+	unsigned n = 50;
+	struct cxlp_handler *h;
+
+	itest_spawn(&c, reader_child, &n);
+	h = itest_connect();
+	for (unsigned i = 1; i <= n; i++) {
+		itest_put(h, "rt", 7, i, 100 + i * 61);
+	}
+	itest_go(&c);
+	cr_assert_eq(itest_wait(&c), 0, "reader saw wrong bytes");
+	cxlp_close(&h);
+}
+
+Test(roundtrip, retrieve_of_own_key_points_into_own_page)
+{
+	struct cxlp_handler *h = itest_connect();
+	cxlp_page_t pg;
+	void *buf;
+	const void *data;
+	size_t len;
+	bool ok;
+
+	cr_assert_rc(cxlp_alloc(h, &pg, &buf), 0);
+	kv_fill(buf, 4096, 1, 1);
+	cr_assert_rc(cxlp_store(h, "own", 3, pg, 4096, 0, &ok), 0);
+	cr_assert(ok);
+	cr_assert_rc(cxlp_retrieve(h, "own", 3, 0, &data, &len), 0);
+	cr_assert_eq(data, buf, "retrieve copied instead of pointing in place");
+	cr_assert_eq(len, 4096);
+	cxlp_close(&h);
+}
+
+Test(roundtrip, missing_key_is_not_found)
+{
+	struct cxlp_handler *h = itest_connect();
+	const void *data;
+	size_t len;
+
+	cr_assert_rc(cxlp_retrieve(h, "nope", 4, 0, &data, &len),
+	    CXLP_E_NOTFOUND);
+	cr_assert_rc(cxlp_exists(h, "nope", 4), 0);
+	itest_put(h, "yes", 1, 1, 64);
+	cr_assert_rc(cxlp_exists(h, "yes-1", 5), 1);
+	cxlp_close(&h);
+}
+
+/* Child: retrieve the writer's key and store into it. Must die of SIGSEGV
+ * before the store lands (exit 0 would mean the write went through). */
+static int
+write_foreign_child(void *arg, int out_fd)
+{
+	struct cxlp_handler *h = kv_connect(srv.url, 4096, 4 * MiB, true);
+	const void *data;
+	size_t len;
+
+	if (h == NULL || cxlp_retrieve(h, "rt-1", 4, 0, &data, &len) != 0) {
+		return 100;
+	}
+	signal(SIGSEGV, SIG_DFL); /* sanitizers install their own handler */
+	*(volatile uint8_t *)data = 0xff;
+	return 0;
+}
+
+Test(roundtrip, reader_mapping_of_a_foreign_region_is_read_only)
+{
+	struct itest_child c;
+	struct cxlp_handler *h;
+
+	itest_spawn(&c, write_foreign_child, NULL);
+	h = itest_connect();
+	itest_put(h, "rt", 7, 1, 4096);
+	itest_go(&c);
+	cr_assert_eq(itest_wait(&c), 128 + SIGSEGV,
+	    "a write into a foreign region did not fault");
+	cr_assert_eq(itest_get_check(h, "rt", 1), 7, "bytes changed");
+	cxlp_close(&h);
+}

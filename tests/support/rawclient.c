@@ -1,0 +1,210 @@
+/*
+ * rawclient.c -- see rawclient.h. One nng req0 socket per client, with
+ * nng's own resend turned off so a test sees each frame exactly once.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "rawclient.h"
+
+int
+raw_open(struct raw_client *c, const char *url)
+{
+	nng_socket *s = calloc(1, sizeof(*s));
+	int rv;
+
+	memset(c, 0, sizeof(*c));
+	if (s == NULL) {
+		return -ENOMEM;
+	}
+	if ((rv = nng_req0_open(s)) != 0) {
+		free(s);
+		return -rv;
+	}
+	nng_socket_set_ms(*s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	nng_socket_set_ms(*s, NNG_OPT_RECVTIMEO, 10000);
+	nng_socket_set_size(*s, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX);
+	if ((rv = nng_dial(*s, url, NULL, 0)) != 0) {
+		nng_close(*s);
+		free(s);
+		return -rv;
+	}
+	c->sock = s;
+	c->next_id = 1;
+	return 0;
+}
+
+void
+raw_close(struct raw_client *c)
+{
+	if (c->sock != NULL) {
+		nng_close(*(nng_socket *)c->sock);
+		free(c->sock);
+		c->sock = NULL;
+	}
+}
+
+int
+raw_call(struct raw_client *c, const void *frame, size_t len, uint8_t **rep,
+    size_t *rep_len)
+{
+	nng_socket s = *(nng_socket *)c->sock;
+	void *buf = NULL;
+	int rv;
+
+	if ((rv = nng_send(s, (void *)frame, len, 0)) != 0) {
+		return -rv;
+	}
+	if ((rv = nng_recv(s, &buf, rep_len, NNG_FLAG_ALLOC)) != 0) {
+		return -rv;
+	}
+	*rep = malloc(*rep_len ? *rep_len : 1);
+	if (*rep == NULL) {
+		nng_free(buf, *rep_len);
+		return -ENOMEM;
+	}
+	memcpy(*rep, buf, *rep_len);
+	nng_free(buf, *rep_len);
+	return 0;
+}
+
+static int
+decode_reply(uint16_t op, const uint8_t *rep, size_t len,
+    struct proto_result *res, uint32_t max, uint32_t *n)
+{
+	struct proto_rep_hdr h;
+	struct preader r;
+	int rc = proto_get_rep_hdr(rep, len, &h, &r);
+
+	if (rc != 0) {
+		return rc;
+	}
+	if (h.op != op) {
+		return CXLP_E_PROTO;
+	}
+	if (h.status != 0 || res == NULL) {
+		return h.status;
+	}
+	return proto_get_results(&r, res, max, n);
+}
+
+int
+raw_request(struct raw_client *c, uint16_t op, const struct pbuf *body,
+    struct proto_result *res, uint32_t max, uint32_t *n)
+{
+	struct proto_req_hdr h = { PROTO_VERSION, op, c->next_id++,
+		c->session, c->token };
+	struct pbuf b;
+	uint8_t *rep = NULL;
+	size_t rep_len = 0;
+	int rc;
+
+	pbuf_init(&b);
+	proto_put_req_hdr(&b, &h);
+	if (body != NULL) {
+		pbuf_put_bytes(&b, body->data, body->len);
+	}
+	rc = b.err ? b.err : raw_call(c, b.data, b.len, &rep, &rep_len);
+	if (rc == 0) {
+		rc = decode_reply(op, rep, rep_len, res, max, n);
+	}
+	free(rep);
+	pbuf_fini(&b);
+	return rc;
+}
+
+static int
+hello_reply(struct raw_client *c, const uint8_t *rep, size_t len)
+{
+	struct proto_rep_hdr h;
+	struct proto_welcome w;
+	struct preader r;
+	int rc = proto_get_rep_hdr(rep, len, &h, &r);
+
+	if (rc != 0 || h.status != 0) {
+		return rc ? rc : h.status;
+	}
+	if ((rc = proto_get_welcome(&r, &w)) != 0) {
+		return rc;
+	}
+	c->session = w.session;
+	c->token = w.token;
+	return 0;
+}
+
+int
+raw_hello(struct raw_client *c)
+{
+	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_HELLO,
+		c->next_id++, 0, 0 };
+	struct proto_hello m = { (uint32_t)getpid(), 0, 0, 0, "rawclient",
+		9 };
+	struct pbuf b;
+	uint8_t *rep = NULL;
+	size_t rep_len;
+	int rc;
+
+	pbuf_init(&b);
+	proto_put_req_hdr(&b, &h);
+	proto_put_hello(&b, &m);
+	rc = b.err ? b.err : raw_call(c, b.data, b.len, &rep, &rep_len);
+	if (rc == 0) {
+		rc = hello_reply(c, rep, rep_len);
+	}
+	free(rep);
+	pbuf_fini(&b);
+	return rc;
+}
+
+int
+raw_region(struct raw_client *c, uint64_t len, uint64_t page_size,
+    struct proto_loc *loc)
+{
+	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_REGION_ALLOC,
+		c->next_id++, c->session, c->token };
+	struct proto_rep_hdr rh;
+	struct preader r;
+	struct pbuf b;
+	uint8_t *rep = NULL;
+	size_t rep_len;
+	int rc;
+
+	pbuf_init(&b);
+	proto_put_req_hdr(&b, &h);
+	proto_put_region_req(&b, len, page_size);
+	rc = b.err ? b.err : raw_call(c, b.data, b.len, &rep, &rep_len);
+	if (rc == 0) {
+		rc = proto_get_rep_hdr(rep, rep_len, &rh, &r);
+	}
+	if (rc == 0) {
+		rc = rh.status ? rh.status : proto_get_loc(&r, loc);
+	}
+	free(rep);
+	pbuf_fini(&b);
+	return rc;
+}
+
+int
+raw_register(struct raw_client *c, const char *key, uint32_t region,
+    uint64_t off, uint64_t len, struct proto_result *res)
+{
+	struct proto_reg reg = { { (const uint8_t *)key,
+		(uint16_t)strlen(key) }, region, off, len };
+	struct pbuf b;
+	uint32_t n = 0;
+	int rc;
+
+	pbuf_init(&b);
+	proto_put_regs(&b, 0, 1, &reg);
+	rc = raw_request(c, PROTO_OP_REGISTER, &b, res, 1, &n);
+	pbuf_fini(&b);
+	if (rc == 0 && n != 1) {
+		rc = CXLP_E_PROTO;
+	}
+	return rc;
+}

@@ -1,0 +1,46 @@
+/*
+ * rawclient.h -- test support: speak the wire protocol directly, without
+ * libcxlpool, to send what a well-behaved handler never would (foreign
+ * regions, out-of-bounds pages, stolen tokens, malformed frames).
+ * Functions return 0 or a negative error and never assert.
+ */
+#ifndef CXLP_TEST_RAWCLIENT_H
+#define CXLP_TEST_RAWCLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+struct raw_client {
+	void *sock;       /* nng_socket, boxed to keep nng.h out of tests */
+	uint64_t session; /* from raw_hello */
+	uint64_t token;
+	uint64_t next_id;
+};
+
+int raw_open(struct raw_client *c, const char *url);
+void raw_close(struct raw_client *c);
+
+/* raw_call -- send frame, receive the reply; *rep is malloc'd (caller
+ * frees). */
+int raw_call(struct raw_client *c, const void *frame, size_t len,
+    uint8_t **rep, size_t *rep_len);
+
+/* raw_request -- send op with body (may be NULL) under c's session and
+ * return the reply's status; on status 0 with res != NULL, decode up to max
+ * results into res and *n. */
+int raw_request(struct raw_client *c, uint16_t op, const struct pbuf *body,
+    struct proto_result *res, uint32_t max, uint32_t *n);
+
+/* raw_hello -- open a session (fills c->session/token). */
+int raw_hello(struct raw_client *c);
+/* raw_region -- REGION_ALLOC of len bytes with page_size pages. */
+int raw_region(struct raw_client *c, uint64_t len, uint64_t page_size,
+    struct proto_loc *loc);
+/* raw_register -- REGISTER one key at (region, off, len); returns the
+ * request status, and the entry's result in *res. */
+int raw_register(struct raw_client *c, const char *key, uint32_t region,
+    uint64_t off, uint64_t len, struct proto_result *res);
+
+#endif

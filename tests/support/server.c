@@ -1,0 +1,179 @@
+/*
+ * server.c -- spawn, wait for and stop a real metaserver for integration
+ * tests. The child's stderr goes to a log file that the parent polls for
+ * the ready line, so a test never races the server's listen().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server.h"
+
+#define READY_LINE "cxlpool-metaserver: ready"
+#define MAX_ARGS 32
+
+static void
+sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+bool
+test_server_log_has(const struct test_server *s, const char *needle)
+{
+	char buf[65536];
+	FILE *f = fopen(s->log, "r");
+	size_t n;
+
+	if (f == NULL) {
+		return false;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, needle) != NULL;
+}
+
+static int
+build_argv(const struct test_server *s, uint64_t size,
+    const char *const extra[], const char *argv[], char *sizebuf)
+{
+	const char *bin = getenv("CXLP_METASERVER");
+	int n = 0;
+
+	if (bin == NULL) {
+		fprintf(stderr, "test_server: CXLP_METASERVER not set\n");
+		return -1;
+	}
+	snprintf(sizebuf, 32, "%llu", (unsigned long long)size);
+	argv[n++] = bin;
+	argv[n++] = "--pool";
+	argv[n++] = s->pool;
+	if (size > 0) {
+		argv[n++] = "--size";
+		argv[n++] = sizebuf;
+	}
+	argv[n++] = "--listen";
+	argv[n++] = s->url;
+	for (int i = 0; extra != NULL && extra[i] != NULL && n < MAX_ARGS - 1;
+	    i++) {
+		argv[n++] = extra[i];
+	}
+	argv[n] = NULL;
+	return 0;
+}
+
+static void
+exec_child(const char *log, const char *argv[])
+{
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+	if (fd >= 0) {
+		dup2(fd, STDERR_FILENO);
+		close(fd);
+	}
+	execv(argv[0], (char *const *)argv);
+	_exit(127);
+}
+
+static int
+wait_ready(struct test_server *s)
+{
+	int status;
+
+	for (int i = 0; i < 3000; i++) { /* up to 30 s on a slow machine */
+		if (test_server_log_has(s, READY_LINE)) {
+			return 0;
+		}
+		if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+			fprintf(stderr, "test_server: metaserver exited early "
+			    "(status %d); log %s\n", status, s->log);
+			s->pid = 0;
+			return -1;
+		}
+		sleep_ms(10);
+	}
+	fprintf(stderr, "test_server: no ready line in %s\n", s->log);
+	return -1;
+}
+
+static int
+spawn(struct test_server *s, uint64_t size, const char *const extra[])
+{
+	const char *argv[MAX_ARGS];
+	char sizebuf[32];
+
+	if (build_argv(s, size, extra, argv, sizebuf) != 0) {
+		return -1;
+	}
+	if (truncate(s->log, 0) != 0 && errno != ENOENT) {
+		return -1;
+	}
+	s->pid = fork();
+	if (s->pid < 0) {
+		return -1;
+	}
+	if (s->pid == 0) {
+		exec_child(s->log, argv);
+	}
+	return wait_ready(s);
+}
+
+int
+test_server_start(struct test_server *s, uint64_t size,
+    const char *const extra_args[])
+{
+	static int seq;
+	int id = getpid() * 100 + (seq++ % 100);
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->pool, sizeof(s->pool), "/dev/shm/cxlp-test-%d.pool", id);
+	snprintf(s->url, sizeof(s->url), "ipc:///tmp/cxlp-test-%d.sock", id);
+	snprintf(s->log, sizeof(s->log), "/tmp/cxlp-test-%d.log", id);
+	unlink(s->pool);
+	return spawn(s, size, extra_args);
+}
+
+int
+test_server_restart(struct test_server *s, const char *const extra_args[])
+{
+	return spawn(s, 0, extra_args);
+}
+
+void
+test_server_kill(struct test_server *s, int sig)
+{
+	if (s->pid > 0) {
+		kill(s->pid, sig);
+		waitpid(s->pid, NULL, 0);
+		s->pid = 0;
+	}
+}
+
+int
+test_server_stop(struct test_server *s)
+{
+	int status = -1;
+
+	if (s->pid > 0) {
+		kill(s->pid, SIGTERM);
+		if (waitpid(s->pid, &status, 0) < 0) {
+			status = -1;
+		}
+		s->pid = 0;
+	}
+	unlink(s->pool);
+	unlink(s->url + strlen("ipc://"));
+	if (status == 0) {
+		unlink(s->log);
+	}
+	return status;
+}

@@ -1,0 +1,43 @@
+/*
+ * server.h -- test support: run a real cxlpool-metaserver process on a
+ * temporary pool and ipc socket, for integration tests.
+ *
+ * Never call Criterion asserts from here: these functions return errors and
+ * the test asserts. Safe to use in forked children (no Criterion state).
+ */
+#ifndef CXLP_TEST_SERVER_H
+#define CXLP_TEST_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct test_server {
+	pid_t pid;
+	char pool[128];  /* pool file path */
+	char url[160];   /* ipc:// URL it listens on */
+	char log[128];   /* its stderr goes here */
+};
+
+/* test_server_start -- format a pool of size bytes under /dev/shm and start
+ * the metaserver (path from $CXLP_METASERVER) on a fresh ipc socket, with
+ * extra_args (NULL-terminated, may be NULL) appended. Waits until it prints
+ * its ready line. Returns 0, or -1 with a reason on stderr. */
+int test_server_start(struct test_server *s, uint64_t size,
+    const char *const extra_args[]);
+
+/* test_server_restart -- start the metaserver again on the same pool and
+ * socket (after a stop or kill). */
+int test_server_restart(struct test_server *s, const char *const extra_args[]);
+
+/* test_server_kill -- send sig and reap the process. */
+void test_server_kill(struct test_server *s, int sig);
+
+/* test_server_stop -- SIGTERM, reap, remove pool, socket and log. Returns
+ * the exit status (0 for a clean stop). */
+int test_server_stop(struct test_server *s);
+
+/* test_server_log_has -- the server's stderr contains needle. */
+bool test_server_log_has(const struct test_server *s, const char *needle);
+
+#endif /* CXLP_TEST_SERVER_H */

@@ -27,9 +27,11 @@
 #include "proto.h"
 
 #define PBUF_MIN_CAP 256
-/* Smallest encodings of one batch entry, to bound n by the bytes left. */
-#define KEY_ENTRY_MIN (2 + 1)            /* u16 len, >= 1 key byte */
-#define REG_ENTRY_MIN (KEY_ENTRY_MIN + 20) /* key, u32 region, u64 off, len */
+/* Smallest encodings of one batch entry, to bound n by the bytes left. The
+ * key bytes are not counted, so that an empty key is still reported as
+ * CXLP_E_KEYLEN rather than as a short frame. */
+#define KEY_ENTRY_MIN 2                    /* u16 len */
+#define REG_ENTRY_MIN (KEY_ENTRY_MIN + 20) /* + u32 region, u64 off, len */
 #define STAT_LEN 8
 
 /* ---- pbuf: growable little-endian output ---- */
@@ -419,7 +421,7 @@ check_op(uint16_t op, bool reply, const char *what)
 
 /* proto_get_req_hdr -- decode a request header. h is filled from whatever
  * the frame holds even on failure (so a server can echo req_id in its error
- * reply); on failure *body is an empty, failed reader. */
+ * reply); on failure *body is a failed reader. */
 int
 proto_get_req_hdr(const void *frame, size_t len, struct proto_req_hdr *h,
     struct preader *body)
@@ -465,7 +467,7 @@ check_status(struct preader *body, int32_t status, uint32_t reserved)
 
 /* proto_get_rep_hdr -- decode a reply header (h->op without PROTO_REPLY).
  * A reply with a non-zero status must have an empty body. On failure
- * *body is an empty, failed reader. */
+ * *body is a failed reader. */
 int
 proto_get_rep_hdr(const void *frame, size_t len, struct proto_rep_hdr *h,
     struct preader *body)

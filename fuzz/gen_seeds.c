@@ -110,9 +110,9 @@ seed_replies(struct pbuf *b)
 		{ 0, PROTO_R_NEW, { 3, 1, 4 << 20, 2 << 20, 4 << 20, 4096 } },
 		{ CXLP_E_NOTFOUND, 0, { 0 } },
 	};
-	uint64_t stats[PROTO_STATS_COUNT];
+	uint64_t stats[PROTO_STAT_COUNT];
 
-	for (unsigned i = 0; i < PROTO_STATS_COUNT; i++) {
+	for (unsigned i = 0; i < PROTO_STAT_COUNT; i++) {
 		stats[i] = 1000 * i;
 	}
 	rep(b, PROTO_OP_HELLO, 0);
@@ -130,7 +130,7 @@ seed_replies(struct pbuf *b)
 	proto_put_results(b, 1, res + 1);
 	save("rep_pin", b);
 	rep(b, PROTO_OP_STATS, 0);
-	proto_put_stats(b, PROTO_STATS_COUNT, stats);
+	proto_put_stats(b, PROTO_STAT_COUNT, stats);
 	save("rep_stats", b);
 	rep(b, PROTO_OP_LOOKUP, CXLP_E_SESSION);
 	save("rep_error", b);

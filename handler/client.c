@@ -300,13 +300,21 @@ reply_check(nng_msg *msg, uint16_t op, uint64_t id, struct creply *rep)
 	return 0;
 }
 
+/* No reply, or the connection dropped under the request: the request may
+ * or may not have been applied, so it is resent with the same id. */
+static bool
+retryable(int rc)
+{
+	return rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN;
+}
+
 static int
 call(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep, unsigned retries)
 {
 	uint64_t id = __atomic_fetch_add(&cl->next_id, 1, __ATOMIC_RELAXED);
 	nng_msg *req = NULL, *msg = NULL;
-	struct cctx *c;
+	struct cctx *c = NULL;
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
@@ -317,10 +325,10 @@ call(struct client *cl, uint16_t op, const struct pbuf *body,
 		goto out_req;
 	}
 	rc = CXLP_E_TIMEOUT;
-	for (unsigned i = 0; i <= retries && rc == CXLP_E_TIMEOUT; i++) {
+	for (unsigned i = 0; i <= retries && retryable(rc); i++) {
 		if (i > 0) {
-			log_info("%s #%llu: no reply, retry %u",
-			    proto_op_name(op), (unsigned long long)id, i);
+			log_info("%s #%llu: %s, retry %u", proto_op_name(op),
+			    (unsigned long long)id, cxlp_errormsg(), i);
 		}
 		rc = attempt(cl, c, req, &msg);
 	}

@@ -1,1 +1,314 @@
-/* placeholder: being written */
+/*
+ * ops.c -- the key operations that are not store: retrieve, exists, pin,
+ * unpin, delete, each single and batched.
+ *
+ * Each single call is its batch of one, and each batch is one round trip
+ * through keys_call: every argument is checked before any I/O (-EINVAL,
+ * CXLP_E_BATCH, CXLP_E_KEYLEN), and the reply's result count is checked
+ * against what was sent. Retrieve turns a location into a pointer through
+ * the region map cache (regions.c) and never takes the page lock; only
+ * delete does, to free my page when the deleted key was in it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "err.h"
+#include "handler_int.h"
+#include "log.h"
+
+/* One keys request (op, flags) and its results: exactly n of them when
+ * exact, else at most n (PIN). Returns 0, *got and res[] or an error;
+ * *res is malloc'd (caller frees) on success only. */
+static int
+keys_call(struct cxlp_handler *h, uint16_t op, uint32_t flags, size_t n,
+    const void *const keys[], const size_t key_lens[], bool exact,
+    struct proto_result **res, uint32_t *got)
+{
+	struct creply rep;
+	struct pbuf body;
+	int rc;
+
+	*res = NULL;
+	if ((rc = h_check_open(h)) != 0 ||
+	    (rc = h_check_keys(n, keys, key_lens)) != 0) {
+		return rc;
+	}
+	*res = calloc(n, sizeof(**res));
+	if (*res == NULL) {
+		return cxlp_fail(-ENOMEM, "%s: out of memory",
+		    proto_op_name(op));
+	}
+	pbuf_init(&body);
+	proto_put_keys(&body, flags, n, keys, key_lens);
+	rc = h_call(h, op, &body, &rep);
+	pbuf_fini(&body);
+	if (rc == 0) {
+		rc = h_get_results(&rep, *res, n, exact, got);
+		client_reply_fini(&rep);
+	}
+	if (rc != 0) {
+		free(*res);
+		*res = NULL;
+	}
+	return rc;
+}
+
+static int
+result_status(const struct proto_result *r, const char *what)
+{
+	if (r->status != 0) {
+		return cxlp_fail(r->status, "%s: %s", what,
+		    cxlp_strerror(r->status));
+	}
+	return 0;
+}
+
+/* cxlp_batch_retrieve -- see cxlpool.h. */
+int
+cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], unsigned flags,
+    const void *data[], size_t lens[], int status[])
+{
+	struct proto_result *res;
+	uint32_t got;
+	int rc;
+
+	if (data == NULL || lens == NULL || status == NULL ||
+	    (flags & ~CXLP_RETRIEVE_PIN) != 0) {
+		return cxlp_fail(-EINVAL, "retrieve: NULL array or bad flags");
+	}
+	rc = keys_call(h, PROTO_OP_LOOKUP,
+	    (flags & CXLP_RETRIEVE_PIN) ? PROTO_F_PIN : 0, n, keys, key_lens,
+	    true, &res, &got);
+	if (rc != 0) {
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		data[i] = NULL;
+		lens[i] = 0;
+		status[i] = res[i].status;
+		if (status[i] != 0) {
+			continue;
+		}
+		status[i] = regions_resolve_ptr(h, &res[i].loc, &data[i]);
+		if (status[i] == 0) {
+			lens[i] = res[i].loc.len;
+		} else {
+			log_err("retrieve: key %zu: %s", i, cxlp_errormsg());
+		}
+	}
+	free(res);
+	return 0;
+}
+
+/* cxlp_retrieve -- see cxlpool.h. */
+int
+cxlp_retrieve(struct cxlp_handler *h, const void *key, size_t key_len,
+    unsigned flags, const void **data, size_t *len)
+{
+	const void *keys[1] = {key};
+	int st, rc;
+
+	if (data == NULL || len == NULL) {
+		return cxlp_fail(-EINVAL, "retrieve: NULL data or len");
+	}
+	rc = cxlp_batch_retrieve(h, 1, keys, &key_len, flags, data, len, &st);
+	if (rc == 0 && st != 0) {
+		rc = cxlp_fail(st, "retrieve: %s", cxlp_strerror(st));
+	}
+	return rc;
+}
+
+/* cxlp_batch_exists -- see cxlpool.h. Another error than NOTFOUND for a
+ * key fails the call. */
+int
+cxlp_batch_exists(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], bool exists[])
+{
+	struct proto_result *res;
+	uint32_t got;
+	int rc;
+
+	if (exists == NULL) {
+		return cxlp_fail(-EINVAL, "exists: exists is NULL");
+	}
+	rc = keys_call(h, PROTO_OP_EXISTS, 0, n, keys, key_lens, true, &res,
+	    &got);
+	if (rc != 0) {
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		exists[i] = res[i].status == 0;
+		if (res[i].status != 0 && res[i].status != CXLP_E_NOTFOUND &&
+		    rc == 0) {
+			rc = result_status(&res[i], "exists");
+		}
+	}
+	free(res);
+	return rc;
+}
+
+/* cxlp_exists -- 1, 0, or a negative error. */
+int
+cxlp_exists(struct cxlp_handler *h, const void *key, size_t key_len)
+{
+	const void *keys[1] = {key};
+	bool e = false;
+	int rc = cxlp_batch_exists(h, 1, keys, &key_len, &e);
+
+	return rc != 0 ? rc : (int)e;
+}
+
+/* Results of PIN: at most n, every one but the last 0, and if fewer than
+ * n the last one failed. */
+static int
+pin_results_check(const struct proto_result *res, uint32_t got, size_t n)
+{
+	if (got == 0) {
+		return cxlp_fail(CXLP_E_PROTO, "PIN: no results");
+	}
+	for (uint32_t i = 0; i + 1 < got; i++) {
+		if (res[i].status != 0) {
+			return cxlp_fail(CXLP_E_PROTO, "PIN: went on after a "
+			    "failed key");
+		}
+	}
+	if (got < n && res[got - 1].status == 0) {
+		return cxlp_fail(CXLP_E_PROTO, "PIN: %u results for %zu keys",
+		    got, n);
+	}
+	return 0;
+}
+
+/* cxlp_batch_pin -- see cxlpool.h. */
+int
+cxlp_batch_pin(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], size_t *npinned)
+{
+	struct proto_result *res;
+	uint32_t got;
+	int rc;
+
+	if (npinned == NULL) {
+		return cxlp_fail(-EINVAL, "pin: npinned is NULL");
+	}
+	*npinned = 0;
+	rc = keys_call(h, PROTO_OP_PIN, 0, n, keys, key_lens, false, &res,
+	    &got);
+	if (rc != 0) {
+		return rc;
+	}
+	rc = pin_results_check(res, got, n);
+	if (rc == 0) {
+		*npinned = res[got - 1].status == 0 ? got : got - 1;
+		rc = result_status(&res[got - 1], "pin");
+	}
+	free(res);
+	return rc;
+}
+
+/* cxlp_pin -- see cxlpool.h. */
+int
+cxlp_pin(struct cxlp_handler *h, const void *key, size_t key_len)
+{
+	const void *keys[1] = {key};
+	size_t np;
+
+	return cxlp_batch_pin(h, 1, keys, &key_len, &np);
+}
+
+/* cxlp_batch_unpin -- see cxlpool.h. */
+int
+cxlp_batch_unpin(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], int status[])
+{
+	struct proto_result *res;
+	uint32_t got;
+	int rc;
+
+	if (status == NULL) {
+		return cxlp_fail(-EINVAL, "unpin: status is NULL");
+	}
+	rc = keys_call(h, PROTO_OP_UNPIN, 0, n, keys, key_lens, true, &res,
+	    &got);
+	if (rc != 0) {
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		status[i] = res[i].status;
+	}
+	free(res);
+	return 0;
+}
+
+/* cxlp_unpin -- see cxlpool.h. */
+int
+cxlp_unpin(struct cxlp_handler *h, const void *key, size_t key_len)
+{
+	const void *keys[1] = {key};
+	int st = 0;
+	int rc = cxlp_batch_unpin(h, 1, keys, &key_len, &st);
+
+	if (rc == 0 && st != 0) {
+		rc = cxlp_fail(st, "unpin: %s", cxlp_strerror(st));
+	}
+	return rc;
+}
+
+/* A deleted key was at loc: if that is my page, it is free again. */
+static void
+delete_release(struct cxlp_handler *h, const struct proto_loc *loc)
+{
+	cxlp_page_t pg;
+
+	pthread_mutex_lock(&h->page_lock);
+	if (regions_page_of(h, loc, &pg) == 0 &&
+	    pagetab_state(&h->pages, pg) == PAGE_REGISTERED) {
+		int rc = pagetab_move(&h->pages, pg, PAGE_REGISTERED,
+		    PAGE_FREE);
+
+		cxlp_assert(rc == 0);
+	}
+	pthread_mutex_unlock(&h->page_lock);
+}
+
+/* cxlp_batch_delete -- see cxlpool.h. */
+int
+cxlp_batch_delete(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], int status[])
+{
+	struct proto_result *res;
+	uint32_t got;
+	int rc;
+
+	if (status == NULL) {
+		return cxlp_fail(-EINVAL, "delete: status is NULL");
+	}
+	rc = keys_call(h, PROTO_OP_DELETE, 0, n, keys, key_lens, true, &res,
+	    &got);
+	if (rc != 0) {
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		status[i] = res[i].status;
+		if (status[i] == 0) {
+			delete_release(h, &res[i].loc);
+		}
+	}
+	free(res);
+	return 0;
+}
+
+/* cxlp_delete -- see cxlpool.h. */
+int
+cxlp_delete(struct cxlp_handler *h, const void *key, size_t key_len)
+{
+	const void *keys[1] = {key};
+	int st = 0;
+	int rc = cxlp_batch_delete(h, 1, keys, &key_len, &st);
+
+	if (rc == 0 && st != 0) {
+		rc = cxlp_fail(st, "delete: %s", cxlp_strerror(st));
+	}
+	return rc;
+}

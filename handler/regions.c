@@ -218,8 +218,8 @@ static int
 regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
 {
 	struct proto_loc loc;
-	struct own_region *r;
-	struct rmap_ent *e;
+	struct own_region *r = NULL;
+	struct rmap_ent *e = NULL;
 	int rc;
 
 	if (h->cfg.max_regions != 0 &&

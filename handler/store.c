@@ -1,1 +1,412 @@
-/* placeholder: being written */
+/*
+ * store.c -- store and batch_store: publish pages under keys, and resolve
+ * registers whose reply was lost.
+ *
+ * The shape follows DESIGN contracts 1, 2 and 4 step by step:
+ *   1. check every argument, touching no page (any error here leaves all
+ *      pages with the caller);
+ *   2. under the page lock, move every page ALLOCATED -> INFLIGHT; a page
+ *      not ALLOCATED, or named twice (it is already INFLIGHT when met the
+ *      second time), rolls the batch back and fails with CXLP_E_BADPAGE;
+ *   3. persist each page's [0, len) so its bytes are visible (and durable)
+ *      before the register leaves (contract 1);
+ *   4. one REGISTER for the whole batch; existence is decided there, under
+ *      the server's lock (contract 3);
+ *   5. consume every page exactly once (contract 2): the key at my page ->
+ *      REGISTERED; the key elsewhere (lost the race, in-batch duplicate) ->
+ *      FREE, stored; anything not confirmed -> FREE, not stored.
+ * When no reply comes (timeout after retries, connection lost while the
+ * request may have reached the server) the outcome is unknown: pages go
+ * UNRESOLVED and are neither freed nor reported stored (contract 4). Their
+ * keys are kept in h->unres; store_resolve looks them up at the start of
+ * the next store (and after stats / healthcheck round trips) and settles
+ * each page: key found at this page -> REGISTERED, else FREE.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "handler_int.h"
+#include "log.h"
+#include "map.h"
+
+struct batch {
+	size_t n;
+	struct proto_reg *regs;     /* what REGISTER sends */
+	uint32_t *gens;             /* gen of each page's region */
+	struct proto_result *res;   /* what came back */
+	uint8_t **addr;             /* each page's RW address */
+	const struct pmap **maps;   /* each page's region mapping */
+};
+
+static int
+store_check_args(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
+    unsigned flags, bool stored[])
+{
+	int rc;
+
+	if ((rc = h_check_open(h)) != 0) {
+		return rc;
+	}
+	if (n == 0 || n > CXLP_BATCH_MAX) {
+		return cxlp_fail(-EINVAL, "store: batch of %zu keys (1..%d)", n,
+		    CXLP_BATCH_MAX);
+	}
+	if (pages == NULL || lens == NULL || stored == NULL ||
+	    (flags & ~CXLP_STORE_PIN) != 0) {
+		return cxlp_fail(-EINVAL, "store: NULL array or bad flags");
+	}
+	if ((rc = h_check_keys(n, keys, key_lens)) != 0) {
+		return rc == CXLP_E_BATCH ? -EINVAL : rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (lens[i] > h->cfg.page_size) {
+			return cxlp_fail(CXLP_E_TOOBIG, "store: key %zu: %zu "
+			    "bytes in a %zu-byte page", i, lens[i],
+			    h->cfg.page_size);
+		}
+	}
+	return 0;
+}
+
+static void
+batch_fini(struct batch *b)
+{
+	free(b->regs);
+	free(b->gens);
+	free(b->res);
+	free(b->addr);
+	free(b->maps);
+}
+
+static int
+batch_init(struct batch *b, size_t n)
+{
+	b->n = n;
+	b->regs = calloc(n, sizeof(*b->regs));
+	b->gens = calloc(n, sizeof(*b->gens));
+	b->res = calloc(n, sizeof(*b->res));
+	b->addr = calloc(n, sizeof(*b->addr));
+	b->maps = calloc(n, sizeof(*b->maps));
+	if (b->regs == NULL || b->gens == NULL || b->res == NULL ||
+	    b->addr == NULL || b->maps == NULL) {
+		batch_fini(b);
+		return cxlp_fail(-ENOMEM, "store: out of memory");
+	}
+	return 0;
+}
+
+/* Step 2: ALLOCATED -> INFLIGHT for every page, or none. */
+static int
+store_take(struct cxlp_handler *h, struct batch *b, const void *const keys[],
+    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[])
+{
+	size_t i, bad;
+	int rc = 0;
+
+	pthread_mutex_lock(&h->page_lock);
+	for (i = 0; i < b->n; i++) {
+		const struct own_region *r;
+
+		rc = pagetab_move(&h->pages, pages[i], PAGE_ALLOCATED,
+		    PAGE_INFLIGHT);
+		if (rc != 0) {
+			break;
+		}
+		r = h->own[page_set(pages[i])];
+		b->regs[i].key.data = keys[i];
+		b->regs[i].key.len = (uint16_t)key_lens[i];
+		b->regs[i].region = r->loc.region;
+		b->regs[i].len = lens[i];
+		b->gens[i] = r->loc.gen;
+		b->maps[i] = r->map;
+		b->addr[i] = regions_page_addr(h, pages[i], &b->regs[i].off);
+	}
+	bad = i;
+	while (rc != 0 && i-- > 0) {
+		(void)pagetab_move(&h->pages, pages[i], PAGE_INFLIGHT,
+		    PAGE_ALLOCATED);
+	}
+	pthread_mutex_unlock(&h->page_lock);
+	if (rc != 0) {
+		return cxlp_fail(CXLP_E_BADPAGE, "store: key %zu: page %#llx "
+		    "is not allocated here, is registered, or is named twice",
+		    bad, (unsigned long long)pages[bad]);
+	}
+	return 0;
+}
+
+/* Step 5: consume every page exactly once; got results arrived. */
+static void
+store_settle(struct cxlp_handler *h, const struct batch *b,
+    const cxlp_page_t pages[], uint32_t got, bool stored[])
+{
+	pthread_mutex_lock(&h->page_lock);
+	for (size_t i = 0; i < b->n; i++) {
+		const struct proto_result *r = &b->res[i];
+		bool ok = i < got && r->status == 0;
+		bool mine = ok && r->loc.region == b->regs[i].region &&
+		    r->loc.gen == b->gens[i] && r->loc.off == b->regs[i].off;
+		int rc = pagetab_move(&h->pages, pages[i], PAGE_INFLIGHT,
+		    mine ? PAGE_REGISTERED : PAGE_FREE);
+
+		cxlp_assert(rc == 0);
+		stored[i] = ok;
+		if (!ok) {
+			log_info("store: key %zu not confirmed (%d)", i,
+			    i < got ? r->status : CXLP_E_PROTO);
+		}
+	}
+	pthread_mutex_unlock(&h->page_lock);
+}
+
+/* Append u to h->unres (page_lock held). Without memory the entry is
+ * dropped and its page stays UNRESOLVED for good: kept, never freed. */
+static void
+unres_push(struct cxlp_handler *h, const struct unresolved *u)
+{
+	if (h->nunres == h->cap_unres) {
+		size_t cap = h->cap_unres ? h->cap_unres * 2 : 16;
+		void *p = realloc(h->unres, cap * sizeof(*u));
+
+		if (p == NULL) {
+			log_err("store: no memory to remember page %#llx: "
+			    "kept unresolved", (unsigned long long)u->page);
+			free(u->key);
+			return;
+		}
+		h->unres = p;
+		h->cap_unres = cap;
+	}
+	h->unres[h->nunres++] = *u;
+}
+
+/* Outcome unknown: pages INFLIGHT -> UNRESOLVED, keys remembered. */
+static void
+store_park(struct cxlp_handler *h, const struct batch *b,
+    const cxlp_page_t pages[])
+{
+	pthread_mutex_lock(&h->page_lock);
+	for (size_t i = 0; i < b->n; i++) {
+		struct unresolved u = {.page = pages[i],
+		    .key_len = b->regs[i].key.len};
+		int rc = pagetab_move(&h->pages, pages[i], PAGE_INFLIGHT,
+		    PAGE_UNRESOLVED);
+
+		cxlp_assert(rc == 0);
+		u.key = malloc(u.key_len);
+		if (u.key == NULL) {
+			log_err("store: no memory for key of page %#llx: "
+			    "kept unresolved", (unsigned long long)pages[i]);
+			continue;
+		}
+		memcpy(u.key, b->regs[i].key.data, u.key_len);
+		unres_push(h, &u);
+	}
+	pthread_mutex_unlock(&h->page_lock);
+}
+
+static int
+store_register(struct cxlp_handler *h, struct batch *b, unsigned flags,
+    uint32_t *got)
+{
+	struct creply rep;
+	struct pbuf body;
+	int rc;
+
+	*got = 0;
+	pbuf_init(&body);
+	proto_put_regs(&body, (flags & CXLP_STORE_PIN) ? PROTO_F_PIN : 0,
+	    b->n, b->regs);
+	rc = h_call(h, PROTO_OP_REGISTER, &body, &rep);
+	pbuf_fini(&body);
+	if (rc != 0) {
+		return rc;
+	}
+	rc = h_get_results(&rep, b->res, b->n, false, got);
+	client_reply_fini(&rep);
+	return rc;
+}
+
+static bool
+outcome_unknown(int rc)
+{
+	return rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ||
+	    rc == CXLP_E_CLOSED;
+}
+
+/* cxlp_batch_store -- see cxlpool.h (contracts 1, 2, 4). */
+int
+cxlp_batch_store(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
+    unsigned flags, bool stored[])
+{
+	struct batch b;
+	uint32_t got = 0;
+	int rc;
+
+	rc = store_check_args(h, n, keys, key_lens, pages, lens, flags,
+	    stored);
+	if (rc != 0 || (rc = batch_init(&b, n)) != 0) {
+		return rc;
+	}
+	(void)store_resolve(h);
+	if ((rc = store_take(h, &b, keys, key_lens, pages, lens)) != 0) {
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		stored[i] = false;
+		if (lens[i] > 0) {
+			pmap_persist(b.maps[i], b.addr[i], lens[i]);
+		}
+	}
+	rc = store_register(h, &b, flags, &got);
+	if (outcome_unknown(rc)) {
+		store_park(h, &b, pages);
+		rc = cxlp_fail(CXLP_E_UNKNOWN, "store: no reply (%s): %zu "
+		    "pages kept until resolved", cxlp_strerror(rc), n);
+		goto out;
+	}
+	if (rc != 0) {
+		log_err("store: REGISTER failed: %s", cxlp_errormsg());
+		got = 0;
+	}
+	store_settle(h, &b, pages, got, stored);
+	rc = 0;
+out:
+	batch_fini(&b);
+	return rc;
+}
+
+/* cxlp_store -- cxlp_batch_store of one key. */
+int
+cxlp_store(struct cxlp_handler *h, const void *key, size_t key_len,
+    cxlp_page_t page, size_t len, unsigned flags, bool *stored)
+{
+	const void *keys[1] = {key};
+
+	return cxlp_batch_store(h, 1, keys, &key_len, &page, &len, flags,
+	    stored);
+}
+
+/* Take up to CXLP_BATCH_MAX unresolved entries off h->unres (page_lock
+ * held); returns how many were moved to *out (caller frees). */
+static size_t
+unres_take(struct cxlp_handler *h, struct unresolved **out)
+{
+	size_t n = h->nunres < CXLP_BATCH_MAX ? h->nunres : CXLP_BATCH_MAX;
+
+	*out = NULL;
+	if (n == 0) {
+		return 0;
+	}
+	*out = malloc(n * sizeof(**out));
+	if (*out == NULL) {
+		return 0;
+	}
+	h->nunres -= n;
+	memcpy(*out, h->unres + h->nunres, n * sizeof(**out));
+	return n;
+}
+
+/* Settle one page from its LOOKUP result (page_lock held). Returns true
+ * when settled, false to keep it unresolved. */
+static bool
+unres_settle(struct cxlp_handler *h, const struct unresolved *u,
+    const struct proto_result *r)
+{
+	cxlp_page_t at;
+	bool here;
+	int rc;
+
+	if (r->status != 0 && r->status != CXLP_E_NOTFOUND) {
+		return false;
+	}
+	here = r->status == 0 && regions_page_of(h, &r->loc, &at) == 0 &&
+	    at == u->page;
+	rc = pagetab_move(&h->pages, u->page, PAGE_UNRESOLVED,
+	    here ? PAGE_REGISTERED : PAGE_FREE);
+	cxlp_assert(rc == 0);
+	log_info("store: page %#llx resolved %s", (unsigned long long)u->page,
+	    here ? "registered" : "free");
+	return true;
+}
+
+static int
+unres_lookup(struct cxlp_handler *h, struct unresolved *u, size_t n,
+    struct proto_result *res)
+{
+	const void **keys = calloc(n, sizeof(*keys));
+	size_t *lens = calloc(n, sizeof(*lens));
+	struct creply rep;
+	struct pbuf body;
+	uint32_t got;
+	int rc = -ENOMEM;
+
+	if (keys == NULL || lens == NULL) {
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = u[i].key;
+		lens[i] = u[i].key_len;
+	}
+	pbuf_init(&body);
+	proto_put_keys(&body, 0, n, keys, lens);
+	rc = h_call(h, PROTO_OP_LOOKUP, &body, &rep);
+	pbuf_fini(&body);
+	if (rc == 0) {
+		rc = h_get_results(&rep, res, n, true, &got);
+		client_reply_fini(&rep);
+	}
+out:
+	free(keys);
+	free(lens);
+	return rc;
+}
+
+/* store_resolve -- settle pages whose register outcome was lost, with one
+ * LOOKUP of their keys. Returns 0 (nothing left, or progress made) or the
+ * LOOKUP's error (entries kept for the next try). */
+int
+store_resolve(struct cxlp_handler *h)
+{
+	struct proto_result *res = NULL;
+	struct unresolved *u;
+	size_t n;
+	int rc;
+
+	pthread_mutex_lock(&h->page_lock);
+	n = unres_take(h, &u);
+	pthread_mutex_unlock(&h->page_lock);
+	if (n == 0) {
+		return 0;
+	}
+	res = calloc(n, sizeof(*res));
+	rc = res == NULL ? -ENOMEM : unres_lookup(h, u, n, res);
+	pthread_mutex_lock(&h->page_lock);
+	for (size_t i = 0; i < n; i++) {
+		if (rc == 0 && unres_settle(h, &u[i], &res[i])) {
+			free(u[i].key);
+		} else {
+			unres_push(h, &u[i]);
+		}
+	}
+	pthread_mutex_unlock(&h->page_lock);
+	free(res);
+	free(u);
+	return rc;
+}
+
+/* store_fini -- forget unresolved entries (at close). */
+void
+store_fini(struct cxlp_handler *h)
+{
+	for (size_t i = 0; i < h->nunres; i++) {
+		free(h->unres[i].key);
+	}
+	free(h->unres);
+	h->unres = NULL;
+	h->nunres = h->cap_unres = 0;
+}

@@ -1,1 +1,603 @@
-/* placeholder: being written */
+/*
+ * dispatch.c -- one request frame in, one reply frame out, no sockets.
+ *
+ * ms_dispatch is the whole server as seen by a client: it decodes a frame
+ * with the shared codec, checks the session, answers a retried request
+ * from the reply cache, applies the op against the pool under the right
+ * lock, and encodes the reply. It always encodes a reply: a frame that
+ * cannot be decoded gets an error reply carrying whatever op and req_id
+ * could be read (0 otherwise), and nothing a client sends can crash it or
+ * leak (contract 7). That makes it the fuzz target's entry point.
+ *
+ * Each op is one row of a table: how its body decodes, which lock it
+ * takes, whether it needs a session, which request flags it accepts, and
+ * the function that applies it. Decoding happens before any lock is taken;
+ * the apply functions run under ms->lock and write a complete success
+ * reply, or return an error that the dispatcher turns into an error reply.
+ *
+ * Per-key rules (contracts 2, 3, 5, 7) live in the apply functions:
+ * REGISTER decides existence inside pool_kv_insert under the write lock
+ * (no check-then-act) and pins winners and losers in the same critical
+ * section; DELETE refuses pinned keys and keys in another live session's
+ * region.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "ms_int.h"
+
+struct req {
+	struct ms *ms;
+	uint64_t pipe;
+	struct proto_req_hdr h;
+	struct preader body;
+	struct ms_sess *s;   /* NULL for HELLO */
+	struct pbuf *reply;
+	/* decoded body (pointers into the frame, arrays owned) */
+	uint32_t flags;
+	uint32_t n;
+	struct proto_key *keys;
+	struct proto_reg *regs;
+	struct proto_hello hello;
+	uint64_t len, page_size;
+	uint32_t region, gen;
+	struct proto_result *res;
+};
+
+enum op_lock {
+	LK_READ,
+	LK_WRITE,
+	LK_PINFLAG, /* write if the request asks for PROTO_F_PIN, else read */
+};
+
+struct op_def {
+	int (*decode)(struct req *rq);
+	int (*apply)(struct req *rq);
+	bool needs_session;
+	uint8_t lock;      /* enum op_lock */
+	uint32_t flags_ok; /* request flag bits this op accepts */
+};
+
+/* ---- reply helpers ------------------------------------------------------ */
+
+static void
+put_hdr(struct req *rq, int status)
+{
+	struct proto_rep_hdr h = {
+		.version = PROTO_VERSION,
+		.op = rq->h.op,
+		.req_id = rq->h.req_id,
+		.status = status,
+	};
+
+	proto_put_rep_hdr(rq->reply, &h);
+}
+
+static uint64_t
+sess_id(const struct req *rq)
+{
+	return rq->s == NULL ? 0 : rq->s->id;
+}
+
+static void
+kv_loc(const struct pool *p, const struct pool_kv *kv, struct proto_loc *loc)
+{
+	struct pool_region r;
+
+	memset(loc, 0, sizeof(*loc));
+	loc->region = kv->region;
+	loc->gen = kv->gen;
+	loc->off = kv->off;
+	loc->len = kv->len;
+	if (pool_region_get(p, kv->region, &r) == 0) {
+		loc->region_off = r.off;
+		loc->region_len = r.len;
+	}
+}
+
+static void
+res_ok(struct req *rq, uint32_t i, const struct pool_kv *kv, uint32_t flags)
+{
+	rq->res[i].status = 0;
+	rq->res[i].flags = flags;
+	kv_loc(rq->ms->pool, kv, &rq->res[i].loc);
+}
+
+static int
+results_new(struct req *rq, bool pin)
+{
+	rq->res = calloc(rq->n, sizeof(*rq->res));
+	if (rq->res == NULL) {
+		return cxlp_fail(-ENOMEM, "no memory for %u results", rq->n);
+	}
+	return pin ? pins_reserve(&rq->ms->pins, rq->n) : 0;
+}
+
+static void
+put_results(struct req *rq, uint32_t n)
+{
+	put_hdr(rq, 0);
+	proto_put_results(rq->reply, n, rq->res);
+}
+
+/* ---- body decoders (no lock held) -------------------------------------- */
+
+static int
+dec_none(struct req *rq)
+{
+	return 0;
+}
+
+static int
+dec_hello(struct req *rq)
+{
+	int rc = proto_get_hello(&rq->body, &rq->hello);
+
+	rq->flags = rq->hello.flags;
+	return rc;
+}
+
+static int
+dec_region(struct req *rq)
+{
+	return proto_get_region_req(&rq->body, &rq->len, &rq->page_size);
+}
+
+static int
+dec_region_free(struct req *rq)
+{
+	return proto_get_region_free(&rq->body, &rq->region, &rq->gen);
+}
+
+static int
+dec_regs(struct req *rq)
+{
+	return proto_get_regs(&rq->body, &rq->flags, &rq->regs, &rq->n);
+}
+
+static int
+dec_keys(struct req *rq)
+{
+	return proto_get_keys(&rq->body, &rq->flags, &rq->keys, &rq->n);
+}
+
+/* ---- apply functions (ms->lock held) ----------------------------------- */
+
+static int
+ap_hello(struct req *rq)
+{
+	struct pool *p = rq->ms->pool;
+	const char *path = pool_path(p);
+	struct proto_welcome w = { 0 };
+	struct ms_sess *s;
+	size_t plen = strlen(path);
+	int rc = sess_hello(rq->ms, &rq->h, &rq->hello, rq->pipe, &s);
+
+	log_info("op=hello session=%llu pid=%u reattach=%d rc=%d",
+	    (unsigned long long)(s == NULL ? 0 : s->id), rq->hello.pid,
+	    (rq->hello.flags & PROTO_HELLO_REATTACH) != 0, rc);
+	if (rc != 0) {
+		return rc;
+	}
+	w.session = s->id;
+	w.token = s->token;
+	w.pool_size = pool_size(p);
+	w.align = pool_align(p);
+	w.path = path;
+	w.path_len = (uint16_t)(plen < PROTO_PATH_MAX ? plen : PROTO_PATH_MAX);
+	put_hdr(rq, 0);
+	proto_put_welcome(rq->reply, &w);
+	return 0;
+}
+
+static int
+ap_region_alloc(struct req *rq)
+{
+	struct pool_region r = { 0 };
+	struct proto_loc loc = { 0 };
+	int rc = pool_region_alloc(rq->ms->pool, sess_id(rq), rq->len,
+	    rq->page_size, &r);
+
+	log_info("op=region_alloc session=%llu region=%u len=%llu "
+	    "page_size=%llu rc=%d", (unsigned long long)sess_id(rq), r.id,
+	    (unsigned long long)r.len, (unsigned long long)rq->page_size, rc);
+	if (rc != 0) {
+		return rc;
+	}
+	loc.region = r.id;
+	loc.gen = r.gen;
+	loc.region_off = r.off;
+	loc.region_len = r.len;
+	put_hdr(rq, 0);
+	proto_put_loc(rq->reply, &loc);
+	return 0;
+}
+
+static int
+ap_region_free(struct req *rq)
+{
+	struct pool_region r;
+	int rc = pool_region_get(rq->ms->pool, rq->region, &r);
+
+	if (rc != 0 || r.gen != rq->gen || r.state != POOL_REGION_OWNED ||
+	    r.owner != sess_id(rq)) {
+		rc = cxlp_fail(CXLP_E_PERM, "region %u gen %u is not owned "
+		    "by session %llu", rq->region, rq->gen,
+		    (unsigned long long)sess_id(rq));
+	} else {
+		rc = pool_region_disown(rq->ms->pool, rq->region);
+	}
+	log_info("op=region_free session=%llu region=%u gen=%u rc=%d",
+	    (unsigned long long)sess_id(rq), rq->region, rq->gen, rc);
+	if (rc != 0) {
+		return rc;
+	}
+	put_hdr(rq, 0);
+	return 0;
+}
+
+static int
+ap_register(struct req *rq)
+{
+	bool pin = (rq->flags & PROTO_F_PIN) != 0;
+	unsigned added = 0, failed = 0;
+	int rc = results_new(rq, pin);
+
+	if (rc != 0) {
+		return rc;
+	}
+	for (uint32_t i = 0; i < rq->n; i++) {
+		const struct proto_reg *g = &rq->regs[i];
+		struct pool_kv kv;
+		bool ins = false;
+
+		rc = pool_kv_insert(rq->ms->pool, sess_id(rq), g->key.data,
+		    g->key.len, g->region, g->off, g->len, &kv, &ins);
+		if (rc != 0) {
+			rq->res[i].status = rc;
+			failed++;
+			continue;
+		}
+		res_ok(rq, i, &kv, ins ? PROTO_R_NEW : 0);
+		added += ins;
+		if (pin) {
+			cxlp_assert(pins_add(&rq->ms->pins, sess_id(rq),
+			    kv.slot) == 0); /* reserved above */
+		}
+	}
+	log_info("op=register session=%llu n=%u new=%u existing=%u "
+	    "failed=%u pin=%d rc=0", (unsigned long long)sess_id(rq), rq->n,
+	    added, rq->n - added - failed, failed, pin);
+	put_results(rq, rq->n);
+	return 0;
+}
+
+/* LOOKUP (optionally pinning what it finds) and EXISTS. */
+static int
+ap_lookup(struct req *rq)
+{
+	bool pin = (rq->flags & PROTO_F_PIN) != 0;
+	int rc = results_new(rq, pin);
+
+	if (rc != 0) {
+		return rc;
+	}
+	for (uint32_t i = 0; i < rq->n; i++) {
+		struct pool_kv kv;
+
+		rc = pool_kv_lookup(rq->ms->pool, rq->keys[i].data,
+		    rq->keys[i].len, &kv);
+		if (rc != 0) {
+			rq->res[i].status = rc;
+			continue;
+		}
+		res_ok(rq, i, &kv, 0);
+		if (pin) {
+			cxlp_assert(pins_add(&rq->ms->pins, sess_id(rq),
+			    kv.slot) == 0);
+		}
+	}
+	put_results(rq, rq->n);
+	return 0;
+}
+
+/* PIN: stops after the first key that is missing. */
+static int
+ap_pin(struct req *rq)
+{
+	uint32_t m = 0;
+	int rc = results_new(rq, true);
+
+	if (rc != 0) {
+		return rc;
+	}
+	while (m < rq->n) {
+		struct pool_kv kv;
+
+		rc = pool_kv_lookup(rq->ms->pool, rq->keys[m].data,
+		    rq->keys[m].len, &kv);
+		if (rc != 0) {
+			rq->res[m++].status = rc;
+			break;
+		}
+		res_ok(rq, m++, &kv, 0);
+		cxlp_assert(pins_add(&rq->ms->pins, sess_id(rq), kv.slot) == 0);
+	}
+	log_dbg("op=pin session=%llu n=%u done=%u",
+	    (unsigned long long)sess_id(rq), rq->n, m);
+	put_results(rq, m);
+	return 0;
+}
+
+static int
+ap_unpin(struct req *rq)
+{
+	int rc = results_new(rq, false);
+
+	if (rc != 0) {
+		return rc;
+	}
+	for (uint32_t i = 0; i < rq->n; i++) {
+		struct pool_kv kv;
+
+		rc = pool_kv_lookup(rq->ms->pool, rq->keys[i].data,
+		    rq->keys[i].len, &kv);
+		if (rc == 0) {
+			rc = pins_drop(&rq->ms->pins, sess_id(rq), kv.slot);
+		}
+		if (rc != 0) {
+			rq->res[i].status = rc;
+			continue;
+		}
+		res_ok(rq, i, &kv, 0);
+	}
+	put_results(rq, rq->n);
+	return 0;
+}
+
+/* Delete one key: refused while pinned by anyone, or while its region is
+ * owned by another live session (eviction is the owner's). */
+static int
+delete_one(struct req *rq, uint32_t i)
+{
+	struct pool *p = rq->ms->pool;
+	const struct proto_key *k = &rq->keys[i];
+	struct pool_region r;
+	struct pool_kv kv;
+	int rc = pool_kv_lookup(p, k->data, k->len, &kv);
+
+	if (rc != 0) {
+		return rc;
+	}
+	if (pins_total(&rq->ms->pins, kv.slot) > 0) {
+		return cxlp_fail(CXLP_E_PINNED, "key is pinned");
+	}
+	if (pool_region_get(p, kv.region, &r) == 0 &&
+	    r.state == POOL_REGION_OWNED && r.owner != sess_id(rq)) {
+		return cxlp_fail(CXLP_E_PERM, "key belongs to live session "
+		    "%llu", (unsigned long long)r.owner);
+	}
+	kv_loc(p, &kv, &rq->res[i].loc); /* before the region may go */
+	return pool_kv_remove(p, k->data, k->len, &kv);
+}
+
+static int
+ap_delete(struct req *rq)
+{
+	unsigned failed = 0;
+	int rc = results_new(rq, false);
+
+	if (rc != 0) {
+		return rc;
+	}
+	for (uint32_t i = 0; i < rq->n; i++) {
+		rc = delete_one(rq, i);
+		if (rc != 0) {
+			memset(&rq->res[i], 0, sizeof(rq->res[i]));
+			rq->res[i].status = rc;
+			failed++;
+		}
+	}
+	log_info("op=delete session=%llu n=%u failed=%u rc=0",
+	    (unsigned long long)sess_id(rq), rq->n, failed);
+	put_results(rq, rq->n);
+	return 0;
+}
+
+static int
+ap_stats(struct req *rq)
+{
+	struct pool_stats st;
+	uint64_t v[PROTO_STAT_COUNT] = { 0 };
+
+	pool_stats(rq->ms->pool, &st);
+	v[PROTO_STAT_POOL_BYTES] = st.size;
+	v[PROTO_STAT_DATA_BYTES] = st.data_bytes;
+	v[PROTO_STAT_FREE_BYTES] = st.free_bytes;
+	v[PROTO_STAT_REGIONS] = st.regions;
+	v[PROTO_STAT_ORPHAN_REGIONS] = st.orphan_regions;
+	v[PROTO_STAT_KEYS] = st.keys;
+	v[PROTO_STAT_VALUE_BYTES] = st.value_bytes;
+	v[PROTO_STAT_SESSIONS] = st.sessions;
+	v[PROTO_STAT_PINS] = rq->ms->pins.count;
+	v[PROTO_STAT_INDEX_SLOTS] = st.index_slots;
+	put_hdr(rq, 0);
+	proto_put_stats(rq->reply, PROTO_STAT_COUNT, v);
+	return 0;
+}
+
+static int
+ap_heartbeat(struct req *rq)
+{
+	put_hdr(rq, 0);
+	return 0;
+}
+
+static int
+ap_bye(struct req *rq)
+{
+	ms_sess_lock(rq->ms);
+	sess_end_locked(rq->ms, rq->s, "bye");
+	ms_sess_unlock(rq->ms);
+	put_hdr(rq, 0);
+	return 0;
+}
+
+static const struct op_def ops[PROTO_OP_MAX + 1] = {
+	[PROTO_OP_HELLO] = { dec_hello, ap_hello, false, LK_WRITE,
+	    PROTO_HELLO_REATTACH },
+	[PROTO_OP_REGION_ALLOC] = { dec_region, ap_region_alloc, true,
+	    LK_WRITE, 0 },
+	[PROTO_OP_REGION_FREE] = { dec_region_free, ap_region_free, true,
+	    LK_WRITE, 0 },
+	[PROTO_OP_REGISTER] = { dec_regs, ap_register, true, LK_WRITE,
+	    PROTO_F_PIN },
+	[PROTO_OP_LOOKUP] = { dec_keys, ap_lookup, true, LK_PINFLAG,
+	    PROTO_F_PIN },
+	[PROTO_OP_EXISTS] = { dec_keys, ap_lookup, true, LK_READ, 0 },
+	[PROTO_OP_PIN] = { dec_keys, ap_pin, true, LK_WRITE, 0 },
+	[PROTO_OP_UNPIN] = { dec_keys, ap_unpin, true, LK_WRITE, 0 },
+	[PROTO_OP_DELETE] = { dec_keys, ap_delete, true, LK_WRITE, 0 },
+	[PROTO_OP_STATS] = { dec_none, ap_stats, true, LK_READ, 0 },
+	[PROTO_OP_HEARTBEAT] = { dec_none, ap_heartbeat, true, LK_READ, 0 },
+	[PROTO_OP_BYE] = { dec_none, ap_bye, true, LK_WRITE, 0 },
+};
+
+/* ---- the dispatcher ---------------------------------------------------- */
+
+/* Best effort op and req_id of a frame the codec refused, so the error
+ * reply can still be matched by the client: req_id when the fixed part of
+ * the header is readable, op only when it is a known op (0 otherwise). */
+static void
+peek_hdr(const void *frame, size_t len, struct proto_req_hdr *h)
+{
+	struct preader r;
+	uint32_t magic = 0;
+	uint16_t version, op;
+	uint64_t req_id;
+
+	memset(h, 0, sizeof(*h));
+	preader_init(&r, frame, len);
+	if (preader_u32(&r, &magic) && magic == PROTO_MAGIC &&
+	    preader_u16(&r, &version) && preader_u16(&r, &op) &&
+	    preader_u64(&r, &req_id)) {
+		op &= (uint16_t)~PROTO_REPLY;
+		h->op = op <= PROTO_OP_MAX ? op : 0; /* replies carry known ops */
+		h->req_id = req_id;
+	}
+}
+
+static int
+parse_hdr(struct req *rq, const void *frame, size_t len,
+    const struct op_def **def)
+{
+	int rc;
+
+	*def = NULL;
+	if (len > PROTO_FRAME_MAX) {
+		peek_hdr(frame, len, &rq->h);
+		return cxlp_fail(CXLP_E_PROTO, "frame of %zu bytes, max %zu",
+		    len, (size_t)PROTO_FRAME_MAX);
+	}
+	rc = proto_get_req_hdr(frame, len, &rq->h, &rq->body);
+	if (rc != 0) {
+		peek_hdr(frame, len, &rq->h);
+		return rc;
+	}
+	if (rq->h.op > PROTO_OP_MAX || ops[rq->h.op].apply == NULL) {
+		rc = cxlp_fail(CXLP_E_BADOP, "unknown op %u", rq->h.op);
+		rq->h.op = 0;
+		return rc;
+	}
+	*def = &ops[rq->h.op];
+	return 0;
+}
+
+static int
+decode_body(struct req *rq, const struct op_def *def)
+{
+	int rc = def->decode(rq);
+
+	if (rc == 0 && preader_end(&rq->body) != 0) {
+		rc = cxlp_fail(CXLP_E_PROTO, "%s: trailing bytes",
+		    proto_op_name(rq->h.op));
+	}
+	if (rc == 0 && (rq->flags & ~def->flags_ok) != 0) {
+		rc = cxlp_fail(CXLP_E_PROTO, "%s: unknown flags 0x%x",
+		    proto_op_name(rq->h.op), rq->flags);
+	}
+	return rc;
+}
+
+static int
+apply_locked(struct req *rq, const struct op_def *def)
+{
+	bool wr = def->lock == LK_WRITE ||
+	    (def->lock == LK_PINFLAG && (rq->flags & PROTO_F_PIN));
+	int rc;
+
+	if (wr) {
+		ms_wrlock(rq->ms);
+	} else {
+		ms_rdlock(rq->ms);
+	}
+	if (rq->s != NULL && !sess_alive(rq->ms, rq->s)) {
+		rc = cxlp_fail(CXLP_E_SESSION, "session %llu has ended",
+		    (unsigned long long)rq->s->id);
+	} else {
+		rc = def->apply(rq);
+	}
+	ms_unlock(rq->ms);
+	return rc;
+}
+
+static void
+put_error(struct req *rq, int rc)
+{
+	log_err("op=%s session=%llu req=%llu rc=%d msg=\"%s\"",
+	    proto_op_name(rq->h.op), (unsigned long long)rq->h.session,
+	    (unsigned long long)rq->h.req_id, rc, cxlp_errormsg());
+	pbuf_reset(rq->reply);
+	put_hdr(rq, rc);
+}
+
+/* ms_dispatch -- handle one request frame received on pipe_id and encode
+ * its reply into reply (reset first). Always encodes a reply; returns 0,
+ * or -ENOMEM when the reply could not be built (send nothing then). */
+int
+ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame, size_t len,
+    struct pbuf *reply)
+{
+	struct req rq = { .ms = ms, .pipe = pipe_id, .reply = reply };
+	const struct op_def *def;
+	int rc;
+
+	pbuf_reset(reply);
+	cxlp_errmsg_clear();
+	rc = parse_hdr(&rq, frame, len, &def);
+	if (rc == 0 && def->needs_session) {
+		rc = sess_enter(ms, &rq.h, pipe_id, reply, &rq.s);
+		if (rc == RC_HIT) {
+			return reply->err; /* answered from the cache */
+		}
+	}
+	if (rc == 0) {
+		rc = decode_body(&rq, def);
+	}
+	if (rc == 0) {
+		rc = apply_locked(&rq, def);
+	}
+	if (rc != 0) {
+		put_error(&rq, rc);
+	}
+	if (rq.s != NULL) {
+		sess_leave(ms, rq.s, rq.h.req_id, reply);
+	}
+	free(rq.keys);
+	free(rq.regs);
+	free(rq.res);
+	return reply->err;
+}

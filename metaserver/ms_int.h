@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
 #include "pool.h"
 #include "proto.h"
 
@@ -159,6 +160,14 @@ struct ms {
 	bool closing; /* pipe events are ignored once set */
 };
 
+/* Lock wrappers: a lock failure is a bug, so they abort (nng style). */
+#define MS_LOCK_OK(call) cxlp_assert((call) == 0)
+#define ms_rdlock(ms) MS_LOCK_OK(pthread_rwlock_rdlock(&(ms)->lock))
+#define ms_wrlock(ms) MS_LOCK_OK(pthread_rwlock_wrlock(&(ms)->lock))
+#define ms_unlock(ms) MS_LOCK_OK(pthread_rwlock_unlock(&(ms)->lock))
+#define ms_sess_lock(ms) MS_LOCK_OK(pthread_mutex_lock(&(ms)->sess_lock))
+#define ms_sess_unlock(ms) MS_LOCK_OK(pthread_mutex_unlock(&(ms)->sess_lock))
+
 /* ms_init -- open (or create) the pool named in cfg and load the sessions
  * it records as detached (they end after the grace period unless they
  * reattach). Returns 0, or a negative error with cxlp_errormsg() set. */
@@ -190,6 +199,8 @@ int sess_enter(struct ms *ms, const struct proto_req_hdr *h,
     uint64_t pipe_id, struct pbuf *reply, struct ms_sess **out);
 void sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
     const struct pbuf *reply);
+int ms_sess_load(struct ms *ms, uint64_t now_ms);
+void ms_sess_free_all(struct ms *ms);
 void sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why);
 bool sess_alive(struct ms *ms, const struct ms_sess *s);
 

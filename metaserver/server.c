@@ -1,1 +1,353 @@
-/* placeholder: being written */
+/*
+ * server.c -- the metaserver's sockets: the only file that includes nng.
+ *
+ * One rep0 socket listens on every URL given. Several workers, each with
+ * its own nng_ctx and nng_aio, run the state machine recv -> ms_dispatch
+ * -> send -> recv, so requests are handled concurrently (the pool lock in
+ * ms_dispatch decides what really runs in parallel). Pipe events tell the
+ * session layer when a connection comes (with the ipc peer's pid) and
+ * goes; they arrive on nng's threads, and the session layer locks. A
+ * reaper thread ends detached sessions whose grace period is over.
+ *
+ * Signals: SIGINT and SIGTERM are blocked in every thread (the mask is set
+ * before nng starts any) and taken synchronously by sigwait in the main
+ * thread, which then closes the socket, stops the workers and the reaper,
+ * and closes the pool.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+
+#include "err.h"
+#include "log.h"
+#include "ms_int.h"
+
+enum { W_RECV, W_SEND };
+
+struct worker {
+	struct server *srv;
+	nng_aio *aio;
+	nng_ctx ctx;
+	int state;
+	struct pbuf reply;
+};
+
+struct server {
+	struct ms ms;
+	nng_socket sock;
+	struct worker w[MS_WORKERS_MAX];
+	unsigned nworkers;
+	pthread_t reaper;
+	bool reaper_started;
+	pthread_mutex_t stop_lock;
+	pthread_cond_t stop_cond;
+	bool stopping;
+};
+
+static void
+worker_recv(struct worker *w)
+{
+	w->state = W_RECV;
+	nng_ctx_recv(w->ctx, w->aio);
+}
+
+/* Dispatch the received message and send the reply in the same msg. */
+static void
+worker_serve(struct worker *w, nng_msg *msg)
+{
+	nng_pipe pipe = nng_msg_get_pipe(msg);
+	int id = nng_pipe_id(pipe);
+	int rc = ms_dispatch(&w->srv->ms, id > 0 ? (uint64_t)id : 0,
+	    nng_msg_body(msg), nng_msg_len(msg), &w->reply);
+
+	nng_msg_clear(msg);
+	nng_msg_header_clear(msg);
+	if (rc != 0 || nng_msg_append(msg, w->reply.data, w->reply.len) != 0) {
+		log_err("op=send rc=%d msg=\"cannot build a reply\"", -ENOMEM);
+		nng_msg_free(msg);
+		worker_recv(w);
+		return;
+	}
+	nng_aio_set_msg(w->aio, msg);
+	w->state = W_SEND;
+	nng_ctx_send(w->ctx, w->aio);
+}
+
+static void
+worker_cb(void *arg)
+{
+	struct worker *w = arg;
+	int rv = nng_aio_result(w->aio);
+
+	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
+		if (w->state == W_SEND) {
+			nng_msg_free(nng_aio_get_msg(w->aio));
+		}
+		return; /* shutting down */
+	}
+	if (w->state == W_SEND) {
+		if (rv != 0) {
+			nng_msg_free(nng_aio_get_msg(w->aio));
+		}
+		worker_recv(w);
+		return;
+	}
+	if (rv != 0) {
+		log_err("op=recv rc=%d msg=\"%s\"", rv, nng_strerror(rv));
+		worker_recv(w);
+		return;
+	}
+	worker_serve(w, nng_aio_get_msg(w->aio));
+}
+
+static void
+pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	struct server *srv = arg;
+	int id = nng_pipe_id(p);
+	uint64_t pid = 0;
+
+	if (id <= 0) {
+		return;
+	}
+	if (ev == NNG_PIPE_EV_ADD_POST) {
+		if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) != 0) {
+			pid = 0; /* not ipc */
+		}
+		ms_pipe_added(&srv->ms, (uint64_t)id, pid);
+	} else if (ev == NNG_PIPE_EV_REM_POST) {
+		ms_pipe_removed(&srv->ms, (uint64_t)id, ms_now_ms());
+	}
+}
+
+static void *
+reaper_main(void *arg)
+{
+	struct server *srv = arg;
+	uint64_t period = srv->ms.grace_ms / 4;
+
+	period = period < 20 ? 20 : period > 1000 ? 1000 : period;
+	pthread_mutex_lock(&srv->stop_lock);
+	while (!srv->stopping) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)(period / 1000);
+		ts.tv_nsec += (long)(period % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&srv->stop_cond, &srv->stop_lock, &ts);
+		pthread_mutex_unlock(&srv->stop_lock);
+		ms_reap(&srv->ms, ms_now_ms());
+		pthread_mutex_lock(&srv->stop_lock);
+	}
+	pthread_mutex_unlock(&srv->stop_lock);
+	return NULL;
+}
+
+static int
+listen_one(struct server *srv, const char *url)
+{
+	nng_listener l;
+	int rv = nng_listener_create(&l, srv->sock, url);
+
+	if (rv != 0) {
+		return cxlp_fail(CXLP_E_CONN, "listen %s: %s", url,
+		    nng_strerror(rv));
+	}
+	if (strncmp(url, "ipc://", 6) == 0) {
+		rv = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS, 0600);
+		if (rv != 0) {
+			log_err("op=listen url=%s msg=\"cannot set ipc "
+			    "permissions 0600: %s\"", url, nng_strerror(rv));
+		}
+	}
+	rv = nng_listener_start(l, 0);
+	if (rv != 0) {
+		nng_listener_close(l);
+		return cxlp_fail(CXLP_E_CONN, "listen %s: %s", url,
+		    nng_strerror(rv));
+	}
+	return 0;
+}
+
+static int
+socket_open(struct server *srv, const struct ms_config *cfg)
+{
+	int rv = nng_rep0_open(&srv->sock);
+
+	if (rv != 0) {
+		return cxlp_fail(CXLP_E_CONN, "rep0 socket: %s",
+		    nng_strerror(rv));
+	}
+	if (nng_socket_set_size(srv->sock, NNG_OPT_RECVMAXSZ,
+	    PROTO_FRAME_MAX) != 0 ||
+	    nng_pipe_notify(srv->sock, NNG_PIPE_EV_ADD_POST, pipe_cb,
+	    srv) != 0 ||
+	    nng_pipe_notify(srv->sock, NNG_PIPE_EV_REM_POST, pipe_cb,
+	    srv) != 0) {
+		return cxlp_fail(CXLP_E_CONN, "cannot configure the socket");
+	}
+	for (unsigned i = 0; i < cfg->nurls; i++) {
+		int rc = listen_one(srv, cfg->urls[i]);
+
+		if (rc != 0) {
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static int
+workers_start(struct server *srv, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct worker *w = &srv->w[i];
+		int rv;
+
+		w->srv = srv;
+		pbuf_init(&w->reply);
+		rv = nng_aio_alloc(&w->aio, worker_cb, w);
+		if (rv == 0) {
+			rv = nng_ctx_open(&w->ctx, srv->sock);
+		}
+		srv->nworkers = i + 1;
+		if (rv != 0) {
+			return cxlp_fail(CXLP_E_CONN, "worker %u: %s", i,
+			    nng_strerror(rv));
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		worker_recv(&srv->w[i]);
+	}
+	return 0;
+}
+
+static void
+workers_stop(struct server *srv)
+{
+	for (unsigned i = 0; i < srv->nworkers; i++) {
+		struct worker *w = &srv->w[i];
+
+		if (w->aio != NULL) {
+			nng_aio_stop(w->aio);
+			nng_aio_free(w->aio);
+			w->aio = NULL;
+		}
+		pbuf_fini(&w->reply);
+	}
+	srv->nworkers = 0;
+}
+
+static void
+print_ready(const struct ms_config *cfg)
+{
+	fprintf(stderr, "cxlpool-metaserver: ready pool=%s listen=",
+	    cfg->pool_path);
+	for (unsigned i = 0; i < cfg->nurls; i++) {
+		fprintf(stderr, "%s%s", i > 0 ? "," : "", cfg->urls[i]);
+	}
+	fprintf(stderr, "\n");
+	fflush(stderr);
+}
+
+static int
+wait_signal(void)
+{
+	sigset_t set;
+	int sig = 0;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	while (sigwait(&set, &sig) != 0) {
+	}
+	return sig;
+}
+
+static void
+block_signals(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Bring the server up: listen, workers, reaper. */
+static int
+server_start(struct server *srv, const struct ms_config *cfg)
+{
+	int rc = socket_open(srv, cfg);
+
+	if (rc == 0) {
+		rc = workers_start(srv, cfg->workers);
+	}
+	if (rc == 0 && pthread_create(&srv->reaper, NULL, reaper_main,
+	    srv) != 0) {
+		rc = cxlp_fail(-EAGAIN, "cannot start the reaper thread");
+	}
+	srv->reaper_started = rc == 0;
+	return rc;
+}
+
+/* Take the server down; safe after a partial server_start. */
+static void
+server_stop(struct server *srv)
+{
+	ms_sess_lock(&srv->ms);
+	srv->ms.closing = true; /* pipe events stop detaching sessions */
+	ms_sess_unlock(&srv->ms);
+	nng_close(srv->sock);
+	workers_stop(srv);
+	if (srv->reaper_started) {
+		pthread_mutex_lock(&srv->stop_lock);
+		srv->stopping = true;
+		pthread_cond_signal(&srv->stop_cond);
+		pthread_mutex_unlock(&srv->stop_lock);
+		pthread_join(srv->reaper, NULL);
+	}
+	nng_fini(); /* waits for nng's threads, pipe callbacks included */
+}
+
+/* ms_serve -- open the pool, listen, serve until SIGINT/SIGTERM. Returns
+ * the process exit status (0 clean, 1 on startup failure). */
+int
+ms_serve(const struct ms_config *cfg)
+{
+	static struct server srv; /* large; one per process */
+	int rc;
+
+	block_signals();
+	cxlp_set_log_fn(NULL, NULL, cfg->log_level);
+	pthread_mutex_init(&srv.stop_lock, NULL);
+	pthread_cond_init(&srv.stop_cond, NULL);
+	rc = ms_init(&srv.ms, cfg);
+	if (rc != 0) {
+		fprintf(stderr, "cxlpool-metaserver: cannot open pool %s: "
+		    "%s\n", cfg->pool_path, cxlp_errormsg());
+		return 1;
+	}
+	rc = server_start(&srv, cfg);
+	if (rc != 0) {
+		fprintf(stderr, "cxlpool-metaserver: %s\n", cxlp_errormsg());
+	} else {
+		print_ready(cfg);
+		log_info("op=shutdown signal=%d", wait_signal());
+	}
+	server_stop(&srv);
+	ms_fini(&srv.ms);
+	return rc == 0 ? 0 : 1;
+}

@@ -176,17 +176,17 @@ hello_reattach(struct ms *ms, const struct proto_req_hdr *h,
 {
 	struct ms_sess *s;
 
-	pthread_mutex_lock(&ms->sess_lock);
+	ms_sess_lock(ms);
 	s = sess_find(ms, h->session);
 	if (s == NULL || s->token != h->token) {
-		pthread_mutex_unlock(&ms->sess_lock);
+		ms_sess_unlock(ms);
 		return cxlp_fail(CXLP_E_SESSION, "reattach: no session %llu "
 		    "with that token", (unsigned long long)h->session);
 	}
 	s->pid = m->pid;
 	s->start_time = m->start_time;
 	sess_bind(s, pipe_id);
-	pthread_mutex_unlock(&ms->sess_lock);
+	ms_sess_unlock(ms);
 	*out = s;
 	return 0;
 }
@@ -220,12 +220,12 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	if (rc != 0) {
 		return rc;
 	}
-	pthread_mutex_lock(&ms->sess_lock);
+	ms_sess_lock(ms);
 	s = sess_track(ms, &r);
 	if (s != NULL) {
 		sess_bind(s, pipe_id);
 	}
-	pthread_mutex_unlock(&ms->sess_lock);
+	ms_sess_unlock(ms);
 	if (s == NULL) {
 		pool_session_remove(ms->pool, r.id);
 		return cxlp_fail(-ENOMEM, "no memory for a session");
@@ -247,7 +247,7 @@ sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
 	int rc;
 
 	*out = NULL;
-	pthread_mutex_lock(&ms->sess_lock);
+	ms_sess_lock(ms);
 	for (;;) {
 		s = sess_find(ms, h->session);
 		if (s == NULL || s->token != h->token) {
@@ -267,7 +267,7 @@ sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
 		s->refs++;
 		*out = s;
 	}
-	pthread_mutex_unlock(&ms->sess_lock);
+	ms_sess_unlock(ms);
 	return rc;
 }
 
@@ -277,7 +277,7 @@ void
 sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
     const struct pbuf *reply)
 {
-	pthread_mutex_lock(&ms->sess_lock);
+	ms_sess_lock(ms);
 	if (req_id != 0 && reply->err != 0) {
 		rc_abort(&s->rc, req_id);
 	} else if (req_id != 0) {
@@ -289,7 +289,7 @@ sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
 		sess_free(s);
 	}
 	pthread_cond_broadcast(&ms->sess_cond);
-	pthread_mutex_unlock(&ms->sess_lock);
+	ms_sess_unlock(ms);
 }
 
 /* sess_alive -- s has not ended. Stable while ms->lock is held. */

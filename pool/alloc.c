@@ -35,6 +35,14 @@
  *
  * 5. Every mutator ends with assert(alloc_check(a, NULL, 0) == 0); the
  *    check is O(extents), cheap at this size.
+ *
+ * 6. Order against the media (region.c). Allocate: alloc_reserve (DRAM)
+ *    -> region record body written and persisted while its word reads
+ *    FREE -> word (OWNED | gen << 32) stored and persisted
+ *    [pool_region_alloc]. Free: word (FREE) stored and persisted ->
+ *    alloc_release [region_free]. So a crash never leaves media claiming
+ *    less than DRAM gave out, and open rebuilds the extents from the
+ *    published words alone [region_rebuild -> alloc_take].
  */
 #include <assert.h>
 #include <errno.h>

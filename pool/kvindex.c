@@ -1,1 +1,561 @@
-/* placeholder: being written */
+/*
+ * kvindex.c -- the KV index: key -> (region, gen, page, len), as an
+ * open-addressing, linear-probing hash table of 32-byte slots in the
+ * pool's metadata area, keys stored in the key heap (keyheap.c).
+ *
+ * Why this shape: the index must survive kill -9 of its only writer (the
+ * metaserver) and be readable, later, by handlers straight from shared
+ * memory with no lock and no round trip. Fixed-size slots whose first word
+ * is both the publish word and a sequence counter give both: one aligned
+ * 8-byte store changes what a slot means, and a reader can detect that a
+ * slot changed under it. The module is pure: it writes through pointers
+ * it is given and makes things durable only through the persist callback,
+ * so tests run it over a malloc'ed buffer.
+ *
+ * DESIGN NOTES
+ *
+ * 1. Slot word (layout.h): bits 0-23 seq, 24-31 state (EMPTY, LIVE, TOMB),
+ *    32-63 a checksum of the slot body seeded with the slot index
+ *    (layout_slot_checksum). seq is odd exactly while the writer is
+ *    changing the body. A LIVE slot is valid (slot_valid) iff its word is
+ *    even, its checksum matches, its key record reads back in bounds, and
+ *    XXH3_64bits(key) == tag << 32 | record.hlo.
+ *
+ * 2. Probing: home = hash & (nslots - 1), then +1 (wrapping). A probe
+ *    stops at an EMPTY slot or after nslots steps. Invariant: a LIVE key
+ *    is reachable, i.e. no EMPTY slot lies between its home and its slot.
+ *
+ * 3. Slot transitions, each by one aligned 8-byte store of the word:
+ *    EMPTY|TOMB -> (odd) -> LIVE  [kvindex_put]
+ *    LIVE -> TOMB                 [kvindex_drop]
+ *    TOMB -> EMPTY                [trim, from kvindex_drop: only when the
+ *                                  next slot is EMPTY, walking backwards,
+ *                                  so no probe chain ever crosses an
+ *                                  EMPTY; see 2]
+ *    (odd) -> EMPTY|TOMB          [kvindex_recover, repair]
+ *    LIVE, invalid -> TOMB        [kvindex_recover, repair]
+ *    A slot is never rewritten while LIVE.
+ *
+ * 4. Insert ordering [kvindex_put], crash-consistent at every point:
+ *    a. keyheap_alloc: a record's granules (DRAM only);
+ *    b. keyheap_write the record, then persist it;
+ *    c. store the word with seq + 1 (odd), state unchanged;
+ *    d. write the body (tag, key, region, gen, page, len), persist slot;
+ *    e. store the word (seq + 2, LIVE, checksum) with release order;
+ *    f. persist the word. Only now does kvindex_put return.
+ *    A crash before e leaves the old state (even) or an odd word: both
+ *    read as not LIVE, and recovery restores the old state. The record
+ *    from a is unreferenced, so the rebuild leaves it free.
+ *
+ * 5. Delete ordering [kvindex_drop]: store (seq + 2, TOMB) and persist:
+ *    one store; then trim (3); then keyheap_free (DRAM). The record's
+ *    bytes stay until reused, so a lock-free reader that loaded the slot
+ *    before the delete reads a stale but whole key and then sees seq move.
+ *
+ * 6. Recovery [kvindex_recover]: every slot with an odd word gets its old
+ *    state back (even seq + 1); LIVE slots that fail slot_valid, or whose
+ *    record overlaps an earlier one (keyheap_mark), become TOMB; live and
+ *    tombs are recounted; the heap's free lists come from the marks
+ *    (keyheap_sweep). Read-only opens skip these slots instead; lookups
+ *    ignore invalid slots (1), so they are never served.
+ *
+ * 7. Capacity: inserts beyond max_live = 3/4 of nslots get
+ *    CXLP_E_NOSPACE (as does a full key heap). Tombstones are reused by
+ *    inserts (the first TOMB on the probe path) and trimmed by deletes.
+ *
+ * 8. Space per key (achieved): a 32-byte slot at the 3/4 load limit costs
+ *    42.7 bytes per key, plus a record of roundup(8 + klen, 16) <= klen +
+ *    23 bytes: klen + 66 bytes in all at full load, <= 2 * (klen + 32)
+ *    for every klen >= 2 and 58.7 bytes for a 1-byte key. The default key
+ *    heap is 64 bytes per slot, 85 bytes per key at full load (keys up to
+ *    ~77 bytes on average before the heap, not the index, runs out).
+ *
+ * 9. Checks: kvindex_scan verifies 1, 2, the counters, and that the
+ *    records of live slots are exactly the heap's live granules (no
+ *    overlap, no leak), then keyheap_check. It is O(nslots), so mutators
+ *    assert only the O(chain) slot_reachable on the slot they changed.
+ *
+ * 10. The other records follow the same rule -- body persisted first,
+ *    then one aligned 8-byte publish store, persisted:
+ *    region record  [pool_region_alloc; disown/free: word only,
+ *                    pool_region_disown, region_free]
+ *    session record [pool_session_add: next_session_id stored and
+ *                    persisted first, then body, then id; remove: id = 0,
+ *                    pool_session_remove]
+ *    superblock     [pool_format: magic cleared, tables zeroed, body,
+ *                    magic last]. next_session_id is the one superblock
+ *                    field that changes after format; a checksum over it
+ *                    could tear, so the checksum reads it as 0 and
+ *                    session_rebuild raises it above every live id.
+ *    key removal vs region free [pool_kv_remove: kvindex_drop persisted
+ *                    before region_unlink frees an ORPHAN; an ORPHAN left
+ *                    with no keys by a crash is freed by region_reap].
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "err.h"
+#include "kvindex.h"
+
+/* kvindex_init -- see kvindex.h */
+void
+kvindex_init(struct kvindex *kv, struct kv_slot *slots, uint64_t nslots,
+    struct keyheap *heap, kv_persist_fn persist, void *ctx)
+{
+	cxlp_assert(nslots >= 4 && (nslots & (nslots - 1)) == 0);
+	memset(kv, 0, sizeof(*kv));
+	kv->slots = slots;
+	kv->nslots = nslots;
+	kv->max_live = nslots - nslots / 4;
+	kv->heap = heap;
+	kv->persist = persist;
+	kv->ctx = ctx;
+}
+
+static uint64_t
+load_word(const struct kv_slot *s)
+{
+	return __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
+}
+
+static void
+store_word(struct kvindex *kv, struct kv_slot *s, uint64_t w, bool persist)
+{
+	__atomic_store_n(&s->word, w, __ATOMIC_RELEASE);
+	if (persist) {
+		kv->persist(kv->ctx, &s->word, sizeof(s->word));
+	}
+}
+
+/* kvindex_format -- see kvindex.h */
+void
+kvindex_format(struct kvindex *kv)
+{
+	memset(kv->slots, 0, kv->nslots * sizeof(*kv->slots));
+	kv->persist(kv->ctx, kv->slots, kv->nslots * sizeof(*kv->slots));
+	keyheap_reset(kv->heap);
+	kv->live = kv->tombs = 0;
+}
+
+/* the key of a LIVE slot, validated as in design note 1 */
+static bool
+slot_valid(const struct kvindex *kv, uint64_t i, const void **key,
+    size_t *klen)
+{
+	const struct kv_slot *s = &kv->slots[i];
+	uint64_t w = load_word(s);
+	uint32_t hlo;
+
+	if ((kv_seq(w) & 1u) || kv_state(w) != KV_LIVE ||
+	    kv_sum(w) != layout_slot_checksum(s, i) ||
+	    keyheap_read(kv->heap, s->key, key, klen, &hlo) != 0) {
+		return false;
+	}
+	return XXH3_64bits(*key, *klen) == ((uint64_t)s->tag << 32 | hlo);
+}
+
+static void
+slot_val(const struct kv_slot *s, struct kv_val *v)
+{
+	if (v != NULL) {
+		*v = (struct kv_val){ s->region, s->gen, s->page, s->len };
+	}
+}
+
+/* kvindex_probe -- see kvindex.h */
+int
+kvindex_probe(const struct kvindex *kv, const void *key, size_t klen,
+    struct kv_probe *pr)
+{
+	uint64_t mask = kv->nslots - 1, i;
+
+	pr->hash = XXH3_64bits(key, klen);
+	pr->slot = pr->free = KV_NONE;
+	i = pr->hash & mask;
+	for (uint64_t step = 0; step < kv->nslots; step++, i = (i + 1) & mask) {
+		const struct kv_slot *s = &kv->slots[i];
+		uint64_t w = load_word(s);
+		const void *k;
+		size_t kl;
+
+		if (kv_state(w) == KV_EMPTY && !(kv_seq(w) & 1u)) {
+			if (pr->free == KV_NONE) {
+				pr->free = i;
+			}
+			return 0;
+		}
+		if (kv_state(w) == KV_TOMB && !(kv_seq(w) & 1u) &&
+		    pr->free == KV_NONE) {
+			pr->free = i;
+		}
+		if (kv_state(w) == KV_LIVE && s->tag == pr->hash >> 32 &&
+		    slot_valid(kv, i, &k, &kl) && kl == klen &&
+		    memcmp(k, key, klen) == 0) {
+			pr->slot = i;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* the key in slot i is found by a probe (design note 2) */
+static bool
+slot_reachable(const struct kvindex *kv, uint64_t i)
+{
+	struct kv_probe pr;
+	const void *key;
+	size_t klen;
+
+	return slot_valid(kv, i, &key, &klen) &&
+	    kvindex_probe(kv, key, klen, &pr) == 1 && pr.slot == i;
+}
+
+/* kvindex_put -- see kvindex.h */
+int
+kvindex_put(struct kvindex *kv, const struct kv_probe *pr, const void *key,
+    size_t klen, const struct kv_val *v, uint64_t *slot)
+{
+	struct kv_slot *s;
+	uint32_t ref, seq, old;
+	size_t bytes;
+	void *rec;
+	int rc;
+
+	if (kv->live >= kv->max_live || pr->free == KV_NONE) {
+		return cxlp_fail(CXLP_E_NOSPACE, "index full: %llu of %llu "
+		    "keys", (unsigned long long)kv->live,
+		    (unsigned long long)kv->max_live);
+	}
+	if ((rc = keyheap_alloc(kv->heap, klen, &ref)) != 0) {
+		return rc;
+	}
+	rec = keyheap_write(kv->heap, ref, key, klen, (uint32_t)pr->hash,
+	    &bytes);
+	kv->persist(kv->ctx, rec, bytes);
+	s = &kv->slots[pr->free];
+	seq = kv_seq(s->word);
+	old = kv_state(s->word);
+	store_word(kv, s, kv_word(seq + 1, old, 0), false);
+	s->tag = (uint32_t)(pr->hash >> 32);
+	s->key = ref;
+	s->region = v->region;
+	s->gen = v->gen;
+	s->page = v->page;
+	s->len = v->len;
+	kv->persist(kv->ctx, s, sizeof(*s));
+	store_word(kv, s, kv_word(seq + 2, KV_LIVE,
+	    layout_slot_checksum(s, pr->free)), true);
+	kv->tombs -= old == KV_TOMB;
+	kv->live++;
+	*slot = pr->free;
+	assert(slot_reachable(kv, *slot));
+	return 0;
+}
+
+/* kvindex_insert -- see kvindex.h */
+int
+kvindex_insert(struct kvindex *kv, const void *key, size_t klen,
+    const struct kv_val *v, uint64_t *slot, bool *inserted,
+    struct kv_val *existing)
+{
+	struct kv_probe pr;
+	int rc;
+
+	*inserted = false;
+	if (kvindex_probe(kv, key, klen, &pr) == 1) {
+		*slot = pr.slot;
+		slot_val(&kv->slots[pr.slot], existing);
+		return 0;
+	}
+	if ((rc = kvindex_put(kv, &pr, key, klen, v, slot)) != 0) {
+		return rc;
+	}
+	*inserted = true;
+	return 0;
+}
+
+/* kvindex_lookup -- see kvindex.h */
+int
+kvindex_lookup(const struct kvindex *kv, const void *key, size_t klen,
+    struct kv_val *v, uint64_t *slot)
+{
+	struct kv_probe pr;
+
+	if (kvindex_probe(kv, key, klen, &pr) != 1) {
+		return CXLP_E_NOTFOUND;
+	}
+	slot_val(&kv->slots[pr.slot], v);
+	if (slot != NULL) {
+		*slot = pr.slot;
+	}
+	return 0;
+}
+
+/* TOMB -> EMPTY backwards from i while the slot after is EMPTY (note 3) */
+static void
+trim(struct kvindex *kv, uint64_t i)
+{
+	uint64_t mask = kv->nslots - 1;
+
+	for (uint64_t step = 0; step < kv->nslots; step++) {
+		struct kv_slot *s = &kv->slots[i];
+		uint64_t w = load_word(s);
+		uint64_t nw = load_word(&kv->slots[(i + 1) & mask]);
+
+		if (kv_state(w) != KV_TOMB || (kv_seq(w) & 1u) ||
+		    kv_state(nw) != KV_EMPTY || (kv_seq(nw) & 1u)) {
+			return;
+		}
+		store_word(kv, s, kv_word(kv_seq(w) + 2, KV_EMPTY, 0), true);
+		kv->tombs--;
+		i = (i - 1) & mask;
+	}
+}
+
+/* kvindex_drop -- see kvindex.h */
+void
+kvindex_drop(struct kvindex *kv, uint64_t i)
+{
+	struct kv_slot *s = &kv->slots[i];
+	const void *key;
+	size_t klen;
+
+	cxlp_assert(slot_valid(kv, i, &key, &klen));
+	store_word(kv, s, kv_word(kv_seq(s->word) + 2, KV_TOMB, 0), true);
+	kv->live--;
+	kv->tombs++;
+	trim(kv, i);
+	keyheap_free(kv->heap, s->key, klen);
+}
+
+/* kvindex_remove -- see kvindex.h */
+int
+kvindex_remove(struct kvindex *kv, const void *key, size_t klen,
+    struct kv_val *v)
+{
+	struct kv_probe pr;
+
+	if (kvindex_probe(kv, key, klen, &pr) != 1) {
+		return CXLP_E_NOTFOUND;
+	}
+	slot_val(&kv->slots[pr.slot], v);
+	kvindex_drop(kv, pr.slot);
+	return 0;
+}
+
+/* kvindex_get -- see kvindex.h */
+int
+kvindex_get(const struct kvindex *kv, uint64_t i, struct kv_val *v,
+    const void **key, size_t *klen)
+{
+	const void *k;
+	size_t kl;
+
+	if (i >= kv->nslots || !slot_valid(kv, i, &k, &kl)) {
+		return CXLP_E_NOTFOUND;
+	}
+	slot_val(&kv->slots[i], v);
+	if (key != NULL) {
+		*key = k;
+	}
+	if (klen != NULL) {
+		*klen = kl;
+	}
+	return 0;
+}
+
+/* kvindex_next -- see kvindex.h */
+int
+kvindex_next(const struct kvindex *kv, uint64_t *cursor, uint64_t *slot)
+{
+	const void *k;
+	size_t kl;
+
+	for (uint64_t i = *cursor; i < kv->nslots; i++) {
+		if (slot_valid(kv, i, &k, &kl)) {
+			*slot = i;
+			*cursor = i + 1;
+			return 1;
+		}
+	}
+	*cursor = kv->nslots;
+	return 0;
+}
+
+/* one slot of recovery (design note 6); true if it was dropped */
+static bool
+recover_slot(struct kvindex *kv, uint64_t i, bool repair)
+{
+	struct kv_slot *s = &kv->slots[i];
+	uint64_t w = load_word(s);
+	uint32_t st = kv_state(w), seq = kv_seq(w);
+	const void *key;
+	size_t klen;
+
+	if (seq & 1u) {
+		st = st == KV_EMPTY ? KV_EMPTY : KV_TOMB;
+		if (repair) {
+			store_word(kv, s, kv_word(seq + 1, st, 0), true);
+		}
+		kv->tombs += st == KV_TOMB;
+		return true;
+	}
+	if (st == KV_EMPTY || st == KV_TOMB) {
+		kv->tombs += st == KV_TOMB;
+		return false;
+	}
+	if (st == KV_LIVE && slot_valid(kv, i, &key, &klen) &&
+	    keyheap_mark(kv->heap, s->key, klen) == 0) {
+		kv->live++;
+		return false;
+	}
+	if (repair) {
+		store_word(kv, s, kv_word(seq + 2, KV_TOMB, 0), true);
+	}
+	kv->tombs++;
+	return true;
+}
+
+/* kvindex_recover -- see kvindex.h */
+int
+kvindex_recover(struct kvindex *kv, bool repair, uint64_t *dropped)
+{
+	uint64_t n = 0;
+
+	keyheap_reset(kv->heap);
+	kv->live = kv->tombs = 0;
+	for (uint64_t i = 0; i < kv->nslots; i++) {
+		n += recover_slot(kv, i, repair);
+	}
+	keyheap_sweep(kv->heap);
+	if (dropped != NULL) {
+		*dropped = n;
+	}
+	return 0;
+}
+
+struct scan {
+	void (*report)(void *arg, const char *problem);
+	void *arg;
+	int problems;
+};
+
+static void
+scan_report(struct scan *sc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+scan_report(struct scan *sc, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	sc->problems++;
+	if (sc->report == NULL) {
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sc->report(sc->arg, msg);
+}
+
+/* one slot of the scan; adds its record's granules to *gran */
+static void
+scan_slot(const struct kvindex *kv, uint64_t i, struct scan *sc,
+    uint64_t *live, uint64_t *tombs, uint64_t *gran)
+{
+	uint64_t w = load_word(&kv->slots[i]);
+	const void *key;
+	size_t klen;
+	uint32_t g;
+
+	if (kv_seq(w) & 1u) {
+		scan_report(sc, "index slot %llu is mid-write (odd seq %u)",
+		    (unsigned long long)i, kv_seq(w));
+		return;
+	}
+	*tombs += kv_state(w) == KV_TOMB;
+	if (kv_state(w) == KV_EMPTY || kv_state(w) == KV_TOMB) {
+		return;
+	}
+	if (!slot_valid(kv, i, &key, &klen)) {
+		scan_report(sc, "index slot %llu: bad state, checksum or key "
+		    "record", (unsigned long long)i);
+		return;
+	}
+	(*live)++;
+	if (!slot_reachable(kv, i)) {
+		scan_report(sc, "index slot %llu: key unreachable by probing "
+		    "or duplicated", (unsigned long long)i);
+	}
+	g = keyheap_rec_gran(klen);
+	*gran += g;
+	for (uint32_t j = 0; j < g; j++) {
+		if (!keyheap_is_live(kv->heap, kv->slots[i].key + j)) {
+			scan_report(sc, "index slot %llu: key record not "
+			    "allocated in the key heap", (unsigned long long)i);
+			return;
+		}
+	}
+}
+
+/* kvindex_scan -- see kvindex.h */
+int
+kvindex_scan(const struct kvindex *kv,
+    void (*report)(void *arg, const char *problem), void *arg)
+{
+	struct scan sc = { report, arg, 0 };
+	uint64_t live = 0, tombs = 0, gran = 0;
+	char why[200];
+
+	for (uint64_t i = 0; i < kv->nslots; i++) {
+		scan_slot(kv, i, &sc, &live, &tombs, &gran);
+	}
+	if (live != kv->live || tombs != kv->tombs) {
+		scan_report(&sc, "index counts %llu live, %llu tombstones; "
+		    "slots hold %llu and %llu", (unsigned long long)kv->live,
+		    (unsigned long long)kv->tombs, (unsigned long long)live,
+		    (unsigned long long)tombs);
+	}
+	if (gran != kv->heap->used) {
+		scan_report(&sc, "live keys take %llu heap granules, the heap "
+		    "counts %llu (overlap or leak)", (unsigned long long)gran,
+		    (unsigned long long)kv->heap->used);
+	}
+	if (keyheap_check(kv->heap, why, sizeof(why)) != 0) {
+		scan_report(&sc, "key heap: %s", why);
+	}
+	return sc.problems;
+}
+
+struct first {
+	char *why;
+	size_t n;
+	bool got;
+};
+
+static void
+first_report(void *arg, const char *problem)
+{
+	struct first *f = arg;
+
+	if (!f->got && f->why != NULL) {
+		snprintf(f->why, f->n, "%s", problem);
+	}
+	f->got = true;
+}
+
+/* kvindex_check -- see kvindex.h */
+int
+kvindex_check(const struct kvindex *kv, char *why, size_t n)
+{
+	struct first f = { why, n, false };
+
+	return kvindex_scan(kv, first_report, &f) ? CXLP_E_CORRUPT : 0;
+}

@@ -1,1 +1,269 @@
-/* placeholder: being written */
+/*
+ * map.c -- mappings of a pool file or device range through libpmem2; the
+ * only file in cxlpool that includes libpmem2.h.
+ *
+ * Why this shape: the granularity choice and the persist primitive must
+ * be the same for the metaserver (whole pool) and every handler (one
+ * region at a time), so they are decided here once. We ask libpmem2 for
+ * PMEM2_GRANULARITY_PAGE as the coarsest acceptable granularity; it then
+ * picks the finest the media offers (cache line or byte on real DAX, page
+ * with msync on tmpfs and disk files), and pmem2_get_persist_fn gives the
+ * matching persist. pmem2 error codes (<= -100000) are folded into -EINVAL
+ * or -errno, with pmem2's message kept in cxlp_errormsg().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libpmem2.h>
+#include <linux/magic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "map.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define FILE_ALIGN 4096u /* pmem2 offset/length alignment on files */
+
+struct pmap {
+	struct pmem2_map *map;
+	void *addr;
+	uint64_t len;       /* bytes mapped */
+	uint64_t file_size; /* bytes in the whole file or device */
+	bool writable;
+	bool devdax;
+	bool is_volatile;
+	pmem2_persist_fn persist;
+};
+
+/* a pmem2 return code as a cxlpool one */
+static int
+pm_err(int rc, const char *path, const char *what)
+{
+	const char *msg = pmem2_errormsg();
+
+	if (rc <= -100000 || rc >= 0) {
+		rc = -EINVAL;
+	}
+	return cxlp_fail(rc, "%s: %s: %s", path, what, msg ? msg : "?");
+}
+
+static int
+map_config(struct pmem2_config **cfg, const char *path, uint64_t off,
+    uint64_t len, bool writable)
+{
+	int rc;
+
+	if ((rc = pmem2_config_new(cfg)) != 0) {
+		return pm_err(rc, path, "pmem2_config_new");
+	}
+	if ((rc = pmem2_config_set_required_store_granularity(*cfg,
+	    PMEM2_GRANULARITY_PAGE)) != 0 ||
+	    (rc = pmem2_config_set_offset(*cfg, off)) != 0 ||
+	    (rc = pmem2_config_set_length(*cfg, len)) != 0 ||
+	    (rc = pmem2_config_set_protection(*cfg, writable ?
+	    PMEM2_PROT_READ | PMEM2_PROT_WRITE : PMEM2_PROT_READ)) != 0) {
+		rc = pm_err(rc, path, "pmem2 config");
+		pmem2_config_delete(cfg);
+		return rc;
+	}
+	return 0;
+}
+
+/* check off/len against the file and resolve len 0 */
+static int
+map_range(const char *path, uint64_t fsize, bool devdax, uint64_t off,
+    uint64_t *len)
+{
+	if (!devdax && (off % FILE_ALIGN != 0 || *len % FILE_ALIGN != 0)) {
+		return cxlp_fail(-EINVAL, "%s: offset %llu or length %llu is "
+		    "not 4 KiB aligned", path, (unsigned long long)off,
+		    (unsigned long long)*len);
+	}
+	if (*len == 0) {
+		*len = off < fsize ? fsize - off : 0;
+	}
+	if (*len == 0 || off > fsize || *len > fsize - off) {
+		return cxlp_fail(-EINVAL, "%s: range %llu+%llu is outside its "
+		    "%llu bytes", path, (unsigned long long)off,
+		    (unsigned long long)*len, (unsigned long long)fsize);
+	}
+	if (!devdax && fsize % FILE_ALIGN != 0 && off + *len == fsize) {
+		return cxlp_fail(-EINVAL, "%s: size %llu is not 4 KiB "
+		    "aligned", path, (unsigned long long)fsize);
+	}
+	return 0;
+}
+
+static int
+map_source(struct pmap *m, const char *path, int fd, uint64_t off,
+    uint64_t len)
+{
+	struct pmem2_source *src = NULL;
+	struct pmem2_config *cfg = NULL;
+	size_t fsize;
+	int rc;
+
+	if ((rc = pmem2_source_from_fd(&src, fd)) != 0) {
+		return pm_err(rc, path, "pmem2_source_from_fd");
+	}
+	if ((rc = pmem2_source_size(src, &fsize)) != 0) {
+		rc = pm_err(rc, path, "pmem2_source_size");
+		goto out_src;
+	}
+	m->file_size = fsize;
+	if ((rc = map_range(path, fsize, m->devdax, off, &len)) != 0 ||
+	    (rc = map_config(&cfg, path, off, len, m->writable)) != 0) {
+		goto out_src;
+	}
+	if ((rc = pmem2_map_new(&m->map, cfg, src)) != 0) {
+		rc = pm_err(rc, path, "pmem2_map_new");
+		goto out_cfg;
+	}
+	m->addr = pmem2_map_get_address(m->map);
+	m->len = pmem2_map_get_size(m->map);
+	m->persist = pmem2_get_persist_fn(m->map);
+out_cfg:
+	pmem2_config_delete(&cfg);
+out_src:
+	pmem2_source_delete(&src);
+	return rc;
+}
+
+/* pmap_open -- see map.h */
+int
+pmap_open(struct pmap **out, const char *path, uint64_t off, uint64_t len,
+    bool writable)
+{
+	struct pmap *m;
+	struct statfs sfs;
+	struct stat st;
+	int fd, rc;
+
+	*out = NULL;
+	if ((m = calloc(1, sizeof(*m))) == NULL) {
+		return cxlp_fail(-ENOMEM, "%s: no memory", path);
+	}
+	m->writable = writable;
+	fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0 || fstatfs(fd, &sfs) != 0) {
+		rc = cxlp_fail(-errno, "%s: %s", path, strerror(errno));
+		goto err_close;
+	}
+	m->devdax = S_ISCHR(st.st_mode);
+	m->is_volatile = m->devdax || sfs.f_type == TMPFS_MAGIC;
+	if ((rc = map_source(m, path, fd, off, len)) != 0) {
+		goto err_close;
+	}
+	close(fd);
+	*out = m;
+	return 0;
+err_close:
+	if (fd >= 0) {
+		close(fd);
+	}
+	free(m);
+	return rc;
+}
+
+/* pmap_close -- see map.h */
+void
+pmap_close(struct pmap **m)
+{
+	if (m == NULL || *m == NULL) {
+		return;
+	}
+	pmem2_map_delete(&(*m)->map);
+	free(*m);
+	*m = NULL;
+}
+
+/* pmap_addr -- start of the mapping */
+void *
+pmap_addr(const struct pmap *m)
+{
+	return m->addr;
+}
+
+/* pmap_len -- bytes mapped */
+uint64_t
+pmap_len(const struct pmap *m)
+{
+	return m->len;
+}
+
+/* pmap_file_size -- see map.h */
+uint64_t
+pmap_file_size(const struct pmap *m)
+{
+	return m->file_size;
+}
+
+/* pmap_is_devdax -- see map.h */
+bool
+pmap_is_devdax(const struct pmap *m)
+{
+	return m->devdax;
+}
+
+/* pmap_is_volatile -- see map.h */
+bool
+pmap_is_volatile(const struct pmap *m)
+{
+	return m->is_volatile;
+}
+
+/* pmap_persist -- see map.h; a no-op on a read-only mapping */
+void
+pmap_persist(const struct pmap *m, const void *addr, size_t len)
+{
+	const char *a = addr, *base = m->addr;
+
+	cxlp_assert(a >= base && len <= m->len &&
+	    (uint64_t)(a - base) <= m->len - len);
+	if (m->writable && len > 0) {
+		m->persist(addr, len);
+	}
+}
+
+/* pmap_prefault -- see map.h */
+int
+pmap_prefault(const struct pmap *m)
+{
+	int advice = m->writable ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
+
+	if (madvise(m->addr, m->len, advice) != 0) {
+		return cxlp_fail(-errno, "madvise populate: %s",
+		    strerror(errno));
+	}
+	return 0;
+}
+
+/* pmap_file_create -- see map.h */
+int
+pmap_file_create(const char *path, uint64_t size)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0660);
+	int rc = 0;
+
+	if (fd < 0) {
+		return cxlp_fail(-errno, "%s: cannot create: %s", path,
+		    strerror(errno));
+	}
+	if (ftruncate(fd, (off_t)size) != 0) {
+		rc = cxlp_fail(-errno, "%s: cannot size to %llu bytes: %s",
+		    path, (unsigned long long)size, strerror(errno));
+		unlink(path);
+	}
+	close(fd);
+	return rc;
+}

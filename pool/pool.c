@@ -1,1 +1,362 @@
-/* placeholder: being written */
+/*
+ * pool.c -- open, create, format and close a pool; its stats.
+ *
+ * Why this shape: opening is a pipeline of small steps, each of which can
+ * refuse the pool with its own error (not a pool, another layout version,
+ * a torn or flipped superblock, a truncated file, a volatile pool from an
+ * earlier boot), then a rebuild of every DRAM cache from the media: free
+ * extents (region.c), sessions (session.c), key heap and index
+ * (kvindex.c), key counts and page bitmaps (kv.c). Without POOL_RDONLY the
+ * rebuild also repairs what a crash can leave behind (records caught
+ * mid-write, an ORPHAN region whose last key was just deleted); with it,
+ * nothing is written and damaged records are only skipped, so that
+ * pool_check can report them.
+ *
+ * Format ordering [pool_format]: clear the magic (persisted), zero the
+ * tables (persisted), write the superblock without its magic (persisted),
+ * store the magic (one 8-byte store, persisted). A crash mid-format leaves
+ * a file that reads as "not a pool", never as a half-made one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "log.h"
+#include "pool_int.h"
+
+/* pool_persist_cb -- see pool_int.h */
+void
+pool_persist_cb(void *ctx, const void *addr, size_t len)
+{
+	struct pool *p = ctx;
+
+	pmap_persist(p->map, addr, len);
+}
+
+/* pool_store8 -- see pool_int.h */
+void
+pool_store8(struct pool *p, uint64_t *dst, uint64_t v)
+{
+	cxlp_assert(!p->rdonly && ((uintptr_t)dst & 7u) == 0);
+	__atomic_store_n(dst, v, __ATOMIC_RELEASE);
+	pmap_persist(p->map, dst, sizeof(*dst));
+}
+
+static void
+read_boot_id(char out[POOL_BOOT_ID_LEN])
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	size_t n = 0;
+
+	memset(out, 0, POOL_BOOT_ID_LEN);
+	if (f != NULL) {
+		n = fread(out, 1, POOL_BOOT_ID_LEN - 1, f);
+		fclose(f);
+	}
+	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0')) {
+		out[--n] = '\0';
+	}
+}
+
+/* the superblock for a new pool of size bytes */
+static int
+plan(struct pool_sb *sb, const char *path, uint64_t size,
+    const struct pool_params *pp)
+{
+	char why[200];
+	int rc;
+
+	rc = layout_plan(sb, size, pp ? pp->align : 0,
+	    pp ? pp->index_slots : 0, pp ? pp->max_sessions : 0, why,
+	    sizeof(why));
+	if (rc != 0) {
+		return cxlp_fail(rc, "%s: cannot format: %s", path, why);
+	}
+	if (getrandom(sb->uuid, sizeof(sb->uuid), 0) != sizeof(sb->uuid)) {
+		return cxlp_fail(-EIO, "%s: getrandom failed", path);
+	}
+	read_boot_id(sb->boot_id);
+	return 0;
+}
+
+static void
+pool_format(struct pool *p, struct pool_sb *sb, bool fresh)
+{
+	uint64_t magic;
+
+	if (pmap_is_volatile(p->map)) {
+		sb->flags |= POOL_SB_VOLATILE;
+	}
+	layout_seal(sb);
+	pool_store8(p, (uint64_t *)(void *)p->base, 0);
+	if (!fresh) {
+		/* a new sparse file reads as zeros already; the index is
+		 * kvindex_format's */
+		memset(p->base + POOL_SB_SIZE, 0,
+		    sb->area[POOL_AREA_INDEX].off - POOL_SB_SIZE);
+		pool_persist_cb(p, p->base + POOL_SB_SIZE,
+		    sb->area[POOL_AREA_INDEX].off - POOL_SB_SIZE);
+	}
+	memcpy(p->base + 8, (uint8_t *)sb + 8, sizeof(*sb) - 8);
+	pool_persist_cb(p, p->base, sizeof(*sb));
+	memcpy(&magic, sb->magic, sizeof(magic));
+	pool_store8(p, (uint64_t *)(void *)p->base, magic);
+}
+
+static int
+check_stale(const struct pool *p)
+{
+	char boot[POOL_BOOT_ID_LEN];
+
+	if (!(p->sb->flags & POOL_SB_VOLATILE)) {
+		return 0;
+	}
+	read_boot_id(boot);
+	if (strncmp(boot, p->sb->boot_id, sizeof(boot)) != 0) {
+		return cxlp_fail(CXLP_E_STALE, "%s: volatile pool formatted "
+		    "in boot %s, this is boot %s: its contents are gone; "
+		    "reformat it", p->path, p->sb->boot_id, boot);
+	}
+	return 0;
+}
+
+/* point at the areas and build the DRAM state from them */
+static int
+attach(struct pool *p, bool fresh)
+{
+	const struct pool_sb *sb = p->sb;
+	const struct pool_area *a = sb->area;
+	bool repair = !p->rdonly;
+	uint64_t dropped;
+	int rc;
+
+	p->align = sb->align;
+	p->data_off = a[POOL_AREA_DATA].off;
+	p->rtab = (void *)(p->base + a[POOL_AREA_REGION].off);
+	p->nregions = (uint32_t)a[POOL_AREA_REGION].count;
+	p->stab = (void *)(p->base + a[POOL_AREA_SESSION].off);
+	p->nsess = (uint32_t)a[POOL_AREA_SESSION].count;
+	rc = keyheap_init(&p->heap, p->base + a[POOL_AREA_HEAP].off,
+	    a[POOL_AREA_HEAP].count * KV_GRANULE);
+	if (rc != 0) {
+		return rc;
+	}
+	kvindex_init(&p->kv, (void *)(p->base + a[POOL_AREA_INDEX].off),
+	    a[POOL_AREA_INDEX].count, &p->heap, pool_persist_cb, p);
+	if (fresh) {
+		kvindex_format(&p->kv);
+	}
+	if ((rc = region_rebuild(p, repair)) != 0 ||
+	    (rc = session_rebuild(p, repair)) != 0 ||
+	    (rc = kvindex_recover(&p->kv, repair, &dropped)) != 0 ||
+	    (rc = kv_rebuild(p, repair)) != 0) {
+		return rc;
+	}
+	if (dropped > 0 && repair) {
+		log_err("%s: recovery discarded %llu index slots caught "
+		    "mid-write or damaged", p->path,
+		    (unsigned long long)dropped);
+	}
+	if (repair) {
+		region_reap(p);
+	}
+	return 0;
+}
+
+static int
+open_args(const char *path, unsigned flags)
+{
+	if (path == NULL || path[0] == '\0') {
+		return cxlp_fail(-EINVAL, "pool path is empty");
+	}
+	if ((flags & POOL_RDONLY) && (flags & (POOL_CREATE | POOL_REFORMAT))) {
+		return cxlp_fail(-EINVAL, "%s: POOL_RDONLY excludes "
+		    "POOL_CREATE and POOL_REFORMAT", path);
+	}
+	if (flags & ~(POOL_CREATE | POOL_RDONLY | POOL_REFORMAT)) {
+		return cxlp_fail(-EINVAL, "%s: unknown flags 0x%x", path,
+		    flags);
+	}
+	return 0;
+}
+
+/* the length to map: whole file, or its 4 KiB-aligned head */
+static int
+map_len(const char *path, const struct stat *st, uint64_t *len)
+{
+	*len = 0; /* a device: all of it */
+	if (!S_ISREG(st->st_mode)) {
+		return 0;
+	}
+	if ((uint64_t)st->st_size < POOL_SB_SIZE) {
+		return cxlp_fail(CXLP_E_BADMAGIC, "%s: %lld bytes, too small "
+		    "to be a cxlpool pool", path, (long long)st->st_size);
+	}
+	*len = (uint64_t)st->st_size & ~(uint64_t)(POOL_SB_SIZE - 1);
+	return 0;
+}
+
+/* map an existing pool and validate (or format) its superblock */
+static int
+open_existing(struct pool *p, unsigned flags,
+    const struct pool_params *pp, bool *fresh)
+{
+	struct pool_sb sb;
+	struct stat st;
+	uint64_t len;
+	char why[200];
+	int rc;
+
+	if (stat(p->path, &st) != 0) {
+		return cxlp_fail(-errno, "%s: %s", p->path, strerror(errno));
+	}
+	if ((rc = map_len(p->path, &st, &len)) != 0 ||
+	    (rc = pmap_open(&p->map, p->path, 0, len, !p->rdonly)) != 0) {
+		return rc;
+	}
+	p->base = pmap_addr(p->map);
+	p->sb = (void *)p->base;
+	if (flags & POOL_REFORMAT) {
+		len = pmap_len(p->map);
+		if ((rc = plan(&sb, p->path, len - len % (pp && pp->align ?
+		    pp->align : POOL_ALIGN_DEFAULT), pp)) != 0) {
+			return rc;
+		}
+		pool_format(p, &sb, false);
+		*fresh = true;
+		return 0;
+	}
+	rc = layout_validate(p->sb, pmap_file_size(p->map), why, sizeof(why));
+	if (rc != 0) {
+		return cxlp_fail(rc, "%s: %s", p->path, why);
+	}
+	return check_stale(p);
+}
+
+/* create path as a sparse file and format it */
+static int
+open_new(struct pool *p, const struct pool_params *pp)
+{
+	uint64_t size = pp && pp->size ? pp->size : POOL_SIZE_DEFAULT;
+	struct pool_sb sb;
+	int rc;
+
+	if ((rc = plan(&sb, p->path, size, pp)) != 0 ||
+	    (rc = pmap_file_create(p->path, size)) != 0) {
+		return rc;
+	}
+	if ((rc = pmap_open(&p->map, p->path, 0, size, true)) != 0) {
+		unlink(p->path);
+		return rc;
+	}
+	p->base = pmap_addr(p->map);
+	p->sb = (void *)p->base;
+	pool_format(p, &sb, true);
+	return 0;
+}
+
+/* pool_open -- see pool.h */
+int
+pool_open(struct pool **out, const char *path, unsigned flags,
+    const struct pool_params *params)
+{
+	struct pool *p;
+	bool fresh = false;
+	int rc;
+
+	*out = NULL;
+	if ((rc = open_args(path, flags)) != 0) {
+		return rc;
+	}
+	if ((p = calloc(1, sizeof(*p))) == NULL ||
+	    (p->path = strdup(path)) == NULL) {
+		free(p);
+		return cxlp_fail(-ENOMEM, "%s: no memory", path);
+	}
+	p->rdonly = flags & POOL_RDONLY;
+	if (access(path, F_OK) != 0 && errno == ENOENT &&
+	    (flags & POOL_CREATE)) {
+		rc = open_new(p, params);
+		fresh = true;
+	} else {
+		rc = open_existing(p, flags, params, &fresh);
+	}
+	if (rc == 0) {
+		rc = attach(p, fresh);
+	}
+	if (rc != 0) {
+		pool_close(&p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+/* pool_close -- see pool.h */
+void
+pool_close(struct pool **pp)
+{
+	struct pool *p;
+
+	if (pp == NULL || *pp == NULL) {
+		return;
+	}
+	p = *pp;
+	region_fini(p);
+	keyheap_fini(&p->heap);
+	pmap_close(&p->map);
+	free(p->path);
+	free(p);
+	*pp = NULL;
+}
+
+/* pool_path -- the path the pool was opened with */
+const char *
+pool_path(const struct pool *p)
+{
+	return p->path;
+}
+
+/* pool_size -- whole pool, bytes */
+uint64_t
+pool_size(const struct pool *p)
+{
+	return p->sb->size;
+}
+
+/* pool_align -- region alignment, bytes */
+uint64_t
+pool_align(const struct pool *p)
+{
+	return p->sb->align;
+}
+
+/* pool_stats -- a snapshot of the DRAM counters and the geometry */
+void
+pool_stats(const struct pool *p, struct pool_stats *st)
+{
+	const struct pool_area *a = p->sb->area;
+
+	memset(st, 0, sizeof(*st));
+	st->size = p->sb->size;
+	st->align = p->align;
+	st->meta_bytes = a[POOL_AREA_DATA].off;
+	st->data_bytes = a[POOL_AREA_DATA].len;
+	st->free_bytes = p->alloc.free_units * p->align;
+	st->largest_free = alloc_largest(&p->alloc) * p->align;
+	st->regions = p->regions;
+	st->orphan_regions = p->orphans;
+	st->region_slots = p->nregions;
+	st->keys = p->keys;
+	st->value_bytes = p->value_bytes;
+	st->key_bytes = p->key_bytes;
+	st->index_slots = a[POOL_AREA_INDEX].count;
+	st->key_heap_bytes = a[POOL_AREA_HEAP].len;
+	st->sessions = p->sessions;
+}

@@ -62,24 +62,40 @@ itest_get_check(struct cxlp_handler *h, const char *prefix, uint32_t key)
 	return writer;
 }
 
-void
-itest_spawn(struct itest_child *c, int (*fn)(void *arg, int out_fd),
-    void *arg)
+/* worker_path -- itest-worker sits beside the test executable. */
+static void
+worker_path(char *out, size_t n)
 {
-	int go[2], out[2];
-	char b;
+	ssize_t k = readlink("/proc/self/exe", out, n - 1);
+	char *slash;
 
+	cr_assert_gt(k, 0);
+	out[k] = '\0';
+	slash = strrchr(out, '/');
+	cr_assert_not_null(slash);
+	snprintf(slash + 1, n - (size_t)(slash + 1 - out), "itest-worker");
+}
+
+void
+itest_spawn(struct itest_child *c, const char *role, const char *arg)
+{
+	char path[4096];
+	int go[2], out[2];
+
+	worker_path(path, sizeof(path));
 	cr_assert_eq(pipe(go), 0);
 	cr_assert_eq(pipe(out), 0);
 	c->pid = fork();
 	cr_assert_geq(c->pid, 0);
 	if (c->pid == 0) {
+		dup2(go[0], STDIN_FILENO);
+		dup2(out[1], STDOUT_FILENO);
+		close(go[0]);
 		close(go[1]);
 		close(out[0]);
-		if (read(go[0], &b, 1) != 1) {
-			_exit(99);
-		}
-		_exit(fn(arg, out[1]));
+		close(out[1]);
+		execl(path, "itest-worker", role, srv.url, arg, (char *)NULL);
+		_exit(127);
 	}
 	close(go[0]);
 	close(out[1]);

@@ -6,7 +6,9 @@
 #define CXLP_ITEST_H
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,10 +23,12 @@ extern struct test_server srv;
 void itest_start(void);
 void itest_stop(void);
 
-#define cr_assert_rc(expr, want)                                           \
+/* cr_assert_rc(expr, want[, why]) -- expr returned the cxlp code want. */
+#define cr_assert_rc(expr, ...) cr_assert_rc_(expr, __VA_ARGS__, "")
+#define cr_assert_rc_(expr, want, ...)                                     \
 	do {                                                               \
 		int rc_ = (expr);                                          \
-		cr_assert_eq(rc_, (want), "%s = %d (%s: %s), want %d (%s)",  \
+		cr_assert_eq(rc_, (want), "%s = %d (%s: %s), want %d (%s)", \
 		    #expr, rc_, cxlp_strerror(rc_), cxlp_errormsg(),       \
 		    (int)(want), cxlp_strerror(want));                     \
 	} while (0)
@@ -43,19 +47,18 @@ uint32_t itest_get_check(struct cxlp_handler *h, const char *prefix,
     uint32_t key);
 
 /*
- * Children. nng cannot be used in a child forked after the parent started
- * nng's threads, so tests spawn every child BEFORE their first cxlp call;
- * a child blocks until itest_go, runs fn, and exits with its return value.
- * fn may write results to out_fd; the parent reads them with itest_read.
+ * Children are itest-worker processes (worker.c), exec'd fresh: a test
+ * cannot fork a child that uses nng. A child blocks until itest_go, plays
+ * its role, and writes results that the parent reads with itest_read.
  */
 struct itest_child {
 	pid_t pid;
-	int go_fd;  /* parent -> child: one byte releases it */
-	int out_fd; /* child -> parent: results */
+	int go_fd;  /* parent -> child stdin: one byte releases it */
+	int out_fd; /* child stdout -> parent: results */
 };
 
-void itest_spawn(struct itest_child *c, int (*fn)(void *arg, int out_fd),
-    void *arg);
+/* itest_spawn -- start itest-worker ROLE srv.url arg. */
+void itest_spawn(struct itest_child *c, const char *role, const char *arg);
 void itest_go(struct itest_child *c);
 /* itest_read -- read exactly n bytes from the child; false on EOF. */
 bool itest_read(struct itest_child *c, void *buf, size_t n);

@@ -86,22 +86,6 @@ Test(pins, batch_pin_stops_at_the_first_missing_key)
 	cxlp_close(&h);
 }
 
-/* Child: pin p-1 from its own session, report, then die without closing. */
-static int
-pin_and_die(void *arg, int out_fd)
-{
-	struct cxlp_handler *h = kv_connect(srv.url, 4096, 4 * MiB, true);
-
-	if (h == NULL || cxlp_pin(h, "p-1", 3) != 0) {
-		return 1;
-	}
-	if (write(out_fd, "p", 1) != 1) {
-		return 2;
-	}
-	pause(); /* killed by the parent */
-	return 3;
-}
-
 Test(pins, pins_of_a_killed_handler_are_released)
 {
 	struct itest_child c;
@@ -110,7 +94,7 @@ Test(pins, pins_of_a_killed_handler_are_released)
 	char b;
 	int rc = 0;
 
-	itest_spawn(&c, pin_and_die, NULL);
+	itest_spawn(&c, "pin-and-die", "p-1");
 	h = itest_connect();
 	itest_put(h, "p", 1, 1, 64);
 	itest_go(&c);

@@ -6,41 +6,13 @@
 
 TestSuite(roundtrip, .init = itest_start, .fini = itest_stop, .timeout = 60);
 
-/* Child: read keys rt-1..rt-n written by writer 7; exit 0 if all bytes are
- * intact, else the first bad key. */
-static int
-reader_child(void *arg, int out_fd)
-{
-	unsigned n = *(unsigned *)arg;
-	struct cxlp_handler *h = kv_connect(srv.url, 4096, 4 * MiB, true);
-	int bad = 0;
-
-	if (h == NULL) {
-		return 100;
-	}
-	for (unsigned i = 1; i <= n && bad == 0; i++) {
-		char k[64];
-		size_t kl = kv_key(k, sizeof(k), "rt", i);
-		const void *data;
-		size_t len;
-		uint32_t w = 0;
-
-		if (cxlp_retrieve(h, k, kl, 0, &data, &len) != 0 ||
-		    !kv_check(data, len, i, &w) || w != 7) {
-			bad = (int)i;
-		}
-	}
-	cxlp_close(&h);
-	return bad;
-}
-
 Test(roundtrip, bytes_stored_by_one_process_are_read_by_another)
 {
 	struct itest_child c;
 	unsigned n = 50;
 	struct cxlp_handler *h;
 
-	itest_spawn(&c, reader_child, &n);
+	itest_spawn(&c, "reader", "50");
 	h = itest_connect();
 	for (unsigned i = 1; i <= n; i++) {
 		itest_put(h, "rt", 7, i, 100 + i * 61);
@@ -83,29 +55,12 @@ Test(roundtrip, missing_key_is_not_found)
 	cxlp_close(&h);
 }
 
-/* Child: retrieve the writer's key and store into it. Must die of SIGSEGV
- * before the store lands (exit 0 would mean the write went through). */
-static int
-write_foreign_child(void *arg, int out_fd)
-{
-	struct cxlp_handler *h = kv_connect(srv.url, 4096, 4 * MiB, true);
-	const void *data;
-	size_t len;
-
-	if (h == NULL || cxlp_retrieve(h, "rt-1", 4, 0, &data, &len) != 0) {
-		return 100;
-	}
-	signal(SIGSEGV, SIG_DFL); /* sanitizers install their own handler */
-	*(volatile uint8_t *)data = 0xff;
-	return 0;
-}
-
 Test(roundtrip, reader_mapping_of_a_foreign_region_is_read_only)
 {
 	struct itest_child c;
 	struct cxlp_handler *h;
 
-	itest_spawn(&c, write_foreign_child, NULL);
+	itest_spawn(&c, "write-foreign", "rt-1");
 	h = itest_connect();
 	itest_put(h, "rt", 7, 1, 4096);
 	itest_go(&c);

@@ -1,0 +1,207 @@
+"""One C handler and the zero-copy views into its mappings.
+
+A :class:`Session` owns a ``struct cxlp_handler *`` and every memoryview
+the binding has handed out over memory that handler maps. It exists apart
+from the public :class:`~cxlpool.Handler` because its life can be longer:
+the C handler is closed only once no Python object can reach its memory.
+
+How a view is made and tracked (zero copy):
+
+* ``(c_ubyte * n).from_address(addr)`` wraps the C pointer in a ctypes
+  array that owns nothing; ``memoryview(array).cast("B")`` (and
+  ``.toreadonly()`` for retrieved data) is the view handed out. No byte is
+  copied, ever.
+* Every memoryview derived from it (slices, casts, ``memoryview(v)``, a
+  numpy array built on it) keeps that ctypes array alive, through
+  CPython's shared managed buffer. The session holds only *weak*
+  references: to the handed-out view (to release it) and to the array
+  (whose death says that nothing in Python can reach the memory any more).
+
+Invalidation (page freed or stored, handler closed): the handed-out view is
+``release()``d, after which any use of it raises ValueError instead of
+touching memory. A view derived from it by the user may outlive that; so
+:meth:`Session.close` invalidates every view and then calls ``cxlp_close``
+only when the last tracked array is gone. Until then the session is a
+"zombie": closed to every call, kept in ``_ZOMBIES``, its mappings still in
+place, so even a stray derived view cannot fault. A derived view of a page
+that was freed or stored may however see that page reused by a later
+``alloc``: don't keep views of pages you gave back.
+
+Concurrency: the C handler is thread-safe; this class only counts the calls
+in progress so that close waits for them (the C API leaves that to the
+caller) and refuses new ones.
+
+Fork: a session belongs to the process that connected. In a forked child
+every call raises ClosedError and close() forgets the handler without
+calling ``cxlp_close`` (that would end the parent's session).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import weakref
+from contextlib import contextmanager
+from functools import partial
+from typing import Dict, Iterator, Set, Tuple
+
+from . import _lib
+from .errors import ClosedError, make
+
+_OPEN, _CLOSING, _CLOSED = "open", "closing", "closed"
+
+# Closed sessions still waiting for their last view to die.
+_ZOMBIES: Set["Session"] = set()
+_ZOMBIES_LOCK = threading.Lock()
+
+_Entry = Tuple["weakref.ref[ctypes.Array[ctypes.c_ubyte]]",
+               "weakref.ref[memoryview]"]
+
+
+class Session:
+    """A connected C handler, its call count and its exported views."""
+
+    def __init__(self, handle: ctypes.c_void_p) -> None:
+        self._h = handle
+        self.pid = os.getpid()
+        self.page_size = int(_lib.lib().cxlp_page_size(handle))
+        self._cond = threading.Condition(threading.RLock())
+        self._state = _OPEN
+        self._active = 0
+        self._exports: Dict[int, _Entry] = {}
+        self._next_id = 0
+
+    # -- calls ---------------------------------------------------------
+
+    @contextmanager
+    def call(self) -> Iterator[ctypes.c_void_p]:
+        """Run a C call on the handler: yields the handle.
+
+        Raises ClosedError when the handler is closed or closing, or when
+        this process is not the one that connected (after fork).
+        """
+        with self._cond:
+            if self._state != _OPEN:
+                raise make(ClosedError, "handler is closed")
+            if os.getpid() != self.pid:
+                raise make(ClosedError, f"handler was connected by process "
+                           f"{self.pid}; connect again in this process")
+            self._active += 1
+        try:
+            yield self._h
+        finally:
+            with self._cond:
+                self._active -= 1
+                if self._active == 0:
+                    self._cond.notify_all()
+
+    @property
+    def is_open(self) -> bool:
+        """True until close() starts."""
+        return self._state == _OPEN
+
+    # -- views ---------------------------------------------------------
+
+    def export(self, addr: int, size: int,
+               readonly: bool) -> Tuple[int, memoryview]:
+        """Wrap size bytes at addr in a tracked memoryview; no copy.
+
+        Call inside call(), so that close() cannot run meanwhile. Returns
+        (export id, view); the id names the view for invalidate().
+        """
+        arr = (ctypes.c_ubyte * size).from_address(addr)
+        raw = memoryview(arr)
+        try:
+            view = raw.cast("B")
+        finally:
+            raw.release()
+        if readonly:
+            writable = view
+            view = writable.toreadonly()
+            writable.release()
+        with self._cond:
+            xid = self._next_id
+            self._next_id += 1
+            self._exports[xid] = (weakref.ref(arr, partial(self._gone, xid)),
+                                  weakref.ref(view))
+        return xid, view
+
+    def invalidate(self, xid: int) -> None:
+        """Release the view handed out under xid; later use raises.
+
+        A view that another object has a buffer of (e.g. numpy) cannot be
+        released; it stays valid and keeps the session's mappings alive.
+        """
+        with self._cond:
+            entry = self._exports.get(xid)
+        view = entry[1]() if entry is not None else None
+        if view is not None:
+            try:
+                view.release()
+            except BufferError:
+                pass
+
+    def live_views(self) -> int:
+        """Number of tracked arrays still reachable from Python."""
+        with self._cond:
+            return len(self._exports)
+
+    def _gone(self, xid: int, _ref: object) -> None:
+        """Weakref callback: the array of xid died; maybe finish close."""
+        with self._cond:
+            self._exports.pop(xid, None)
+            last = self._state == _CLOSED and not self._exports
+        if last:
+            self._destroy()
+
+    # -- close ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Refuse new calls, wait for running ones, invalidate every view,
+        then close the C handler now or when the last view dies.
+
+        Idempotent. Never raises.
+        """
+        with self._cond:
+            if self._state != _OPEN:
+                return
+            if os.getpid() != self.pid:
+                self._state = _CLOSED
+                self._h = ctypes.c_void_p()
+                return
+            self._state = _CLOSING
+            while self._active:
+                self._cond.wait()
+            xids = list(self._exports)
+        for xid in xids:
+            self.invalidate(xid)
+        with self._cond:
+            self._state = _CLOSED
+            last = not self._exports
+            if not last:
+                with _ZOMBIES_LOCK:
+                    _ZOMBIES.add(self)
+        if last:
+            self._destroy()
+
+    def _destroy(self) -> None:
+        """cxlp_close the handler (once) and forget the zombie."""
+        with self._cond:
+            handle, self._h = self._h, ctypes.c_void_p()
+        if handle:
+            _lib.lib().cxlp_close(ctypes.byref(handle))
+        with _ZOMBIES_LOCK:
+            _ZOMBIES.discard(self)
+
+    @property
+    def c_closed(self) -> bool:
+        """True once cxlp_close has been called (for tests)."""
+        return not self._h
+
+
+def zombies() -> int:
+    """Closed sessions still kept open in C for a live view (for tests)."""
+    with _ZOMBIES_LOCK:
+        return len(_ZOMBIES)
+

@@ -1,0 +1,109 @@
+"""Handler configuration: a plain dataclass turned into a cxlp_config.
+
+The fields and their defaults are those of ``cxlp_config_new()``; the C
+setters validate the values at :meth:`Handler.connect`, where an out of
+range value raises :class:`InvalidArgumentError` with the C library's
+message.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+from . import _lib
+from .errors import InvalidArgumentError, check, make
+
+KiB = 1024
+MiB = 1024 * KiB
+
+#: Default metaserver endpoint of the C library.
+DEFAULT_SERVER_URL = "ipc:///tmp/cxlpool.sock"
+
+
+@dataclass
+class Config:
+    """What a :class:`Handler` connects to and how it carves its pages.
+
+    server_url   metaserver endpoint: ``ipc://path``, ``tcp://host:port``
+    page_size    bytes per page, i.e. the chunk size (alias ``chunk_size``)
+    region_size  bytes per region taken from the pool
+    auto_expand  take a new region when the owned ones are full
+    max_regions  at most this many regions (0: no limit)
+    timeout_ms   wait this long for each metaserver reply
+    retries      resend a request this many times before giving up
+    instance_id  caller-chosen id reported to the metaserver (e.g. a rank)
+    """
+
+    server_url: str = DEFAULT_SERVER_URL
+    page_size: int = 64 * KiB
+    region_size: int = 64 * MiB
+    auto_expand: bool = True
+    max_regions: int = 0
+    timeout_ms: int = 5000
+    retries: int = 3
+    instance_id: int = 0
+
+    @property
+    def chunk_size(self) -> int:
+        """Alias of page_size: one page holds one KV chunk."""
+        return self.page_size
+
+    @chunk_size.setter
+    def chunk_size(self, value: int) -> None:
+        self.page_size = value
+
+    @contextmanager
+    def to_c(self) -> Iterator[ctypes.c_void_p]:
+        """Yield a ``struct cxlp_config *`` holding these values.
+
+        The C config is deleted when the block ends. Raises
+        InvalidArgumentError for a value the C library refuses, TypeError
+        or OverflowError for a value ctypes cannot pass.
+        """
+        lib = _lib.lib()
+        cfg = ctypes.c_void_p()
+        check(lib.cxlp_config_new(ctypes.byref(cfg)))
+        try:
+            self._apply(lib, cfg)
+            yield cfg
+        finally:
+            lib.cxlp_config_delete(ctypes.byref(cfg))
+
+    def _apply(self, lib: ctypes.CDLL, cfg: ctypes.c_void_p) -> None:
+        """Call every setter on cfg, raising on the first refusal."""
+        if not isinstance(self.server_url, str):
+            raise TypeError("server_url must be a str")
+        check(lib.cxlp_config_set_server(cfg, self.server_url.encode()))
+        check(lib.cxlp_config_set_page_size(
+            cfg, _uint("page_size", self.page_size, _SIZE_BITS)))
+        check(lib.cxlp_config_set_region_size(
+            cfg, _uint("region_size", self.region_size, _SIZE_BITS)))
+        check(lib.cxlp_config_set_auto_expand(cfg, bool(self.auto_expand)))
+        check(lib.cxlp_config_set_max_regions(
+            cfg, _uint("max_regions", self.max_regions, 32)))
+        check(lib.cxlp_config_set_timeout_ms(
+            cfg, _uint("timeout_ms", self.timeout_ms, 32)))
+        check(lib.cxlp_config_set_retries(
+            cfg, _uint("retries", self.retries, 32)))
+        check(lib.cxlp_config_set_instance_id(
+            cfg, _uint("instance_id", self.instance_id, 64)))
+
+
+_SIZE_BITS = 8 * ctypes.sizeof(ctypes.c_size_t)
+
+
+def _uint(name: str, value: int, bits: int) -> int:
+    """Return value if it is an int in [0, 2**bits), else raise.
+
+    ctypes would silently wrap a negative or oversized value, so the range
+    is checked here (InvalidArgumentError, as the C setters would say).
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if not 0 <= value < (1 << bits):
+        raise make(InvalidArgumentError,
+                   f"{name}={value}: out of range for a {bits}-bit field")
+    return value

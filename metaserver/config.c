@@ -1,0 +1,242 @@
+/*
+ * config.c -- the metaserver's command line.
+ *
+ * One table of long options drives getopt_long, the usage text and the
+ * handlers, so a flag is added in one place. Every value is checked here:
+ * a bad flag prints the usage and makes main exit 2 before anything is
+ * opened.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "ms_int.h"
+
+struct flag {
+	const char *name;
+	int has_arg;
+	const char *arg;  /* shown in the usage */
+	const char *help;
+	int (*set)(struct ms_config *cfg, const char *v);
+};
+
+/* Parse an unsigned decimal with an optional K/M/G/T suffix (powers of
+ * 1024). Returns 0 or -EINVAL. */
+static int
+parse_size(const char *v, uint64_t *out)
+{
+	static const char suffixes[] = "KMGT";
+	const char *s;
+	char *end;
+	uint64_t x;
+	unsigned shift = 0;
+
+	if (v[0] < '0' || v[0] > '9') {
+		return -EINVAL;
+	}
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno != 0) {
+		return -EINVAL;
+	}
+	if (*end != '\0') {
+		s = strchr(suffixes, *end >= 'a' ? *end - 32 : *end);
+		if (s == NULL || *s == '\0' || end[1] != '\0') {
+			return -EINVAL;
+		}
+		shift = 10u * (unsigned)(s - suffixes + 1);
+	}
+	if (shift > 0 && x > (UINT64_MAX >> shift)) {
+		return -EINVAL;
+	}
+	*out = x << shift;
+	return 0;
+}
+
+static int
+set_pool(struct ms_config *cfg, const char *v)
+{
+	if (v[0] == '\0' || strlen(v) > PROTO_PATH_MAX) {
+		return -EINVAL;
+	}
+	cfg->pool_path = v;
+	return 0;
+}
+
+static int
+set_size(struct ms_config *cfg, const char *v)
+{
+	int rc = parse_size(v, &cfg->size);
+
+	return rc != 0 || cfg->size == 0 ? -EINVAL : 0;
+}
+
+static int
+set_listen(struct ms_config *cfg, const char *v)
+{
+	if (cfg->nurls == MS_URLS_MAX || strstr(v, "://") == NULL) {
+		return -EINVAL;
+	}
+	cfg->urls[cfg->nurls++] = v;
+	return 0;
+}
+
+static int
+set_workers(struct ms_config *cfg, const char *v)
+{
+	uint64_t n;
+
+	if (parse_size(v, &n) != 0 || n == 0 || n > MS_WORKERS_MAX) {
+		return -EINVAL;
+	}
+	cfg->workers = (unsigned)n;
+	return 0;
+}
+
+static int
+set_grace(struct ms_config *cfg, const char *v)
+{
+	char *end;
+
+	if (v[0] < '0' || v[0] > '9') {
+		return -EINVAL;
+	}
+	errno = 0;
+	cfg->grace_ms = strtoull(v, &end, 10);
+	return errno != 0 || *end != '\0' ? -EINVAL : 0;
+}
+
+static int
+set_slots(struct ms_config *cfg, const char *v)
+{
+	return parse_size(v, &cfg->index_slots);
+}
+
+static int
+set_reformat(struct ms_config *cfg, const char *v)
+{
+	cfg->reformat = true;
+	return 0;
+}
+
+static int
+set_log_level(struct ms_config *cfg, const char *v)
+{
+	static const char *const names[] = {
+		[CXLP_LOG_OFF] = "off",
+		[CXLP_LOG_ERR] = "err",
+		[CXLP_LOG_INFO] = "info",
+		[CXLP_LOG_DEBUG] = "debug",
+	};
+
+	for (int i = 0; i <= CXLP_LOG_DEBUG; i++) {
+		if (strcmp(v, names[i]) == 0) {
+			cfg->log_level = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static const struct flag flags[] = {
+	{ "pool", 1, "PATH", "pool file or device (default "
+	    POOL_PATH_DEFAULT ")", set_pool },
+	{ "size", 1, "SIZE", "pool size when creating, K/M/G suffixes "
+	    "(default 1G)", set_size },
+	{ "listen", 1, "URL", "endpoint, repeatable (default "
+	    MS_DEFAULT_URL ")", set_listen },
+	{ "workers", 1, "N", "concurrent request workers, 1..32 "
+	    "(default 4)", set_workers },
+	{ "grace-ms", 1, "MS", "how long a disconnected session may "
+	    "reattach (default 10000)", set_grace },
+	{ "index-slots", 1, "N", "KV index capacity when creating "
+	    "(default: from size)", set_slots },
+	{ "reformat", 0, NULL, "format the pool even if it is valid "
+	    "(drops all keys)", set_reformat },
+	{ "log-level", 1, "LEVEL", "err|info|debug|off (default info)",
+	    set_log_level },
+	{ "help", 0, NULL, "show this help", NULL },
+	{ "version", 0, NULL, "show the version", NULL },
+};
+
+#define NFLAGS (sizeof(flags) / sizeof(flags[0]))
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: cxlpool-metaserver [options]\n"
+	    "Serve one cxlpool pool to handlers.\n\n");
+	for (size_t i = 0; i < NFLAGS; i++) {
+		char lhs[40];
+
+		snprintf(lhs, sizeof(lhs), "--%s%s%s", flags[i].name,
+		    flags[i].arg != NULL ? " " : "",
+		    flags[i].arg != NULL ? flags[i].arg : "");
+		fprintf(f, "  %-22s %s\n", lhs, flags[i].help);
+	}
+}
+
+/* Handle option number i with value v: 0 ok, 1 exit 0, 2 exit 2. */
+static int
+apply_flag(struct ms_config *cfg, size_t i, const char *v)
+{
+	if (strcmp(flags[i].name, "help") == 0) {
+		usage(stdout);
+		return 1;
+	}
+	if (strcmp(flags[i].name, "version") == 0) {
+		printf("cxlpool-metaserver %s\n", MS_VERSION);
+		return 1;
+	}
+	if (flags[i].set(cfg, v) != 0) {
+		fprintf(stderr, "cxlpool-metaserver: bad value for --%s: "
+		    "'%s'\n", flags[i].name, v);
+		usage(stderr);
+		return 2;
+	}
+	return 0;
+}
+
+/* ms_config_parse -- parse argv into cfg (defaults first). Returns 0 to
+ * run, 1 when --help or --version was printed (exit 0), 2 after a usage
+ * message on stderr (exit 2). cfg points into argv. */
+int
+ms_config_parse(struct ms_config *cfg, int argc, char **argv)
+{
+	struct option longopts[NFLAGS + 1];
+	int idx, c, rc = 0;
+
+	ms_config_defaults(cfg);
+	memset(longopts, 0, sizeof(longopts));
+	for (size_t i = 0; i < NFLAGS; i++) {
+		longopts[i].name = flags[i].name;
+		longopts[i].has_arg = flags[i].has_arg;
+		longopts[i].val = 0;
+	}
+	optind = 1;
+	opterr = 0;
+	while (rc == 0 && (c = getopt_long(argc, argv, "", longopts,
+	    &idx)) != -1) {
+		if (c != 0) {
+			fprintf(stderr, "cxlpool-metaserver: bad option "
+			    "'%s'\n", argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		}
+		rc = apply_flag(cfg, (size_t)idx, optarg);
+	}
+	if (rc == 0 && optind < argc) {
+		fprintf(stderr, "cxlpool-metaserver: unexpected argument "
+		    "'%s'\n", argv[optind]);
+		usage(stderr);
+		rc = 2;
+	}
+	if (rc == 0 && cfg->nurls == 0) {
+		cfg->urls[cfg->nurls++] = MS_DEFAULT_URL;
+	}
+	return rc;
+}

@@ -1,0 +1,209 @@
+/*
+ * liveness.c -- how the server learns that a handler is gone: pipe events
+ * and process liveness, and the reaper of detached sessions.
+ *
+ * nng tells server.c when a pipe (one connection) comes and goes; server.c
+ * passes the events here with the peer's pid (ipc only). When the pipe a
+ * session last spoke on goes away, the session ends at once if its process
+ * is gone (kill(pid, 0) says ESRCH, or /proc/<pid>/stat shows another
+ * start time than the HELLO's: the pid was reused), since nothing can come
+ * back for it. Otherwise (a tcp peer, or a live process whose connection
+ * dropped) it is only detached and ends after the grace period unless it
+ * speaks again: nng redials by itself, and a handler reattaches after a
+ * metaserver restart. ms_reap ends detached sessions past their deadline.
+ *
+ * No nng here: times are passed in, so tests drive the same code with a
+ * fake clock.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "err.h"
+#include "log.h"
+#include "ms_int.h"
+
+/* Read state and start time (clock ticks since boot) of pid from /proc.
+ * Returns false if it cannot be read. */
+static bool
+proc_stat(uint64_t pid, char *state, uint64_t *start_time)
+{
+	char path[64];
+	char buf[1024];
+	unsigned long long st = 0;
+	const char *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%llu/stat",
+	    (unsigned long long)pid);
+	f = fopen(path, "r");
+	if (f == NULL) {
+		return false;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* comm may hold spaces and parens */
+	/* after ")": state is field 3, starttime field 22 */
+	if (p == NULL || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u "
+	    "%*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", state, &st) != 2) {
+		return false;
+	}
+	*start_time = st;
+	return true;
+}
+
+/* The process behind pid is gone: no such pid, a zombie (dead, not yet
+ * reaped by its parent), or pid now names another process (start time). */
+static bool
+peer_gone(uint64_t pid, uint64_t start_time)
+{
+	uint64_t st = 0;
+	char state = '?';
+
+	if (pid == 0 || pid > INT32_MAX) {
+		return false;
+	}
+	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+		return true;
+	}
+	if (!proc_stat(pid, &state, &st)) {
+		return false;
+	}
+	return state == 'Z' || state == 'X' ||
+	    (start_time != 0 && st != start_time);
+}
+
+/* ms_pipe_added -- remember a new pipe and its peer pid (0: unknown). */
+void
+ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid)
+{
+	ms_sess_lock(ms);
+	if (ms->npipes == ms->cap_pipes) {
+		size_t cap = ms->cap_pipes == 0 ? 16 : ms->cap_pipes * 2;
+		struct ms_pipe *np = realloc(ms->pipes, cap * sizeof(*np));
+
+		if (np == NULL) {
+			ms_sess_unlock(ms);
+			log_err("op=pipe_add pipe=%llu rc=%d msg=\"no memory\"",
+			    (unsigned long long)pipe_id, -ENOMEM);
+			return;
+		}
+		ms->pipes = np;
+		ms->cap_pipes = cap;
+	}
+	ms->pipes[ms->npipes].id = pipe_id;
+	ms->pipes[ms->npipes].pid = peer_pid;
+	ms->npipes++;
+	ms_sess_unlock(ms);
+	log_info("op=pipe_add pipe=%llu pid=%llu", (unsigned long long)pipe_id,
+	    (unsigned long long)peer_pid);
+}
+
+/* Forget pipe_id; returns its peer pid (0 unknown). sess_lock held. */
+static uint64_t
+pipe_forget(struct ms *ms, uint64_t pipe_id)
+{
+	for (size_t i = 0; i < ms->npipes; i++) {
+		if (ms->pipes[i].id == pipe_id) {
+			uint64_t pid = ms->pipes[i].pid;
+
+			ms->pipes[i] = ms->pipes[--ms->npipes];
+			return pid;
+		}
+	}
+	return 0;
+}
+
+/* Detach or end one session whose pipe is gone; both locks held. */
+static void
+pipe_lost(struct ms *ms, struct ms_sess *s, uint64_t pid, uint64_t now_ms)
+{
+	if (peer_gone(pid, s->start_time)) {
+		sess_end_locked(ms, s, "peer_exited");
+		return;
+	}
+	s->detached = true;
+	s->deadline_ms = now_ms + ms->grace_ms;
+	log_info("op=detach session=%llu pipe=%llu pid=%llu grace_ms=%llu",
+	    (unsigned long long)s->id, (unsigned long long)s->pipe,
+	    (unsigned long long)pid, (unsigned long long)ms->grace_ms);
+}
+
+/* ms_pipe_removed -- pipe_id is gone: each session that last spoke on it
+ * ends now if its process is gone, else is detached until now + grace. */
+void
+ms_pipe_removed(struct ms *ms, uint64_t pipe_id, uint64_t now_ms)
+{
+	uint64_t pid;
+
+	ms_wrlock(ms);
+	ms_sess_lock(ms);
+	pid = pipe_forget(ms, pipe_id);
+	for (size_t b = 0; b < MS_SESS_BUCKETS && !ms->closing; b++) {
+		struct ms_sess *next;
+
+		for (struct ms_sess *s = ms->sess[b]; s != NULL; s = next) {
+			next = s->next;
+			if (s->pipe == pipe_id && !s->detached) {
+				pipe_lost(ms, s, pid, now_ms);
+			}
+		}
+	}
+	ms_sess_unlock(ms);
+	ms_unlock(ms);
+}
+
+static bool
+expired(const struct ms_sess *s, uint64_t now_ms)
+{
+	return s->detached && s->deadline_ms <= now_ms;
+}
+
+static bool
+any_expired(struct ms *ms, uint64_t now_ms)
+{
+	bool found = false;
+
+	ms_sess_lock(ms);
+	for (size_t b = 0; b < MS_SESS_BUCKETS && !found; b++) {
+		for (struct ms_sess *s = ms->sess[b]; s != NULL && !found;
+		    s = s->next) {
+			found = expired(s, now_ms);
+		}
+	}
+	ms_sess_unlock(ms);
+	return found;
+}
+
+/* ms_reap -- end every detached session whose deadline is <= now_ms.
+ * Returns how many ended. Cheap when none has expired. */
+unsigned
+ms_reap(struct ms *ms, uint64_t now_ms)
+{
+	unsigned n = 0;
+
+	if (!any_expired(ms, now_ms)) {
+		return 0;
+	}
+	ms_wrlock(ms);
+	ms_sess_lock(ms);
+	for (size_t b = 0; b < MS_SESS_BUCKETS; b++) {
+		struct ms_sess *next;
+
+		for (struct ms_sess *s = ms->sess[b]; s != NULL; s = next) {
+			next = s->next;
+			if (expired(s, now_ms)) {
+				sess_end_locked(ms, s, "grace_expired");
+				n++;
+			}
+		}
+	}
+	ms_sess_unlock(ms);
+	ms_unlock(ms);
+	return n;
+}

@@ -1,0 +1,109 @@
+/*
+ * ms.c -- the metaserver's state: open the pool, rebuild what lives only
+ * in DRAM (session shadows; pins start empty), and tear it all down.
+ *
+ * Kept apart from server.c so that tests and the fuzz target can build a
+ * complete struct ms on a temporary pool with no sockets at all.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "ms_int.h"
+
+/* ms_config_defaults -- the documented defaults (no listen URL yet: the
+ * parser adds MS_DEFAULT_URL when none was given). */
+void
+ms_config_defaults(struct ms_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->pool_path = POOL_PATH_DEFAULT;
+	cfg->size = POOL_SIZE_DEFAULT;
+	cfg->workers = 4;
+	cfg->grace_ms = MS_GRACE_MS_DEFAULT;
+	cfg->log_level = CXLP_LOG_INFO;
+}
+
+static int
+locks_init(struct ms *ms)
+{
+	if (pthread_rwlock_init(&ms->lock, NULL) != 0) {
+		return cxlp_fail(-ENOMEM, "cannot create the pool lock");
+	}
+	if (pthread_mutex_init(&ms->sess_lock, NULL) != 0) {
+		goto err_rw;
+	}
+	if (pthread_cond_init(&ms->sess_cond, NULL) != 0) {
+		goto err_mutex;
+	}
+	return 0;
+
+err_mutex:
+	pthread_mutex_destroy(&ms->sess_lock);
+err_rw:
+	pthread_rwlock_destroy(&ms->lock);
+	return cxlp_fail(-ENOMEM, "cannot create the session lock");
+}
+
+static void
+locks_fini(struct ms *ms)
+{
+	pthread_cond_destroy(&ms->sess_cond);
+	pthread_mutex_destroy(&ms->sess_lock);
+	pthread_rwlock_destroy(&ms->lock);
+}
+
+/* ms_init -- open (or create) the pool named in cfg and shadow the
+ * sessions it records, detached. Returns 0, or a negative error with
+ * cxlp_errormsg() set and nothing left to free. */
+int
+ms_init(struct ms *ms, const struct ms_config *cfg)
+{
+	struct pool_params params = {
+		.size = cfg->size,
+		.index_slots = cfg->index_slots,
+	};
+	unsigned flags = POOL_CREATE | (cfg->reformat ? POOL_REFORMAT : 0);
+	int rc;
+
+	memset(ms, 0, sizeof(*ms));
+	ms->grace_ms = cfg->grace_ms;
+	pins_init(&ms->pins);
+	rc = locks_init(ms);
+	if (rc != 0) {
+		return rc;
+	}
+	rc = pool_open(&ms->pool, cfg->pool_path, flags, &params);
+	if (rc != 0) {
+		goto err_locks;
+	}
+	rc = ms_sess_load(ms, ms_now_ms());
+	if (rc != 0) {
+		goto err_sess;
+	}
+	return 0;
+
+err_sess:
+	ms_sess_free_all(ms);
+	pool_close(&ms->pool);
+err_locks:
+	locks_fini(ms);
+	return rc;
+}
+
+/* ms_fini -- free sessions, pins and pipes and close the pool. No request
+ * or pipe event may be running. The pool keeps its session records, so
+ * handlers can reattach after a restart. */
+void
+ms_fini(struct ms *ms)
+{
+	ms_sess_free_all(ms);
+	pins_fini(&ms->pins);
+	free(ms->pipes);
+	ms->pipes = NULL;
+	ms->npipes = ms->cap_pipes = 0;
+	pool_close(&ms->pool);
+	locks_fini(ms);
+}

@@ -1,0 +1,97 @@
+/*
+ * kvindex.h -- the KV index: an open-addressing hash table of fixed-size
+ * slots (layout.h: struct kv_slot) over key records in the key heap.
+ * See the DESIGN NOTES at the top of kvindex.c.
+ */
+#ifndef CXLP_POOL_KVINDEX_H
+#define CXLP_POOL_KVINDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keyheap.h"
+#include "layout.h"
+
+/* What a key maps to; the pool layer turns (region, page) into bytes. */
+struct kv_val {
+	uint32_t region; /* region id */
+	uint32_t gen;    /* region gen */
+	uint32_t page;   /* page index in the region */
+	uint32_t len;    /* value bytes */
+};
+
+/* persist(ctx, addr, len): make [addr, addr + len) durable and visible */
+typedef void (*kv_persist_fn)(void *ctx, const void *addr, size_t len);
+
+struct kvindex {
+	struct kv_slot *slots; /* nslots slots (in the mapping) */
+	uint64_t nslots;       /* power of two */
+	uint64_t max_live;     /* 3/4 of nslots: CXLP_E_NOSPACE beyond */
+	uint64_t live;         /* valid LIVE slots */
+	uint64_t tombs;        /* TOMB slots */
+	struct keyheap *heap;
+	kv_persist_fn persist;
+	void *ctx;
+};
+
+#define KV_NONE UINT64_MAX
+
+/* The outcome of looking a key up, for a following kvindex_put. */
+struct kv_probe {
+	uint64_t hash;  /* XXH3_64bits(key) */
+	uint64_t slot;  /* where the key is, or KV_NONE */
+	uint64_t free;  /* first slot it may go into, or KV_NONE */
+};
+
+/* kvindex_init -- attach to nslots slots at slots and to heap. No I/O;
+ * follow with kvindex_format (new pool) or kvindex_recover. */
+void kvindex_init(struct kvindex *kv, struct kv_slot *slots, uint64_t nslots,
+    struct keyheap *heap, kv_persist_fn persist, void *ctx);
+/* kvindex_format -- make every slot EMPTY (persisted) and the heap free. */
+void kvindex_format(struct kvindex *kv);
+/* kvindex_recover -- rebuild DRAM state from the slots. With repair,
+ * slots caught mid-write and LIVE slots that fail validation become
+ * EMPTY/TOMB on media (counted in *dropped); without (read-only), they
+ * are only skipped. Returns 0. */
+int kvindex_recover(struct kvindex *kv, bool repair, uint64_t *dropped);
+/* kvindex_probe -- find key (1..KH_KEY_MAX bytes); fills *pr. Returns 1
+ * if found (pr->slot), 0 if not. */
+int kvindex_probe(const struct kvindex *kv, const void *key, size_t klen,
+    struct kv_probe *pr);
+/* kvindex_put -- insert key (absent, per pr from kvindex_probe with no
+ * change since) -> v durably. 0 and *slot, or CXLP_E_NOSPACE. */
+int kvindex_put(struct kvindex *kv, const struct kv_probe *pr,
+    const void *key, size_t klen, const struct kv_val *v, uint64_t *slot);
+/* kvindex_insert -- probe + put: 0 with *inserted false and *slot, *existing of
+ * the existing entry, or 0 with *inserted true, or CXLP_E_NOSPACE. */
+int kvindex_insert(struct kvindex *kv, const void *key, size_t klen,
+    const struct kv_val *v, uint64_t *slot, bool *inserted,
+    struct kv_val *existing);
+/* kvindex_lookup -- 0 and *v, *slot (either may be NULL), or
+ * CXLP_E_NOTFOUND. */
+int kvindex_lookup(const struct kvindex *kv, const void *key, size_t klen,
+    struct kv_val *v, uint64_t *slot);
+/* kvindex_remove -- durably remove key; 0 and *v (may be NULL), or
+ * CXLP_E_NOTFOUND. */
+int kvindex_remove(struct kvindex *kv, const void *key, size_t klen,
+    struct kv_val *v);
+/* kvindex_drop -- durably remove the valid LIVE slot i. */
+void kvindex_drop(struct kvindex *kv, uint64_t i);
+/* kvindex_get -- slot i if it is a valid LIVE slot: 0, *v and the key
+ * (pointing into the heap), else CXLP_E_NOTFOUND. */
+int kvindex_get(const struct kvindex *kv, uint64_t i, struct kv_val *v,
+    const void **key, size_t *klen);
+/* kvindex_next -- the next valid LIVE slot at or after *cursor: 1 and
+ * *slot (cursor advanced past it), or 0 at the end. */
+int kvindex_next(const struct kvindex *kv, uint64_t *cursor,
+    uint64_t *slot);
+/* kvindex_scan -- every invariant, report(arg, problem) per problem
+ * (report may be NULL). Returns the number of problems. */
+int kvindex_scan(const struct kvindex *kv,
+    void (*report)(void *arg, const char *problem), void *arg);
+/* kvindex_check -- kvindex_scan as a checker: 0, or CXLP_E_CORRUPT with
+ * the first problem in why. */
+int kvindex_check(const struct kvindex *kv, char *why, size_t n);
+
+#endif /* CXLP_POOL_KVINDEX_H */

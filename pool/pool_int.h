@@ -1,0 +1,91 @@
+/*
+ * pool_int.h -- the pool's private structs and the calls between its
+ * modules (pool.c opens and formats, region.c keeps the region table,
+ * session.c the session table, kv.c ties the index to regions, check.c
+ * verifies all of it). Tests include it to damage a pool on purpose.
+ */
+#ifndef CXLP_POOL_INT_H
+#define CXLP_POOL_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "keyheap.h"
+#include "kvindex.h"
+#include "layout.h"
+#include "map.h"
+#include "pool.h"
+
+#define POOL_PAGE_MIN 64u /* smallest page size a region may have, bytes */
+
+/* DRAM state of one region table slot, rebuilt at open. */
+struct region_dram {
+	bool live;       /* OWNED or ORPHAN, validated, space taken */
+	uint64_t nkeys;  /* keys pointing into it */
+	uint64_t npages; /* len / page_size */
+	uint64_t *pages; /* bitmap: page holds a key */
+};
+
+struct pool {
+	char *path;
+	struct pmap *map;
+	uint8_t *base;            /* start of the mapping */
+	bool rdonly;              /* POOL_RDONLY: never written */
+	struct pool_sb *sb;       /* in the mapping */
+	struct pool_rrec *rtab;   /* region table, in the mapping */
+	uint32_t nregions;        /* its records */
+	struct region_dram *reg;  /* nregions, DRAM */
+	uint64_t regions;         /* live regions */
+	uint64_t orphans;         /* of which ORPHAN */
+	struct pool_srec *stab;   /* session table, in the mapping */
+	uint32_t nsess;           /* its records */
+	uint64_t sessions;        /* live session records */
+	uint64_t data_off;        /* bytes */
+	uint64_t align;           /* bytes */
+	struct alloc alloc;       /* data area free extents, align units */
+	struct keyheap heap;
+	struct kvindex kv;
+	uint64_t keys;            /* keys linked to a live region */
+	uint64_t key_bytes;       /* sum of their key lengths */
+	uint64_t value_bytes;     /* sum of their value lengths */
+};
+
+/* pool_persist_cb -- persist callback over p's mapping (ctx = p). */
+void pool_persist_cb(void *ctx, const void *addr, size_t len);
+/* pool_store8 -- one aligned 8-byte store to media, then persist it. */
+void pool_store8(struct pool *p, uint64_t *dst, uint64_t v);
+
+/* region.c */
+/* region_rebuild -- DRAM state and alloc from the region table. With
+ * repair, live records that fail validation are freed on media. */
+int region_rebuild(struct pool *p, bool repair);
+/* region_fini -- free DRAM region state. */
+void region_fini(struct pool *p);
+/* region_rec_problem -- why a live region record is invalid (checksum,
+ * bounds, page size) or NULL if it is fine; pure. */
+const char *region_rec_problem(const struct pool *p,
+    const struct pool_rrec *r);
+/* region_link -- a key at (v) is being counted: 0, or CXLP_E_CORRUPT if
+ * its region is not live, its gen differs, its page is outside the region
+ * or already taken, or len exceeds the page. */
+int region_link(struct pool *p, const struct kv_val *v);
+/* region_unlink -- the key at v is gone: clear its page, count it, free
+ * an ORPHAN region whose last key it was (on media unless rdonly). */
+void region_unlink(struct pool *p, const struct kv_val *v);
+/* region_reap -- free every ORPHAN region that no key points into. */
+void region_reap(struct pool *p);
+/* region_key_off -- bytes from pool start of v's page. */
+uint64_t region_key_off(const struct pool *p, const struct kv_val *v);
+
+/* session.c */
+/* session_rebuild -- count sessions; with repair, clear records that fail
+ * their checksum and raise next_session_id above every live id. */
+int session_rebuild(struct pool *p, bool repair);
+
+/* kv.c */
+/* kv_rebuild -- link every live index entry to its region (page bitmap,
+ * nkeys, sums); with repair, entries that do not link are removed. */
+int kv_rebuild(struct pool *p, bool repair);
+
+#endif /* CXLP_POOL_INT_H */

@@ -1,0 +1,1268 @@
+/*
+ * test_proto.c -- tests of common/proto.c, the wire codec.
+ *
+ * Every message type goes through one table (build a random full frame,
+ * decode it whole), so truncation at every byte, a trailing byte and
+ * random mutation are checked for all types by the same loops. Round trips
+ * compare every field; the limit tests build frames at each bound and one
+ * past it by hand with pbuf primitives, since the encoders write what they
+ * are given. calloc is wrapped at link time (-Wl,--wrap=calloc) so a test
+ * can see that a lying count allocates nothing.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "proto.h"
+#include "proto_check.h"
+
+/* ---- calloc accounting ---- */
+
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+
+static size_t calloc_bytes; /* largest request since calloc_watch() */
+
+void *
+__wrap_calloc(size_t n, size_t size)
+{
+	if (n != 0 && size != 0 && n * size > calloc_bytes) {
+		calloc_bytes = n * size;
+	}
+	return __real_calloc(n, size);
+}
+
+/* ---- random contents ---- */
+
+static uint64_t rng_state;
+
+static void
+rng_seed(uint64_t s)
+{
+	rng_state = s * 0x9e3779b97f4a7c15ULL + 1;
+}
+
+static uint64_t
+rnd(void)
+{
+	uint64_t x = rng_state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	rng_state = x;
+	return x;
+}
+
+static uint32_t
+rnd_below(uint32_t n)
+{
+	return (uint32_t)(rnd() % n);
+}
+
+static void
+rnd_fill(uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		p[i] = (uint8_t)rnd();
+	}
+}
+
+/* A pool of random key bytes that decoded keys point back into. */
+static uint8_t keybytes[CXLP_BATCH_MAX * 8 + CXLP_KEY_MAX];
+
+/* ---- frame builders, one per message type ---- */
+
+static void
+put_req(struct pbuf *b, unsigned op)
+{
+	struct proto_req_hdr h = { PROTO_VERSION, (uint16_t)op, rnd(), rnd(),
+		rnd() };
+
+	proto_put_req_hdr(b, &h);
+}
+
+static void
+put_rep(struct pbuf *b, unsigned op)
+{
+	struct proto_rep_hdr h = { PROTO_VERSION, (uint16_t)op, rnd(), 0 };
+
+	proto_put_rep_hdr(b, &h);
+}
+
+static void
+rnd_loc(struct proto_loc *l)
+{
+	*l = (struct proto_loc){ (uint32_t)rnd(), (uint32_t)rnd(), rnd(),
+		rnd(), rnd(), rnd() };
+}
+
+static void
+build_hello(struct pbuf *b)
+{
+	struct proto_hello m = { (uint32_t)rnd(), rnd_below(2), rnd(), rnd(),
+		(const char *)keybytes, (uint16_t)rnd_below(PROTO_HOST_MAX) };
+
+	put_req(b, PROTO_OP_HELLO);
+	proto_put_hello(b, &m);
+}
+
+static void
+build_welcome(struct pbuf *b)
+{
+	struct proto_welcome m = { rnd(), rnd(), rnd(), rnd(),
+		(const char *)keybytes, (uint16_t)rnd_below(300) };
+
+	put_rep(b, PROTO_OP_HELLO);
+	proto_put_welcome(b, &m);
+}
+
+static void
+build_region_req(struct pbuf *b)
+{
+	put_req(b, PROTO_OP_REGION_ALLOC);
+	proto_put_region_req(b, rnd(), rnd());
+}
+
+static void
+build_region_free(struct pbuf *b)
+{
+	put_req(b, PROTO_OP_REGION_FREE);
+	proto_put_region_free(b, (uint32_t)rnd(), (uint32_t)rnd());
+}
+
+static void
+build_loc(struct pbuf *b)
+{
+	struct proto_loc l;
+
+	rnd_loc(&l);
+	put_rep(b, PROTO_OP_REGION_ALLOC);
+	proto_put_loc(b, &l);
+}
+
+static void
+rnd_keys(size_t n, const void **k, size_t *len)
+{
+	for (size_t i = 0; i < n; i++) {
+		len[i] = 1 + rnd_below(40);
+		k[i] = keybytes + rnd_below(sizeof(keybytes) - CXLP_KEY_MAX);
+	}
+}
+
+static void
+build_keys(struct pbuf *b)
+{
+	const void *k[20];
+	size_t len[20];
+	size_t n = 1 + rnd_below(20);
+
+	rnd_keys(n, k, len);
+	put_req(b, PROTO_OP_LOOKUP + rnd_below(5));
+	proto_put_keys(b, rnd_below(2), n, k, len);
+}
+
+static void
+build_regs(struct pbuf *b)
+{
+	struct proto_reg g[20];
+	const void *k[20];
+	size_t len[20];
+	size_t n = 1 + rnd_below(20);
+
+	rnd_keys(n, k, len);
+	for (size_t i = 0; i < n; i++) {
+		g[i] = (struct proto_reg){ { k[i], (uint16_t)len[i] },
+			(uint32_t)rnd(), rnd(), rnd() };
+	}
+	put_req(b, PROTO_OP_REGISTER);
+	proto_put_regs(b, rnd_below(2), n, g);
+}
+
+static void
+rnd_results(size_t n, struct proto_result *res)
+{
+	for (size_t i = 0; i < n; i++) {
+		res[i].status =
+		    rnd_below(3) == 0 ? -(int32_t)rnd_below(1100) : 0;
+		res[i].flags = rnd_below(2);
+		rnd_loc(&res[i].loc);
+		if (res[i].status != 0) {
+			memset(&res[i].loc, 0, sizeof(res[i].loc));
+		}
+	}
+}
+
+static void
+build_results(struct pbuf *b)
+{
+	struct proto_result res[20];
+	size_t n = rnd_below(20);
+
+	rnd_results(n, res);
+	put_rep(b, PROTO_OP_REGISTER + rnd_below(6));
+	proto_put_results(b, n, res);
+}
+
+static void
+build_stats(struct pbuf *b)
+{
+	uint64_t v[PROTO_STATS_MAX];
+	size_t n = rnd_below(PROTO_STATS_MAX + 1);
+
+	for (size_t i = 0; i < n; i++) {
+		v[i] = rnd();
+	}
+	put_rep(b, PROTO_OP_STATS);
+	proto_put_stats(b, n, v);
+}
+
+static void
+build_req_empty(struct pbuf *b)
+{
+	put_req(b, PROTO_OP_STATS + rnd_below(3));
+}
+
+static void
+build_rep_empty(struct pbuf *b)
+{
+	struct proto_rep_hdr h = { PROTO_VERSION, 1 + rnd_below(PROTO_OP_MAX),
+		rnd(), -(int32_t)rnd_below(1100) };
+
+	proto_put_rep_hdr(b, &h);
+}
+
+/* ---- whole-frame decoders, one per message type ---- */
+
+static int
+decode_req(const uint8_t *f, size_t len, struct preader *body)
+{
+	struct proto_req_hdr h;
+
+	return proto_get_req_hdr(f, len, &h, body);
+}
+
+static int
+decode_rep(const uint8_t *f, size_t len, struct preader *body)
+{
+	struct proto_rep_hdr h;
+
+	return proto_get_rep_hdr(f, len, &h, body);
+}
+
+static int
+dec_hello(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_hello m;
+	int rc = decode_req(f, len, &r);
+
+	return rc != 0 ? rc : proto_get_hello(&r, &m);
+}
+
+static int
+dec_welcome(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_welcome m;
+	int rc = decode_rep(f, len, &r);
+
+	return rc != 0 ? rc : proto_get_welcome(&r, &m);
+}
+
+static int
+dec_region_req(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	uint64_t a, b;
+	int rc = decode_req(f, len, &r);
+
+	return rc != 0 ? rc : proto_get_region_req(&r, &a, &b);
+}
+
+static int
+dec_region_free(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	uint32_t a, b;
+	int rc = decode_req(f, len, &r);
+
+	return rc != 0 ? rc : proto_get_region_free(&r, &a, &b);
+}
+
+static int
+dec_loc(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_loc l;
+	int rc = decode_rep(f, len, &r);
+
+	return rc != 0 ? rc : proto_get_loc(&r, &l);
+}
+
+static int
+dec_keys(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_key *k = NULL;
+	uint32_t flags, n;
+	int rc = decode_req(f, len, &r);
+
+	if (rc == 0) {
+		rc = proto_get_keys(&r, &flags, &k, &n);
+	}
+	free(k);
+	return rc;
+}
+
+static int
+dec_regs(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_reg *g = NULL;
+	uint32_t flags, n;
+	int rc = decode_req(f, len, &r);
+
+	if (rc == 0) {
+		rc = proto_get_regs(&r, &flags, &g, &n);
+	}
+	free(g);
+	return rc;
+}
+
+static int
+dec_results(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_result res[20];
+	uint32_t n;
+	int rc = decode_rep(f, len, &r);
+
+	return rc != 0 ? rc : proto_get_results(&r, res, 20, &n);
+}
+
+static int
+dec_stats(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	uint64_t v[PROTO_STATS_MAX];
+	uint32_t n;
+	int rc = decode_rep(f, len, &r);
+
+	return rc != 0 ? rc : proto_get_stats(&r, v, PROTO_STATS_MAX, &n);
+}
+
+static int
+dec_req_empty(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	int rc = decode_req(f, len, &r);
+
+	return rc != 0 ? rc : preader_end(&r);
+}
+
+static int
+dec_rep_empty(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	int rc = decode_rep(f, len, &r);
+
+	return rc != 0 ? rc : preader_end(&r);
+}
+
+static const struct msg_type {
+	const char *name;
+	void (*build)(struct pbuf *b);
+	int (*decode)(const uint8_t *f, size_t len);
+} types[] = {
+	{ "hello", build_hello, dec_hello },
+	{ "welcome", build_welcome, dec_welcome },
+	{ "region_req", build_region_req, dec_region_req },
+	{ "region_free", build_region_free, dec_region_free },
+	{ "loc", build_loc, dec_loc },
+	{ "keys", build_keys, dec_keys },
+	{ "regs", build_regs, dec_regs },
+	{ "results", build_results, dec_results },
+	{ "stats", build_stats, dec_stats },
+	{ "empty request", build_req_empty, dec_req_empty },
+	{ "error reply", build_rep_empty, dec_rep_empty },
+};
+#define NTYPES (sizeof(types) / sizeof(types[0]))
+
+/* decode_exact -- decode a copy that ends exactly at len, so ASan catches
+ * any read past the frame. */
+static int
+decode_exact(const struct msg_type *t, const uint8_t *f, size_t len)
+{
+	uint8_t *copy = malloc(len != 0 ? len : 1);
+	int rc;
+
+	cr_assert_not_null(copy);
+	memcpy(copy, f, len);
+	rc = t->decode(copy, len);
+	free(copy);
+	return rc;
+}
+
+static void
+setup(void)
+{
+	rng_seed(1);
+	rnd_fill(keybytes, sizeof(keybytes));
+}
+
+TestSuite(proto, .init = setup);
+
+/* ---- pbuf and preader ---- */
+
+Test(proto, pbuf_writes_little_endian_whatever_the_host)
+{
+	static const uint8_t want[] = { 0x01, 0x02, 0x01, 0x02, 0x03, 0x04,
+		0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08 };
+	struct pbuf b;
+
+	pbuf_init(&b);
+	pbuf_put_u16(&b, 0x0201);
+	pbuf_put_u32(&b, 0x04030201);
+	pbuf_put_u64(&b, 0x0807060504030201ULL);
+	cr_assert_eq(b.err, 0);
+	cr_assert_eq(b.len, sizeof(want));
+	cr_assert_arr_eq(b.data, want, sizeof(want));
+	pbuf_fini(&b);
+}
+
+Test(proto, pbuf_grows_and_keeps_every_byte)
+{
+	struct pbuf b;
+
+	pbuf_init(&b);
+	for (size_t i = 0; i < 100000; i++) {
+		pbuf_put_bytes(&b, &(uint8_t){ (uint8_t)(i * 7) }, 1);
+	}
+	cr_assert_eq(b.err, 0);
+	cr_assert_eq(b.len, 100000);
+	cr_assert_geq(b.cap, b.len);
+	for (size_t i = 0; i < b.len; i++) {
+		cr_assert_eq(b.data[i], (uint8_t)(i * 7));
+	}
+	pbuf_reset(&b);
+	cr_assert_eq(b.len, 0);
+	cr_assert_geq(b.cap, 100000);
+	pbuf_fini(&b);
+	cr_assert_null(b.data);
+}
+
+Test(proto, pbuf_records_enomem_and_ignores_later_appends)
+{
+	struct pbuf b;
+
+	pbuf_init(&b);
+	pbuf_put_u32(&b, 1);
+	pbuf_put_bytes(&b, keybytes, SIZE_MAX / 2);
+	cr_assert_eq(b.err, -ENOMEM);
+	pbuf_put_u64(&b, 2);
+	cr_assert_eq(b.len, 4);
+	pbuf_reset(&b);
+	cr_assert_eq(b.err, 0);
+	pbuf_put_u16(&b, 3);
+	cr_assert_eq(b.len, 2);
+	pbuf_fini(&b);
+}
+
+Test(proto, preader_fails_past_the_end_and_stays_failed)
+{
+	static const uint8_t f[] = { 1, 2, 3, 4, 5, 6 };
+	struct preader r;
+	uint32_t v32;
+	uint16_t v16;
+
+	preader_init(&r, f, sizeof(f));
+	cr_assert(preader_u32(&r, &v32));
+	cr_assert_eq(v32, 0x04030201);
+	cr_assert_not(preader_u32(&r, &v32));
+	cr_assert_eq(r.err, CXLP_E_PROTO);
+	cr_assert_not(preader_u16(&r, &v16), "a failed reader stays failed");
+	cr_assert_eq(preader_end(&r), CXLP_E_PROTO);
+}
+
+Test(proto, preader_end_rejects_trailing_bytes)
+{
+	static const uint8_t f[] = { 1, 2, 3 };
+	struct preader r;
+	const uint8_t *p;
+	uint16_t v;
+
+	preader_init(&r, f, sizeof(f));
+	cr_assert(preader_u16(&r, &v));
+	cr_assert_eq(preader_end(&r), CXLP_E_PROTO);
+	preader_init(&r, f, sizeof(f));
+	cr_assert(preader_bytes(&r, 3, &p));
+	cr_assert_eq(p, f);
+	cr_assert_eq(preader_end(&r), 0);
+	preader_init(&r, NULL, 0);
+	cr_assert_eq(preader_end(&r), 0);
+}
+
+/* ---- round trips ---- */
+
+Test(proto, request_header_round_trips)
+{
+	for (int i = 0; i < 100; i++) {
+		struct proto_req_hdr h = { PROTO_VERSION,
+			(uint16_t)(1 + rnd_below(PROTO_OP_MAX)), rnd(), rnd(),
+			rnd() }, g;
+		struct preader body;
+		struct pbuf b;
+
+		pbuf_init(&b);
+		proto_put_req_hdr(&b, &h);
+		cr_assert_eq(b.len, PROTO_REQ_HDR_LEN);
+		cr_assert_eq(proto_get_req_hdr(b.data, b.len, &g, &body), 0);
+		cr_assert_eq(g.version, h.version);
+		cr_assert_eq(g.op, h.op);
+		cr_assert_eq(g.req_id, h.req_id);
+		cr_assert_eq(g.session, h.session);
+		cr_assert_eq(g.token, h.token);
+		cr_assert_eq(preader_end(&body), 0);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto, reply_header_round_trips_with_the_reply_bit)
+{
+	for (int i = 0; i < 100; i++) {
+		struct proto_rep_hdr h = { PROTO_VERSION,
+			(uint16_t)(1 + rnd_below(PROTO_OP_MAX)), rnd(),
+			-(int32_t)rnd_below(2000) }, g;
+		struct preader body;
+		struct pbuf b;
+
+		pbuf_init(&b);
+		proto_put_rep_hdr(&b, &h);
+		cr_assert_eq(b.len, PROTO_REP_HDR_LEN);
+		cr_assert_eq(b.data[7] & 0x80, 0x80, "op carries PROTO_REPLY");
+		cr_assert_eq(proto_get_rep_hdr(b.data, b.len, &g, &body), 0);
+		cr_assert_eq(g.op, h.op);
+		cr_assert_eq(g.req_id, h.req_id);
+		cr_assert_eq(g.status, h.status);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto, zero_version_in_a_header_struct_encodes_the_current_one)
+{
+	struct proto_req_hdr h = { .op = PROTO_OP_BYE }, g;
+	struct preader body;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_req_hdr(&b, &h);
+	cr_assert_eq(proto_get_req_hdr(b.data, b.len, &g, &body), 0);
+	cr_assert_eq(g.version, PROTO_VERSION);
+	pbuf_fini(&b);
+}
+
+Test(proto, hello_and_welcome_round_trip)
+{
+	for (int i = 0; i < 100; i++) {
+		struct proto_hello m = { (uint32_t)rnd(), rnd_below(2), rnd(),
+			rnd(), (const char *)keybytes + i,
+			(uint16_t)rnd_below(PROTO_HOST_MAX + 1) }, hm;
+		struct proto_welcome w = { rnd(), rnd(), rnd(), rnd(),
+			(const char *)keybytes + i,
+			(uint16_t)rnd_below(PROTO_PATH_MAX + 1) }, wm;
+		struct preader r;
+		struct pbuf b;
+
+		pbuf_init(&b);
+		proto_put_hello(&b, &m);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_hello(&r, &hm), 0);
+		cr_assert(hm.pid == m.pid && hm.flags == m.flags &&
+		    hm.start_time == m.start_time &&
+		    hm.instance_id == m.instance_id);
+		cr_assert_eq(hm.host_len, m.host_len);
+		cr_assert_arr_eq(hm.host, m.host, m.host_len);
+		pbuf_reset(&b);
+		proto_put_welcome(&b, &w);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_welcome(&r, &wm), 0);
+		cr_assert(wm.session == w.session && wm.token == w.token &&
+		    wm.pool_size == w.pool_size && wm.align == w.align);
+		cr_assert_eq(wm.path_len, w.path_len);
+		cr_assert_arr_eq(wm.path, w.path, w.path_len);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto, region_bodies_and_loc_round_trip)
+{
+	for (int i = 0; i < 100; i++) {
+		uint64_t len = rnd(), ps = rnd(), len2, ps2;
+		uint32_t reg = (uint32_t)rnd(), gen = (uint32_t)rnd(), reg2,
+		    gen2;
+		struct proto_loc l, l2;
+		struct preader r;
+		struct pbuf b;
+
+		rnd_loc(&l);
+		pbuf_init(&b);
+		proto_put_region_req(&b, len, ps);
+		proto_put_region_free(&b, reg, gen);
+		proto_put_loc(&b, &l);
+		preader_init(&r, b.data, 16);
+		cr_assert_eq(proto_get_region_req(&r, &len2, &ps2), 0);
+		cr_assert(len2 == len && ps2 == ps);
+		preader_init(&r, b.data + 16, 8);
+		cr_assert_eq(proto_get_region_free(&r, &reg2, &gen2), 0);
+		cr_assert(reg2 == reg && gen2 == gen);
+		preader_init(&r, b.data + 24, b.len - 24);
+		cr_assert_eq(proto_get_loc(&r, &l2), 0);
+		cr_assert_eq(memcmp(&l, &l2, sizeof(l)), 0);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto, keys_round_trip_pointing_into_the_frame)
+{
+	for (int i = 0; i < 50; i++) {
+		size_t n = 1 + rnd_below(300), len[300];
+		const void *k[300];
+		uint32_t flags = rnd_below(2), f2, n2;
+		struct proto_key *out;
+		struct preader r;
+		struct pbuf b;
+
+		rnd_keys(n, k, len);
+		pbuf_init(&b);
+		proto_put_keys(&b, flags, n, k, len);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_keys(&r, &f2, &out, &n2), 0);
+		cr_assert(f2 == flags && n2 == n);
+		for (size_t j = 0; j < n; j++) {
+			cr_assert_eq(out[j].len, len[j]);
+			cr_assert_arr_eq(out[j].data, k[j], len[j]);
+			cr_assert(out[j].data > b.data &&
+			    out[j].data + out[j].len <= b.data + b.len);
+		}
+		free(out);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto, regs_round_trip)
+{
+	for (int i = 0; i < 50; i++) {
+		size_t n = 1 + rnd_below(300), len[300];
+		const void *k[300];
+		struct proto_reg g[300], *out;
+		uint32_t flags = rnd_below(2), f2, n2;
+		struct preader r;
+		struct pbuf b;
+
+		rnd_keys(n, k, len);
+		for (size_t j = 0; j < n; j++) {
+			g[j] = (struct proto_reg){ { k[j], (uint16_t)len[j] },
+				(uint32_t)rnd(), rnd(), rnd() };
+		}
+		pbuf_init(&b);
+		proto_put_regs(&b, flags, n, g);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_regs(&r, &f2, &out, &n2), 0);
+		cr_assert(f2 == flags && n2 == n);
+		for (size_t j = 0; j < n; j++) {
+			cr_assert_eq(out[j].key.len, g[j].key.len);
+			cr_assert_arr_eq(out[j].key.data, k[j], len[j]);
+			cr_assert(out[j].region == g[j].region &&
+			    out[j].off == g[j].off && out[j].len == g[j].len);
+		}
+		free(out);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto, results_round_trip)
+{
+	for (int i = 0; i < 50; i++) {
+		struct proto_result res[200], out[200];
+		size_t n = rnd_below(200);
+		uint32_t n2;
+		struct preader r;
+		struct pbuf b;
+
+		rnd_results(n, res);
+		pbuf_init(&b);
+		proto_put_results(&b, n, res);
+		cr_assert_eq(b.len, 4 + n * PROTO_RESULT_LEN);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_results(&r, out, 200, &n2), 0);
+		cr_assert_eq(n2, n);
+		for (size_t j = 0; j < n; j++) {
+			cr_assert(out[j].status == res[j].status &&
+			    out[j].flags == res[j].flags);
+			cr_assert_eq(memcmp(&out[j].loc, &res[j].loc,
+			    sizeof(res[j].loc)), 0);
+		}
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto, stats_round_trip_and_extra_values_are_skipped)
+{
+	uint64_t v[PROTO_STATS_MAX], out[PROTO_STATS_MAX];
+	uint32_t n;
+	struct preader r;
+	struct pbuf b;
+
+	for (size_t i = 0; i < PROTO_STATS_MAX; i++) {
+		v[i] = rnd();
+	}
+	pbuf_init(&b);
+	proto_put_stats(&b, PROTO_STATS_MAX, v);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_stats(&r, out, PROTO_STATS_MAX, &n), 0);
+	cr_assert_eq(n, PROTO_STATS_MAX);
+	cr_assert_arr_eq(out, v, sizeof(v));
+	memset(out, 0, sizeof(out));
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_stats(&r, out, PROTO_STAT_COUNT, &n), 0);
+	cr_assert_eq(n, PROTO_STAT_COUNT, "n counts what was stored");
+	cr_assert_arr_eq(out, v, PROTO_STAT_COUNT * sizeof(v[0]));
+	cr_assert_eq(out[PROTO_STAT_COUNT], 0, "nothing stored past max");
+	pbuf_fini(&b);
+}
+
+Test(proto, every_op_has_a_distinct_name)
+{
+	for (unsigned a = 1; a <= PROTO_OP_MAX; a++) {
+		cr_assert_str_neq(proto_op_name(a), "UNKNOWN");
+		for (unsigned b = a + 1; b <= PROTO_OP_MAX; b++) {
+			cr_assert_str_neq(proto_op_name(a), proto_op_name(b));
+		}
+	}
+	cr_assert_str_eq(proto_op_name(0), "UNKNOWN");
+	cr_assert_str_eq(proto_op_name(PROTO_OP_MAX + 1), "UNKNOWN");
+	cr_assert_str_eq(proto_op_name(PROTO_OP_REGISTER), "REGISTER");
+}
+
+/* ---- every type: truncation, trailing bytes ---- */
+
+Test(proto, every_message_truncated_at_every_byte_is_rejected)
+{
+	for (size_t t = 0; t < NTYPES; t++) {
+		for (int rep = 0; rep < 5; rep++) {
+			struct pbuf b;
+
+			pbuf_init(&b);
+			types[t].build(&b);
+			cr_assert_eq(b.err, 0);
+			cr_assert_eq(decode_exact(&types[t], b.data, b.len), 0,
+			    "%s: %s", types[t].name, cxlp_errormsg());
+			for (size_t cut = 0; cut < b.len; cut++) {
+				cr_assert_eq(decode_exact(&types[t], b.data,
+				    cut), CXLP_E_PROTO, "%s cut at %zu of %zu",
+				    types[t].name, cut, b.len);
+			}
+			pbuf_fini(&b);
+		}
+	}
+}
+
+Test(proto, every_message_with_a_trailing_byte_is_rejected)
+{
+	for (size_t t = 0; t < NTYPES; t++) {
+		struct pbuf b;
+
+		pbuf_init(&b);
+		types[t].build(&b);
+		pbuf_put_bytes(&b, "", 1);
+		cr_assert_eq(decode_exact(&types[t], b.data, b.len),
+		    CXLP_E_PROTO, "%s", types[t].name);
+		pbuf_fini(&b);
+	}
+}
+
+/* ---- headers: magic, version, op, reply bit, reserved ---- */
+
+static int
+req_hdr_rc(uint32_t magic, uint16_t version, uint16_t op)
+{
+	struct proto_req_hdr h;
+	struct preader body;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	pbuf_put_u32(&b, magic);
+	pbuf_put_u16(&b, version);
+	pbuf_put_u16(&b, op);
+	pbuf_put_bytes(&b, keybytes, 24);
+	rc = proto_get_req_hdr(b.data, b.len, &h, &body);
+	if (rc != 0) {
+		cr_assert_eq(preader_end(&body), CXLP_E_PROTO,
+		    "a failed header leaves a failed body reader");
+	}
+	pbuf_fini(&b);
+	return rc;
+}
+
+Test(proto, request_header_rejects_bad_magic_version_and_op)
+{
+	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, PROTO_VERSION, 1), 0);
+	cr_assert_eq(req_hdr_rc(PROTO_MAGIC ^ 1, PROTO_VERSION, 1),
+	    CXLP_E_PROTO);
+	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, PROTO_VERSION + 1, 1),
+	    CXLP_E_VERSION);
+	cr_assert(strstr(cxlp_errormsg(), "version") != NULL);
+	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, 0, 1), CXLP_E_VERSION);
+	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, PROTO_VERSION, 0), CXLP_E_BADOP);
+	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, PROTO_VERSION, PROTO_OP_MAX + 1),
+	    CXLP_E_BADOP);
+	cr_assert(strstr(cxlp_errormsg(), "op") != NULL);
+	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, PROTO_VERSION,
+	    PROTO_OP_HELLO | PROTO_REPLY), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "reply bit") != NULL);
+}
+
+Test(proto, request_header_fills_req_id_even_when_rejected)
+{
+	struct proto_req_hdr h = { 7, PROTO_OP_LOOKUP, 0xabcdef, 1, 2 }, g;
+	struct preader body;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_req_hdr(&b, &h);
+	cr_assert_eq(proto_get_req_hdr(b.data, b.len, &g, &body),
+	    CXLP_E_VERSION);
+	cr_assert_eq(g.req_id, 0xabcdef);
+	pbuf_fini(&b);
+}
+
+static int
+rep_hdr_rc(uint16_t op, uint32_t status, uint32_t reserved, size_t body)
+{
+	struct proto_rep_hdr h;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	pbuf_put_u32(&b, PROTO_MAGIC);
+	pbuf_put_u16(&b, PROTO_VERSION);
+	pbuf_put_u16(&b, op);
+	pbuf_put_u64(&b, 1);
+	pbuf_put_u32(&b, status);
+	pbuf_put_u32(&b, reserved);
+	pbuf_put_bytes(&b, keybytes, body);
+	rc = proto_get_rep_hdr(b.data, b.len, &h, &r);
+	pbuf_fini(&b);
+	return rc;
+}
+
+Test(proto, reply_header_rejects_bad_op_reserved_and_status)
+{
+	uint16_t ok = PROTO_OP_STATS | PROTO_REPLY;
+
+	cr_assert_eq(rep_hdr_rc(ok, 0, 0, 8), 0);
+	cr_assert_eq(rep_hdr_rc(ok, (uint32_t)CXLP_E_NOTFOUND, 0, 0), 0);
+	cr_assert_eq(rep_hdr_rc(PROTO_OP_STATS, 0, 0, 0), CXLP_E_PROTO);
+	cr_assert_eq(rep_hdr_rc(PROTO_REPLY, 0, 0, 0), CXLP_E_BADOP);
+	cr_assert_eq(rep_hdr_rc(13 | PROTO_REPLY, 0, 0, 0), CXLP_E_BADOP);
+	cr_assert_eq(rep_hdr_rc(ok, 0, 1, 0), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "reserved") != NULL);
+	cr_assert_eq(rep_hdr_rc(ok, 5, 0, 0), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "status") != NULL);
+	cr_assert_eq(rep_hdr_rc(ok, (uint32_t)CXLP_E_NOTFOUND, 0, 4),
+	    CXLP_E_PROTO, "an error reply carries no body");
+}
+
+Test(proto, frames_up_to_the_frame_max_are_accepted)
+{
+	size_t len = PROTO_FRAME_MAX + 1;
+	uint8_t *f = calloc(1, len);
+	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_LOOKUP, 1, 0, 0 }, g;
+	struct preader body;
+	struct pbuf b;
+
+	cr_assert_not_null(f);
+	pbuf_init(&b);
+	proto_put_req_hdr(&b, &h);
+	memcpy(f, b.data, b.len);
+	cr_assert_eq(proto_get_req_hdr(f, len - 1, &g, &body), 0);
+	cr_assert_eq(proto_get_req_hdr(f, len, &g, &body), CXLP_E_PROTO);
+	free(f);
+	pbuf_fini(&b);
+}
+
+/* ---- bounded lengths: at the limit and one past it ---- */
+
+/* key_body -- flags, n, then n keys all of length klen. */
+static void
+key_body(struct pbuf *b, uint32_t n, uint32_t klen, bool regs)
+{
+	pbuf_put_u32(b, 0);
+	pbuf_put_u32(b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		pbuf_put_u16(b, (uint16_t)klen);
+		pbuf_put_bytes(b, keybytes, klen);
+		if (regs) {
+			pbuf_put_bytes(b, keybytes, 20);
+		}
+	}
+}
+
+static int
+keys_rc(uint32_t n, uint32_t klen)
+{
+	struct proto_key *k = NULL;
+	uint32_t flags, got;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	key_body(&b, n, klen, false);
+	preader_init(&r, b.data, b.len);
+	rc = proto_get_keys(&r, &flags, &k, &got);
+	cr_assert_eq(k == NULL, rc != 0);
+	cr_assert_eq(got, rc == 0 ? n : 0);
+	free(k);
+	pbuf_fini(&b);
+	return rc;
+}
+
+static int
+regs_rc(uint32_t n, uint32_t klen, size_t *frame_len)
+{
+	struct proto_reg *g = NULL;
+	uint32_t flags, got;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	pbuf_put_bytes(&b, keybytes, PROTO_REQ_HDR_LEN); /* room of a hdr */
+	key_body(&b, n, klen, true);
+	*frame_len = b.len;
+	preader_init(&r, b.data + PROTO_REQ_HDR_LEN,
+	    b.len - PROTO_REQ_HDR_LEN);
+	rc = proto_get_regs(&r, &flags, &g, &got);
+	cr_assert_eq(g == NULL, rc != 0);
+	free(g);
+	pbuf_fini(&b);
+	return rc;
+}
+
+Test(proto, key_length_is_bounded_by_key_max)
+{
+	cr_assert_eq(keys_rc(3, 1), 0);
+	cr_assert_eq(keys_rc(3, CXLP_KEY_MAX), 0);
+	cr_assert_eq(keys_rc(3, CXLP_KEY_MAX + 1), CXLP_E_KEYLEN);
+	cr_assert(strstr(cxlp_errormsg(), "key 0") != NULL, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(keys_rc(3, 0), CXLP_E_KEYLEN);
+}
+
+Test(proto, batch_size_is_bounded_by_batch_max)
+{
+	cr_assert_eq(keys_rc(CXLP_BATCH_MAX, 1), 0);
+	cr_assert_eq(keys_rc(CXLP_BATCH_MAX + 1, 1), CXLP_E_BATCH);
+	cr_assert(strstr(cxlp_errormsg(), "keys.n") != NULL);
+	cr_assert_eq(keys_rc(0, 1), CXLP_E_BATCH);
+}
+
+Test(proto, register_bounds_keys_and_batch_and_fills_the_frame_max)
+{
+	size_t len;
+
+	cr_assert_eq(regs_rc(CXLP_BATCH_MAX, CXLP_KEY_MAX, &len), 0);
+	cr_assert_eq(len, PROTO_FRAME_MAX, "a full batch of largest keys");
+	cr_assert_eq(regs_rc(2, CXLP_KEY_MAX + 1, &len), CXLP_E_KEYLEN);
+	cr_assert_eq(regs_rc(2, 0, &len), CXLP_E_KEYLEN);
+	cr_assert_eq(regs_rc(CXLP_BATCH_MAX + 1, 1, &len), CXLP_E_BATCH);
+	cr_assert_eq(regs_rc(0, 1, &len), CXLP_E_BATCH);
+}
+
+static int
+string_rc(bool hello, uint32_t slen)
+{
+	struct proto_hello m;
+	struct proto_welcome w;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	pbuf_put_bytes(&b, (uint8_t[32]){ 0 }, hello ? 24 : 32);
+	pbuf_put_u16(&b, (uint16_t)slen);
+	pbuf_put_bytes(&b, keybytes, slen);
+	preader_init(&r, b.data, b.len);
+	rc = hello ? proto_get_hello(&r, &m) : proto_get_welcome(&r, &w);
+	pbuf_fini(&b);
+	return rc;
+}
+
+Test(proto, hostname_and_path_lengths_are_bounded)
+{
+	cr_assert_eq(string_rc(true, 0), 0);
+	cr_assert_eq(string_rc(true, PROTO_HOST_MAX), 0);
+	cr_assert_eq(string_rc(true, PROTO_HOST_MAX + 1), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "hostname") != NULL);
+	cr_assert_eq(string_rc(false, PROTO_PATH_MAX), 0);
+	cr_assert_eq(string_rc(false, PROTO_PATH_MAX + 1), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "path") != NULL);
+}
+
+static int
+results_rc(uint32_t n, uint32_t max)
+{
+	struct proto_result res[8], out[8];
+	uint32_t got;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	memset(res, 0, sizeof(res));
+	pbuf_init(&b);
+	proto_put_results(&b, n, res);
+	preader_init(&r, b.data, b.len);
+	rc = proto_get_results(&r, out, max, &got);
+	pbuf_fini(&b);
+	return rc;
+}
+
+Test(proto, result_count_is_bounded_by_max)
+{
+	cr_assert_eq(results_rc(0, 4), 0);
+	cr_assert_eq(results_rc(4, 4), 0);
+	cr_assert_eq(results_rc(5, 4), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "results.n") != NULL);
+}
+
+Test(proto, stats_count_is_bounded_by_stats_max)
+{
+	uint64_t v[PROTO_STATS_MAX + 1] = { 0 }, out[PROTO_STATS_MAX];
+	uint32_t n;
+	struct preader r;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_stats(&b, PROTO_STATS_MAX, v);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_stats(&r, out, PROTO_STATS_MAX, &n), 0);
+	pbuf_reset(&b);
+	proto_put_stats(&b, PROTO_STATS_MAX + 1, v);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_stats(&r, out, PROTO_STATS_MAX, &n),
+	    CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "stats.n") != NULL);
+	pbuf_fini(&b);
+}
+
+/* ---- reserved bits and zero locs ---- */
+
+Test(proto, reserved_flag_bits_are_rejected)
+{
+	struct proto_hello m = { .flags = 2 }, hm;
+	struct proto_key *k;
+	struct proto_reg *g;
+	uint32_t flags, n;
+	struct preader r;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_hello(&b, &m);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_hello(&r, &hm), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "hello.flags") != NULL);
+	pbuf_reset(&b);
+	proto_put_keys(&b, 2, 1, (const void *[]){ "k" }, (size_t[]){ 1 });
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_keys(&r, &flags, &k, &n), CXLP_E_PROTO);
+	cr_assert_null(k);
+	pbuf_reset(&b);
+	proto_put_regs(&b, 4, 1, &(struct proto_reg){ { keybytes, 1 }, 1, 2,
+	    3 });
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_regs(&r, &flags, &g, &n), CXLP_E_PROTO);
+	cr_assert_null(g);
+	pbuf_fini(&b);
+}
+
+Test(proto, result_flags_status_and_loc_are_checked)
+{
+	struct proto_result out[1];
+	uint32_t n;
+	struct preader r;
+	struct pbuf b;
+	static const struct {
+		int32_t status;
+		uint32_t flags;
+		uint32_t region;
+		int rc;
+	} rows[] = {
+		{ 0, PROTO_R_NEW, 1, 0 },
+		{ 0, 2, 1, CXLP_E_PROTO },           /* reserved flag bit */
+		{ 1, 0, 0, CXLP_E_PROTO },           /* positive status */
+		{ CXLP_E_NOTFOUND, 0, 0, 0 },        /* error, zero loc */
+		{ CXLP_E_NOTFOUND, 0, 9, CXLP_E_PROTO }, /* error with a loc */
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		pbuf_init(&b);
+		pbuf_put_u32(&b, 1);
+		pbuf_put_u32(&b, (uint32_t)rows[i].status);
+		pbuf_put_u32(&b, rows[i].flags);
+		pbuf_put_u32(&b, rows[i].region);
+		pbuf_put_bytes(&b, (uint8_t[36]){ 0 }, 36);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_results(&r, out, 1, &n), rows[i].rc,
+		    "row %zu", i);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto, error_results_are_encoded_with_a_zero_loc)
+{
+	struct proto_result res = { CXLP_E_PINNED, 0, { 1, 2, 3, 4, 5, 6 } },
+			    out;
+	uint32_t n;
+	struct preader r;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_results(&b, 1, &res);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_results(&r, &out, 1, &n), 0);
+	cr_assert_eq(out.status, CXLP_E_PINNED);
+	cr_assert_eq(out.loc.region, 0);
+	cr_assert_eq(out.loc.len, 0);
+	pbuf_fini(&b);
+}
+
+/* ---- lying counts ---- */
+
+Test(proto, a_huge_count_in_a_short_frame_allocates_nothing)
+{
+	static const uint32_t counts[] = { CXLP_BATCH_MAX, 1000, UINT32_MAX };
+	struct proto_key *k;
+	struct proto_reg *g;
+	uint32_t flags, n;
+	struct preader r;
+	struct pbuf b;
+
+	for (size_t i = 0; i < 3; i++) {
+		pbuf_init(&b);
+		pbuf_put_u32(&b, 0);
+		pbuf_put_u32(&b, counts[i]);
+		pbuf_put_u16(&b, 5);
+		pbuf_put_bytes(&b, "hello", 5);
+		calloc_bytes = 0;
+		preader_init(&r, b.data, b.len);
+		cr_assert_neq(proto_get_keys(&r, &flags, &k, &n), 0);
+		preader_init(&r, b.data, b.len);
+		cr_assert_neq(proto_get_regs(&r, &flags, &g, &n), 0);
+		cr_assert_eq(calloc_bytes, 0, "count %u allocated %zu bytes",
+		    counts[i], calloc_bytes);
+		pbuf_fini(&b);
+	}
+	/* The wrapper sees the codec's allocations at all. */
+	calloc_bytes = 0;
+	cr_assert_eq(keys_rc(CXLP_BATCH_MAX, 1), 0);
+	cr_assert_geq(calloc_bytes, CXLP_BATCH_MAX * sizeof(struct proto_key));
+}
+
+/* ---- random and mutated frames ---- */
+
+static void
+mutate(struct pbuf *b)
+{
+	switch (rnd_below(5)) {
+	case 0: /* flip a few bytes */
+		for (uint32_t i = 1 + rnd_below(4); i > 0; i--) {
+			b->data[rnd_below((uint32_t)b->len)] ^=
+			    (uint8_t)(1 + rnd_below(255));
+		}
+		break;
+	case 1: /* cut */
+		b->len = rnd_below((uint32_t)b->len + 1);
+		break;
+	case 2: /* append garbage */
+		pbuf_put_bytes(b, keybytes + rnd_below(1000),
+		    1 + rnd_below(64));
+		break;
+	case 3: /* overwrite a length-sized field with an extreme value */
+		if (b->len >= PROTO_REQ_HDR_LEN + 6) {
+			size_t at = PROTO_REP_HDR_LEN + rnd_below(
+			    (uint32_t)(b->len - PROTO_REP_HDR_LEN - 3));
+
+			memset(b->data + at, rnd_below(2) ? 0xff : 0, 2);
+		}
+		break;
+	default: /* all random after a valid magic and version */
+		rnd_fill(b->data + 6, b->len - 6);
+		break;
+	}
+}
+
+Test(proto, mutated_frames_decode_safely_and_canonically)
+{
+	for (int i = 0; i < 20000; i++) {
+		const struct msg_type *t = &types[rnd_below(NTYPES)];
+		uint8_t *copy;
+		struct pbuf b;
+
+		pbuf_init(&b);
+		t->build(&b);
+		mutate(&b);
+		copy = malloc(b.len + 1);
+		cr_assert_not_null(copy);
+		memcpy(copy, b.data, b.len);
+		cr_assert_eq(proto_check_frame(copy, b.len), 0,
+		    "iteration %d (%s): decoded frame re-encodes differently",
+		    i, t->name);
+		free(copy);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto, random_bytes_into_every_body_decoder_never_crash)
+{
+	uint8_t buf[512];
+
+	for (int i = 0; i < 5000; i++) {
+		size_t len = rnd_below(sizeof(buf));
+		uint8_t *f = malloc(len + 1);
+
+		cr_assert_not_null(f);
+		rnd_fill(buf, len);
+		if (len >= 8 && rnd_below(2)) {
+			buf[4 + rnd_below(4)] = 0; /* keep counts small */
+		}
+		memcpy(f, buf, len);
+		for (size_t t = 0; t < NTYPES; t++) {
+			/* Skip the header: feed the bytes as a body. */
+			struct pbuf b;
+
+			pbuf_init(&b);
+			types[t].build(&b);
+			b.len = types[t].decode == dec_hello ||
+			    types[t].decode == dec_region_req ||
+			    types[t].decode == dec_region_free ||
+			    types[t].decode == dec_keys ||
+			    types[t].decode == dec_regs ||
+			    types[t].decode == dec_req_empty ?
+			    PROTO_REQ_HDR_LEN : PROTO_REP_HDR_LEN;
+			if (b.len == PROTO_REP_HDR_LEN) {
+				memset(b.data + 16, 0, 4); /* status 0 */
+			}
+			pbuf_put_bytes(&b, f, len);
+			(void)decode_exact(&types[t], b.data, b.len);
+			pbuf_fini(&b);
+		}
+		cr_assert_eq(proto_check_frame(f, len), 0);
+		free(f);
+	}
+}

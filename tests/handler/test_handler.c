@@ -1,0 +1,646 @@
+/*
+ * test_handler.c -- tests of libcxlpool (handler.c, regions.c, store.c,
+ * ops.c, client.c) against a real cxlpool-metaserver process.
+ *
+ * Each test starts its own metaserver (fork + exec of $CXLP_METASERVER) on
+ * a fresh pool under /dev/shm and a private ipc socket, waits for its
+ * "ready" line, and stops it at the end. The server's stderr goes to a
+ * file, so a chatty server can never block on a full pipe.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cxlpool.h"
+
+/* Under ASan, check for leaks at the end of each test: Criterion would not
+ * fail a test for LeakSanitizer's report at exit. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define leak_check() __lsan_do_recoverable_leak_check()
+#else
+#define leak_check() 0
+#endif
+
+#define PAGE (64u << 10)
+#define REGION (2u << 20)
+#define PAGES_PER_REGION (REGION / PAGE)
+
+static pid_t ms_pid = -1;
+static char pool_path[128], url[160], sock_path[128], log_path[128];
+static struct cxlp_config *cfg;
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static bool
+log_has_ready(void)
+{
+	char line[512];
+	bool ready = false;
+	FILE *f = fopen(log_path, "r");
+
+	if (f == NULL) {
+		return false;
+	}
+	while (!ready && fgets(line, sizeof(line), f) != NULL) {
+		ready = strstr(line, "cxlpool-metaserver: ready") != NULL;
+	}
+	fclose(f);
+	return ready;
+}
+
+static void
+ms_start(void)
+{
+	const char *bin = getenv("CXLP_METASERVER");
+	int status;
+
+	cr_assert_not_null(bin, "CXLP_METASERVER is not set");
+	ms_pid = fork();
+	cr_assert_neq(ms_pid, -1);
+	if (ms_pid == 0) {
+		int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (fd < 0 || dup2(fd, 2) < 0) {
+			_exit(126);
+		}
+		execl(bin, bin, "--pool", pool_path, "--size", "256M",
+		    "--listen", url, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 3000; i++) {
+		if (log_has_ready()) {
+			return;
+		}
+		cr_assert_eq(waitpid(ms_pid, &status, WNOHANG), 0,
+		    "metaserver exited early (see %s)", log_path);
+		sleep_ms(10);
+	}
+	cr_assert_fail("metaserver not ready after 30 s");
+}
+
+static void
+ms_stop(void)
+{
+	int status;
+
+	if (ms_pid <= 0) {
+		return;
+	}
+	kill(ms_pid, SIGCONT);
+	kill(ms_pid, SIGTERM);
+	for (int i = 0; i < 500; i++) {
+		if (waitpid(ms_pid, &status, WNOHANG) == ms_pid) {
+			ms_pid = -1;
+			return;
+		}
+		sleep_ms(10);
+	}
+	kill(ms_pid, SIGKILL);
+	waitpid(ms_pid, &status, 0);
+	ms_pid = -1;
+}
+
+/* SIGSTOP is asynchronous: wait until /proc says the server is stopped. */
+static void
+wait_stopped(pid_t pid)
+{
+	char path[64], buf[256], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 1000; i++) {
+		FILE *f = fopen(path, "r");
+		size_t n = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		if (f != NULL) {
+			fclose(f);
+		}
+		buf[n] = '\0';
+		p = strrchr(buf, ')');
+		if (p != NULL && p[1] == ' ' && p[2] == 'T') {
+			return;
+		}
+		sleep_ms(5);
+	}
+	cr_assert_fail("metaserver did not stop");
+}
+
+static void
+setup(void)
+{
+	int id = (int)getpid();
+
+	snprintf(pool_path, sizeof(pool_path), "/dev/shm/cxlp-th-%d.pool", id);
+	snprintf(sock_path, sizeof(sock_path), "/tmp/cxlp-th-%d.sock", id);
+	snprintf(url, sizeof(url), "ipc://%s", sock_path);
+	snprintf(log_path, sizeof(log_path), "/tmp/cxlp-th-%d.log", id);
+	unlink(pool_path);
+	unlink(sock_path);
+	cxlp_set_log_fn(NULL, NULL, CXLP_LOG_OFF);
+	ms_start();
+	cr_assert_eq(cxlp_config_new(&cfg), 0);
+	cr_assert_eq(cxlp_config_set_server(cfg, url), 0);
+	cr_assert_eq(cxlp_config_set_region_size(cfg, REGION), 0);
+	cr_assert_eq(cxlp_config_set_page_size(cfg, PAGE), 0);
+}
+
+static void
+teardown(void)
+{
+	cxlp_config_delete(&cfg);
+	ms_stop();
+	unlink(pool_path);
+	unlink(sock_path);
+	unlink(log_path);
+	cr_assert_eq(leak_check(), 0, "leaks (see stderr)");
+}
+
+TestSuite(handler, .init = setup, .fini = teardown, .timeout = 100);
+
+static struct cxlp_handler *
+connect_ok(void)
+{
+	struct cxlp_handler *h = NULL;
+	int rc = cxlp_connect(&h, cfg);
+
+	cr_assert_eq(rc, 0, "connect: %s (%s)", cxlp_strerror(rc),
+	    cxlp_errormsg());
+	cr_assert_not_null(h);
+	return h;
+}
+
+static struct cxlp_stats
+stats_ok(struct cxlp_handler *h)
+{
+	struct cxlp_stats st;
+	int rc = cxlp_stats(h, &st);
+
+	cr_assert_eq(rc, 0, "stats: %s (%s)", cxlp_strerror(rc),
+	    cxlp_errormsg());
+	cr_assert_eq(st.pages_free + st.pages_allocated +
+	    st.pages_registered + st.pages_unresolved, st.pages_total);
+	return st;
+}
+
+static cxlp_page_t
+alloc_ok(struct cxlp_handler *h, void **buf)
+{
+	cxlp_page_t pg;
+	void *b;
+	int rc = cxlp_alloc(h, &pg, buf != NULL ? buf : &b);
+
+	cr_assert_eq(rc, 0, "alloc: %s (%s)", cxlp_strerror(rc),
+	    cxlp_errormsg());
+	return pg;
+}
+
+/* Fill a page with a pattern derived from seed, then store it. */
+static bool
+put(struct cxlp_handler *h, const char *key, cxlp_page_t *pgout,
+    size_t len, int seed)
+{
+	void *buf;
+	cxlp_page_t pg = alloc_ok(h, &buf);
+	bool stored = false;
+	int rc;
+
+	for (size_t i = 0; i < len; i++) {
+		((unsigned char *)buf)[i] = (unsigned char)(i * 7 + seed);
+	}
+	rc = cxlp_store(h, key, strlen(key), pg, len, 0, &stored);
+	cr_assert_eq(rc, 0, "store: %s (%s)", cxlp_strerror(rc),
+	    cxlp_errormsg());
+	if (pgout != NULL) {
+		*pgout = pg;
+	}
+	return stored;
+}
+
+static void
+assert_bytes(const void *data, size_t len, int seed)
+{
+	for (size_t i = 0; i < len; i++) {
+		cr_assert_eq(((const unsigned char *)data)[i],
+		    (unsigned char)(i * 7 + seed), "byte %zu", i);
+	}
+}
+
+Test(handler, connect_then_close_frees_the_handler)
+{
+	struct cxlp_handler *h = connect_ok();
+	struct cxlp_stats st = stats_ok(h);
+
+	cr_assert_eq(cxlp_healthcheck(h), 0);
+	cr_assert_eq(cxlp_page_size(h), PAGE);
+	cr_assert_eq(st.own_regions, 1);
+	cr_assert_eq(st.pages_total, PAGES_PER_REGION);
+	cr_assert_eq(st.pages_free, PAGES_PER_REGION);
+	cr_assert_geq(st.sessions, 1);
+	cxlp_close(&h);
+	cr_assert_null(h);
+	cxlp_close(&h);
+	cxlp_close(NULL);
+}
+
+Test(handler, alloc_takes_a_second_region_when_the_first_is_full)
+{
+	struct cxlp_handler *h = connect_ok();
+	void *bufs[PAGES_PER_REGION + 1];
+	struct cxlp_stats st;
+
+	for (unsigned i = 0; i <= PAGES_PER_REGION; i++) {
+		alloc_ok(h, &bufs[i]);
+		memset(bufs[i], (int)i, PAGE);
+		for (unsigned j = 0; j < i; j++) {
+			cr_assert_neq(bufs[i], bufs[j]);
+		}
+	}
+	st = stats_ok(h);
+	cr_assert_eq(st.own_regions, 2);
+	cr_assert_eq(st.pages_total, 2 * PAGES_PER_REGION);
+	cr_assert_eq(st.pages_allocated, PAGES_PER_REGION + 1);
+	cr_assert_eq(((unsigned char *)bufs[3])[PAGE - 1], 3);
+	cxlp_close(&h);
+}
+
+Test(handler, alloc_without_auto_expand_reports_nospace_when_full)
+{
+	struct cxlp_handler *h;
+	cxlp_page_t pg;
+	void *buf;
+
+	cr_assert_eq(cxlp_config_set_auto_expand(cfg, false), 0);
+	h = connect_ok();
+	for (unsigned i = 0; i < PAGES_PER_REGION; i++) {
+		alloc_ok(h, NULL);
+	}
+	cr_assert_eq(cxlp_alloc(h, &pg, &buf), CXLP_E_NOSPACE);
+	cr_assert_eq(stats_ok(h).own_regions, 1);
+	cxlp_close(&h);
+}
+
+Test(handler, alloc_past_max_regions_reports_nospace)
+{
+	struct cxlp_handler *h;
+	cxlp_page_t pg;
+	void *buf;
+
+	cr_assert_eq(cxlp_config_set_max_regions(cfg, 2), 0);
+	h = connect_ok();
+	for (unsigned i = 0; i < 2 * PAGES_PER_REGION; i++) {
+		alloc_ok(h, NULL);
+	}
+	cr_assert_eq(cxlp_alloc(h, &pg, &buf), CXLP_E_NOSPACE);
+	cr_assert_eq(stats_ok(h).own_regions, 2);
+	cxlp_close(&h);
+}
+
+Test(handler, free_then_free_again_is_badpage)
+{
+	struct cxlp_handler *h = connect_ok();
+	cxlp_page_t pg = alloc_ok(h, NULL);
+
+	cr_assert_eq(cxlp_free(h, pg), 0);
+	cr_assert_eq(cxlp_free(h, pg), CXLP_E_BADPAGE);
+	cr_assert_eq(cxlp_free(h, ((cxlp_page_t)7 << 32)), CXLP_E_BADPAGE);
+	cr_assert_eq(cxlp_free(h, PAGES_PER_REGION), CXLP_E_BADPAGE);
+	cr_assert_eq(stats_ok(h).pages_free, PAGES_PER_REGION);
+	cxlp_close(&h);
+}
+
+Test(handler, store_then_retrieve_gives_my_own_bytes_in_place)
+{
+	struct cxlp_handler *h = connect_ok();
+	const void *data = NULL;
+	cxlp_page_t pg;
+	size_t len = 0;
+	struct cxlp_stats st;
+
+	cr_assert(put(h, "model@0@abc", &pg, 5000, 3));
+	cr_assert_eq(cxlp_retrieve(h, "model@0@abc", 11, 0, &data, &len), 0);
+	cr_assert_eq(len, 5000);
+	assert_bytes(data, len, 3);
+	cr_assert_eq(cxlp_exists(h, "model@0@abc", 11), 1);
+	cr_assert_eq(cxlp_exists(h, "model@0@abd", 11), 0);
+	cr_assert_eq(cxlp_free(h, pg), CXLP_E_BADPAGE);
+	st = stats_ok(h);
+	cr_assert_eq(st.pages_registered, 1);
+	cr_assert_eq(st.keys, 1);
+	cr_assert_eq(st.foreign_maps, 0);
+	cxlp_close(&h);
+}
+
+Test(handler, retrieve_of_a_missing_key_is_notfound)
+{
+	struct cxlp_handler *h = connect_ok();
+	const void *data;
+	size_t len;
+
+	cr_assert_eq(cxlp_retrieve(h, "nope", 4, 0, &data, &len),
+	    CXLP_E_NOTFOUND);
+	cxlp_close(&h);
+}
+
+Test(handler, a_second_store_of_a_key_keeps_the_first_and_frees_its_page)
+{
+	struct cxlp_handler *h = connect_ok();
+	const void *data;
+	cxlp_page_t p1, p2;
+	size_t len;
+	struct cxlp_stats st;
+
+	cr_assert(put(h, "k", &p1, 100, 1));
+	cr_assert(put(h, "k", &p2, 200, 2));
+	cr_assert_eq(cxlp_free(h, p2), CXLP_E_BADPAGE);
+	cr_assert_eq(cxlp_retrieve(h, "k", 1, 0, &data, &len), 0);
+	cr_assert_eq(len, 100);
+	assert_bytes(data, len, 1);
+	st = stats_ok(h);
+	cr_assert_eq(st.pages_registered, 1);
+	cr_assert_eq(st.pages_allocated, 0);
+	cxlp_close(&h);
+}
+
+Test(handler, a_batch_with_a_key_twice_registers_the_first_page_only)
+{
+	struct cxlp_handler *h = connect_ok();
+	const void *keys[3] = {"a", "b", "a"};
+	size_t klens[3] = {1, 1, 1}, lens[3] = {10, 20, 30};
+	cxlp_page_t pages[3];
+	bool stored[3] = {false, false, false};
+	struct cxlp_stats st;
+
+	for (int i = 0; i < 3; i++) {
+		pages[i] = alloc_ok(h, NULL);
+	}
+	cr_assert_eq(cxlp_batch_store(h, 3, keys, klens, pages, lens, 0,
+	    stored), 0);
+	cr_assert(stored[0] && stored[1] && stored[2]);
+	cr_assert_eq(cxlp_free(h, pages[2]), CXLP_E_BADPAGE);
+	st = stats_ok(h);
+	cr_assert_eq(st.pages_registered, 2);
+	cr_assert_eq(st.pages_allocated, 0);
+	cr_assert_eq(st.keys, 2);
+	cxlp_close(&h);
+}
+
+Test(handler, a_refused_batch_leaves_every_page_with_the_caller)
+{
+	struct cxlp_handler *h = connect_ok();
+	const void *keys[2] = {"x", "y"};
+	size_t klens[2] = {1, 1}, lens[2] = {1, 1};
+	cxlp_page_t pages[2];
+	bool stored[2];
+
+	pages[0] = alloc_ok(h, NULL);
+	pages[1] = pages[0];
+	cr_assert_eq(cxlp_batch_store(h, 2, keys, klens, pages, lens, 0,
+	    stored), CXLP_E_BADPAGE);
+	pages[1] = alloc_ok(h, NULL);
+	cr_assert_eq(cxlp_batch_store(h, 0, keys, klens, pages, lens, 0,
+	    stored), -EINVAL);
+	cr_assert_eq(cxlp_batch_store(h, 2, NULL, klens, pages, lens, 0,
+	    stored), -EINVAL);
+	klens[1] = 0;
+	cr_assert_eq(cxlp_batch_store(h, 2, keys, klens, pages, lens, 0,
+	    stored), CXLP_E_KEYLEN);
+	klens[1] = CXLP_KEY_MAX + 1;
+	cr_assert_eq(cxlp_batch_store(h, 2, keys, klens, pages, lens, 0,
+	    stored), CXLP_E_KEYLEN);
+	klens[1] = 1;
+	lens[1] = PAGE + 1;
+	cr_assert_eq(cxlp_batch_store(h, 2, keys, klens, pages, lens, 0,
+	    stored), CXLP_E_TOOBIG);
+	lens[1] = 1;
+	pages[1] = (cxlp_page_t)9 << 32;
+	cr_assert_eq(cxlp_batch_store(h, 2, keys, klens, pages, lens, 0,
+	    stored), CXLP_E_BADPAGE);
+	cr_assert_eq(stats_ok(h).pages_allocated, 2);
+	cr_assert_eq(stats_ok(h).keys, 0);
+	cr_assert_eq(cxlp_free(h, pages[0]), 0);
+	cxlp_close(&h);
+}
+
+Test(handler, stats_page_counts_add_up)
+{
+	struct cxlp_handler *h = connect_ok();
+	cxlp_page_t pg;
+	struct cxlp_stats st;
+
+	for (int i = 0; i < 5; i++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "key%d", i);
+		cr_assert(put(h, key, NULL, 64, i));
+	}
+	alloc_ok(h, NULL);
+	pg = alloc_ok(h, NULL);
+	cr_assert_eq(cxlp_free(h, pg), 0);
+	st = stats_ok(h);
+	cr_assert_eq(st.pages_registered, 5);
+	cr_assert_eq(st.pages_allocated, 1);
+	cr_assert_eq(st.pages_free, PAGES_PER_REGION - 6);
+	cr_assert_eq(st.pages_free + st.pages_allocated + st.pages_registered,
+	    st.pages_total);
+	cr_assert_eq(st.keys, 5);
+	cr_assert_eq(st.value_bytes, 5 * 64);
+	cxlp_close(&h);
+}
+
+Test(handler, delete_of_my_key_frees_its_page)
+{
+	struct cxlp_handler *h = connect_ok();
+	struct cxlp_stats st;
+
+	cr_assert(put(h, "gone", NULL, 10, 0));
+	cr_assert_eq(cxlp_delete(h, "gone", 4), 0);
+	cr_assert_eq(cxlp_exists(h, "gone", 4), 0);
+	cr_assert_eq(cxlp_delete(h, "gone", 4), CXLP_E_NOTFOUND);
+	st = stats_ok(h);
+	cr_assert_eq(st.pages_registered, 0);
+	cr_assert_eq(st.pages_free, PAGES_PER_REGION);
+	cxlp_close(&h);
+}
+
+Test(handler, a_pinned_key_refuses_delete_until_unpinned)
+{
+	struct cxlp_handler *h = connect_ok();
+	const void *keys[3] = {"p1", "missing", "p2"};
+	size_t klens[3] = {2, 7, 2};
+	size_t np = 99;
+
+	cr_assert(put(h, "p1", NULL, 10, 0));
+	cr_assert(put(h, "p2", NULL, 10, 0));
+	cr_assert_eq(cxlp_pin(h, "p1", 2), 0);
+	cr_assert_eq(cxlp_delete(h, "p1", 2), CXLP_E_PINNED);
+	cr_assert_eq(cxlp_unpin(h, "p1", 2), 0);
+	cr_assert_eq(cxlp_unpin(h, "p1", 2), CXLP_E_NOTPINNED);
+	cr_assert_eq(cxlp_batch_pin(h, 3, keys, klens, &np),
+	    CXLP_E_NOTFOUND);
+	cr_assert_eq(np, 1);
+	cr_assert_eq(cxlp_delete(h, "p2", 2), 0);
+	cr_assert_eq(cxlp_delete(h, "p1", 2), CXLP_E_PINNED);
+	cr_assert_eq(cxlp_unpin(h, "p1", 2), 0);
+	cr_assert_eq(cxlp_delete(h, "p1", 2), 0);
+	cxlp_close(&h);
+}
+
+Test(handler, another_handler_reads_my_bytes_through_a_readonly_map)
+{
+	struct cxlp_handler *w = connect_ok(), *r = connect_ok();
+	const void *data;
+	size_t len;
+	int st[2];
+	const void *keys[2] = {"shared", "absent"};
+	size_t klens[2] = {6, 6}, lens[2];
+	const void *datas[2];
+
+	cr_assert(put(w, "shared", NULL, 3000, 9));
+	cr_assert_eq(cxlp_retrieve(r, "shared", 6, 0, &data, &len), 0);
+	cr_assert_eq(len, 3000);
+	assert_bytes(data, len, 9);
+	cr_assert_eq(stats_ok(r).foreign_maps, 1);
+	cr_assert_eq(cxlp_batch_retrieve(r, 2, keys, klens, 0, datas, lens,
+	    st), 0);
+	cr_assert_eq(st[0], 0);
+	cr_assert_eq(st[1], CXLP_E_NOTFOUND);
+	cr_assert_eq(datas[0], data);
+	cr_assert_eq(stats_ok(r).foreign_maps, 1);
+	cr_assert_eq(cxlp_delete(r, "shared", 6), CXLP_E_PERM);
+	cxlp_close(&r);
+	cxlp_close(&w);
+}
+
+Test(handler, close_with_unregistered_pages_gives_the_region_back)
+{
+	struct cxlp_handler *h = connect_ok(), *h2;
+	struct cxlp_stats st;
+
+	for (int i = 0; i < 3; i++) {
+		alloc_ok(h, NULL);
+	}
+	cxlp_close(&h);
+	h2 = connect_ok();
+	st = stats_ok(h2);
+	cr_assert_eq(st.regions, 1);
+	cr_assert_eq(st.sessions, 1);
+	cxlp_close(&h2);
+}
+
+Test(handler, a_lost_register_reply_keeps_the_page_until_resolved)
+{
+	struct cxlp_handler *h;
+	cxlp_page_t pg;
+	bool stored = true;
+	struct cxlp_stats st;
+	void *buf;
+	const void *data;
+	size_t len;
+	int rc;
+
+	cr_assert_eq(cxlp_config_set_timeout_ms(cfg, 500), 0);
+	cr_assert_eq(cxlp_config_set_retries(cfg, 1), 0);
+	h = connect_ok();
+	pg = alloc_ok(h, &buf);
+	memset(buf, 0x5a, 100);
+	cr_assert_eq(kill(ms_pid, SIGSTOP), 0);
+	wait_stopped(ms_pid);
+	rc = cxlp_store(h, "lost", 4, pg, 100, 0, &stored);
+	cr_assert_eq(rc, CXLP_E_UNKNOWN, "store: %s (%s)", cxlp_strerror(rc),
+	    cxlp_errormsg());
+	cr_assert(!stored);
+	cr_assert_eq(cxlp_free(h, pg), CXLP_E_BADPAGE);
+	cr_assert_eq(kill(ms_pid, SIGCONT), 0);
+	/* stats resolves the page after its round trip; the server may need
+	 * a moment to wake up */
+	for (int i = 0; i < 50 && cxlp_stats(h, &st) != 0; i++) {
+		sleep_ms(100);
+	}
+	st = stats_ok(h);
+	cr_assert_eq(st.pages_unresolved, 0);
+	cr_assert_eq(cxlp_free(h, pg), CXLP_E_BADPAGE);
+	if (cxlp_exists(h, "lost", 4) == 1) {
+		cr_assert_eq(st.pages_registered, 1);
+		cr_assert_eq(cxlp_retrieve(h, "lost", 4, 0, &data, &len), 0);
+		cr_assert_eq(data, buf);
+	} else {
+		cr_assert_eq(st.pages_registered, 0);
+		cr_assert_eq(st.pages_free, PAGES_PER_REGION);
+	}
+	cxlp_close(&h);
+}
+
+struct worker {
+	struct cxlp_handler *h;
+	int id;
+	int fails;
+};
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	for (int i = 0; i < 50; i++) {
+		char key[32];
+		cxlp_page_t pg;
+		void *buf;
+		bool stored = false;
+		const void *data;
+		size_t len;
+
+		snprintf(key, sizeof(key), "w%d-%d", w->id, i);
+		if (cxlp_alloc(w->h, &pg, &buf) != 0) {
+			w->fails++;
+			continue;
+		}
+		memset(buf, w->id + i, 256);
+		if (cxlp_store(w->h, key, strlen(key), pg, 256, 0,
+			&stored) != 0 || !stored ||
+		    cxlp_retrieve(w->h, key, strlen(key), 0, &data,
+			&len) != 0 || len != 256 ||
+		    ((const unsigned char *)data)[255] !=
+			(unsigned char)(w->id + i)) {
+			w->fails++;
+		}
+	}
+	return NULL;
+}
+
+Test(handler, many_threads_share_one_handler)
+{
+	struct cxlp_handler *h = connect_ok();
+	pthread_t th[4];
+	struct worker w[4];
+	struct cxlp_stats st;
+
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){.h = h, .id = i};
+		cr_assert_eq(pthread_create(&th[i], NULL, worker_main, &w[i]),
+		    0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(w[i].fails, 0, "worker %d failed %d times", i,
+		    w[i].fails);
+	}
+	st = stats_ok(h);
+	cr_assert_eq(st.pages_registered, 200);
+	cr_assert_eq(st.keys, 200);
+	cr_assert_geq(st.own_regions, 7);
+	cxlp_close(&h);
+}

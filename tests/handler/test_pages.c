@@ -1,0 +1,369 @@
+/*
+ * test_pages.c -- tests of handler/pages.c, the page table: O(1) LIFO free
+ * lists, every state transition, every CXLP_E_BADPAGE case, and a
+ * differential run against a naive array model under random operations.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include "handler_int.h"
+
+static struct pagetab t;
+
+static void
+setup(void)
+{
+	pagetab_init(&t);
+}
+
+static void
+teardown(void)
+{
+	pagetab_fini(&t);
+}
+
+TestSuite(pages, .init = setup, .fini = teardown);
+
+static void
+check(void)
+{
+	char why[128] = "";
+
+	cr_assert_eq(pagetab_check(&t, why, sizeof(why)), 0, "%s", why);
+}
+
+Test(pages, alloc_hands_out_every_page_once_then_reports_nospace)
+{
+	uint32_t set;
+	bool seen[8] = {false};
+	cxlp_page_t pg;
+
+	cr_assert_eq(pagetab_add(&t, 8, &set), 0);
+	cr_assert_eq(set, 0);
+	for (int i = 0; i < 8; i++) {
+		cr_assert_eq(pagetab_alloc(&t, &pg), 0);
+		cr_assert_eq(page_set(pg), 0);
+		cr_assert_lt(page_idx(pg), 8);
+		cr_assert(!seen[page_idx(pg)], "page %u twice", page_idx(pg));
+		seen[page_idx(pg)] = true;
+		cr_assert_eq(pagetab_state(&t, pg), PAGE_ALLOCATED);
+	}
+	cr_assert_eq(pagetab_alloc(&t, &pg), CXLP_E_NOSPACE);
+	cr_assert_eq(t.count[PAGE_ALLOCATED], 8);
+	cr_assert_eq(t.count[PAGE_FREE], 0);
+	check();
+}
+
+Test(pages, alloc_on_an_empty_table_reports_nospace)
+{
+	cxlp_page_t pg;
+
+	cr_assert_eq(pagetab_alloc(&t, &pg), CXLP_E_NOSPACE);
+}
+
+Test(pages, free_list_is_lifo_so_a_freed_page_comes_back_first)
+{
+	uint32_t set;
+	cxlp_page_t a, b, c;
+
+	cr_assert_eq(pagetab_add(&t, 4, &set), 0);
+	cr_assert_eq(pagetab_alloc(&t, &a), 0);
+	cr_assert_eq(pagetab_alloc(&t, &b), 0);
+	cr_assert_eq(pagetab_move(&t, a, PAGE_ALLOCATED, PAGE_FREE), 0);
+	cr_assert_eq(pagetab_alloc(&t, &c), 0);
+	cr_assert_eq(c, a);
+	check();
+}
+
+Test(pages, a_full_table_uses_a_new_set_and_a_freed_page_in_an_old_one)
+{
+	uint32_t s0, s1;
+	cxlp_page_t a, b, c, d;
+
+	cr_assert_eq(pagetab_add(&t, 1, &s0), 0);
+	cr_assert_eq(pagetab_alloc(&t, &a), 0);
+	cr_assert_eq(pagetab_alloc(&t, &b), CXLP_E_NOSPACE);
+	cr_assert_eq(pagetab_add(&t, 1, &s1), 0);
+	cr_assert_eq(s1, 1);
+	cr_assert_eq(pagetab_alloc(&t, &b), 0);
+	cr_assert_eq(page_set(b), 1);
+	cr_assert_eq(pagetab_alloc(&t, &c), CXLP_E_NOSPACE);
+	cr_assert_eq(pagetab_move(&t, a, PAGE_ALLOCATED, PAGE_FREE), 0);
+	cr_assert_eq(pagetab_alloc(&t, &d), 0);
+	cr_assert_eq(d, a);
+	check();
+}
+
+Test(pages, adding_an_empty_set_fails_with_einval)
+{
+	uint32_t set;
+
+	cr_assert_eq(pagetab_add(&t, 0, &set), -EINVAL);
+	cr_assert_eq(t.n, 0);
+}
+
+/* Walk one page through a path of transitions; counts follow. */
+static void
+walk(const enum page_state *path, int n)
+{
+	uint32_t set;
+	cxlp_page_t pg;
+
+	cr_assert_eq(pagetab_add(&t, 2, &set), 0);
+	cr_assert_eq(pagetab_alloc(&t, &pg), 0);
+	for (int i = 0; i + 1 < n; i++) {
+		cr_assert_eq(pagetab_move(&t, pg, path[i], path[i + 1]), 0,
+		    "%d -> %d", path[i], path[i + 1]);
+		cr_assert_eq(pagetab_state(&t, pg), path[i + 1]);
+		cr_assert_eq(t.count[path[i + 1]],
+		    path[i + 1] == PAGE_FREE ? 2 : 1);
+		check();
+	}
+}
+
+Test(pages, free_of_an_allocated_page_makes_it_free)
+{
+	enum page_state p[] = {PAGE_ALLOCATED, PAGE_FREE};
+
+	walk(p, 2);
+}
+
+Test(pages, a_store_that_wins_registers_then_delete_frees)
+{
+	enum page_state p[] = {PAGE_ALLOCATED, PAGE_INFLIGHT, PAGE_REGISTERED,
+	    PAGE_FREE};
+
+	walk(p, 4);
+}
+
+Test(pages, a_store_that_loses_frees_the_page)
+{
+	enum page_state p[] = {PAGE_ALLOCATED, PAGE_INFLIGHT, PAGE_FREE};
+
+	walk(p, 3);
+}
+
+Test(pages, a_rolled_back_store_gives_the_page_back_allocated)
+{
+	enum page_state p[] = {PAGE_ALLOCATED, PAGE_INFLIGHT, PAGE_ALLOCATED,
+	    PAGE_FREE};
+
+	walk(p, 4);
+}
+
+Test(pages, an_unresolved_page_resolves_to_registered)
+{
+	enum page_state p[] = {PAGE_ALLOCATED, PAGE_INFLIGHT, PAGE_UNRESOLVED,
+	    PAGE_REGISTERED, PAGE_FREE};
+
+	walk(p, 5);
+}
+
+Test(pages, an_unresolved_page_resolves_to_free)
+{
+	enum page_state p[] = {PAGE_ALLOCATED, PAGE_INFLIGHT, PAGE_UNRESOLVED,
+	    PAGE_FREE};
+
+	walk(p, 4);
+}
+
+Test(pages, a_page_of_no_set_is_badpage)
+{
+	uint32_t set;
+
+	cr_assert_eq(pagetab_state(&t, page_make(0, 0)), CXLP_E_BADPAGE);
+	cr_assert_eq(pagetab_add(&t, 4, &set), 0);
+	cr_assert_eq(pagetab_state(&t, page_make(1, 0)), CXLP_E_BADPAGE);
+	cr_assert_eq(pagetab_move(&t, page_make(1, 0), PAGE_ALLOCATED,
+	    PAGE_FREE), CXLP_E_BADPAGE);
+	cr_assert_eq(pagetab_move(&t, page_make(UINT32_MAX, 0),
+	    PAGE_ALLOCATED, PAGE_FREE), CXLP_E_BADPAGE);
+}
+
+Test(pages, a_page_index_past_the_set_is_badpage)
+{
+	uint32_t set;
+
+	cr_assert_eq(pagetab_add(&t, 4, &set), 0);
+	cr_assert_eq(pagetab_state(&t, page_make(0, 4)), CXLP_E_BADPAGE);
+	cr_assert_eq(pagetab_move(&t, page_make(0, 4), PAGE_ALLOCATED,
+	    PAGE_FREE), CXLP_E_BADPAGE);
+	cr_assert_eq(pagetab_move(&t, page_make(0, UINT32_MAX),
+	    PAGE_ALLOCATED, PAGE_FREE), CXLP_E_BADPAGE);
+}
+
+/* Every legal transition, tried from every wrong state, is BADPAGE and
+ * changes nothing. */
+Test(pages, every_transition_from_a_wrong_state_is_badpage)
+{
+	static const enum page_state reach[PAGE_NSTATES][4] = {
+		[PAGE_FREE] = {PAGE_FREE},
+		[PAGE_ALLOCATED] = {PAGE_ALLOCATED},
+		[PAGE_INFLIGHT] = {PAGE_ALLOCATED, PAGE_INFLIGHT},
+		[PAGE_REGISTERED] = {PAGE_ALLOCATED, PAGE_INFLIGHT,
+		    PAGE_REGISTERED},
+		[PAGE_UNRESOLVED] = {PAGE_ALLOCATED, PAGE_INFLIGHT,
+		    PAGE_UNRESOLVED},
+	};
+	static const int reach_len[PAGE_NSTATES] = {1, 1, 2, 3, 3};
+	static const enum page_state moves[][2] = {
+		{PAGE_ALLOCATED, PAGE_FREE}, {PAGE_ALLOCATED, PAGE_INFLIGHT},
+		{PAGE_INFLIGHT, PAGE_ALLOCATED}, {PAGE_INFLIGHT, PAGE_FREE},
+		{PAGE_INFLIGHT, PAGE_REGISTERED},
+		{PAGE_INFLIGHT, PAGE_UNRESOLVED},
+		{PAGE_UNRESOLVED, PAGE_REGISTERED},
+		{PAGE_UNRESOLVED, PAGE_FREE}, {PAGE_REGISTERED, PAGE_FREE},
+	};
+	uint32_t set;
+
+	cr_assert_eq(pagetab_add(&t, PAGE_NSTATES, &set), 0);
+	for (int s = 0; s < PAGE_NSTATES; s++) {
+		cxlp_page_t pg = page_make(0, (uint32_t)s);
+
+		if (s != PAGE_FREE) {
+			cr_assert_eq(pagetab_alloc(&t, &pg), 0);
+		}
+		for (int k = 0; k + 1 < reach_len[s]; k++) {
+			cr_assert_eq(pagetab_move(&t, pg, reach[s][k],
+			    reach[s][k + 1]), 0);
+		}
+		if (s == PAGE_FREE) {
+			/* the last page left free */
+			pg = page_make(0, PAGE_NSTATES - 1);
+			continue;
+		}
+		cr_assert_eq(pagetab_state(&t, pg), s);
+		for (size_t m = 0; m < sizeof(moves) / sizeof(moves[0]); m++) {
+			if (moves[m][0] == (enum page_state)s) {
+				continue;
+			}
+			cr_assert_eq(pagetab_move(&t, pg, moves[m][0],
+			    moves[m][1]), CXLP_E_BADPAGE, "state %d, move %zu",
+			    s, m);
+			cr_assert_eq(pagetab_state(&t, pg), s);
+		}
+	}
+	/* and a FREE page: every move is BADPAGE */
+	for (size_t m = 0; m < sizeof(moves) / sizeof(moves[0]); m++) {
+		cxlp_page_t pg = page_make(0, PAGE_NSTATES - 1);
+
+		cr_assert_eq(pagetab_state(&t, pg), PAGE_FREE);
+		cr_assert_eq(pagetab_move(&t, pg, moves[m][0], moves[m][1]),
+		    CXLP_E_BADPAGE);
+	}
+	check();
+}
+
+Test(pages, an_illegal_transition_is_a_bug_and_aborts, .signal = SIGABRT)
+{
+	uint32_t set;
+	cxlp_page_t pg;
+
+	cr_assert_eq(pagetab_add(&t, 1, &set), 0);
+	cr_assert_eq(pagetab_alloc(&t, &pg), 0);
+	pagetab_move(&t, pg, PAGE_ALLOCATED, PAGE_REGISTERED);
+}
+
+/* ---- differential test against a naive model -------------------------- */
+
+#define MODEL_SETS 6
+#define MODEL_PAGES 9
+
+static const bool model_legal[PAGE_NSTATES][PAGE_NSTATES] = {
+	[PAGE_ALLOCATED] = {[PAGE_FREE] = true, [PAGE_INFLIGHT] = true},
+	[PAGE_INFLIGHT] = {[PAGE_ALLOCATED] = true, [PAGE_REGISTERED] = true,
+	    [PAGE_FREE] = true, [PAGE_UNRESOLVED] = true},
+	[PAGE_UNRESOLVED] = {[PAGE_REGISTERED] = true, [PAGE_FREE] = true},
+	[PAGE_REGISTERED] = {[PAGE_FREE] = true},
+};
+
+struct model {
+	int nsets;
+	int npages[MODEL_SETS];
+	int state[MODEL_SETS][MODEL_PAGES];
+};
+
+static bool
+model_has_free(const struct model *m)
+{
+	for (int s = 0; s < m->nsets; s++) {
+		for (int i = 0; i < m->npages[s]; i++) {
+			if (m->state[s][i] == PAGE_FREE) {
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+static void
+random_alloc(struct model *m)
+{
+	cxlp_page_t pg;
+	int rc = pagetab_alloc(&t, &pg);
+
+	if (!model_has_free(m)) {
+		cr_assert_eq(rc, CXLP_E_NOSPACE);
+		return;
+	}
+	cr_assert_eq(rc, 0);
+	cr_assert_lt(page_set(pg), (uint32_t)m->nsets);
+	cr_assert_lt(page_idx(pg), (uint32_t)m->npages[page_set(pg)]);
+	cr_assert_eq(m->state[page_set(pg)][page_idx(pg)], PAGE_FREE);
+	m->state[page_set(pg)][page_idx(pg)] = PAGE_ALLOCATED;
+}
+
+static void
+random_move(struct model *m)
+{
+	uint32_t s = (uint32_t)(rand() % (MODEL_SETS + 1));
+	uint32_t i = (uint32_t)(rand() % (MODEL_PAGES + 1));
+	enum page_state from, to;
+	bool valid;
+	int rc;
+
+	do {
+		from = (enum page_state)(rand() % PAGE_NSTATES);
+		to = (enum page_state)(rand() % PAGE_NSTATES);
+	} while (!model_legal[from][to]);
+	valid = (int)s < m->nsets && (int)i < m->npages[s] &&
+	    m->state[s][i] == (int)from;
+	rc = pagetab_move(&t, page_make(s, i), from, to);
+	cr_assert_eq(rc, valid ? 0 : CXLP_E_BADPAGE);
+	if (valid) {
+		m->state[s][i] = to;
+	}
+}
+
+Test(pages, matches_a_naive_model_under_random_operations)
+{
+	struct model m = {0};
+
+	srand(12345);
+	for (int step = 0; step < 20000; step++) {
+		int op = rand() % 100;
+
+		if (op < 2 && m.nsets < MODEL_SETS) {
+			uint32_t set;
+			int n = 1 + rand() % MODEL_PAGES;
+
+			cr_assert_eq(pagetab_add(&t, (uint32_t)n, &set), 0);
+			cr_assert_eq(set, (uint32_t)m.nsets);
+			m.npages[m.nsets++] = n;
+		} else if (op < 40) {
+			random_alloc(&m);
+		} else {
+			random_move(&m);
+		}
+		for (int s = 0; s < m.nsets; s++) {
+			for (int i = 0; i < m.npages[s]; i++) {
+				cr_assert_eq(pagetab_state(&t,
+				    page_make((uint32_t)s, (uint32_t)i)),
+				    m.state[s][i]);
+			}
+		}
+		check();
+	}
+}

@@ -1,0 +1,253 @@
+/*
+ * test_faults.c -- a fault-injection proxy between handler and metaserver
+ * makes replies short, lost or repeated. Contract 2: unconfirmed keys are
+ * freed and false. Contract 4: a lost reply never frees a registered page,
+ * and a retried request is applied once.
+ */
+#include <pthread.h>
+
+#include "itest.h"
+#include "proto.h"
+#include "proxy.h"
+
+struct faults {
+	pthread_mutex_t lock;
+	uint16_t op;          /* the op to disturb */
+	enum proxy_action act; /* what to do to it */
+	int times;            /* how many more times (then pass) */
+	uint32_t keep;        /* results kept, for truncation */
+	bool truncate;
+};
+
+static struct faults fx = { PTHREAD_MUTEX_INITIALIZER, 0, PROXY_PASS, 0, 0,
+	false };
+static struct proxy *px;
+static char px_url[160];
+
+static enum proxy_action
+hook(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
+    size_t *reply_len, unsigned *delay_ms)
+{
+	enum proxy_action a = PROXY_PASS;
+
+	pthread_mutex_lock(&fx.lock);
+	if (op == fx.op && fx.times > 0) {
+		bool reply_phase = reply != NULL;
+		bool act_in_reply = fx.act != PROXY_DUP_REQUEST &&
+		    fx.act != PROXY_DROP_REQUEST;
+
+		if (reply_phase && fx.truncate) {
+			proxy_truncate_results(reply, reply_len, fx.keep);
+			fx.times--;
+		} else if (reply_phase == act_in_reply) {
+			a = fx.act;
+			fx.times--;
+		}
+	}
+	pthread_mutex_unlock(&fx.lock);
+	return a;
+}
+
+static void
+disturb(uint16_t op, enum proxy_action act, int times)
+{
+	pthread_mutex_lock(&fx.lock);
+	fx.op = op;
+	fx.act = act;
+	fx.times = times;
+	fx.truncate = false;
+	pthread_mutex_unlock(&fx.lock);
+}
+
+static void
+faults_start(void)
+{
+	itest_start();
+	snprintf(px_url, sizeof(px_url), "ipc:///tmp/cxlp-proxy-%d.sock",
+	    getpid());
+	cr_assert_eq(proxy_start(&px, px_url, srv.url, hook, NULL), 0);
+}
+
+static void
+faults_stop(void)
+{
+	proxy_stop(&px);
+	unlink(px_url + strlen("ipc://"));
+	itest_stop();
+}
+
+TestSuite(faults, .init = faults_start, .fini = faults_stop, .timeout = 90);
+
+/* A handler through the proxy with a short timeout and `retries`. */
+static struct cxlp_handler *
+connect_via_proxy(unsigned retries)
+{
+	struct cxlp_config *cfg = NULL;
+	struct cxlp_handler *h = NULL;
+
+	cr_assert_rc(cxlp_config_new(&cfg), 0);
+	cr_assert_rc(cxlp_config_set_server(cfg, px_url), 0);
+	cr_assert_rc(cxlp_config_set_page_size(cfg, 4096), 0);
+	cr_assert_rc(cxlp_config_set_region_size(cfg, 4 * MiB), 0);
+	cr_assert_rc(cxlp_config_set_timeout_ms(cfg, 300), 0);
+	cr_assert_rc(cxlp_config_set_retries(cfg, retries), 0);
+	cr_assert_rc(cxlp_connect(&h, cfg), 0);
+	cxlp_config_delete(&cfg);
+	return h;
+}
+
+#define NB 5
+
+struct nbatch {
+	char keys[NB][16];
+	const void *kp[NB];
+	size_t kl[NB], lens[NB];
+	cxlp_page_t pages[NB];
+	bool ok[NB];
+};
+
+static void
+nbatch_fill(struct cxlp_handler *h, struct nbatch *b, const char *prefix)
+{
+	void *buf;
+
+	for (uint32_t i = 0; i < NB; i++) {
+		b->kl[i] = kv_key(b->keys[i], sizeof(b->keys[i]), prefix, i);
+		b->kp[i] = b->keys[i];
+		b->lens[i] = 256;
+		cr_assert_rc(cxlp_alloc(h, &b->pages[i], &buf), 0);
+		kv_fill(buf, 256, 1, i);
+	}
+}
+
+static int
+nbatch_store(struct cxlp_handler *h, struct nbatch *b)
+{
+	return cxlp_batch_store(h, NB, b->kp, b->kl, b->pages, b->lens, 0,
+	    b->ok);
+}
+
+Test(faults, short_register_reply_frees_unconfirmed_pages_and_reports_false)
+{
+	struct cxlp_handler *h = connect_via_proxy(2);
+	struct nbatch b;
+	struct cxlp_stats st0, st;
+
+	st0 = kv_stats(h);
+	nbatch_fill(h, &b, "short");
+	pthread_mutex_lock(&fx.lock);
+	fx.op = PROTO_OP_REGISTER;
+	fx.times = 1;
+	fx.truncate = true;
+	fx.keep = 2;
+	pthread_mutex_unlock(&fx.lock);
+	cr_assert_rc(nbatch_store(h, &b), 0);
+	cr_assert(b.ok[0] && b.ok[1], "confirmed keys reported false");
+	for (int i = 2; i < NB; i++) {
+		cr_assert(!b.ok[i], "unconfirmed key %d reported true", i);
+	}
+	st = kv_stats(h);
+	cr_assert_eq(st.pages_registered, 2);
+	cr_assert_eq(st.pages_allocated, 0);
+	cr_assert_eq(st.pages_free, st0.pages_free - 2,
+	    "unconfirmed pages were not freed");
+	cxlp_close(&h);
+}
+
+Test(faults, lost_register_reply_is_retried_and_applied_once)
+{
+	struct cxlp_handler *h = connect_via_proxy(3);
+	struct nbatch b;
+	struct cxlp_stats st;
+	const void *d;
+	size_t len;
+
+	nbatch_fill(h, &b, "lost");
+	disturb(PROTO_OP_REGISTER, PROXY_DROP_REPLY, 1);
+	cr_assert_rc(nbatch_store(h, &b), 0);
+	for (int i = 0; i < NB; i++) {
+		cr_assert(b.ok[i], "key %d reported false after a retry", i);
+	}
+	st = kv_stats(h);
+	cr_assert_eq(st.keys, NB);
+	cr_assert_eq(st.pages_registered, NB,
+	    "the retry was applied as a second register");
+	cr_assert_rc(cxlp_retrieve(h, "lost-3", 6, 0, &d, &len), 0);
+	cr_assert(kv_check(d, len, 3, NULL));
+	cxlp_close(&h);
+}
+
+Test(faults, unknown_register_outcome_keeps_pages_until_resolved)
+{
+	struct cxlp_handler *h = connect_via_proxy(1);
+	struct nbatch b;
+	struct cxlp_stats st;
+
+	nbatch_fill(h, &b, "unk");
+	disturb(PROTO_OP_REGISTER, PROXY_DROP_REPLY, 100);
+	cr_assert_rc(nbatch_store(h, &b), CXLP_E_UNKNOWN);
+	for (int i = 0; i < NB; i++) {
+		cr_assert(!b.ok[i]);
+	}
+	disturb(0, PROXY_PASS, 0);
+	st = kv_stats(h);
+	cr_assert_eq(st.keys, NB, "the server did apply the register");
+	/* The pages the server holds for these keys were never freed: the
+	 * handler resolved them to registered, not free. */
+	cr_assert_eq(st.pages_unresolved, 0);
+	cr_assert_eq(st.pages_registered, NB,
+	    "a page whose key is registered was freed or left unresolved");
+	cr_assert_eq(st.pages_free + st.pages_registered, st.pages_total);
+	cxlp_close(&h);
+}
+
+Test(faults, duplicated_register_is_applied_once)
+{
+	struct cxlp_handler *h = connect_via_proxy(2);
+	struct nbatch b;
+	struct cxlp_stats st;
+
+	nbatch_fill(h, &b, "dup");
+	disturb(PROTO_OP_REGISTER, PROXY_DUP_REQUEST, 1);
+	cr_assert_rc(nbatch_store(h, &b), 0);
+	for (int i = 0; i < NB; i++) {
+		cr_assert(b.ok[i]);
+	}
+	st = kv_stats(h);
+	cr_assert_eq(st.keys, NB);
+	cr_assert_eq(st.pages_registered, NB,
+	    "the repeated request was answered as a loser");
+	cxlp_close(&h);
+}
+
+Test(faults, lost_unpin_reply_releases_one_pin_only)
+{
+	struct cxlp_handler *h = connect_via_proxy(3);
+
+	itest_put(h, "pin", 1, 1, 64);
+	cr_assert_rc(cxlp_pin(h, "pin-1", 5), 0);
+	cr_assert_rc(cxlp_pin(h, "pin-1", 5), 0);
+	disturb(PROTO_OP_UNPIN, PROXY_DROP_REPLY, 1);
+	cr_assert_rc(cxlp_unpin(h, "pin-1", 5), 0);
+	cr_assert_rc(cxlp_delete(h, "pin-1", 5), CXLP_E_PINNED,
+	    "the retried unpin released two pins");
+	cr_assert_rc(cxlp_unpin(h, "pin-1", 5), 0);
+	cr_assert_rc(cxlp_delete(h, "pin-1", 5), 0);
+	cxlp_close(&h);
+}
+
+Test(faults, lost_delete_reply_is_answered_with_the_first_result)
+{
+	struct cxlp_handler *h = connect_via_proxy(3);
+	struct cxlp_stats st0, st;
+
+	st0 = kv_stats(h);
+	itest_put(h, "del", 1, 1, 64);
+	disturb(PROTO_OP_DELETE, PROXY_DROP_REPLY, 1);
+	cr_assert_rc(cxlp_delete(h, "del-1", 5), 0,
+	    "the retry was applied again and found nothing");
+	st = kv_stats(h);
+	cr_assert_eq(st.keys, 0);
+	cr_assert_eq(st.pages_free, st0.pages_free, "page not freed once");
+	cxlp_close(&h);
+}

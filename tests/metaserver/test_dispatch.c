@@ -1,0 +1,1149 @@
+/*
+ * test_dispatch.c -- metaserver/dispatch.c: ms_dispatch driven directly
+ * with frames built by the codec, on a temporary pool, with no sockets.
+ * Pipe ids are plain numbers and pipe events are called by hand.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "ms_int.h"
+
+#define POOL_SIZE (64ull << 20)
+#define REGION_LEN (2ull << 20)
+#define PAGE (64ull << 10)
+#define GRACE_MS 1000
+
+static struct ms ms;
+static char pool_file[96];
+
+struct cl {
+	uint64_t session, token, next_id, pipe;
+	struct proto_loc region; /* from cl_region */
+};
+
+static void
+ms_open(void)
+{
+	struct ms_config cfg;
+
+	ms_config_defaults(&cfg);
+	cfg.pool_path = pool_file;
+	cfg.size = POOL_SIZE;
+	cfg.grace_ms = GRACE_MS;
+	cr_assert_eq(ms_init(&ms, &cfg), 0, "ms_init: %s", cxlp_errormsg());
+}
+
+static void
+setup(void)
+{
+	cxlp_set_log_fn(NULL, NULL, CXLP_LOG_OFF);
+	snprintf(pool_file, sizeof(pool_file), "/dev/shm/cxlp-ms-dispatch-%d",
+	    (int)getpid());
+	unlink(pool_file);
+	ms_open();
+}
+
+static void
+teardown(void)
+{
+	ms_fini(&ms);
+	unlink(pool_file);
+}
+
+TestSuite(dispatch, .init = setup, .fini = teardown);
+
+/* ---- frame helpers ------------------------------------------------------ */
+
+/* Dispatch a raw frame; returns the reply's status (reply kept in *rep,
+ * *body positioned after its header). */
+static int
+send_raw(uint64_t pipe, const struct pbuf *frame, struct pbuf *rep,
+    struct proto_rep_hdr *h, struct preader *body)
+{
+	cr_assert_eq(ms_dispatch(&ms, pipe, frame->data, frame->len, rep), 0);
+	cr_assert_eq(proto_get_rep_hdr(rep->data, rep->len, h, body), 0,
+	    "reply does not decode: %s", cxlp_errormsg());
+	return h->status;
+}
+
+static void
+put_req(struct pbuf *b, const struct cl *c, uint16_t op, uint64_t req_id)
+{
+	struct proto_req_hdr h = { PROTO_VERSION, op, req_id,
+		c == NULL ? 0 : c->session, c == NULL ? 0 : c->token };
+
+	proto_put_req_hdr(b, &h);
+}
+
+/* Send op with a body under c's session with an explicit req_id; the
+ * reply frame stays in *rep (caller's pbuf). Returns the status. */
+static int
+call_id(struct cl *c, uint16_t op, uint64_t req_id, const struct pbuf *body,
+    struct pbuf *rep, struct proto_result *res, uint32_t *n)
+{
+	struct proto_rep_hdr h;
+	struct preader r;
+	struct pbuf f;
+	int st;
+
+	pbuf_init(&f);
+	put_req(&f, c, op, req_id);
+	if (body != NULL) {
+		pbuf_put_bytes(&f, body->data, body->len);
+	}
+	st = send_raw(c->pipe, &f, rep, &h, &r);
+	pbuf_fini(&f);
+	cr_assert_eq(h.op, op);
+	cr_assert_eq(h.req_id, req_id);
+	if (st == 0 && res != NULL) {
+		cr_assert_eq(proto_get_results(&r, res, CXLP_BATCH_MAX, n), 0);
+	}
+	return st;
+}
+
+static int
+call(struct cl *c, uint16_t op, const struct pbuf *body,
+    struct proto_result *res, uint32_t *n)
+{
+	struct pbuf rep;
+	int st;
+
+	pbuf_init(&rep);
+	st = call_id(c, op, ++c->next_id, body, &rep, res, n);
+	pbuf_fini(&rep);
+	return st;
+}
+
+static int
+hello_flags(struct cl *c, uint64_t pipe, uint32_t flags, uint32_t pid,
+    uint64_t start_time)
+{
+	struct proto_hello m = { pid, flags, start_time, 7, "testhost", 8 };
+	struct proto_rep_hdr h;
+	struct proto_welcome w;
+	struct preader r;
+	struct pbuf f, rep;
+	int st;
+
+	pbuf_init(&f);
+	pbuf_init(&rep);
+	put_req(&f, c, PROTO_OP_HELLO, 1);
+	proto_put_hello(&f, &m);
+	c->pipe = pipe;
+	st = send_raw(pipe, &f, &rep, &h, &r);
+	if (st == 0) {
+		cr_assert_eq(proto_get_welcome(&r, &w), 0);
+		c->session = w.session;
+		c->token = w.token;
+		cr_assert_eq(w.pool_size, POOL_SIZE);
+		cr_assert_eq(w.align, pool_align(ms.pool));
+		cr_assert_eq(w.path_len, strlen(pool_file));
+		cr_assert(memcmp(w.path, pool_file, w.path_len) == 0);
+	}
+	pbuf_fini(&f);
+	pbuf_fini(&rep);
+	return st;
+}
+
+static void
+hello(struct cl *c, uint64_t pipe)
+{
+	memset(c, 0, sizeof(*c));
+	cr_assert_eq(hello_flags(c, pipe, 0, (uint32_t)getpid(), 0), 0);
+	cr_assert_neq(c->session, 0);
+}
+
+static int
+region_alloc(struct cl *c, uint64_t len, uint64_t page, struct proto_loc *loc)
+{
+	struct proto_rep_hdr h;
+	struct preader r;
+	struct pbuf f, rep;
+	int st;
+
+	pbuf_init(&f);
+	pbuf_init(&rep);
+	put_req(&f, c, PROTO_OP_REGION_ALLOC, ++c->next_id);
+	proto_put_region_req(&f, len, page);
+	st = send_raw(c->pipe, &f, &rep, &h, &r);
+	if (st == 0) {
+		cr_assert_eq(proto_get_loc(&r, loc), 0);
+	}
+	pbuf_fini(&f);
+	pbuf_fini(&rep);
+	return st;
+}
+
+/* A client with a session and one region of REGION_LEN, PAGE pages. */
+static void
+client(struct cl *c, uint64_t pipe)
+{
+	hello(c, pipe);
+	cr_assert_eq(region_alloc(c, REGION_LEN, PAGE, &c->region), 0);
+}
+
+static uint64_t
+page_off(const struct cl *c, unsigned page)
+{
+	return c->region.region_off + page * PAGE;
+}
+
+/* REGISTER one key at page `page` of c's region. */
+static int
+reg1(struct cl *c, uint32_t flags, const char *key, uint32_t region,
+    uint64_t off, uint64_t len, struct proto_result *res)
+{
+	struct proto_reg g = { { (const uint8_t *)key, (uint16_t)strlen(key) },
+		region, off, len };
+	struct pbuf b;
+	uint32_t n = 0;
+	int st;
+
+	pbuf_init(&b);
+	proto_put_regs(&b, flags, 1, &g);
+	st = call(c, PROTO_OP_REGISTER, &b, res, &n);
+	pbuf_fini(&b);
+	if (st == 0) {
+		cr_assert_eq(n, 1);
+	}
+	return st;
+}
+
+static int
+reg_page(struct cl *c, uint32_t flags, const char *key, unsigned page,
+    struct proto_result *res)
+{
+	return reg1(c, flags, key, c->region.region, page_off(c, page), 100,
+	    res);
+}
+
+static void
+put_keys(struct pbuf *b, uint32_t flags, size_t n, const char *const *keys)
+{
+	const void *k[16];
+	size_t l[16];
+
+	for (size_t i = 0; i < n; i++) {
+		k[i] = keys[i];
+		l[i] = strlen(keys[i]);
+	}
+	proto_put_keys(b, flags, n, k, l);
+}
+
+/* A key op over n keys; returns the request status, results in res. */
+static int
+keyop(struct cl *c, uint16_t op, uint32_t flags, size_t n,
+    const char *const *keys, struct proto_result *res, uint32_t *m)
+{
+	struct pbuf b;
+	int st;
+
+	pbuf_init(&b);
+	put_keys(&b, flags, n, keys);
+	st = call(c, op, &b, res, m);
+	pbuf_fini(&b);
+	return st;
+}
+
+/* Status of op on a single key. */
+static int
+key1(struct cl *c, uint16_t op, uint32_t flags, const char *key)
+{
+	struct proto_result res[1];
+	uint32_t m = 0;
+	int st = keyop(c, op, flags, 1, &key, res, &m);
+
+	cr_assert_eq(st, 0, "%s request failed: %d", proto_op_name(op), st);
+	cr_assert_eq(m, 1);
+	return res[0].status;
+}
+
+static uint64_t
+stat_of(struct cl *c, enum proto_stat which)
+{
+	uint64_t v[PROTO_STATS_MAX];
+	struct proto_rep_hdr h;
+	struct preader r;
+	struct pbuf f, rep;
+	uint32_t n = 0;
+
+	pbuf_init(&f);
+	pbuf_init(&rep);
+	put_req(&f, c, PROTO_OP_STATS, ++c->next_id);
+	cr_assert_eq(send_raw(c->pipe, &f, &rep, &h, &r), 0);
+	cr_assert_eq(proto_get_stats(&r, v, PROTO_STATS_MAX, &n), 0);
+	cr_assert_eq(n, PROTO_STAT_COUNT);
+	pbuf_fini(&f);
+	pbuf_fini(&rep);
+	return v[which];
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+Test(dispatch, hello_returns_a_session_with_pool_path_size_and_align)
+{
+	struct cl a, b;
+
+	hello(&a, 1);
+	hello(&b, 2);
+	cr_assert_neq(a.session, b.session);
+	cr_assert_neq(a.token, 0);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_SESSIONS), 2);
+}
+
+Test(dispatch, request_without_session_is_refused_with_session_error)
+{
+	struct cl none = { 0 };
+
+	cr_assert_eq(call(&none, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
+}
+
+Test(dispatch, request_with_wrong_token_is_refused_with_session_error)
+{
+	struct cl a, thief;
+
+	hello(&a, 1);
+	thief = a;
+	thief.token ^= 1;
+	thief.pipe = 9;
+	cr_assert_eq(call(&thief, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+}
+
+Test(dispatch, reattach_with_its_token_resumes_the_session_and_its_regions)
+{
+	struct cl a, again, bad;
+	struct proto_result res;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&ms, 1, 0);
+	ms_pipe_removed(&ms, 1, ms_now_ms());
+	again = a;
+	cr_assert_eq(hello_flags(&again, 2, PROTO_HELLO_REATTACH,
+	    (uint32_t)getpid(), 0), 0);
+	cr_assert_eq(again.session, a.session);
+	cr_assert_eq(again.token, a.token);
+	cr_assert_eq(ms_reap(&ms, ms_now_ms() + 10 * GRACE_MS), 0);
+	/* still owns its region and its pin */
+	cr_assert_eq(reg_page(&again, 0, "k2", 1, &res), 0);
+	cr_assert_eq(res.status, 0);
+	cr_assert_eq(key1(&again, PROTO_OP_UNPIN, 0, "k"), 0);
+	bad = a;
+	bad.token++;
+	cr_assert_eq(hello_flags(&bad, 3, PROTO_HELLO_REATTACH, 1, 0),
+	    CXLP_E_SESSION);
+}
+
+Test(dispatch, heartbeat_gets_an_empty_reply)
+{
+	struct cl a;
+	struct proto_rep_hdr h;
+	struct preader r;
+	struct pbuf f, rep;
+
+	hello(&a, 1);
+	pbuf_init(&f);
+	pbuf_init(&rep);
+	put_req(&f, &a, PROTO_OP_HEARTBEAT, 5);
+	cr_assert_eq(send_raw(1, &f, &rep, &h, &r), 0);
+	cr_assert_eq(rep.len, PROTO_REP_HDR_LEN);
+	pbuf_fini(&f);
+	pbuf_fini(&rep);
+}
+
+/* ---- register ----------------------------------------------------------- */
+
+Test(dispatch, register_of_a_new_key_reports_new_and_its_location)
+{
+	struct cl a;
+	struct proto_result res;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, 0, "model@0@abc", 3, &res), 0);
+	cr_assert_eq(res.status, 0);
+	cr_assert_eq(res.flags, PROTO_R_NEW);
+	cr_assert_eq(res.loc.region, a.region.region);
+	cr_assert_eq(res.loc.gen, a.region.gen);
+	cr_assert_eq(res.loc.region_off, a.region.region_off);
+	cr_assert_eq(res.loc.region_len, a.region.region_len);
+	cr_assert_eq(res.loc.off, page_off(&a, 3));
+	cr_assert_eq(res.loc.len, 100);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_KEYS), 1);
+}
+
+Test(dispatch, register_of_an_existing_key_reports_the_winners_location)
+{
+	struct cl a, b;
+	struct proto_result ra, rb;
+
+	client(&a, 1);
+	client(&b, 2);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, &ra), 0);
+	cr_assert_eq(reg_page(&b, 0, "k", 5, &rb), 0);
+	cr_assert_eq(rb.status, 0);
+	cr_assert_eq(rb.flags, 0);
+	cr_assert_eq(rb.loc.region, a.region.region);
+	cr_assert_eq(rb.loc.off, page_off(&a, 0));
+	/* the loser's page stays free: it can register another key there */
+	cr_assert_eq(reg_page(&b, 0, "other", 5, &rb), 0);
+	cr_assert_eq(rb.flags, PROTO_R_NEW);
+}
+
+Test(dispatch, register_duplicate_in_one_batch_reports_the_first_entry)
+{
+	struct cl a;
+	struct proto_reg g[2];
+	struct proto_result res[2];
+	struct pbuf b;
+	uint32_t n = 0;
+
+	client(&a, 1);
+	for (int i = 0; i < 2; i++) {
+		g[i].key.data = (const uint8_t *)"dup";
+		g[i].key.len = 3;
+		g[i].region = a.region.region;
+		g[i].off = page_off(&a, (unsigned)i);
+		g[i].len = 10;
+	}
+	pbuf_init(&b);
+	proto_put_regs(&b, 0, 2, g);
+	cr_assert_eq(call(&a, PROTO_OP_REGISTER, &b, res, &n), 0);
+	pbuf_fini(&b);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(res[0].flags, PROTO_R_NEW);
+	cr_assert_eq(res[1].status, 0);
+	cr_assert_eq(res[1].flags, 0);
+	cr_assert_eq(res[1].loc.off, page_off(&a, 0));
+}
+
+Test(dispatch, register_into_a_foreign_region_is_refused_with_perm)
+{
+	struct cl a, b;
+	struct proto_result res;
+
+	client(&a, 1);
+	client(&b, 2);
+	cr_assert_eq(reg1(&b, 0, "k", a.region.region, page_off(&a, 0), 10,
+	    &res), 0);
+	cr_assert_eq(res.status, CXLP_E_PERM);
+	cr_assert_eq(res.loc.region_off, 0);
+	cr_assert_eq(key1(&a, PROTO_OP_EXISTS, 0, "k"), CXLP_E_NOTFOUND);
+}
+
+Test(dispatch, register_past_the_region_end_is_refused_with_bounds)
+{
+	struct cl a;
+	struct proto_result res;
+
+	client(&a, 1);
+	cr_assert_eq(reg1(&a, 0, "k", a.region.region,
+	    a.region.region_off + a.region.region_len, 10, &res), 0);
+	cr_assert_eq(res.status, CXLP_E_BOUNDS);
+	cr_assert_eq(reg1(&a, 0, "k", a.region.region, page_off(&a, 0),
+	    PAGE + 1, &res), 0);
+	cr_assert_eq(res.status, CXLP_E_TOOBIG);
+}
+
+Test(dispatch, register_into_a_page_that_holds_a_key_is_refused_with_busy)
+{
+	struct cl a;
+	struct proto_result res;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, 0, "first", 2, &res), 0);
+	cr_assert_eq(reg_page(&a, 0, "second", 2, &res), 0);
+	cr_assert_eq(res.status, CXLP_E_BUSY);
+}
+
+Test(dispatch, register_with_pin_pins_winners_and_losers)
+{
+	struct cl a, b;
+	struct proto_result res;
+
+	client(&a, 1);
+	client(&b, 2);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	cr_assert_eq(res.flags, PROTO_R_NEW);
+	cr_assert_eq(reg_page(&b, PROTO_F_PIN, "k", 0, &res), 0);
+	cr_assert_eq(res.flags, 0);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 2);
+	/* each holds exactly one pin of its own */
+	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), CXLP_E_NOTPINNED);
+	cr_assert_eq(key1(&b, PROTO_OP_UNPIN, 0, "k"), 0);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 0);
+}
+
+Test(dispatch, register_with_pin_does_not_pin_failed_entries)
+{
+	struct cl a;
+	struct proto_result res;
+
+	client(&a, 1);
+	cr_assert_eq(reg1(&a, PROTO_F_PIN, "k", a.region.region, 7, 10, &res),
+	    0);
+	cr_assert_neq(res.status, 0);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 0);
+}
+
+/* ---- lookup / exists ---------------------------------------------------- */
+
+Test(dispatch, lookup_and_exists_find_keys_and_report_missing_ones)
+{
+	static const char *const keys[] = { "a", "missing", "b" };
+	struct proto_result res[3];
+	struct cl c;
+	uint32_t m = 0;
+
+	client(&c, 1);
+	cr_assert_eq(reg_page(&c, 0, "a", 0, res), 0);
+	cr_assert_eq(reg_page(&c, 0, "b", 1, res), 0);
+	for (int op = PROTO_OP_LOOKUP; op <= PROTO_OP_EXISTS; op++) {
+		cr_assert_eq(keyop(&c, (uint16_t)op, 0, 3, keys, res, &m), 0);
+		cr_assert_eq(m, 3);
+		cr_assert_eq(res[0].status, 0);
+		cr_assert_eq(res[0].loc.off, page_off(&c, 0));
+		cr_assert_eq(res[0].loc.region_len, REGION_LEN);
+		cr_assert_eq(res[1].status, CXLP_E_NOTFOUND);
+		cr_assert_eq(res[2].status, 0);
+		cr_assert_eq(res[2].loc.off, page_off(&c, 1));
+	}
+	cr_assert_eq(stat_of(&c, PROTO_STAT_PINS), 0);
+}
+
+Test(dispatch, lookup_with_pin_pins_each_key_found)
+{
+	static const char *const keys[] = { "a", "missing" };
+	struct proto_result res[2];
+	struct cl c;
+	uint32_t m = 0;
+
+	client(&c, 1);
+	cr_assert_eq(reg_page(&c, 0, "a", 0, res), 0);
+	cr_assert_eq(keyop(&c, PROTO_OP_LOOKUP, PROTO_F_PIN, 2, keys, res, &m),
+	    0);
+	cr_assert_eq(res[1].status, CXLP_E_NOTFOUND);
+	cr_assert_eq(stat_of(&c, PROTO_STAT_PINS), 1);
+	cr_assert_eq(key1(&c, PROTO_OP_DELETE, 0, "a"), CXLP_E_PINNED);
+}
+
+/* ---- delete ------------------------------------------------------------- */
+
+Test(dispatch, delete_of_a_pinned_key_is_refused_with_pinned)
+{
+	struct cl a, b;
+	struct proto_result res;
+
+	client(&a, 1);
+	hello(&b, 2);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
+	cr_assert_eq(key1(&b, PROTO_OP_PIN, 0, "k"), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
+	cr_assert_eq(key1(&a, PROTO_OP_EXISTS, 0, "k"), 0);
+	cr_assert_eq(key1(&b, PROTO_OP_UNPIN, 0, "k"), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_DELETE, 0, "k"), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_DELETE, 0, "k"), CXLP_E_NOTFOUND);
+}
+
+Test(dispatch, delete_of_another_live_sessions_key_is_refused_with_perm)
+{
+	struct cl a, b;
+	struct proto_result res;
+
+	client(&a, 1);
+	hello(&b, 2);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
+	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PERM);
+	cr_assert_eq(key1(&b, PROTO_OP_EXISTS, 0, "k"), 0);
+}
+
+Test(dispatch, delete_returns_the_old_location_to_the_owner)
+{
+	static const char *const key = "k";
+	struct proto_result res[1];
+	struct cl a;
+	uint32_t m = 0;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, 0, "k", 4, res), 0);
+	cr_assert_eq(keyop(&a, PROTO_OP_DELETE, 0, 1, &key, res, &m), 0);
+	cr_assert_eq(res[0].status, 0);
+	cr_assert_eq(res[0].loc.off, page_off(&a, 4));
+	cr_assert_eq(res[0].loc.region, a.region.region);
+}
+
+Test(dispatch, delete_is_allowed_after_the_owner_said_bye)
+{
+	struct cl a, b;
+	struct proto_result res;
+
+	client(&a, 1);
+	hello(&b, 2);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
+	cr_assert_eq(call(&a, PROTO_OP_BYE, NULL, NULL, NULL), 0);
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
+	cr_assert_eq(key1(&b, PROTO_OP_EXISTS, 0, "k"), 0);
+	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
+}
+
+Test(dispatch, deleting_the_last_key_of_an_orphan_region_frees_it)
+{
+	struct cl a, b;
+	struct proto_result res;
+	uint64_t free0;
+
+	hello(&b, 2);
+	free0 = stat_of(&b, PROTO_STAT_FREE_BYTES);
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, 0, "k1", 0, &res), 0);
+	cr_assert_eq(reg_page(&a, 0, "k2", 1, &res), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0 - REGION_LEN);
+	cr_assert_eq(call(&a, PROTO_OP_BYE, NULL, NULL, NULL), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
+	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k1"), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0 - REGION_LEN);
+	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k2"), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 0);
+}
+
+Test(dispatch, bye_frees_a_region_with_no_keys_at_once)
+{
+	struct cl a, b;
+	uint64_t free0;
+
+	hello(&b, 2);
+	free0 = stat_of(&b, PROTO_STAT_FREE_BYTES);
+	client(&a, 1);
+	cr_assert_eq(call(&a, PROTO_OP_BYE, NULL, NULL, NULL), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
+}
+
+/* ---- regions ------------------------------------------------------------ */
+
+Test(dispatch, region_free_needs_the_owner_and_the_right_gen)
+{
+	struct cl a, b;
+	struct pbuf body;
+	uint64_t free0;
+
+	hello(&b, 2);
+	free0 = stat_of(&b, PROTO_STAT_FREE_BYTES);
+	client(&a, 1);
+	pbuf_init(&body);
+	proto_put_region_free(&body, a.region.region, a.region.gen);
+	cr_assert_eq(call(&b, PROTO_OP_REGION_FREE, &body, NULL, NULL),
+	    CXLP_E_PERM);
+	pbuf_reset(&body);
+	proto_put_region_free(&body, a.region.region, a.region.gen + 1);
+	cr_assert_eq(call(&a, PROTO_OP_REGION_FREE, &body, NULL, NULL),
+	    CXLP_E_PERM);
+	pbuf_reset(&body);
+	proto_put_region_free(&body, a.region.region, a.region.gen);
+	cr_assert_eq(call(&a, PROTO_OP_REGION_FREE, &body, NULL, NULL), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0);
+	cr_assert_eq(call(&a, PROTO_OP_REGION_FREE, &body, NULL, NULL),
+	    CXLP_E_PERM);
+	pbuf_fini(&body);
+}
+
+Test(dispatch, region_alloc_beyond_the_pool_fails_with_nospace)
+{
+	struct cl a;
+	struct proto_loc loc;
+
+	hello(&a, 1);
+	cr_assert_eq(region_alloc(&a, POOL_SIZE, PAGE, &loc),
+	    CXLP_E_NOSPACE); /* the metadata area takes some */
+	cr_assert_eq(region_alloc(&a, REGION_LEN, 1, &loc), -EINVAL);
+	cr_assert_eq(region_alloc(&a, REGION_LEN, PAGE, &loc), 0);
+}
+
+/* ---- pins --------------------------------------------------------------- */
+
+Test(dispatch, another_sessions_unpin_cannot_release_my_pin)
+{
+	struct cl a, b;
+	struct proto_result res;
+
+	client(&a, 1);
+	hello(&b, 2);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_PIN, 0, "k"), 0);
+	cr_assert_eq(key1(&b, PROTO_OP_UNPIN, 0, "k"), CXLP_E_NOTPINNED);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 1);
+	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
+}
+
+Test(dispatch, unpin_without_a_pin_fails_and_of_a_missing_key_is_notfound)
+{
+	struct cl a;
+	struct proto_result res;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), CXLP_E_NOTPINNED);
+	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "nope"), CXLP_E_NOTFOUND);
+	cr_assert_eq(key1(&a, PROTO_OP_PIN, 0, "k"), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_PIN, 0, "k"), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), CXLP_E_NOTPINNED);
+}
+
+Test(dispatch, batch_pin_stops_after_the_first_missing_key)
+{
+	static const char *const keys[] = { "a", "b", "missing", "c" };
+	struct proto_result res[4];
+	struct cl c;
+	uint32_t m = 0;
+
+	client(&c, 1);
+	cr_assert_eq(reg_page(&c, 0, "a", 0, res), 0);
+	cr_assert_eq(reg_page(&c, 0, "b", 1, res), 0);
+	cr_assert_eq(reg_page(&c, 0, "c", 2, res), 0);
+	cr_assert_eq(keyop(&c, PROTO_OP_PIN, 0, 4, keys, res, &m), 0);
+	cr_assert_eq(m, 3);
+	cr_assert_eq(res[0].status, 0);
+	cr_assert_eq(res[1].status, 0);
+	cr_assert_eq(res[2].status, CXLP_E_NOTFOUND);
+	cr_assert_eq(stat_of(&c, PROTO_STAT_PINS), 2);
+	cr_assert_eq(key1(&c, PROTO_OP_UNPIN, 0, "c"), CXLP_E_NOTPINNED);
+}
+
+Test(dispatch, bye_releases_all_pins_of_the_session)
+{
+	struct cl a, b;
+	struct proto_result res;
+
+	client(&a, 1);
+	hello(&b, 2);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	cr_assert_eq(key1(&b, PROTO_OP_PIN, 0, "k"), 0);
+	cr_assert_eq(key1(&b, PROTO_OP_PIN, 0, "k"), 0);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 3);
+	cr_assert_eq(call(&b, PROTO_OP_BYE, NULL, NULL, NULL), 0);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 1);
+	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_DELETE, 0, "k"), 0);
+}
+
+/* ---- replies are cached by req_id -------------------------------------- */
+
+Test(dispatch, a_replayed_request_gets_the_identical_reply_bytes)
+{
+	struct cl a;
+	struct proto_reg g;
+	struct pbuf body, r1, r2;
+
+	client(&a, 1);
+	g = (struct proto_reg){ { (const uint8_t *)"k", 1 }, a.region.region,
+		page_off(&a, 0), 10 };
+	pbuf_init(&body);
+	pbuf_init(&r1);
+	pbuf_init(&r2);
+	proto_put_regs(&body, PROTO_F_PIN, 1, &g);
+	cr_assert_eq(call_id(&a, PROTO_OP_REGISTER, 77, &body, &r1, NULL,
+	    NULL), 0);
+	cr_assert_eq(call_id(&a, PROTO_OP_REGISTER, 77, &body, &r2, NULL,
+	    NULL), 0);
+	cr_assert_eq(r1.len, r2.len);
+	cr_assert(memcmp(r1.data, r2.data, r1.len) == 0);
+	/* applied once: the key is NEW in both, and pinned once */
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 1);
+	pbuf_fini(&body);
+	pbuf_fini(&r1);
+	pbuf_fini(&r2);
+}
+
+Test(dispatch, a_replayed_unpin_does_not_release_two_pins)
+{
+	static const char *const key = "k";
+	struct proto_result res;
+	struct cl a;
+	struct pbuf body, rep;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_PIN, 0, "k"), 0);
+	pbuf_init(&body);
+	pbuf_init(&rep);
+	put_keys(&body, 0, 1, &key);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(call_id(&a, PROTO_OP_UNPIN, 500, &body, &rep,
+		    NULL, NULL), 0);
+	}
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 1);
+	pbuf_fini(&body);
+	pbuf_fini(&rep);
+}
+
+Test(dispatch, a_replayed_delete_answers_the_first_result)
+{
+	static const char *const key = "k";
+	struct proto_result res[1];
+	struct cl a;
+	struct pbuf body, rep;
+	uint32_t m = 0;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, res), 0);
+	pbuf_init(&body);
+	pbuf_init(&rep);
+	put_keys(&body, 0, 1, &key);
+	cr_assert_eq(call_id(&a, PROTO_OP_DELETE, 900, &body, &rep, res, &m),
+	    0);
+	cr_assert_eq(res[0].status, 0);
+	cr_assert_eq(call_id(&a, PROTO_OP_DELETE, 900, &body, &rep, res, &m),
+	    0);
+	cr_assert_eq(res[0].status, 0, "replay must answer the first result");
+	cr_assert_eq(call_id(&a, PROTO_OP_DELETE, 901, &body, &rep, res, &m),
+	    0);
+	cr_assert_eq(res[0].status, CXLP_E_NOTFOUND);
+	pbuf_fini(&body);
+	pbuf_fini(&rep);
+}
+
+Test(dispatch, another_sessions_same_req_id_is_not_a_replay)
+{
+	struct cl a, b;
+	struct pbuf rep;
+	struct proto_loc loc;
+
+	hello(&a, 1);
+	hello(&b, 2);
+	pbuf_init(&rep);
+	a.next_id = 41;
+	b.next_id = 41;
+	cr_assert_eq(region_alloc(&a, REGION_LEN, PAGE, &loc), 0);
+	cr_assert_eq(region_alloc(&b, REGION_LEN, PAGE, &loc), 0);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_REGIONS), 2);
+	pbuf_fini(&rep);
+}
+
+/* ---- malformed frames --------------------------------------------------- */
+
+/* Read a reply header without the codec's checks (the codec refuses op 0,
+ * which the server uses when it cannot read the request's op). */
+static void
+raw_rep_hdr(const struct pbuf *rep, struct proto_rep_hdr *h)
+{
+	struct preader r;
+	uint32_t magic = 0, status = 0, reserved = 1;
+
+	preader_init(&r, rep->data, rep->len);
+	cr_assert(preader_u32(&r, &magic) && preader_u16(&r, &h->version) &&
+	    preader_u16(&r, &h->op) && preader_u64(&r, &h->req_id) &&
+	    preader_u32(&r, &status) && preader_u32(&r, &reserved));
+	cr_assert_eq(magic, PROTO_MAGIC);
+	cr_assert_eq(h->version, PROTO_VERSION);
+	cr_assert_eq(reserved, 0);
+	cr_assert(h->op & PROTO_REPLY);
+	h->op &= (uint16_t)~PROTO_REPLY;
+	h->status = (int32_t)status;
+	cr_assert(h->status != 0 || h->op != 0);
+}
+
+/* Dispatch bytes; check the error reply's status, op and req_id; then
+ * check that a good request still works. */
+static void
+expect_error(struct cl *c, const void *frame, size_t len, int status,
+    uint16_t op, uint64_t req_id)
+{
+	struct proto_rep_hdr h;
+	struct pbuf rep;
+
+	pbuf_init(&rep);
+	cr_assert_eq(ms_dispatch(&ms, c->pipe, frame, len, &rep), 0);
+	raw_rep_hdr(&rep, &h);
+	cr_assert_eq(h.status, status, "status %d, expected %d", h.status,
+	    status);
+	cr_assert_eq(h.op, op);
+	cr_assert_eq(h.req_id, req_id);
+	cr_assert_eq(rep.len, PROTO_REP_HDR_LEN);
+	pbuf_fini(&rep);
+	cr_assert_eq(call(c, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+}
+
+static void
+frame_keys(struct pbuf *f, const struct cl *c, uint16_t op, uint64_t id,
+    uint32_t n, size_t klen)
+{
+	static char key[CXLP_KEY_MAX + 2];
+
+	memset(key, 'x', sizeof(key));
+	put_req(f, c, op, id);
+	pbuf_put_u32(f, 0);
+	pbuf_put_u32(f, n);
+	for (uint32_t i = 0; i < n; i++) {
+		pbuf_put_u16(f, (uint16_t)klen);
+		pbuf_put_bytes(f, key, klen);
+	}
+}
+
+Test(dispatch, malformed_headers_get_error_replies_and_the_server_goes_on)
+{
+	struct cl a;
+	struct pbuf f;
+	uint8_t junk[8] = { 1, 2, 3 };
+
+	hello(&a, 1);
+	pbuf_init(&f);
+	expect_error(&a, junk, 0, CXLP_E_PROTO, 0, 0);
+	expect_error(&a, junk, sizeof(junk), CXLP_E_PROTO, 0, 0);
+	put_req(&f, &a, PROTO_OP_HEARTBEAT, 33);
+	expect_error(&a, f.data, f.len - 1, CXLP_E_PROTO, PROTO_OP_HEARTBEAT,
+	    33); /* truncated */
+	f.data[0] ^= 0xff;
+	expect_error(&a, f.data, f.len, CXLP_E_PROTO, 0, 0); /* bad magic */
+	pbuf_reset(&f);
+	put_req(&f, &a, PROTO_OP_HEARTBEAT, 34);
+	f.data[4] = 99; /* version */
+	expect_error(&a, f.data, f.len, CXLP_E_VERSION, PROTO_OP_HEARTBEAT,
+	    34);
+	pbuf_reset(&f);
+	put_req(&f, &a, 77, 35);
+	expect_error(&a, f.data, f.len, CXLP_E_BADOP, 0, 35);
+	pbuf_reset(&f);
+	put_req(&f, &a, PROTO_OP_HEARTBEAT | PROTO_REPLY, 36);
+	expect_error(&a, f.data, f.len, CXLP_E_PROTO, PROTO_OP_HEARTBEAT, 36);
+	pbuf_reset(&f);
+	put_req(&f, &a, PROTO_OP_HEARTBEAT, 37);
+	pbuf_put_u32(&f, 0); /* trailing bytes */
+	expect_error(&a, f.data, f.len, CXLP_E_PROTO, PROTO_OP_HEARTBEAT, 37);
+	pbuf_fini(&f);
+}
+
+Test(dispatch, malformed_bodies_get_the_exact_error_code)
+{
+	struct cl a;
+	struct pbuf f;
+
+	client(&a, 1);
+	pbuf_init(&f);
+	frame_keys(&f, &a, PROTO_OP_LOOKUP, 50, 1, CXLP_KEY_MAX + 1);
+	expect_error(&a, f.data, f.len, CXLP_E_KEYLEN, PROTO_OP_LOOKUP, 50);
+	pbuf_reset(&f);
+	frame_keys(&f, &a, PROTO_OP_LOOKUP, 51, 1, 0);
+	expect_error(&a, f.data, f.len, CXLP_E_KEYLEN, PROTO_OP_LOOKUP, 51);
+	pbuf_reset(&f);
+	frame_keys(&f, &a, PROTO_OP_EXISTS, 52, CXLP_BATCH_MAX + 1, 1);
+	expect_error(&a, f.data, f.len, CXLP_E_BATCH, PROTO_OP_EXISTS, 52);
+	pbuf_reset(&f);
+	frame_keys(&f, &a, PROTO_OP_DELETE, 53, 0, 1);
+	expect_error(&a, f.data, f.len, CXLP_E_BATCH, PROTO_OP_DELETE, 53);
+	pbuf_reset(&f);
+	frame_keys(&f, &a, PROTO_OP_PIN, 54, 3, 4);
+	expect_error(&a, f.data, f.len - 1, CXLP_E_PROTO, PROTO_OP_PIN, 54);
+	pbuf_reset(&f);
+	put_req(&f, &a, PROTO_OP_DELETE, 55); /* PIN flag on delete */
+	pbuf_put_u32(&f, PROTO_F_PIN);
+	pbuf_put_u32(&f, 1);
+	pbuf_put_u16(&f, 1);
+	pbuf_put_bytes(&f, "k", 1);
+	expect_error(&a, f.data, f.len, CXLP_E_PROTO, PROTO_OP_DELETE, 55);
+	pbuf_reset(&f);
+	put_req(&f, &a, PROTO_OP_REGION_ALLOC, 56);
+	pbuf_put_u64(&f, REGION_LEN);
+	expect_error(&a, f.data, f.len, CXLP_E_PROTO, PROTO_OP_REGION_ALLOC,
+	    56);
+	pbuf_fini(&f);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_REGIONS), 1);
+}
+
+Test(dispatch, a_frame_larger_than_the_maximum_is_refused)
+{
+	struct cl a;
+	struct pbuf f;
+
+	hello(&a, 1);
+	pbuf_init(&f);
+	put_req(&f, &a, PROTO_OP_HEARTBEAT, 60);
+	while (f.len <= PROTO_FRAME_MAX) {
+		pbuf_put_u64(&f, 0);
+	}
+	expect_error(&a, f.data, f.len, CXLP_E_PROTO, PROTO_OP_HEARTBEAT, 60);
+	pbuf_fini(&f);
+}
+
+Test(dispatch, hello_with_a_malformed_body_is_refused)
+{
+	struct cl a;
+	struct pbuf f;
+
+	hello(&a, 1);
+	pbuf_init(&f);
+	put_req(&f, NULL, PROTO_OP_HELLO, 3);
+	pbuf_put_u32(&f, 1);
+	expect_error(&a, f.data, f.len, CXLP_E_PROTO, PROTO_OP_HELLO, 3);
+	pbuf_fini(&f);
+}
+
+Test(dispatch, random_frames_always_get_a_decodable_reply)
+{
+	struct cl a;
+	struct pbuf f, rep;
+	struct proto_rep_hdr h;
+	struct preader r;
+	unsigned seed = 12345;
+
+	client(&a, 1);
+	pbuf_init(&f);
+	pbuf_init(&rep);
+	for (int i = 0; i < 3000; i++) {
+		pbuf_reset(&f);
+		put_req(&f, &a, (uint16_t)(1 + rand_r(&seed) % 13),
+		    (uint64_t)i + 1000);
+		for (int j = rand_r(&seed) % 80; j > 0; j--) {
+			uint8_t byte = (uint8_t)(rand_r(&seed) % 4 == 0 ?
+			    rand_r(&seed) : rand_r(&seed) % 3);
+
+			pbuf_put_bytes(&f, &byte, 1);
+		}
+		if (rand_r(&seed) % 8 == 0) {
+			f.data[rand_r(&seed) % f.len] ^= 0x5a;
+		}
+		cr_assert_eq(ms_dispatch(&ms, 1, f.data, f.len, &rep), 0);
+		raw_rep_hdr(&rep, &h);
+		if (h.op != 0) {
+			cr_assert_eq(proto_get_rep_hdr(rep.data, rep.len, &h,
+			    &r), 0);
+		}
+	}
+	pbuf_fini(&f);
+	pbuf_fini(&rep);
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(pool_check(ms.pool, NULL, NULL), 0);
+	cr_assert_eq(pins_check(&ms.pins, NULL, 0), 0);
+}
+
+/* ---- session death ------------------------------------------------------ */
+
+static pid_t
+dead_pid(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		_exit(0);
+	}
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
+Test(dispatch, a_session_whose_process_died_ends_when_its_pipe_goes)
+{
+	struct cl a, b;
+	struct proto_result res;
+	uint64_t free0;
+
+	hello(&b, 2);
+	free0 = stat_of(&b, PROTO_STAT_FREE_BYTES);
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&ms, 1, (uint64_t)dead_pid());
+	ms_pipe_removed(&ms, 1, ms_now_ms());
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
+	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0);
+}
+
+Test(dispatch, a_reused_pid_with_another_start_time_counts_as_dead)
+{
+	struct cl a, b;
+
+	hello(&b, 2);
+	memset(&a, 0, sizeof(a));
+	cr_assert_eq(hello_flags(&a, 1, 0, (uint32_t)getpid(), 1), 0);
+	ms_pipe_added(&ms, 1, (uint64_t)getpid());
+	ms_pipe_removed(&ms, 1, ms_now_ms());
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
+}
+
+Test(dispatch, a_live_process_is_detached_and_ends_after_the_grace_period)
+{
+	struct cl a, b;
+	struct proto_result res;
+	uint64_t t0 = ms_now_ms();
+
+	hello(&b, 2);
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&ms, 1, (uint64_t)getpid());
+	ms_pipe_removed(&ms, 1, t0);
+	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS - 1), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 1);
+	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
+	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS), 1);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 0);
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
+}
+
+Test(dispatch, a_detached_session_that_speaks_again_is_not_reaped)
+{
+	struct cl a;
+	uint64_t t0 = ms_now_ms();
+
+	hello(&a, 1);
+	ms_pipe_added(&ms, 1, 0);
+	ms_pipe_removed(&ms, 1, t0);
+	a.pipe = 5; /* nng redialed */
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(ms_reap(&ms, t0 + 100 * GRACE_MS), 0);
+	/* the old pipe's late removal does not touch the new binding */
+	ms_pipe_removed(&ms, 1, t0);
+	cr_assert_eq(ms_reap(&ms, t0 + 100 * GRACE_MS), 0);
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+}
+
+Test(dispatch, sessions_survive_a_restart_and_reattach_with_their_regions)
+{
+	struct cl a;
+	struct proto_result res;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
+	ms_fini(&ms);
+	ms_open();
+	cr_assert_eq(hello_flags(&a, 3, PROTO_HELLO_REATTACH,
+	    (uint32_t)getpid(), 0), 0);
+	cr_assert_eq(reg_page(&a, 0, "k2", 1, &res), 0);
+	cr_assert_eq(res.flags, PROTO_R_NEW);
+	cr_assert_eq(key1(&a, PROTO_OP_EXISTS, 0, "k"), 0);
+}
+
+Test(dispatch, sessions_that_do_not_come_back_after_a_restart_are_reaped)
+{
+	struct cl a, b;
+	struct proto_result res;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
+	ms_fini(&ms);
+	ms_open();
+	cr_assert_eq(ms_reap(&ms, ms_now_ms() + GRACE_MS + 1), 1);
+	hello(&b, 2);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
+	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 0);
+}

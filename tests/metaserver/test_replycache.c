@@ -1,0 +1,166 @@
+/*
+ * test_replycache.c -- metaserver/replycache.c: a session's recent replies
+ * by req_id, bounded in count and bytes, checked directly and against a
+ * model of "the last RC_ENTRIES finished replies".
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ms_int.h"
+
+TestSuite(replycache);
+
+static void
+finish_str(struct rcache *rc, uint64_t id, const char *s)
+{
+	rc_finish(rc, id, s, strlen(s) + 1);
+}
+
+Test(replycache, a_new_req_id_is_pending_until_finished_then_hits)
+{
+	struct rcache rc;
+	struct pbuf b;
+
+	rc_init(&rc);
+	pbuf_init(&b);
+	cr_assert_eq(rc_begin(&rc, 5, &b), RC_NEW);
+	cr_assert_eq(rc_begin(&rc, 5, &b), RC_WAIT);
+	finish_str(&rc, 5, "reply five");
+	pbuf_put_bytes(&b, "junk", 4);
+	cr_assert_eq(rc_begin(&rc, 5, &b), RC_HIT);
+	cr_assert_eq(b.len, strlen("reply five") + 1);
+	cr_assert_str_eq((const char *)b.data, "reply five");
+	cr_assert_eq(rc_count(&rc), 1);
+	pbuf_fini(&b);
+	rc_fini(&rc);
+}
+
+Test(replycache, abort_forgets_a_pending_request)
+{
+	struct rcache rc;
+	struct pbuf b;
+
+	rc_init(&rc);
+	pbuf_init(&b);
+	cr_assert_eq(rc_begin(&rc, 9, &b), RC_NEW);
+	rc_abort(&rc, 9);
+	cr_assert_eq(rc_count(&rc), 0);
+	cr_assert_eq(rc_begin(&rc, 9, &b), RC_NEW);
+	pbuf_fini(&b);
+	rc_fini(&rc);
+}
+
+Test(replycache, the_oldest_reply_is_dropped_past_the_entry_bound)
+{
+	struct rcache rc;
+	struct pbuf b;
+
+	rc_init(&rc);
+	pbuf_init(&b);
+	for (uint64_t id = 1; id <= RC_ENTRIES + 1; id++) {
+		cr_assert_eq(rc_begin(&rc, id, &b), RC_NEW);
+		finish_str(&rc, id, "r");
+	}
+	cr_assert_eq(rc_count(&rc), RC_ENTRIES);
+	cr_assert_eq(rc_begin(&rc, 2, &b), RC_HIT);
+	cr_assert_eq(rc_begin(&rc, RC_ENTRIES + 1, &b), RC_HIT);
+	cr_assert_eq(rc_begin(&rc, 1, &b), RC_NEW); /* evicted */
+	pbuf_fini(&b);
+	rc_fini(&rc);
+}
+
+Test(replycache, replies_are_bounded_in_bytes_but_the_newest_is_kept)
+{
+	struct rcache rc;
+	struct pbuf b;
+	size_t big = RC_BYTES_MAX / 3 + 1;
+	uint8_t *data = calloc(1, RC_BYTES_MAX + 10);
+
+	cr_assert_not_null(data);
+	rc_init(&rc);
+	pbuf_init(&b);
+	for (uint64_t id = 1; id <= 3; id++) {
+		cr_assert_eq(rc_begin(&rc, id, &b), RC_NEW);
+		rc_finish(&rc, id, data, big);
+	}
+	cr_assert_leq(rc.bytes, RC_BYTES_MAX);
+	cr_assert_eq(rc_begin(&rc, 1, &b), RC_NEW);
+	rc_abort(&rc, 1);
+	cr_assert_eq(rc_begin(&rc, 3, &b), RC_HIT);
+	cr_assert_eq(rc_begin(&rc, 4, &b), RC_NEW);
+	rc_finish(&rc, 4, data, RC_BYTES_MAX + 10);
+	cr_assert_eq(rc_count(&rc), 1);
+	cr_assert_eq(rc.bytes, RC_BYTES_MAX + 10);
+	cr_assert_eq(rc_begin(&rc, 4, &b), RC_HIT);
+	pbuf_fini(&b);
+	rc_fini(&rc);
+	free(data);
+}
+
+Test(replycache, pending_entries_are_never_evicted)
+{
+	struct rcache rc;
+	struct pbuf b;
+
+	rc_init(&rc);
+	pbuf_init(&b);
+	for (uint64_t id = 1; id <= RC_ENTRIES; id++) {
+		cr_assert_eq(rc_begin(&rc, id, &b), RC_NEW);
+	}
+	cr_assert_eq(rc_begin(&rc, 1000, &b), CXLP_E_BUSY);
+	cr_assert_eq(rc_begin(&rc, 1, &b), RC_WAIT);
+	finish_str(&rc, 1, "one");
+	cr_assert_eq(rc_begin(&rc, 1000, &b), RC_NEW); /* reuses 1's cell */
+	cr_assert_eq(rc_begin(&rc, 1, &b), CXLP_E_BUSY);
+	pbuf_fini(&b);
+	rc_fini(&rc);
+}
+
+Test(replycache, finish_of_an_unknown_req_id_changes_nothing)
+{
+	struct rcache rc;
+
+	rc_init(&rc);
+	finish_str(&rc, 3, "x");
+	cr_assert_eq(rc_count(&rc), 0);
+	cr_assert_eq(rc.bytes, 0);
+	rc_fini(&rc);
+}
+
+/* Model: ids finished in order; the last RC_ENTRIES are remembered. */
+Test(replycache, random_requests_match_a_last_n_model)
+{
+	static uint64_t done[200000];
+	struct rcache rc;
+	struct pbuf b;
+	unsigned seed = 99;
+	size_t ndone = 0;
+
+	rc_init(&rc);
+	pbuf_init(&b);
+	for (int i = 0; i < 20000; i++) {
+		uint64_t id = 1 + (uint64_t)(rand_r(&seed) % 150);
+		bool want_hit = false;
+		char text[32];
+		int rc_;
+
+		for (size_t k = ndone > RC_ENTRIES ? ndone - RC_ENTRIES : 0;
+		    k < ndone; k++) {
+			want_hit |= done[k] == id;
+		}
+		snprintf(text, sizeof(text), "reply-%llu",
+		    (unsigned long long)id);
+		rc_ = rc_begin(&rc, id, &b);
+		cr_assert_eq(rc_, want_hit ? RC_HIT : RC_NEW, "i=%d id=%llu",
+		    i, (unsigned long long)id);
+		if (want_hit) {
+			cr_assert_str_eq((const char *)b.data, text);
+			continue;
+		}
+		finish_str(&rc, id, text);
+		done[ndone++] = id;
+	}
+	pbuf_fini(&b);
+	rc_fini(&rc);
+}

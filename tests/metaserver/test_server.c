@@ -1,0 +1,191 @@
+/*
+ * test_server.c -- metaserver/server.c and config.c: the real
+ * cxlpool-metaserver binary ($CXLP_METASERVER) on a temporary pool and ipc
+ * socket, spoken to over nng with the raw test client.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rawclient.h"
+#include "server.h"
+
+#define POOL_SIZE (64ull << 20)
+
+TestSuite(server, .timeout = 60);
+
+static void
+sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Poll the server's log for needle for up to 20 s. */
+static bool
+log_eventually_has(const struct test_server *s, const char *needle)
+{
+	for (int i = 0; i < 2000; i++) {
+		if (test_server_log_has(s, needle)) {
+			return true;
+		}
+		sleep_ms(10);
+	}
+	return false;
+}
+
+/* Run the binary with args (NULL-terminated), stderr to /dev/null;
+ * returns its exit status, or -1 if it did not exit normally. */
+static int
+run_status(const char *const args[])
+{
+	const char *argv[16];
+	const char *bin = getenv("CXLP_METASERVER");
+	int n = 0, status;
+	pid_t pid;
+
+	cr_assert_not_null(bin, "CXLP_METASERVER not set");
+	argv[n++] = bin;
+	for (int i = 0; args[i] != NULL && n < 15; i++) {
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (freopen("/dev/null", "w", stderr) == NULL ||
+		    freopen("/dev/null", "w", stdout) == NULL) {
+			_exit(126);
+		}
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+Test(server, serves_hello_over_ipc_and_exits_0_on_sigterm)
+{
+	struct test_server s;
+	struct raw_client c;
+	struct stat st;
+
+	cr_assert_eq(test_server_start(&s, POOL_SIZE, NULL), 0);
+	cr_assert(test_server_log_has(&s, "cxlpool-metaserver: ready pool="));
+	cr_assert_eq(stat(s.url + strlen("ipc://"), &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600, "socket mode %o",
+	    st.st_mode & 0777);
+	cr_assert_eq(raw_open(&c, s.url), 0);
+	cr_assert_eq(raw_hello(&c), 0);
+	cr_assert_neq(c.session, 0);
+	cr_assert_neq(c.token, 0);
+	cr_assert_eq(raw_request(&c, PROTO_OP_HEARTBEAT, NULL, NULL, 0, NULL),
+	    0);
+	c.token++;
+	cr_assert_eq(raw_request(&c, PROTO_OP_HEARTBEAT, NULL, NULL, 0, NULL),
+	    CXLP_E_SESSION);
+	raw_close(&c);
+	cr_assert_eq(test_server_stop(&s), 0);
+}
+
+Test(server, bad_flags_exit_2_and_help_exits_0)
+{
+	static const char *const bad[][3] = {
+		{ "--bogus", NULL, NULL },
+		{ "--size", "12Q", NULL },
+		{ "--size", "0", NULL },
+		{ "--workers", "0", NULL },
+		{ "--log-level", "loud", NULL },
+		{ "--listen", "not-a-url", NULL },
+		{ "--grace-ms", "-1", NULL },
+		{ "extra-arg", NULL, NULL },
+	};
+	static const char *const help[] = { "--help", NULL };
+	static const char *const version[] = { "--version", NULL };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(run_status(bad[i]), 2, "%s %s", bad[i][0],
+		    bad[i][1] ? bad[i][1] : "");
+	}
+	cr_assert_eq(run_status(help), 0);
+	cr_assert_eq(run_status(version), 0);
+}
+
+Test(server, a_pool_it_cannot_open_exits_1)
+{
+	static const char *const args[] = { "--pool",
+		"/nonexistent-dir/cxlp.pool", "--listen",
+		"ipc:///tmp/cxlp-never.sock", NULL };
+
+	cr_assert_eq(run_status(args), 1);
+}
+
+Test(server, a_client_process_that_dies_has_its_session_ended)
+{
+	struct test_server s;
+	int status;
+	pid_t pid;
+
+	cr_assert_eq(test_server_start(&s, POOL_SIZE, NULL), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct raw_client c;
+
+		if (raw_open(&c, s.url) != 0 || raw_hello(&c) != 0) {
+			_exit(1);
+		}
+		_exit(0); /* no BYE, socket left open */
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cr_assert(log_eventually_has(&s, "why=peer_exited"),
+	    "no session end in %s", s.log);
+	cr_assert_eq(test_server_stop(&s), 0);
+}
+
+Test(server, a_closed_connection_detaches_and_the_grace_period_ends_it)
+{
+	static const char *const args[] = { "--grace-ms", "200", NULL };
+	struct test_server s;
+	struct raw_client c;
+
+	cr_assert_eq(test_server_start(&s, POOL_SIZE, args), 0);
+	cr_assert_eq(raw_open(&c, s.url), 0);
+	cr_assert_eq(raw_hello(&c), 0);
+	raw_close(&c);
+	cr_assert(log_eventually_has(&s, "op=detach"), "log %s", s.log);
+	cr_assert(log_eventually_has(&s, "why=grace_expired"), "log %s",
+	    s.log);
+	cr_assert_eq(test_server_stop(&s), 0);
+}
+
+Test(server, a_restarted_server_lets_the_session_reattach)
+{
+	struct test_server s;
+	struct raw_client c;
+	uint64_t session, token;
+
+	cr_assert_eq(test_server_start(&s, POOL_SIZE, NULL), 0);
+	cr_assert_eq(raw_open(&c, s.url), 0);
+	cr_assert_eq(raw_hello(&c), 0);
+	session = c.session;
+	token = c.token;
+	raw_close(&c);
+	test_server_kill(&s, SIGKILL);
+	cr_assert_eq(test_server_restart(&s, NULL), 0);
+	cr_assert_eq(raw_open(&c, s.url), 0);
+	c.session = session;
+	c.token = token;
+	cr_assert_eq(raw_request(&c, PROTO_OP_HEARTBEAT, NULL, NULL, 0, NULL),
+	    0);
+	raw_close(&c);
+	cr_assert_eq(test_server_stop(&s), 0);
+}

@@ -1,0 +1,371 @@
+/*
+ * proxy.c -- the fault-injection proxy of proxy.h, for integration tests.
+ *
+ * Shape: PROXY_WORKERS threads, each owning one REP context on the
+ * listening socket, one REQ context on the dialing socket and one aio it
+ * drives synchronously (start, nng_aio_wait). A thread per in-flight
+ * request keeps each fault a straight line of code (forward, ask the hook,
+ * maybe sleep, maybe reply) that a test author can read, and it is plenty
+ * for tests. The REQ side never resends on its own (NNG_OPT_REQ_RESENDTIME
+ * infinite): every duplicate the server sees is one the hook asked for, or
+ * one the client itself sent. Stopping closes both sockets, which fails
+ * every pending aio with NNG_ECLOSED, so workers leave their loops and are
+ * joined; nothing needs a timeout.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "err.h"
+#include "proto.h"
+#include "proxy.h"
+
+struct worker {
+	struct proxy *p;
+	nng_ctx rep_ctx; /* on p->rep: receives from and answers the client */
+	nng_ctx req_ctx; /* on p->req: forwards to the server */
+	nng_aio *aio;
+	pthread_t thread;
+	bool running;
+};
+
+struct proxy {
+	nng_socket rep;
+	nng_socket req;
+	bool rep_open;
+	bool req_open;
+	proxy_hook hook;
+	void *arg;
+	atomic_bool stopping;
+	atomic_uint_fast64_t requests[PROTO_OP_MAX + 1]; /* [0]: unknown op */
+	atomic_uint_fast64_t forwarded;
+	struct worker w[PROXY_WORKERS];
+};
+
+/* ---- synchronous context I/O over one aio ---- */
+
+static int
+ctx_recv(nng_ctx ctx, nng_aio *aio, nng_msg **msg)
+{
+	int rv;
+
+	nng_ctx_recv(ctx, aio);
+	nng_aio_wait(aio);
+	rv = nng_aio_result(aio);
+	*msg = rv == 0 ? nng_aio_get_msg(aio) : NULL;
+	return rv;
+}
+
+/* ctx_send -- send msg; msg is consumed whether or not the send works. */
+static int
+ctx_send(nng_ctx ctx, nng_aio *aio, nng_msg *msg)
+{
+	int rv;
+
+	nng_aio_set_msg(aio, msg);
+	nng_ctx_send(ctx, aio);
+	nng_aio_wait(aio);
+	rv = nng_aio_result(aio);
+	if (rv != 0) {
+		nng_msg_free(msg);
+	}
+	return rv;
+}
+
+/* forward -- one round trip to the server; the reply, or NULL. */
+static nng_msg *
+forward(struct worker *w, nng_msg *req)
+{
+	nng_msg *rep;
+
+	atomic_fetch_add(&w->p->forwarded, 1);
+	if (ctx_send(w->req_ctx, w->aio, req) != 0) {
+		return NULL;
+	}
+	return ctx_recv(w->req_ctx, w->aio, &rep) == 0 ? rep : NULL;
+}
+
+/* ---- one request ---- */
+
+/* peek_header -- op and req_id of a request, 0 where unreadable. */
+static void
+peek_header(nng_msg *m, uint16_t *op, uint64_t *req_id)
+{
+	struct preader r;
+	const uint8_t *skip;
+
+	*op = 0;
+	*req_id = 0;
+	preader_init(&r, nng_msg_body(m), nng_msg_len(m));
+	if (!preader_bytes(&r, 6, &skip) || !preader_u16(&r, op) ||
+	    !preader_u64(&r, req_id)) {
+		*op = 0;
+	}
+}
+
+static enum proxy_action
+ask(struct proxy *p, uint16_t op, uint64_t id, nng_msg *rep,
+    unsigned *delay_ms)
+{
+	enum proxy_action a;
+	size_t len, len0;
+
+	*delay_ms = 0;
+	if (p->hook == NULL) {
+		return PROXY_PASS;
+	}
+	if (rep == NULL) {
+		return p->hook(p->arg, op, id, NULL, NULL, delay_ms);
+	}
+	len = len0 = nng_msg_len(rep);
+	a = p->hook(p->arg, op, id, nng_msg_body(rep), &len, delay_ms);
+	cxlp_assert(len <= len0); /* the hook may only shorten the reply */
+	nng_msg_chop(rep, len0 - len);
+	return a;
+}
+
+/* nap -- sleep ms, in slices, returning early when the proxy stops. */
+static void
+nap(struct proxy *p, unsigned ms)
+{
+	struct timespec slice = { 0, 10 * 1000 * 1000 };
+
+	for (unsigned t = 0; t < ms && !atomic_load(&p->stopping); t += 10) {
+		nanosleep(&slice, NULL);
+	}
+}
+
+/* serve -- apply the hook's faults to one request; consumes req. */
+static void
+serve(struct worker *w, nng_msg *req)
+{
+	struct proxy *p = w->p;
+	enum proxy_action a;
+	unsigned delay;
+	nng_msg *rep, *dup = NULL;
+	uint16_t op;
+	uint64_t id;
+
+	peek_header(req, &op, &id);
+	atomic_fetch_add(&p->requests[op <= PROTO_OP_MAX ? op : 0], 1);
+	a = ask(p, op, id, NULL, &delay);
+	if (a == PROXY_DROP_REQUEST) {
+		nng_msg_free(req);
+		return;
+	}
+	if (a == PROXY_DUP_REQUEST && nng_msg_dup(&dup, req) == 0) {
+		rep = forward(w, dup);
+		if (rep != NULL) {
+			nng_msg_free(rep);
+		}
+	}
+	rep = forward(w, req);
+	if (rep == NULL) {
+		return;
+	}
+	a = ask(p, op, id, rep, &delay);
+	if (a == PROXY_DROP_REPLY) {
+		nng_msg_free(rep);
+		return;
+	}
+	if (a == PROXY_DELAY_REPLY) {
+		nap(p, delay);
+	}
+	ctx_send(w->rep_ctx, w->aio, rep);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	nng_msg *req;
+
+	while (ctx_recv(w->rep_ctx, w->aio, &req) == 0) {
+		serve(w, req);
+	}
+	return NULL;
+}
+
+/* ---- life cycle ---- */
+
+static int
+nng_fail(int rv, const char *what, const char *url)
+{
+	return cxlp_fail(rv == NNG_EADDRINUSE ? -EADDRINUSE : -EIO,
+	    "proxy: %s %s: %s", what, url, nng_strerror(rv));
+}
+
+static int
+open_sockets(struct proxy *p, const char *listen_url, const char *server_url)
+{
+	int rv;
+
+	if ((rv = nng_rep0_open(&p->rep)) != 0) {
+		return nng_fail(rv, "rep0_open", listen_url);
+	}
+	p->rep_open = true;
+	if ((rv = nng_req0_open(&p->req)) != 0) {
+		return nng_fail(rv, "req0_open", server_url);
+	}
+	p->req_open = true;
+	rv = nng_socket_set_ms(p->req, NNG_OPT_REQ_RESENDTIME,
+	    NNG_DURATION_INFINITE);
+	if (rv != 0) {
+		return nng_fail(rv, "set resend time", server_url);
+	}
+	if ((rv = nng_listen(p->rep, listen_url, NULL, 0)) != 0) {
+		return nng_fail(rv, "listen", listen_url);
+	}
+	if ((rv = nng_dial(p->req, server_url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+		return nng_fail(rv, "dial", server_url);
+	}
+	return 0;
+}
+
+static int
+start_worker(struct proxy *p, struct worker *w)
+{
+	int rv;
+
+	w->p = p;
+	if ((rv = nng_aio_alloc(&w->aio, NULL, NULL)) != 0 ||
+	    (rv = nng_ctx_open(&w->rep_ctx, p->rep)) != 0 ||
+	    (rv = nng_ctx_open(&w->req_ctx, p->req)) != 0 ||
+	    (rv = nng_ctx_set_ms(w->req_ctx, NNG_OPT_REQ_RESENDTIME,
+	    NNG_DURATION_INFINITE)) != 0) {
+		return nng_fail(rv, "worker", "contexts");
+	}
+	rv = pthread_create(&w->thread, NULL, worker_main, w);
+	if (rv != 0) {
+		return cxlp_fail(-rv, "proxy: pthread_create failed");
+	}
+	w->running = true;
+	return 0;
+}
+
+/* proxy_start -- see proxy.h. */
+int
+proxy_start(struct proxy **out, const char *listen_url,
+    const char *server_url, proxy_hook hook, void *arg)
+{
+	struct proxy *p;
+	int rc;
+
+	*out = NULL;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL) {
+		return cxlp_fail(-ENOMEM, "proxy: out of memory");
+	}
+	p->hook = hook;
+	p->arg = arg;
+	rc = open_sockets(p, listen_url, server_url);
+	for (int i = 0; i < PROXY_WORKERS && rc == 0; i++) {
+		rc = start_worker(p, &p->w[i]);
+	}
+	if (rc != 0) {
+		goto err_stop;
+	}
+	*out = p;
+	return 0;
+
+err_stop:
+	proxy_stop(&p);
+	return rc;
+}
+
+/* proxy_stop -- see proxy.h. */
+void
+proxy_stop(struct proxy **pp)
+{
+	struct proxy *p = *pp;
+
+	if (p == NULL) {
+		return;
+	}
+	atomic_store(&p->stopping, true);
+	if (p->rep_open) {
+		nng_close(p->rep);
+	}
+	if (p->req_open) {
+		nng_close(p->req);
+	}
+	for (int i = 0; i < PROXY_WORKERS; i++) {
+		if (p->w[i].running) {
+			pthread_join(p->w[i].thread, NULL);
+		}
+		if (p->w[i].aio != NULL) {
+			nng_aio_free(p->w[i].aio);
+		}
+	}
+	free(p);
+	*pp = NULL;
+}
+
+/* proxy_requests -- see proxy.h. */
+uint64_t
+proxy_requests(struct proxy *p, unsigned op)
+{
+	return op <= PROTO_OP_MAX ? atomic_load(&p->requests[op]) : 0;
+}
+
+/* proxy_forwarded -- see proxy.h. */
+uint64_t
+proxy_forwarded(struct proxy *p)
+{
+	return atomic_load(&p->forwarded);
+}
+
+/* ---- reply rewriting ---- */
+
+static bool
+has_results(unsigned op)
+{
+	return op >= PROTO_OP_REGISTER && op <= PROTO_OP_DELETE;
+}
+
+/* proxy_truncate_results -- see proxy.h. */
+int
+proxy_truncate_results(uint8_t *reply, size_t *len, uint32_t keep)
+{
+	struct proto_rep_hdr h;
+	struct proto_result *res;
+	struct preader body;
+	struct pbuf b;
+	uint32_t n;
+	int rc;
+
+	rc = proto_get_rep_hdr(reply, *len, &h, &body);
+	if (rc != 0) {
+		return rc;
+	}
+	if (h.status != 0 || !has_results(h.op)) {
+		return cxlp_fail(CXLP_E_PROTO, "proxy: %s reply with status "
+		    "%d has no result list", proto_op_name(h.op), h.status);
+	}
+	res = malloc(sizeof(*res) * CXLP_BATCH_MAX);
+	if (res == NULL) {
+		return cxlp_fail(-ENOMEM, "proxy: out of memory");
+	}
+	rc = proto_get_results(&body, res, CXLP_BATCH_MAX, &n);
+	if (rc == 0 && keep < n) {
+		pbuf_init(&b);
+		proto_put_rep_hdr(&b, &h);
+		proto_put_results(&b, keep, res);
+		rc = b.err;
+		if (rc == 0) {
+			memcpy(reply, b.data, b.len);
+			*len = b.len;
+		}
+		pbuf_fini(&b);
+	}
+	free(res);
+	return rc;
+}

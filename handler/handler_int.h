@@ -160,7 +160,10 @@ struct rmap_ent {
 struct unresolved {
 	cxlp_page_t page;
 	uint16_t key_len;
-	uint8_t *key; /* owned copy */
+	uint8_t *key;    /* owned copy */
+	uint32_t region; /* where the lost REGISTER put it */
+	uint64_t off;    /* bytes from pool start */
+	uint64_t len;    /* bytes */
 };
 
 /* ---- handler.c ---------------------------------------------------------- */

@@ -18,9 +18,14 @@
  * When no reply comes (timeout after retries, connection lost while the
  * request may have reached the server) the outcome is unknown: pages go
  * UNRESOLVED and are neither freed nor reported stored (contract 4). Their
- * keys are kept in h->unres; store_resolve looks them up at the start of
- * the next store (and after stats / healthcheck round trips) and settles
- * each page: key found at this page -> REGISTERED, else FREE.
+ * keys are kept in h->unres; store_resolve registers them again at the
+ * start of the next store (and after stats / healthcheck round trips) and
+ * settles each page from the answer: key at this page -> REGISTERED, key
+ * elsewhere or refused -> FREE. Registering again, rather than looking the
+ * key up, is what makes this safe when the lost request is still queued
+ * at the server: whichever of the two lands second finds the key present
+ * at this same page and changes nothing, so a page is never freed while a
+ * late REGISTER could still publish it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -191,7 +196,9 @@ store_park(struct cxlp_handler *h, const struct batch *b,
 	pthread_mutex_lock(&h->page_lock);
 	for (size_t i = 0; i < b->n; i++) {
 		struct unresolved u = {.page = pages[i],
-		    .key_len = b->regs[i].key.len};
+		    .key_len = b->regs[i].key.len,
+		    .region = b->regs[i].region, .off = b->regs[i].off,
+		    .len = b->regs[i].len};
 		int rc = pagetab_move(&h->pages, pages[i], PAGE_INFLIGHT,
 		    PAGE_UNRESOLVED);
 
@@ -311,7 +318,7 @@ unres_take(struct cxlp_handler *h, struct unresolved **out)
 	return n;
 }
 
-/* Settle one page from its LOOKUP result (page_lock held). Returns true
+/* Settle one page from its REGISTER result (page_lock held). Returns true
  * when settled, false to keep it unresolved. */
 static bool
 unres_settle(struct cxlp_handler *h, const struct unresolved *u,
@@ -321,8 +328,8 @@ unres_settle(struct cxlp_handler *h, const struct unresolved *u,
 	bool here;
 	int rc;
 
-	if (r->status != 0 && r->status != CXLP_E_NOTFOUND) {
-		return false;
+	if (r->status == CXLP_E_SESSION || r->status == CXLP_E_PROTO) {
+		return false; /* not an answer about this key: try again */
 	}
 	here = r->status == 0 && regions_page_of(h, &r->loc, &at) == 0 &&
 	    at == u->page;
@@ -335,40 +342,37 @@ unres_settle(struct cxlp_handler *h, const struct unresolved *u,
 }
 
 static int
-unres_lookup(struct cxlp_handler *h, struct unresolved *u, size_t n,
+unres_register(struct cxlp_handler *h, struct unresolved *u, size_t n,
     struct proto_result *res)
 {
-	const void **keys = calloc(n, sizeof(*keys));
-	size_t *lens = calloc(n, sizeof(*lens));
+	struct proto_reg *regs = calloc(n, sizeof(*regs));
 	struct creply rep;
 	struct pbuf body;
 	uint32_t got;
-	int rc = -ENOMEM;
+	int rc;
 
-	if (keys == NULL || lens == NULL) {
-		goto out;
+	if (regs == NULL) {
+		return cxlp_fail(-ENOMEM, "store: out of memory");
 	}
 	for (size_t i = 0; i < n; i++) {
-		keys[i] = u[i].key;
-		lens[i] = u[i].key_len;
+		regs[i] = (struct proto_reg){ { u[i].key, u[i].key_len },
+			u[i].region, u[i].off, u[i].len };
 	}
 	pbuf_init(&body);
-	proto_put_keys(&body, 0, n, keys, lens);
-	rc = h_call(h, PROTO_OP_LOOKUP, &body, &rep);
+	proto_put_regs(&body, 0, n, regs);
+	rc = h_call(h, PROTO_OP_REGISTER, &body, &rep);
 	pbuf_fini(&body);
 	if (rc == 0) {
 		rc = h_get_results(&rep, res, n, true, &got);
 		client_reply_fini(&rep);
 	}
-out:
-	free(keys);
-	free(lens);
+	free(regs);
 	return rc;
 }
 
 /* store_resolve -- settle pages whose register outcome was lost, with one
- * LOOKUP of their keys. Returns 0 (nothing left, or progress made) or the
- * LOOKUP's error (entries kept for the next try). */
+ * REGISTER of them again. Returns 0 (nothing left, or progress made) or
+ * the REGISTER's error (entries kept for the next try). */
 int
 store_resolve(struct cxlp_handler *h)
 {
@@ -384,7 +388,7 @@ store_resolve(struct cxlp_handler *h)
 		return 0;
 	}
 	res = calloc(n, sizeof(*res));
-	rc = res == NULL ? -ENOMEM : unres_lookup(h, u, n, res);
+	rc = res == NULL ? -ENOMEM : unres_register(h, u, n, res);
 	pthread_mutex_lock(&h->page_lock);
 	for (size_t i = 0; i < n; i++) {
 		if (rc == 0 && unres_settle(h, &u[i], &res[i])) {

@@ -150,7 +150,7 @@ class ServerTestCase(unittest.TestCase):
 
 def child_env() -> Dict[str, str]:
     """Environment for a Python child: the package on PYTHONPATH."""
-    env = dict(os.environ)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     env["PYTHONPATH"] = os.pathsep.join(
         [str(PYDIR)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH")
                         else []))
@@ -200,7 +200,7 @@ def _reexec_under_asan() -> None:
     env["CXLP_PY_ASAN_ORIG"] = env.get("ASAN_OPTIONS", "")
     env["ASAN_OPTIONS"] = env["CXLP_PY_ASAN_ORIG"] + ":detect_leaks=0"
     env["LD_PRELOAD"] = runtime
-    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+    os.execve(sys.executable, [sys.executable, "-B"] + sys.argv, env)
 
 
 def native_env() -> Dict[str, str]:

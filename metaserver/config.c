@@ -151,8 +151,8 @@ static const struct flag flags[] = {
 	    MS_DEFAULT_URL ")", set_listen },
 	{ "workers", 1, "N", "concurrent request workers, 1..32 "
 	    "(default 4)", set_workers },
-	{ "grace-ms", 1, "MS", "how long a disconnected session may "
-	    "reattach (default 10000)", set_grace },
+	{ "grace-ms", 1, "MS", "reattach window of a disconnected "
+	    "session (default 10000)", set_grace },
 	{ "index-slots", 1, "N", "KV index capacity when creating "
 	    "(default: from size)", set_slots },
 	{ "reformat", 0, NULL, "format the pool even if it is valid "

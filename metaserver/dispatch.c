@@ -485,7 +485,7 @@ peek_hdr(const void *frame, size_t len, struct proto_req_hdr *h)
 	    preader_u16(&r, &version) && preader_u16(&r, &op) &&
 	    preader_u64(&r, &req_id)) {
 		op &= (uint16_t)~PROTO_REPLY;
-		h->op = op <= PROTO_OP_MAX ? op : 0; /* replies carry known ops */
+		h->op = op <= PROTO_OP_MAX ? op : 0; /* known ops only */
 		h->req_id = req_id;
 	}
 }

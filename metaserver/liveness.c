@@ -129,6 +129,7 @@ pipe_lost(struct ms *ms, struct ms_sess *s, uint64_t pid, uint64_t now_ms)
 	}
 	s->detached = true;
 	s->deadline_ms = now_ms + ms->grace_ms;
+	s->peer_pid = pid; /* the reaper looks again: exit may still be on */
 	log_info("op=detach session=%llu pipe=%llu pid=%llu grace_ms=%llu",
 	    (unsigned long long)s->id, (unsigned long long)s->pipe,
 	    (unsigned long long)pid, (unsigned long long)ms->grace_ms);
@@ -144,6 +145,8 @@ ms_pipe_removed(struct ms *ms, uint64_t pipe_id, uint64_t now_ms)
 	ms_wrlock(ms);
 	ms_sess_lock(ms);
 	pid = pipe_forget(ms, pipe_id);
+	log_info("op=pipe_rem pipe=%llu pid=%llu", (unsigned long long)pipe_id,
+	    (unsigned long long)pid);
 	for (size_t b = 0; b < MS_SESS_BUCKETS && !ms->closing; b++) {
 		struct ms_sess *next;
 
@@ -158,14 +161,23 @@ ms_pipe_removed(struct ms *ms, uint64_t pipe_id, uint64_t now_ms)
 	ms_unlock(ms);
 }
 
-static bool
-expired(const struct ms_sess *s, uint64_t now_ms)
+/* Why a detached session should end now, or NULL. A process may close its
+ * sockets before it is a zombie, so a peer that looked alive when its pipe
+ * went is looked at again on every pass. */
+static const char *
+end_reason(const struct ms_sess *s, uint64_t now_ms)
 {
-	return s->detached && s->deadline_ms <= now_ms;
+	if (!s->detached) {
+		return NULL;
+	}
+	if (peer_gone(s->peer_pid, s->start_time)) {
+		return "peer_exited";
+	}
+	return s->deadline_ms <= now_ms ? "grace_expired" : NULL;
 }
 
 static bool
-any_expired(struct ms *ms, uint64_t now_ms)
+any_due(struct ms *ms, uint64_t now_ms)
 {
 	bool found = false;
 
@@ -173,21 +185,22 @@ any_expired(struct ms *ms, uint64_t now_ms)
 	for (size_t b = 0; b < MS_SESS_BUCKETS && !found; b++) {
 		for (struct ms_sess *s = ms->sess[b]; s != NULL && !found;
 		    s = s->next) {
-			found = expired(s, now_ms);
+			found = end_reason(s, now_ms) != NULL;
 		}
 	}
 	ms_sess_unlock(ms);
 	return found;
 }
 
-/* ms_reap -- end every detached session whose deadline is <= now_ms.
- * Returns how many ended. Cheap when none has expired. */
+/* ms_reap -- end every detached session whose process is gone or whose
+ * deadline is <= now_ms. Returns how many ended. Takes the pool lock only
+ * when one is due. */
 unsigned
 ms_reap(struct ms *ms, uint64_t now_ms)
 {
 	unsigned n = 0;
 
-	if (!any_expired(ms, now_ms)) {
+	if (!any_due(ms, now_ms)) {
 		return 0;
 	}
 	ms_wrlock(ms);
@@ -196,9 +209,11 @@ ms_reap(struct ms *ms, uint64_t now_ms)
 		struct ms_sess *next;
 
 		for (struct ms_sess *s = ms->sess[b]; s != NULL; s = next) {
+			const char *why = end_reason(s, now_ms);
+
 			next = s->next;
-			if (expired(s, now_ms)) {
-				sess_end_locked(ms, s, "grace_expired");
+			if (why != NULL) {
+				sess_end_locked(ms, s, why);
 				n++;
 			}
 		}

@@ -26,10 +26,21 @@ ms_config_defaults(struct ms_config *cfg)
 	cfg->log_level = CXLP_LOG_INFO;
 }
 
+/* The pool lock prefers writers: a stream of lookups must not starve
+ * registers (glibc's default lets readers overtake a waiting writer). No
+ * thread ever takes it twice, so the non-recursive kind is safe. */
 static int
 locks_init(struct ms *ms)
 {
-	if (pthread_rwlock_init(&ms->lock, NULL) != 0) {
+	pthread_rwlockattr_t attr;
+	int rc;
+
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr,
+	    PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	rc = pthread_rwlock_init(&ms->lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	if (rc != 0) {
 		return cxlp_fail(-ENOMEM, "cannot create the pool lock");
 	}
 	if (pthread_mutex_init(&ms->sess_lock, NULL) != 0) {

@@ -110,7 +110,7 @@ struct rcache {
 
 /* rc_begin results (non-negative) */
 enum {
-	RC_NEW = 0,  /* not seen: a PENDING entry was made; apply, then finish */
+	RC_NEW = 0,  /* not seen: now PENDING; apply, then rc_finish */
 	RC_HIT = 1,  /* seen: the cached reply was copied into the pbuf */
 	RC_WAIT = 2, /* being applied by another thread: wait and retry */
 };
@@ -132,6 +132,7 @@ struct ms_sess {
 	uint32_t pid;         /* as the client said in HELLO */
 	uint64_t start_time;  /* clock ticks since boot, from HELLO */
 	uint64_t pipe;        /* pipe it last spoke on; 0 = none */
+	uint64_t peer_pid;    /* detached: pid behind the lost pipe, or 0 */
 	bool detached;        /* its pipe is gone; ends at deadline */
 	uint64_t deadline_ms; /* monotonic ms */
 	bool dead;            /* ended; freed when refs drops to 0 */

@@ -133,7 +133,8 @@ reaper_main(void *arg)
 	struct server *srv = arg;
 	uint64_t period = srv->ms.grace_ms / 4;
 
-	period = period < 20 ? 20 : period > 1000 ? 1000 : period;
+	/* often enough to see a dead peer soon, cheap enough to not matter */
+	period = period < 20 ? 20 : period > 250 ? 250 : period;
 	pthread_mutex_lock(&srv->stop_lock);
 	while (!srv->stopping) {
 		struct timespec ts;

@@ -74,7 +74,7 @@ sess_free(struct ms_sess *s)
 	free(s);
 }
 
-/* ms_sess_track -- add a DRAM shadow for session record r; sess_lock
+/* sess_track -- add a DRAM shadow for session record r; sess_lock
  * held. Returns it, or NULL on ENOMEM. */
 static struct ms_sess *
 sess_track(struct ms *ms, const struct pool_session *r)
@@ -107,6 +107,7 @@ sess_bind(struct ms_sess *s, uint64_t pipe_id)
 	s->pipe = pipe_id;
 	s->detached = false;
 	s->deadline_ms = 0;
+	s->peer_pid = 0;
 }
 
 /* ms_now_ms -- CLOCK_MONOTONIC in ms. */
@@ -120,7 +121,7 @@ ms_now_ms(void)
 }
 
 /* ms_sess_load -- shadow every session the pool records, detached, to end
- * at now + grace unless it reattaches (used at start). sess_lock held. */
+ * at now + grace unless it reattaches. Only at start (single-threaded). */
 int
 ms_sess_load(struct ms *ms, uint64_t now_ms)
 {

@@ -265,6 +265,46 @@ layout_validate(const struct pool_sb *sb, uint64_t file_size, char *why,
 	return 0;
 }
 
+/* layout_fit -- see layout.h */
+int
+layout_fit(uint64_t target_size, uint64_t want_align, uint64_t media_align,
+    uint64_t *size, uint64_t *align, char *why, size_t n)
+{
+	uint64_t a = want_align ? want_align : (2u << 20);
+
+	if (!is_pow2(a) || a < POOL_AREA_ALIGN || !is_pow2(media_align)) {
+		snprintf(why, n, "align %llu or media alignment %llu is not a "
+		    "power of two >= 4096", (unsigned long long)a,
+		    (unsigned long long)media_align);
+		return -EINVAL;
+	}
+	a = a > media_align ? a : media_align;
+	if (target_size / a < 2) {
+		snprintf(why, n, "%llu bytes hold fewer than two units of "
+		    "the alignment %llu", (unsigned long long)target_size,
+		    (unsigned long long)a);
+		return -EINVAL;
+	}
+	*align = a;
+	*size = target_size / a * a;
+	return 0;
+}
+
+/* layout_media_check -- see layout.h */
+int
+layout_media_check(const struct pool_sb *sb, uint64_t media_align,
+    char *why, size_t n)
+{
+	if (media_align == 0 || sb->align % media_align != 0) {
+		snprintf(why, n, "pool align %llu is not a multiple of the "
+		    "media's alignment %llu: regions could not be mapped; "
+		    "reformat it", (unsigned long long)sb->align,
+		    (unsigned long long)media_align);
+		return CXLP_E_CORRUPT;
+	}
+	return 0;
+}
+
 /* layout_rrec_checksum -- XXH64 of a region record, state bits as 0 */
 uint64_t
 layout_rrec_checksum(const struct pool_rrec *r)

@@ -195,6 +195,22 @@ uint64_t layout_sb_checksum(const struct pool_sb *sb);
 int layout_validate(const struct pool_sb *sb, uint64_t file_size,
     char *why, size_t n);
 
+/* layout_fit -- the size and align of a pool formatted on an existing
+ * file or device of target_size bytes whose mappings must be media_align
+ * aligned (pmap_alignment), asked for want_align (0 = the 2 MiB default):
+ * align is the larger of the two (both powers of two, so a multiple of
+ * each), size is target_size rounded down to it. Returns 0, or -EINVAL
+ * with why filled when either align is not a power of two >= 4096 or the
+ * target holds less than two align units (metadata plus one of data). */
+int layout_fit(uint64_t target_size, uint64_t want_align,
+    uint64_t media_align, uint64_t *size, uint64_t *align, char *why,
+    size_t n);
+/* layout_media_check -- can the pool sb describes live on media whose
+ * mappings must be media_align aligned (its align a multiple of it)?
+ * Returns 0, or CXLP_E_CORRUPT with why filled. */
+int layout_media_check(const struct pool_sb *sb, uint64_t media_align,
+    char *why, size_t n);
+
 /* layout_rrec_checksum -- the checksum a region record should carry. */
 uint64_t layout_rrec_checksum(const struct pool_rrec *r);
 /* layout_srec_checksum -- the checksum a session record should carry. */

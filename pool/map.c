@@ -8,8 +8,13 @@
  * PMEM2_GRANULARITY_PAGE as the coarsest acceptable granularity; it then
  * picks the finest the media offers (cache line or byte on real DAX, page
  * with msync on tmpfs and disk files), and pmem2_get_persist_fn gives the
- * matching persist. pmem2 error codes (<= -100000) are folded into -EINVAL
- * or -errno, with pmem2's message kept in cxlp_errormsg().
+ * matching persist; pmap_granularity() reports which one it picked.
+ * Offsets and lengths are checked against pmem2_source_alignment (the
+ * system page on files, the device alignment on devdax, e.g. 2 MiB or
+ * 1 GiB), which pmap_alignment() reports so that a pool on a device can
+ * align its regions at least that coarsely. pmem2 error codes (<= -100000)
+ * are folded into -EINVAL or -errno, with pmem2's message kept in
+ * cxlp_errormsg().
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,13 +37,13 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-#define FILE_ALIGN 4096u /* pmem2 offset/length alignment on files */
-
 struct pmap {
 	struct pmem2_map *map;
 	void *addr;
 	uint64_t len;       /* bytes mapped */
 	uint64_t file_size; /* bytes in the whole file or device */
+	uint64_t align;     /* bytes: offset/length granule of mappings */
+	enum pmap_gran gran; /* store granularity pmem2 gave the mapping */
 	bool writable;
 	bool devdax;
 	bool is_volatile;
@@ -79,15 +84,16 @@ map_config(struct pmem2_config **cfg, const char *path, uint64_t off,
 	return 0;
 }
 
-/* check off/len against the file and resolve len 0 */
+/* check off/len against the file's alignment and size; resolve len 0 */
 static int
-map_range(const char *path, uint64_t fsize, bool devdax, uint64_t off,
+map_range(const char *path, uint64_t fsize, uint64_t align, uint64_t off,
     uint64_t *len)
 {
-	if (!devdax && (off % FILE_ALIGN != 0 || *len % FILE_ALIGN != 0)) {
+	if (off % align != 0 || *len % align != 0) {
 		return cxlp_fail(-EINVAL, "%s: offset %llu or length %llu is "
-		    "not 4 KiB aligned", path, (unsigned long long)off,
-		    (unsigned long long)*len);
+		    "not a multiple of its alignment %llu", path,
+		    (unsigned long long)off, (unsigned long long)*len,
+		    (unsigned long long)align);
 	}
 	if (*len == 0) {
 		*len = off < fsize ? fsize - off : 0;
@@ -97,11 +103,47 @@ map_range(const char *path, uint64_t fsize, bool devdax, uint64_t off,
 		    "%llu bytes", path, (unsigned long long)off,
 		    (unsigned long long)*len, (unsigned long long)fsize);
 	}
-	if (!devdax && fsize % FILE_ALIGN != 0 && off + *len == fsize) {
-		return cxlp_fail(-EINVAL, "%s: size %llu is not 4 KiB "
-		    "aligned", path, (unsigned long long)fsize);
+	if (*len % align != 0) {
+		return cxlp_fail(-EINVAL, "%s: size %llu is not a multiple of "
+		    "its alignment %llu", path, (unsigned long long)fsize,
+		    (unsigned long long)align);
 	}
 	return 0;
+}
+
+/* the source's size and mapping alignment */
+static int
+source_geometry(struct pmap *m, const char *path, struct pmem2_source *src)
+{
+	size_t fsize, align;
+	int rc;
+
+	if ((rc = pmem2_source_size(src, &fsize)) != 0) {
+		return pm_err(rc, path, "pmem2_source_size");
+	}
+	if ((rc = pmem2_source_alignment(src, &align)) != 0) {
+		return pm_err(rc, path, "pmem2_source_alignment");
+	}
+	if (align == 0 || (align & (align - 1)) != 0) {
+		return cxlp_fail(-EINVAL, "%s: alignment %zu is not a power "
+		    "of two", path, align);
+	}
+	m->file_size = fsize;
+	m->align = align;
+	return 0;
+}
+
+static enum pmap_gran
+gran_of(enum pmem2_granularity g)
+{
+	switch (g) {
+	case PMEM2_GRANULARITY_BYTE:
+		return PMAP_GRAN_BYTE;
+	case PMEM2_GRANULARITY_CACHE_LINE:
+		return PMAP_GRAN_CACHE_LINE;
+	default:
+		return PMAP_GRAN_PAGE;
+	}
 }
 
 static int
@@ -110,18 +152,13 @@ map_source(struct pmap *m, const char *path, int fd, uint64_t off,
 {
 	struct pmem2_source *src = NULL;
 	struct pmem2_config *cfg = NULL;
-	size_t fsize;
 	int rc;
 
 	if ((rc = pmem2_source_from_fd(&src, fd)) != 0) {
 		return pm_err(rc, path, "pmem2_source_from_fd");
 	}
-	if ((rc = pmem2_source_size(src, &fsize)) != 0) {
-		rc = pm_err(rc, path, "pmem2_source_size");
-		goto out_src;
-	}
-	m->file_size = fsize;
-	if ((rc = map_range(path, fsize, m->devdax, off, &len)) != 0 ||
+	if ((rc = source_geometry(m, path, src)) != 0 ||
+	    (rc = map_range(path, m->file_size, m->align, off, &len)) != 0 ||
 	    (rc = map_config(&cfg, path, off, len, m->writable)) != 0) {
 		goto out_src;
 	}
@@ -132,6 +169,7 @@ map_source(struct pmap *m, const char *path, int fd, uint64_t off,
 	m->addr = pmem2_map_get_address(m->map);
 	m->len = pmem2_map_get_size(m->map);
 	m->persist = pmem2_get_persist_fn(m->map);
+	m->gran = gran_of(pmem2_map_get_store_granularity(m->map));
 out_cfg:
 	pmem2_config_delete(&cfg);
 out_src:
@@ -206,6 +244,34 @@ uint64_t
 pmap_file_size(const struct pmap *m)
 {
 	return m->file_size;
+}
+
+/* pmap_alignment -- see map.h */
+uint64_t
+pmap_alignment(const struct pmap *m)
+{
+	return m->align;
+}
+
+/* pmap_granularity -- see map.h */
+enum pmap_gran
+pmap_granularity(const struct pmap *m)
+{
+	return m->gran;
+}
+
+/* pmap_gran_name -- see map.h */
+const char *
+pmap_gran_name(enum pmap_gran g)
+{
+	static const char *const names[] = {
+		[PMAP_GRAN_BYTE] = "byte",
+		[PMAP_GRAN_CACHE_LINE] = "cache-line",
+		[PMAP_GRAN_PAGE] = "page",
+	};
+
+	return (unsigned)g < sizeof(names) / sizeof(names[0]) ?
+	    names[g] : "unknown";
 }
 
 /* pmap_is_devdax -- see map.h */

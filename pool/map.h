@@ -15,6 +15,15 @@
 
 struct pmap;
 
+/* Store granularity of a mapping: the finest the media offers. BYTE: stores
+ * are durable once visible (eADR/CXL); CACHE_LINE: flush cache lines (ADR
+ * DAX); PAGE: msync (tmpfs, disk files, DAX without MAP_SYNC). */
+enum pmap_gran {
+	PMAP_GRAN_BYTE = 0,
+	PMAP_GRAN_CACHE_LINE = 1,
+	PMAP_GRAN_PAGE = 2,
+};
+
 /* pmap_open -- map [off, off + len) of the file or device at path; len 0
  * maps to the end. off and len must be multiples of pmap_alignment()
  * (4 KiB on files, the device alignment on devdax). writable false maps
@@ -29,6 +38,15 @@ void *pmap_addr(const struct pmap *m);
 uint64_t pmap_len(const struct pmap *m);
 /* pmap_file_size -- size of the whole file or device behind the mapping. */
 uint64_t pmap_file_size(const struct pmap *m);
+/* pmap_alignment -- offset/length granule of mappings of this file or
+ * device, bytes: the system page on files, the device alignment on devdax
+ * (pmem2_source_alignment). A power of two. */
+uint64_t pmap_alignment(const struct pmap *m);
+/* pmap_granularity -- the store granularity libpmem2 gave the mapping. We
+ * require PAGE as the coarsest acceptable, so this is the media's finest. */
+enum pmap_gran pmap_granularity(const struct pmap *m);
+/* pmap_gran_name -- "byte", "cache-line", "page" ("unknown" otherwise). */
+const char *pmap_gran_name(enum pmap_gran g);
 /* pmap_is_devdax -- the mapping is of a device DAX character device. */
 bool pmap_is_devdax(const struct pmap *m);
 /* pmap_is_volatile -- contents do not survive a reboot (tmpfs, devdax on

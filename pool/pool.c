@@ -12,6 +12,17 @@
  * nothing is written and damaged records are only skipped, so that
  * pool_check can report them.
  *
+ * Which targets are formatted: a missing file is created and formatted
+ * with POOL_CREATE [open_new]; an existing file or device is formatted
+ * with POOL_REFORMAT always, and with POOL_CREATE only when its first
+ * 4 KiB are all zero [head_blank] -- a fresh DAX device or a zero-filled
+ * file -- and never when it holds anything else, so that pointing the
+ * metaserver at the wrong device cannot clobber it. An existing target is
+ * formatted to its own size rounded down to the pool's align, which is at
+ * least the media's mapping alignment (the devdax alignment, e.g. 2 MiB
+ * or 1 GiB) [layout_fit]; an existing pool whose align is finer than its
+ * media's is refused [layout_media_check].
+ *
  * Format ordering [pool_format]: clear the magic (persisted), zero the
  * tables (persisted), write the superblock without its magic (persisted),
  * store the magic (one 8-byte store, persisted). A crash mid-format leaves
@@ -202,15 +213,67 @@ map_len(const char *path, const struct stat *st, uint64_t *len)
 	return 0;
 }
 
-/* map an existing pool and validate (or format) its superblock */
+/* blank: the first 4 KiB are all zero, as on a fresh device or a file of
+ * zeros; such a target holds neither a pool nor anything else */
+static bool
+head_blank(const uint8_t *base)
+{
+	static const uint8_t zero[POOL_SB_SIZE];
+
+	return memcmp(base, zero, sizeof(zero)) == 0;
+}
+
+/* format the mapped target, fitted to its size and its media alignment */
+static int
+format_existing(struct pool *p, const struct pool_params *pp)
+{
+	struct pool_params fit = { 0 };
+	struct pool_sb sb;
+	uint64_t size;
+	char why[200];
+	int rc;
+
+	if (pp != NULL) {
+		fit = *pp;
+	}
+	rc = layout_fit(pmap_len(p->map), fit.align, pmap_alignment(p->map),
+	    &size, &fit.align, why, sizeof(why));
+	if (rc != 0) {
+		return cxlp_fail(rc, "%s: cannot format: %s", p->path, why);
+	}
+	if ((rc = plan(&sb, p->path, size, &fit)) != 0) {
+		return rc;
+	}
+	pool_format(p, &sb, false);
+	return 0;
+}
+
+/* validate the superblock of an existing pool against its media */
+static int
+validate(struct pool *p)
+{
+	char why[200];
+	int rc;
+
+	rc = layout_validate(p->sb, pmap_file_size(p->map), why, sizeof(why));
+	if (rc == 0) {
+		rc = layout_media_check(p->sb, pmap_alignment(p->map), why,
+		    sizeof(why));
+	}
+	if (rc != 0) {
+		return cxlp_fail(rc, "%s: %s", p->path, why);
+	}
+	return check_stale(p);
+}
+
+/* map an existing target; validate its pool, or format it when told to
+ * (POOL_REFORMAT) or when it is blank and POOL_CREATE is set */
 static int
 open_existing(struct pool *p, unsigned flags,
     const struct pool_params *pp, bool *fresh)
 {
-	struct pool_sb sb;
 	struct stat st;
 	uint64_t len;
-	char why[200];
 	int rc;
 
 	if (stat(p->path, &st) != 0) {
@@ -222,21 +285,12 @@ open_existing(struct pool *p, unsigned flags,
 	}
 	p->base = pmap_addr(p->map);
 	p->sb = (void *)p->base;
-	if (flags & POOL_REFORMAT) {
-		len = pmap_len(p->map);
-		if ((rc = plan(&sb, p->path, len - len % (pp && pp->align ?
-		    pp->align : POOL_ALIGN_DEFAULT), pp)) != 0) {
-			return rc;
-		}
-		pool_format(p, &sb, false);
+	if ((flags & POOL_REFORMAT) ||
+	    ((flags & POOL_CREATE) && head_blank(p->base))) {
 		*fresh = true;
-		return 0;
+		return format_existing(p, pp);
 	}
-	rc = layout_validate(p->sb, pmap_file_size(p->map), why, sizeof(why));
-	if (rc != 0) {
-		return cxlp_fail(rc, "%s: %s", p->path, why);
-	}
-	return check_stale(p);
+	return validate(p);
 }
 
 /* create path as a sparse file and format it */
@@ -335,6 +389,16 @@ uint64_t
 pool_align(const struct pool *p)
 {
 	return p->sb->align;
+}
+
+/* pool_media -- see pool.h */
+void
+pool_media(const struct pool *p, struct pool_media *m)
+{
+	m->devdax = pmap_is_devdax(p->map);
+	m->is_volatile = pmap_is_volatile(p->map);
+	m->align = pmap_alignment(p->map);
+	m->granularity = pmap_gran_name(pmap_granularity(p->map));
 }
 
 /* pool_stats -- a snapshot of the DRAM counters and the geometry */

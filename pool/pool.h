@@ -32,9 +32,14 @@ struct pool_params {
 };
 
 /* pool_open flags */
-#define POOL_CREATE 0x1u    /* create and format if the file is missing */
+#define POOL_CREATE 0x1u    /* create and format if the file is missing;
+                             * format an existing file or device whose
+                             * first 4 KiB are all zero (blank) */
 #define POOL_RDONLY 0x2u    /* map read-only (pool-inspect); no recovery */
-#define POOL_REFORMAT 0x4u  /* format even if a valid pool is there */
+#define POOL_REFORMAT 0x4u  /* format even if a valid pool is there.
+                             * An existing target keeps its own size
+                             * (rounded down to align); align is raised
+                             * to the media's (devdax) alignment */
 
 /* pool_open -- open (and with POOL_CREATE, create and format) the pool at
  * path. params is used only when formatting (NULL: defaults). Returns 0 and
@@ -50,6 +55,18 @@ void pool_close(struct pool **p);
 const char *pool_path(const struct pool *p);
 uint64_t pool_size(const struct pool *p);
 uint64_t pool_align(const struct pool *p);
+
+/* What the pool lives on, as the mapping found it. */
+struct pool_media {
+	bool devdax;             /* a device DAX character device */
+	bool is_volatile;        /* contents do not survive a reboot */
+	uint64_t align;          /* media mapping alignment, bytes */
+	const char *granularity; /* store granularity: "byte", "cache-line"
+	                          * or "page" (static string) */
+};
+
+/* pool_media -- fill *m for p's mapping. */
+void pool_media(const struct pool *p, struct pool_media *m);
 
 /* ---- regions ------------------------------------------------------------ */
 

@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,22 @@
 
 #include "log.h"
 #include "ms_int.h"
+
+/* Under ASan, leaks crash the test that made them (LSan at exit would not
+ * fail a Criterion test, and asserts in .fini are not counted). */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define LEAK_CHECK()                                                       \
+	do {                                                               \
+		if (__lsan_do_recoverable_leak_check() != 0) {             \
+			abort();                                           \
+		}                                                          \
+	} while (0)
+#else
+#define LEAK_CHECK()                                                       \
+	do {                                                               \
+	} while (0)
+#endif
 
 #define POOL_SIZE (64ull << 20)
 #define REGION_LEN (2ull << 20)
@@ -55,6 +72,7 @@ teardown(void)
 {
 	ms_fini(&ms);
 	unlink(pool_file);
+	LEAK_CHECK();
 }
 
 TestSuite(dispatch, .init = setup, .fini = teardown);
@@ -1003,8 +1021,10 @@ Test(dispatch, random_frames_always_get_a_decodable_reply)
 	pbuf_init(&f);
 	pbuf_init(&rep);
 	for (int i = 0; i < 3000; i++) {
+		uint16_t op = (uint16_t)(1 + rand_r(&seed) % 13);
+
 		pbuf_reset(&f);
-		put_req(&f, &a, (uint16_t)(1 + rand_r(&seed) % 13),
+		put_req(&f, &a, op == PROTO_OP_BYE ? PROTO_OP_HELLO : op,
 		    (uint64_t)i + 1000);
 		for (int j = rand_r(&seed) % 80; j > 0; j--) {
 			uint8_t byte = (uint8_t)(rand_r(&seed) % 4 == 0 ?
@@ -1146,4 +1166,151 @@ Test(dispatch, sessions_that_do_not_come_back_after_a_restart_are_reaped)
 	cr_assert_eq(stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
 	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
 	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 0);
+}
+
+/* ---- concurrency -------------------------------------------------------- */
+
+struct worker_arg {
+	struct cl c;
+	int errors;
+};
+
+/* One thread: register (pinned), look up a shared key, unpin, delete,
+ * over its own pages. Counts unexpected answers instead of asserting
+ * (Criterion asserts belong to the main thread). */
+static void *
+worker_main(void *p)
+{
+	struct worker_arg *w = p;
+	struct proto_result res[2];
+	uint32_t m;
+
+	for (int i = 0; i < 300; i++) {
+		char key[32];
+		const char *keys[2] = { key, "shared" };
+		struct proto_reg g = { { (const uint8_t *)key, 0 },
+			w->c.region.region, page_off(&w->c, (unsigned)i % 8),
+			10 };
+		struct pbuf b;
+
+		snprintf(key, sizeof(key), "s%llu-%d",
+		    (unsigned long long)w->c.session, i);
+		g.key.len = (uint16_t)strlen(key);
+		pbuf_init(&b);
+		proto_put_regs(&b, PROTO_F_PIN, 1, &g);
+		w->errors += call(&w->c, PROTO_OP_REGISTER, &b, res, &m) != 0 ||
+		    res[0].flags != PROTO_R_NEW;
+		pbuf_fini(&b);
+		w->errors += keyop(&w->c, PROTO_OP_LOOKUP, 0, 2, keys, res,
+		    &m) != 0 || res[0].status != 0 || res[1].status != 0;
+		w->errors += keyop(&w->c, PROTO_OP_UNPIN, 0, 1, keys, res,
+		    &m) != 0 || res[0].status != 0;
+		w->errors += keyop(&w->c, PROTO_OP_DELETE, 0, 1, keys, res,
+		    &m) != 0 || res[0].status != 0;
+	}
+	return NULL;
+}
+
+Test(dispatch, concurrent_sessions_keep_pins_and_the_pool_consistent)
+{
+	struct worker_arg w[4];
+	pthread_t t[4];
+	struct cl owner;
+	struct proto_result res;
+
+	client(&owner, 100);
+	cr_assert_eq(reg_page(&owner, 0, "shared", 0, &res), 0);
+	for (int i = 0; i < 4; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		client(&w[i].c, (uint64_t)i + 1);
+	}
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(pthread_create(&t[i], NULL, worker_main, &w[i]),
+		    0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		cr_assert_eq(w[i].errors, 0, "worker %d: %d errors", i,
+		    w[i].errors);
+	}
+	cr_assert_eq(stat_of(&owner, PROTO_STAT_PINS), 0);
+	cr_assert_eq(stat_of(&owner, PROTO_STAT_KEYS), 1);
+	cr_assert_eq(pool_check(ms.pool, NULL, NULL), 0);
+	cr_assert_eq(pins_check(&ms.pins, NULL, 0), 0);
+}
+
+struct replay_arg {
+	struct cl c;
+	int status;
+};
+
+static void *
+replay_main(void *p)
+{
+	static const char *const key = "k";
+	struct replay_arg *r = p;
+	struct proto_result res[1];
+	struct pbuf body, rep;
+	uint32_t m = 0;
+
+	pbuf_init(&body);
+	pbuf_init(&rep);
+	put_keys(&body, 0, 1, &key);
+	r->status = call_id(&r->c, PROTO_OP_UNPIN, 4242, &body, &rep, res,
+	    &m);
+	if (r->status == 0) {
+		r->status = res[0].status;
+	}
+	pbuf_fini(&body);
+	pbuf_fini(&rep);
+	return NULL;
+}
+
+Test(dispatch, the_same_req_id_sent_twice_at_once_is_applied_once)
+{
+	struct replay_arg r[4];
+	pthread_t t[4];
+	struct cl a;
+	struct proto_result res;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(key1(&a, PROTO_OP_PIN, 0, "k"), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		r[i].c = a;
+		r[i].c.pipe = (uint64_t)i + 1;
+		cr_assert_eq(pthread_create(&t[i], NULL, replay_main, &r[i]),
+		    0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		cr_assert_eq(r[i].status, 0);
+	}
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 3);
+}
+
+Test(dispatch, a_peer_that_dies_after_its_pipe_went_is_reaped_before_grace)
+{
+	struct cl a, b;
+	struct proto_result res;
+	uint64_t t0 = ms_now_ms();
+	pid_t child = fork();
+
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	cr_assert_gt(child, 0);
+	hello(&b, 2);
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&ms, 1, (uint64_t)child);
+	ms_pipe_removed(&ms, 1, t0);
+	cr_assert_eq(ms_reap(&ms, t0), 0); /* still alive: detached */
+	kill(child, SIGKILL);
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	cr_assert_eq(ms_reap(&ms, t0), 1);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 0);
 }

@@ -18,7 +18,39 @@
 
 #define POOL_SIZE (64ull << 20)
 
-TestSuite(server, .timeout = 60);
+#define CLIENT_ENV "CXLP_MS_TEST_DYING_CLIENT"
+
+/* Re-executed as a child with CLIENT_ENV=url, this binary is a handler that
+ * says HELLO and exits without BYE (nng cannot be used after fork, so the
+ * child must exec). Runs before Criterion's main. */
+__attribute__((constructor)) static void
+dying_client(void)
+{
+	const char *url = getenv(CLIENT_ENV);
+	struct raw_client c;
+
+	if (url == NULL) {
+		return;
+	}
+	if (raw_open(&c, url) != 0 || raw_hello(&c) != 0) {
+		_exit(1);
+	}
+	_exit(0); /* no BYE, socket left open */
+}
+
+/* The server of the running test; stopped here even when a test fails,
+ * so no metaserver outlives its test. */
+static struct test_server srv;
+
+static void
+teardown(void)
+{
+	if (srv.pid > 0) {
+		test_server_stop(&srv);
+	}
+}
+
+TestSuite(server, .fini = teardown, .timeout = 60);
 
 static void
 sleep_ms(unsigned ms)
@@ -73,16 +105,15 @@ run_status(const char *const args[])
 
 Test(server, serves_hello_over_ipc_and_exits_0_on_sigterm)
 {
-	struct test_server s;
 	struct raw_client c;
 	struct stat st;
 
-	cr_assert_eq(test_server_start(&s, POOL_SIZE, NULL), 0);
-	cr_assert(test_server_log_has(&s, "cxlpool-metaserver: ready pool="));
-	cr_assert_eq(stat(s.url + strlen("ipc://"), &st), 0);
+	cr_assert_eq(test_server_start(&srv, POOL_SIZE, NULL), 0);
+	cr_assert(test_server_log_has(&srv, "cxlpool-metaserver: ready pool="));
+	cr_assert_eq(stat(srv.url + strlen("ipc://"), &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0600, "socket mode %o",
 	    st.st_mode & 0777);
-	cr_assert_eq(raw_open(&c, s.url), 0);
+	cr_assert_eq(raw_open(&c, srv.url), 0);
 	cr_assert_eq(raw_hello(&c), 0);
 	cr_assert_neq(c.session, 0);
 	cr_assert_neq(c.token, 0);
@@ -92,7 +123,7 @@ Test(server, serves_hello_over_ipc_and_exits_0_on_sigterm)
 	cr_assert_eq(raw_request(&c, PROTO_OP_HEARTBEAT, NULL, NULL, 0, NULL),
 	    CXLP_E_SESSION);
 	raw_close(&c);
-	cr_assert_eq(test_server_stop(&s), 0);
+	cr_assert_eq(test_server_stop(&srv), 0);
 }
 
 Test(server, bad_flags_exit_2_and_help_exits_0)
@@ -129,63 +160,57 @@ Test(server, a_pool_it_cannot_open_exits_1)
 
 Test(server, a_client_process_that_dies_has_its_session_ended)
 {
-	struct test_server s;
 	int status;
 	pid_t pid;
 
-	cr_assert_eq(test_server_start(&s, POOL_SIZE, NULL), 0);
+	cr_assert_eq(test_server_start(&srv, POOL_SIZE, NULL), 0);
 	pid = fork();
 	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		struct raw_client c;
-
-		if (raw_open(&c, s.url) != 0 || raw_hello(&c) != 0) {
-			_exit(1);
-		}
-		_exit(0); /* no BYE, socket left open */
+	if (pid == 0) { /* nng is not fork-safe: start afresh */
+		setenv(CLIENT_ENV, srv.url, 1);
+		execl("/proc/self/exe", "dying-client", (char *)NULL);
+		_exit(127);
 	}
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	cr_assert(log_eventually_has(&s, "why=peer_exited"),
-	    "no session end in %s", s.log);
-	cr_assert_eq(test_server_stop(&s), 0);
+	cr_assert(log_eventually_has(&srv, "why=peer_exited"),
+	    "no session end in %s", srv.log);
+	cr_assert_eq(test_server_stop(&srv), 0);
 }
 
 Test(server, a_closed_connection_detaches_and_the_grace_period_ends_it)
 {
 	static const char *const args[] = { "--grace-ms", "200", NULL };
-	struct test_server s;
 	struct raw_client c;
 
-	cr_assert_eq(test_server_start(&s, POOL_SIZE, args), 0);
-	cr_assert_eq(raw_open(&c, s.url), 0);
+	cr_assert_eq(test_server_start(&srv, POOL_SIZE, args), 0);
+	cr_assert_eq(raw_open(&c, srv.url), 0);
 	cr_assert_eq(raw_hello(&c), 0);
 	raw_close(&c);
-	cr_assert(log_eventually_has(&s, "op=detach"), "log %s", s.log);
-	cr_assert(log_eventually_has(&s, "why=grace_expired"), "log %s",
-	    s.log);
-	cr_assert_eq(test_server_stop(&s), 0);
+	cr_assert(log_eventually_has(&srv, "op=detach"), "log %s", srv.log);
+	cr_assert(log_eventually_has(&srv, "why=grace_expired"), "log %s",
+	    srv.log);
+	cr_assert_eq(test_server_stop(&srv), 0);
 }
 
 Test(server, a_restarted_server_lets_the_session_reattach)
 {
-	struct test_server s;
 	struct raw_client c;
 	uint64_t session, token;
 
-	cr_assert_eq(test_server_start(&s, POOL_SIZE, NULL), 0);
-	cr_assert_eq(raw_open(&c, s.url), 0);
+	cr_assert_eq(test_server_start(&srv, POOL_SIZE, NULL), 0);
+	cr_assert_eq(raw_open(&c, srv.url), 0);
 	cr_assert_eq(raw_hello(&c), 0);
 	session = c.session;
 	token = c.token;
 	raw_close(&c);
-	test_server_kill(&s, SIGKILL);
-	cr_assert_eq(test_server_restart(&s, NULL), 0);
-	cr_assert_eq(raw_open(&c, s.url), 0);
+	test_server_kill(&srv, SIGKILL);
+	cr_assert_eq(test_server_restart(&srv, NULL), 0);
+	cr_assert_eq(raw_open(&c, srv.url), 0);
 	c.session = session;
 	c.token = token;
 	cr_assert_eq(raw_request(&c, PROTO_OP_HEARTBEAT, NULL, NULL, 0, NULL),
 	    0);
 	raw_close(&c);
-	cr_assert_eq(test_server_stop(&s), 0);
+	cr_assert_eq(test_server_stop(&srv), 0);
 }

@@ -114,3 +114,27 @@ Test(map, tmpfs_is_volatile_and_a_disk_file_is_not)
 	pmap_close(&d);
 	unlink(disk);
 }
+
+Test(map, a_file_reports_page_alignment_and_page_granularity)
+{
+	cr_assert_eq(pmap_open(&m, path, 0, 0, true), 0);
+	cr_assert_eq(pmap_alignment(m), (uint64_t)sysconf(_SC_PAGESIZE));
+	cr_assert_eq(pmap_granularity(m), PMAP_GRAN_PAGE,
+	    "a plain file offers only page granularity (msync)");
+	cr_assert_str_eq(pmap_gran_name(pmap_granularity(m)), "page");
+}
+
+Test(map, granularities_have_names)
+{
+	cr_assert_str_eq(pmap_gran_name(PMAP_GRAN_BYTE), "byte");
+	cr_assert_str_eq(pmap_gran_name(PMAP_GRAN_CACHE_LINE), "cache-line");
+	cr_assert_str_eq(pmap_gran_name((enum pmap_gran)9), "unknown");
+}
+
+Test(map, a_range_off_the_alignment_is_refused_naming_it)
+{
+	cr_assert_eq(pmap_open(&m, path, 4096, 100, true), -EINVAL);
+	cr_assert_null(m);
+	cr_assert(strstr(cxlp_errormsg(), "alignment 4096") != NULL, "%s",
+	    cxlp_errormsg());
+}

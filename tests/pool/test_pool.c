@@ -453,3 +453,74 @@ Test(pool, recovery_frees_an_orphan_left_without_keys)
 	cr_assert_eq(pool_region_get(p, r.id, &got), CXLP_E_NOTFOUND);
 	cr_assert_eq(pool_check(p, NULL, NULL), 0);
 }
+
+/* a plain file stands in for a fresh device: blank (zero) first 4 KiB */
+static void
+make_file(uint64_t size, const char *head, size_t hlen)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(head, 1, hlen, f), hlen);
+	fclose(f);
+	cr_assert_eq(truncate(path, (off_t)size), 0);
+}
+
+Test(pool, create_formats_a_blank_target_to_its_own_size)
+{
+	struct pool_params big = { .size = 1ull << 30 };
+	struct pool_stats st;
+
+	make_file(TEST_POOL_SIZE + (1u << 20), "", 0);
+	cr_assert_eq(pool_open(&p, path, POOL_CREATE, &big), 0, "%s",
+	    cxlp_errormsg());
+	pool_stats(p, &st);
+	cr_assert_eq(st.size, TEST_POOL_SIZE, "the target's size, rounded "
+	    "down to align, not params.size");
+	cr_assert_eq(pool_check(p, NULL, NULL), 0);
+	reopen(POOL_CREATE);
+	cr_assert_eq(pool_size(p), TEST_POOL_SIZE, "a formatted pool is "
+	    "opened, not formatted again");
+}
+
+Test(pool, create_never_formats_a_target_that_holds_anything)
+{
+	/* a format torn after clearing the magic looks like this */
+	make_file(TEST_POOL_SIZE, "\0\0\0\0\0\0\0\0x", 9);
+	expect_open_fails(CXLP_E_BADMAGIC, "nonblank");
+	cr_assert_eq(pool_open(&p, path, POOL_CREATE, &params),
+	    CXLP_E_BADMAGIC);
+	cr_assert_null(p);
+	cr_assert_eq(pool_open(&p, path, POOL_REFORMAT, &params), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(pool_check(p, NULL, NULL), 0);
+}
+
+Test(pool, create_does_not_format_a_blank_target_opened_read_only)
+{
+	make_file(TEST_POOL_SIZE, "", 0);
+	cr_assert_eq(pool_open(&p, path, POOL_RDONLY, NULL), CXLP_E_BADMAGIC);
+	cr_assert_eq(pool_open(&p, path, 0, NULL), CXLP_E_BADMAGIC,
+	    "without POOL_CREATE a blank target is not a pool");
+}
+
+Test(pool, a_blank_target_too_small_for_one_region_is_refused)
+{
+	make_file(3u << 20, "", 0);
+	cr_assert_eq(pool_open(&p, path, POOL_CREATE, NULL), -EINVAL);
+	cr_assert_null(p);
+	cr_assert(strstr(cxlp_errormsg(), "cannot format") != NULL, "%s",
+	    cxlp_errormsg());
+}
+
+Test(pool, media_reports_the_mapping)
+{
+	struct pool_media m;
+
+	create();
+	pool_media(p, &m);
+	cr_assert_not(m.devdax);
+	cr_assert(m.is_volatile, "/dev/shm is tmpfs");
+	cr_assert_eq(m.align, 4096);
+	cr_assert_str_eq(m.granularity, "page");
+}

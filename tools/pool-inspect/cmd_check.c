@@ -1,15 +1,19 @@
 /*
  * cmd_check.c -- `pool-inspect check POOL [--json]`: run pool_check on a
- * read-only open (nothing is repaired) and print one line per problem.
- * Exit 0 when clean, 1 on damage or when the pool cannot be opened.
+ * read-only open (nothing is repaired) and name every problem, one line
+ * each. A pool that cannot be opened at all (bad magic, torn superblock,
+ * truncated file) is itself the problem reported. Exit 0 when clean, 1
+ * on any problem.
  */
 #include <stdio.h>
 
+#include "cxlpool.h"
+#include "err.h"
 #include "inspect.h"
 #include "pool.h"
 
 struct sink {
-	bool json;
+	struct jw *w; /* NULL: text */
 	int n;
 };
 
@@ -18,9 +22,8 @@ report(void *arg, const char *problem)
 {
 	struct sink *s = arg;
 
-	if (s->json) {
-		printf("%s", s->n ? ", " : "");
-		inspect_json_str(stdout, problem);
+	if (s->w != NULL) {
+		jw_str(s->w, NULL, problem);
 	} else {
 		printf("problem: %s\n", problem);
 	}
@@ -32,26 +35,35 @@ int
 cmd_check(int argc, char **argv)
 {
 	struct inspect_opts o;
-	struct sink s = { false, 0 };
-	struct pool *p;
-	int rc, n;
+	struct sink s = { NULL, 0 };
+	struct pool *p = NULL;
+	struct jw w;
+	int rc;
 
-	if ((rc = inspect_args(argc, argv, "POOL [--json]", &o)) != 0 ||
-	    (rc = inspect_open(o.path, &p)) != 0) {
+	if ((rc = inspect_args(argc, argv, OPT_POOL, "POOL [--json]",
+	    &o)) != 0) {
 		return rc;
 	}
-	s.json = o.json;
+	rc = pool_open(&p, o.path, POOL_RDONLY, NULL);
 	if (o.json) {
-		printf("{\"pool\": ");
-		inspect_json_str(stdout, o.path);
-		printf(", \"problems_list\": [");
+		s.w = &w;
+		jw_begin(&w, stdout);
+		jw_str(&w, "pool", o.path);
+		jw_arr(&w, "problems_list");
 	}
-	n = pool_check(p, report, &s);
-	if (o.json) {
-		printf("], \"problems\": %d}\n", n);
+	if (rc != 0) {
+		report(&s, cxlp_errormsg());
 	} else {
-		printf("%s: %d problem%s\n", o.path, n, n == 1 ? "" : "s");
+		pool_check(p, report, &s);
+	}
+	if (o.json) {
+		jw_close(&w);
+		jw_u64(&w, "problems", (uint64_t)s.n);
+		jw_bool(&w, "ok", s.n == 0);
+		jw_end(&w);
+	} else {
+		printf("%s: %d problem%s\n", o.path, s.n, s.n == 1 ? "" : "s");
 	}
 	pool_close(&p);
-	return n == 0 ? 0 : 1;
+	return s.n == 0 ? 0 : 1;
 }

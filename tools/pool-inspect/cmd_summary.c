@@ -1,6 +1,8 @@
 /*
  * cmd_summary.c -- `pool-inspect summary POOL [--json]`: the pool's
- * geometry and use, from pool_stats on a read-only open.
+ * geometry, media and use, from pool_stats and pool_media on a read-only
+ * open. Text is one "label  value" line each, sizes in binary units;
+ * JSON has every number in bytes or counts.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,31 +10,68 @@
 #include "inspect.h"
 #include "pool.h"
 
-struct field {
-	const char *name;  /* JSON key and text label */
-	uint64_t value;
-	const char *unit;  /* text only */
-};
-
 static void
-print_text(const char *path, const struct field *f, size_t n)
+print_text(const char *path, const struct pool_stats *st,
+    const struct pool_media *m)
 {
-	printf("%-16s %s\n", "pool", path);
-	for (size_t i = 0; i < n; i++) {
-		printf("%-16s %" PRIu64 "%s%s\n", f[i].name, f[i].value,
-		    f[i].unit[0] ? " " : "", f[i].unit);
-	}
+	char a[FMT_SIZE_LEN], b[FMT_SIZE_LEN], c[FMT_SIZE_LEN];
+
+	printf("%-14s %s\n", "pool", path);
+	printf("%-14s %s, %s, %s store granularity, %s mapping alignment\n",
+	    "media", m->devdax ? "devdax" : "file",
+	    m->is_volatile ? "volatile" : "persistent", m->granularity,
+	    fmt_size(a, m->align));
+	printf("%-14s %s (metadata %s, data %s)\n", "size",
+	    fmt_size(a, st->size), fmt_size(b, st->meta_bytes),
+	    fmt_size(c, st->data_bytes));
+	printf("%-14s %s\n", "align", fmt_size(a, st->align));
+	printf("%-14s %" PRIu64 " of %" PRIu64 " slots (%" PRIu64 " owned, %"
+	    PRIu64 " orphan)\n", "regions", st->regions, st->region_slots,
+	    st->regions - st->orphan_regions, st->orphan_regions);
+	printf("%-14s %s\n", "allocated",
+	    fmt_size(a, st->data_bytes - st->free_bytes));
+	printf("%-14s %s (largest extent %s)\n", "free",
+	    fmt_size(a, st->free_bytes), fmt_size(b, st->largest_free));
+	printf("%-14s %" PRIu64 " (index %" PRIu64 " slots)\n", "keys",
+	    st->keys, st->index_slots);
+	printf("%-14s %s\n", "values", fmt_size(a, st->value_bytes));
+	printf("%-14s %s (key heap %s)\n", "key bytes",
+	    fmt_size(a, st->key_bytes), fmt_size(b, st->key_heap_bytes));
+	printf("%-14s %" PRIu64 "\n", "sessions", st->sessions);
 }
 
 static void
-print_json(const char *path, const struct field *f, size_t n)
+print_json(const char *path, const struct pool_stats *st,
+    const struct pool_media *m)
 {
-	printf("{\"pool\": ");
-	inspect_json_str(stdout, path);
-	for (size_t i = 0; i < n; i++) {
-		printf(", \"%s\": %" PRIu64, f[i].name, f[i].value);
-	}
-	printf("}\n");
+	struct jw w;
+
+	jw_begin(&w, stdout);
+	jw_str(&w, "pool", path);
+	jw_u64(&w, "size", st->size);
+	jw_u64(&w, "align", st->align);
+	jw_u64(&w, "metadata_bytes", st->meta_bytes);
+	jw_u64(&w, "data_bytes", st->data_bytes);
+	jw_u64(&w, "regions", st->regions);
+	jw_u64(&w, "regions_owned", st->regions - st->orphan_regions);
+	jw_u64(&w, "regions_orphan", st->orphan_regions);
+	jw_u64(&w, "region_slots", st->region_slots);
+	jw_u64(&w, "allocated_bytes", st->data_bytes - st->free_bytes);
+	jw_u64(&w, "free_bytes", st->free_bytes);
+	jw_u64(&w, "largest_free", st->largest_free);
+	jw_u64(&w, "keys", st->keys);
+	jw_u64(&w, "index_slots", st->index_slots);
+	jw_u64(&w, "value_bytes", st->value_bytes);
+	jw_u64(&w, "key_bytes", st->key_bytes);
+	jw_u64(&w, "key_heap_bytes", st->key_heap_bytes);
+	jw_u64(&w, "sessions", st->sessions);
+	jw_obj(&w, "media");
+	jw_bool(&w, "devdax", m->devdax);
+	jw_bool(&w, "volatile", m->is_volatile);
+	jw_str(&w, "granularity", m->granularity);
+	jw_u64(&w, "align", m->align);
+	jw_close(&w);
+	jw_end(&w);
 }
 
 /* cmd_summary -- see inspect.h */
@@ -41,37 +80,20 @@ cmd_summary(int argc, char **argv)
 {
 	struct inspect_opts o;
 	struct pool_stats st;
+	struct pool_media m;
 	struct pool *p;
 	int rc;
 
-	if ((rc = inspect_args(argc, argv, "POOL [--json]", &o)) != 0 ||
-	    (rc = inspect_open(o.path, &p)) != 0) {
+	if ((rc = inspect_args(argc, argv, OPT_POOL, "POOL [--json]",
+	    &o)) != 0 || (rc = inspect_open(o.path, &p)) != 0) {
 		return rc;
 	}
 	pool_stats(p, &st);
-	const struct field f[] = {
-		{ "size", st.size, "bytes" },
-		{ "align", st.align, "bytes" },
-		{ "metadata_bytes", st.meta_bytes, "bytes" },
-		{ "data_bytes", st.data_bytes, "bytes" },
-		{ "regions", st.regions, "allocated" },
-		{ "regions_owned", st.regions - st.orphan_regions, "" },
-		{ "regions_orphan", st.orphan_regions, "" },
-		{ "region_slots", st.region_slots, "" },
-		{ "allocated_bytes", st.data_bytes - st.free_bytes, "bytes" },
-		{ "free_bytes", st.free_bytes, "bytes" },
-		{ "largest_free", st.largest_free, "bytes" },
-		{ "keys", st.keys, "" },
-		{ "index_slots", st.index_slots, "" },
-		{ "value_bytes", st.value_bytes, "bytes" },
-		{ "key_bytes", st.key_bytes, "bytes" },
-		{ "key_heap_bytes", st.key_heap_bytes, "bytes" },
-		{ "sessions", st.sessions, "" },
-	};
+	pool_media(p, &m);
 	if (o.json) {
-		print_json(o.path, f, sizeof(f) / sizeof(f[0]));
+		print_json(o.path, &st, &m);
 	} else {
-		print_text(o.path, f, sizeof(f) / sizeof(f[0]));
+		print_text(o.path, &st, &m);
 	}
 	pool_close(&p);
 	return 0;

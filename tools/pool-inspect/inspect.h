@@ -1,35 +1,84 @@
 /*
  * inspect.h -- pool-inspect's commands and the helpers they share. Each
  * command is cmd_<name>(argc, argv) with argv[0] == "<name>", returning
- * the process exit status (0 ok, 1 failure or damage, 2 usage).
+ * the process exit status (0 ok, 1 failure or damage, 2 usage). main.c
+ * parses options and opens pools; fmt.c formats sizes and keys for a
+ * terminal and writes JSON (always valid: strings escaped, bytes that are
+ * not UTF-8 written as \u00XX).
  */
 #ifndef CXLP_INSPECT_H
 #define CXLP_INSPECT_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct pool;
 
 #define EXIT_USAGE 2
 
-/* the options every pool command takes: one POOL path, --json */
+/* what a command accepts besides --json (inspect_args' accept mask) */
+#define OPT_POOL 0x1u   /* one positional POOL, required */
+#define OPT_PATH 0x2u   /* one positional PATH, optional */
+#define OPT_PREFIX 0x4u /* --prefix P */
+#define OPT_SERVER 0x8u /* --server URL (required), --timeout-ms MS */
+
 struct inspect_opts {
-	const char *path;
-	bool json;
+	const char *path;    /* POOL or PATH; NULL if none */
+	const char *prefix;  /* --prefix; NULL if none */
+	const char *server;  /* --server URL */
+	unsigned timeout_ms; /* --timeout-ms, default 5000 */
+	bool json;           /* --json */
 };
 
-/* inspect_args -- parse "POOL [--json]"; prints usage and returns
+/* inspect_args -- parse argv[1..] by accept; prints usage and returns
  * EXIT_USAGE on anything else, 0 when o is filled. */
-int inspect_args(int argc, char **argv, const char *usage,
+int inspect_args(int argc, char **argv, unsigned accept, const char *usage,
     struct inspect_opts *o);
 /* inspect_open -- open path read-only (no server needed, nothing
  * written); on failure prints why to stderr and returns 1. */
 int inspect_open(const char *path, struct pool **p);
-/* inspect_json_str -- print s as a JSON string to f. */
-void inspect_json_str(FILE *f, const char *s);
+
+/* ---- fmt.c -------------------------------------------------------------- */
+
+#define FMT_SIZE_LEN 24
+/* fmt_size -- bytes for people: "100 B", "4.0 KiB", "64.0 MiB"; returns
+ * buf. */
+const char *fmt_size(char buf[FMT_SIZE_LEN], uint64_t bytes);
+/* fmt_key -- key bytes as terminal text into buf[0..n): printable ASCII
+ * as is, backslash and the rest as \xNN; cut to width columns with "..."
+ * when longer. Returns buf. */
+const char *fmt_key(char *buf, size_t n, const void *key, size_t klen,
+    size_t width);
+
+#define JW_DEPTH 8
+/* A JSON writer: values and containers are separated and escaped here,
+ * so the commands cannot emit invalid JSON. key is NULL inside arrays. */
+struct jw {
+	FILE *f;
+	int depth;
+	bool first[JW_DEPTH]; /* nothing written yet at this depth */
+	char close[JW_DEPTH]; /* '}' or ']' ends this depth */
+};
+
+void jw_begin(struct jw *w, FILE *f); /* the top-level object */
+void jw_end(struct jw *w);            /* closes it and ends the line */
+void jw_obj(struct jw *w, const char *key);
+void jw_arr(struct jw *w, const char *key);
+void jw_close(struct jw *w);          /* the innermost object or array */
+void jw_u64(struct jw *w, const char *key, uint64_t v);
+void jw_i64(struct jw *w, const char *key, int64_t v);
+void jw_bool(struct jw *w, const char *key, bool v);
+void jw_str(struct jw *w, const char *key, const char *s);
+void jw_bytes(struct jw *w, const char *key, const void *b, size_t n);
 
 int cmd_summary(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_regions(int argc, char **argv);
+int cmd_keys(int argc, char **argv);
+int cmd_sessions(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 
 #endif /* CXLP_INSPECT_H */

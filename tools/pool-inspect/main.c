@@ -1,9 +1,13 @@
 /*
  * main.c -- pool-inspect: read a cxlpool pool file or device without a
- * server. An ndctl-style command table: `pool-inspect <command> ...`,
- * each command in its own cmd_<name>.c; adding one is a row below.
+ * server, list DAX devices, or ask a running metaserver for its stats.
+ * An ndctl-style command table: `pool-inspect <command> ...`, each
+ * command in its own cmd_<name>.c; adding one is a row below. Pools are
+ * always opened read-only (POOL_RDONLY): nothing is repaired or written,
+ * so inspecting a pool a metaserver is serving is safe, if racy.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cxlpool.h"
@@ -20,9 +24,19 @@ struct cmd {
 
 static const struct cmd cmds[] = {
 	{ "summary", cmd_summary, "POOL [--json]",
-	    "sizes, regions, keys, bytes used and sessions" },
+	    "sizes, media, regions, keys, bytes used and sessions" },
+	{ "regions", cmd_regions, "POOL [--json]",
+	    "each region: owner, state, size, page size, pages used" },
+	{ "keys", cmd_keys, "POOL [--prefix P] [--json]",
+	    "each key (sorted): region, page, offset, length" },
+	{ "sessions", cmd_sessions, "POOL [--json]",
+	    "the sessions the pool records: id, pid, host, regions" },
 	{ "check", cmd_check, "POOL [--json]",
-	    "verify every invariant; exit 1 if any is broken" },
+	    "verify every invariant; exit 1 naming each problem" },
+	{ "devices", cmd_devices, "[PATH] [--json]",
+	    "DAX devices and fsdax namespaces found (or the one at PATH)" },
+	{ "stats", cmd_stats, "--server URL [--timeout-ms MS] [--json]",
+	    "a running metaserver's stats (live)" },
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
@@ -33,29 +47,91 @@ usage(FILE *f)
 	fprintf(f, "usage: pool-inspect <command> [args]\n"
 	    "       pool-inspect --help\n\ncommands:\n");
 	for (size_t i = 0; i < NCMDS; i++) {
-		fprintf(f, "  %-8s %-14s %s\n", cmds[i].name, cmds[i].usage,
-		    cmds[i].help);
+		fprintf(f, "  %-9s %-42s\n  %-9s   %s\n", cmds[i].name,
+		    cmds[i].usage, "", cmds[i].help);
 	}
-	fprintf(f, "\nPools are opened read-only; no metaserver is needed.\n");
+	fprintf(f, "\nPools are opened read-only; no metaserver is needed "
+	    "except for stats.\nExit status: 0 ok, 1 failure or damage, "
+	    "2 usage.\n");
+}
+
+/* an option with a value: "--name V" or "--name=V"; 1 taken, 0 not
+ * this option, -1 value missing */
+static int
+opt_value(int argc, char **argv, int *i, const char *name, const char **v)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(argv[*i], name, n) != 0) {
+		return 0;
+	}
+	if (argv[*i][n] == '=') {
+		*v = argv[*i] + n + 1;
+		return 1;
+	}
+	if (argv[*i][n] != '\0' || *i + 1 >= argc) {
+		return argv[*i][n] == '\0' ? -1 : 0;
+	}
+	*v = argv[++*i];
+	return 1;
+}
+
+/* one argument; 0 ok, -1 not accepted */
+static int
+one_arg(int argc, char **argv, int *i, unsigned accept,
+    struct inspect_opts *o)
+{
+	const char *t = NULL;
+	char *end;
+	int r;
+
+	if (strcmp(argv[*i], "--json") == 0) {
+		o->json = true;
+		return 0;
+	}
+	if ((accept & OPT_PREFIX) &&
+	    (r = opt_value(argc, argv, i, "--prefix", &o->prefix)) != 0) {
+		return r > 0 ? 0 : -1;
+	}
+	if ((accept & OPT_SERVER) &&
+	    (r = opt_value(argc, argv, i, "--server", &o->server)) != 0) {
+		return r > 0 ? 0 : -1;
+	}
+	if ((accept & OPT_SERVER) &&
+	    (r = opt_value(argc, argv, i, "--timeout-ms", &t)) != 0) {
+		unsigned long ms = r > 0 ? strtoul(t, &end, 10) : 0;
+
+		o->timeout_ms = (unsigned)ms;
+		return r > 0 && *end == '\0' && ms > 0 && ms < 3600000 ?
+		    0 : -1;
+	}
+	if ((accept & (OPT_POOL | OPT_PATH)) && argv[*i][0] != '-' &&
+	    o->path == NULL) {
+		o->path = argv[*i];
+		return 0;
+	}
+	return -1;
 }
 
 /* inspect_args -- see inspect.h */
 int
-inspect_args(int argc, char **argv, const char *use, struct inspect_opts *o)
+inspect_args(int argc, char **argv, unsigned accept, const char *use,
+    struct inspect_opts *o)
 {
-	o->path = NULL;
-	o->json = false;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			o->json = true;
-		} else if (argv[i][0] != '-' && o->path == NULL) {
-			o->path = argv[i];
-		} else {
-			o->path = NULL;
-			break;
-		}
+	bool ok = true;
+
+	memset(o, 0, sizeof(*o));
+	o->timeout_ms = 5000;
+	for (int i = 1; i < argc && ok; i++) {
+		ok = one_arg(argc, argv, &i, accept, o) == 0;
 	}
-	if (o->path == NULL) {
+	if ((accept & OPT_POOL) && o->path == NULL) {
+		ok = false;
+	}
+	if ((accept & OPT_SERVER) && o->server == NULL) {
+		ok = false;
+	}
+	if (!ok) {
 		fprintf(stderr, "usage: pool-inspect %s %s\n", argv[0], use);
 		return EXIT_USAGE;
 	}
@@ -74,25 +150,6 @@ inspect_open(const char *path, struct pool **p)
 		return 1;
 	}
 	return 0;
-}
-
-/* inspect_json_str -- see inspect.h */
-void
-inspect_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\') {
-			fprintf(f, "\\%c", c);
-		} else if (c < 0x20) {
-			fprintf(f, "\\u%04x", c);
-		} else {
-			fputc(c, f);
-		}
-	}
-	fputc('"', f);
 }
 
 int

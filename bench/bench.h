@@ -1,0 +1,124 @@
+/*
+ * bench.h -- cxlpool-bench's shared pieces: the run context, timing and
+ * statistics, /proc CPU accounting, child processes, the JSON writer and
+ * the target summary. Each section (echo.c, latency.c, batch.c,
+ * datapath.c, index.c) is one function over a struct bench.
+ */
+#ifndef CXLP_BENCH_H
+#define CXLP_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define BENCH_KEY_LEN 32   /* every benchmark key is this long, bytes */
+#define BENCH_KEY_BUF 40
+#define BENCH_MAX_ARGS 24
+
+/* A JSON document built in memory (a growing string). */
+struct jw {
+	char *buf;
+	size_t len, cap;
+	int depth;
+	bool need_comma[16];
+	bool err;
+};
+
+void jw_init(struct jw *j);
+void jw_fini(struct jw *j);
+void jw_begin(struct jw *j, const char *key, char open); /* '{' or '[' */
+void jw_end(struct jw *j, char close);
+void jw_num(struct jw *j, const char *key, double v);
+void jw_int(struct jw *j, const char *key, long long v);
+void jw_str(struct jw *j, const char *key, const char *s);
+void jw_bool(struct jw *j, const char *key, bool v);
+
+/* One target of the issue: measured value against a limit. */
+struct target {
+	char what[96];
+	double value, limit;
+	const char *unit;
+	bool upper; /* true: value must be <= limit; false: >= limit */
+	char note[96];
+};
+
+#define BENCH_TARGETS_MAX 32
+
+struct bench {
+	const char *self;        /* our executable (for fork+exec) */
+	const char *url;         /* metaserver endpoint */
+	pid_t ms_pid;            /* its pid, 0 unknown (no CPU figures) */
+	bool quick;
+	const char *only;        /* section name or NULL for all */
+	char cmdline[1024];
+	struct jw json;
+	struct target targets[BENCH_TARGETS_MAX];
+	int ntargets;
+	double echo_p50_us;      /* set by the echo section, 0 if not run */
+	int failures;            /* sections that could not run */
+};
+
+/* ---- time and statistics (util.c) ------------------------------------- */
+
+uint64_t now_ns(void);
+/* pctl -- the p-th percentile (0..100) of v[0..n) (sorts v). */
+double pctl(double *v, size_t n, double p);
+void bench_key(char *buf, unsigned worker, unsigned tag, uint64_t i);
+
+/* ---- /proc CPU accounting (util.c) ------------------------------------ */
+
+struct cpu_sample {
+	uint64_t sched_ns; /* sum of /proc/<pid>/task/<t>/schedstat run ns */
+	uint64_t ticks;    /* utime + stime from /proc/<pid>/stat */
+};
+
+/* cpu_read -- sample pid's CPU; 0 or -1 (pid 0 or gone). */
+int cpu_read(pid_t pid, struct cpu_sample *s);
+/* cpu_us -- CPU microseconds between two samples: schedstat when it
+ * moved, else ticks. */
+double cpu_us(const struct cpu_sample *a, const struct cpu_sample *b);
+double cpu_ticks_us(const struct cpu_sample *a, const struct cpu_sample *b);
+
+/* ---- child processes (util.c) ----------------------------------------- */
+
+struct child {
+	pid_t pid;
+	FILE *to;   /* its stdin */
+	FILE *from; /* its stdout */
+};
+
+/* child_spawn -- fork + exec argv (NULL-terminated) with pipes on its
+ * stdin and stdout. 0 or -1. */
+int child_spawn(struct child *c, const char *const argv[]);
+/* child_wait -- close its stdin, reap it; its exit status or -1. */
+int child_wait(struct child *c);
+/* child_line -- read one line (without the newline) into buf; 0 or -1. */
+int child_line(struct child *c, char *buf, size_t n);
+
+/* bench_connect -- a handler on url with this page and region size; 0 or
+ * a negative cxlp error (message on stderr). */
+struct cxlp_handler;
+int bench_connect(const char *url, size_t page, size_t region,
+    struct cxlp_handler **h);
+
+/* ---- results ---------------------------------------------------------- */
+
+void target_add(struct bench *b, const char *what, double value,
+    double limit, const char *unit, bool upper, const char *note);
+bool section_on(const struct bench *b, const char *name);
+
+/* ---- sections --------------------------------------------------------- */
+
+int echo_section(struct bench *b);
+int latency_section(struct bench *b);
+int batch_section(struct bench *b);
+int datapath_section(struct bench *b);
+int index_section(struct bench *b);
+
+/* Modes run in exec'ed children (argv after the mode flag). */
+int echo_server_main(const char *url);
+int batch_worker_main(const char *url, unsigned id);
+
+#endif /* CXLP_BENCH_H */

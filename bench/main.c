@@ -1,0 +1,366 @@
+/*
+ * main.c -- cxlpool-bench: start (or connect to) a metaserver, run the
+ * benchmark sections, print a table per section and the targets, and
+ * write everything as one JSON document.
+ *
+ * Without --server it starts the build's cxlpool-metaserver itself on a
+ * temporary pool in /dev/shm sized for the run (--metaserver PATH, else
+ * $CXLP_METASERVER, else ../metaserver/cxlpool-metaserver next to this
+ * executable) and removes the pool, socket and log afterwards. The same
+ * executable is also the benchmark's helper processes: `--echo-server`
+ * and `--batch-worker` are modes it execs itself in, so every process
+ * that uses nng is a fresh one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define READY_LINE "cxlpool-metaserver: ready"
+#define MS_ARGS_MAX 8
+
+struct ms_proc {
+	pid_t pid;
+	char pool[96], url[128], log[96];
+};
+
+struct opts {
+	const char *server, *metaserver, *json;
+	const char *ms_args[MS_ARGS_MAX];
+	int nms_args;
+	long server_pid;
+};
+
+static const struct section {
+	const char *name;
+	int (*run)(struct bench *b);
+} sections[] = {
+	{ "echo", echo_section },
+	{ "latency", latency_section },
+	{ "batch", batch_section },
+	{ "datapath", datapath_section },
+	{ "index", index_section },
+};
+
+#define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: cxlpool-bench [options]\n"
+	    "  --server URL        use a running metaserver at URL\n"
+	    "  --server-pid PID    its pid, for server CPU figures\n"
+	    "  --metaserver PATH   metaserver to start (default: "
+	    "$CXLP_METASERVER,\n"
+	    "                      else ../metaserver/cxlpool-metaserver)\n"
+	    "  --ms-arg ARG        extra argument for the started metaserver"
+	    "\n"
+	    "  --quick             tiny counts (smoke test)\n"
+	    "  --json FILE         write the results as JSON ('-': stdout,\n"
+	    "                      tables then go to stderr)\n"
+	    "  --only SECTION      echo|latency|batch|datapath|index\n");
+}
+
+static int
+parse(int argc, char **argv, struct opts *o, struct bench *b)
+{
+	static const struct option lo[] = {
+		{ "server", 1, NULL, 's' }, { "server-pid", 1, NULL, 'p' },
+		{ "metaserver", 1, NULL, 'm' }, { "ms-arg", 1, NULL, 'a' },
+		{ "quick", 0, NULL, 'q' }, { "json", 1, NULL, 'j' },
+		{ "only", 1, NULL, 'o' }, { "help", 0, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': o->server = optarg; break;
+		case 'p': o->server_pid = strtol(optarg, NULL, 10); break;
+		case 'm': o->metaserver = optarg; break;
+		case 'a':
+			if (o->nms_args == MS_ARGS_MAX) {
+				return 2;
+			}
+			o->ms_args[o->nms_args++] = optarg;
+			break;
+		case 'q': b->quick = true; break;
+		case 'j': o->json = optarg; break;
+		case 'o': b->only = optarg; break;
+		case 'h': usage(stdout); return 1;
+		default: usage(stderr); return 2;
+		}
+	}
+	for (size_t i = 0; b->only != NULL && i < NSECTIONS; i++) {
+		if (strcmp(sections[i].name, b->only) == 0) {
+			return optind == argc ? 0 : 2;
+		}
+	}
+	return b->only == NULL && optind == argc ? 0 : 2;
+}
+
+/* ---- the metaserver we start ------------------------------------------ */
+
+static void
+ms_binary(const struct bench *b, const struct opts *o, char *out, size_t n)
+{
+	const char *env = getenv("CXLP_METASERVER");
+	char *dup;
+
+	if (o->metaserver != NULL || env != NULL) {
+		snprintf(out, n, "%s", o->metaserver ? o->metaserver : env);
+		return;
+	}
+	dup = strdup(b->self);
+	snprintf(out, n, "%s/../metaserver/cxlpool-metaserver",
+	    dup != NULL ? dirname(dup) : ".");
+	free(dup);
+}
+
+static bool
+log_has(const char *path, const char *needle)
+{
+	char buf[8192];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (f == NULL) {
+		return false;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, needle) != NULL;
+}
+
+static int
+ms_wait_ready(struct ms_proc *m)
+{
+	struct timespec ts = { 0, 10000000 };
+
+	for (int i = 0; i < 3000; i++) {
+		if (log_has(m->log, READY_LINE)) {
+			return 0;
+		}
+		if (waitpid(m->pid, NULL, WNOHANG) == m->pid) {
+			m->pid = 0;
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, "cxlpool-bench: metaserver did not start; see %s\n",
+	    m->log);
+	return -1;
+}
+
+static int
+ms_start(struct bench *b, const struct opts *o, struct ms_proc *m)
+{
+	char bin[1024], size[24];
+	const char *argv[BENCH_MAX_ARGS] = { bin, "--pool", m->pool, "--size",
+		size, "--listen", m->url, "--reformat" };
+	int n = 8, fd;
+
+	ms_binary(b, o, bin, sizeof(bin));
+	snprintf(m->pool, sizeof(m->pool), "/dev/shm/cxlpool-bench-%d.pool",
+	    (int)getpid());
+	snprintf(m->url, sizeof(m->url), "ipc:///tmp/cxlpool-bench-%d.sock",
+	    (int)getpid());
+	snprintf(m->log, sizeof(m->log), "/tmp/cxlpool-bench-%d.log",
+	    (int)getpid());
+	snprintf(size, sizeof(size), "%s", b->quick ? "512M" : "2G");
+	for (int i = 0; i < o->nms_args; i++) {
+		argv[n++] = o->ms_args[i];
+	}
+	fflush(NULL);
+	if ((m->pid = fork()) < 0) {
+		return -1;
+	}
+	if (m->pid == 0) {
+		fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0) {
+			dup2(fd, STDERR_FILENO);
+			dup2(fd, STDOUT_FILENO);
+		}
+		execv(bin, (char *const *)argv);
+		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
+		_exit(127);
+	}
+	b->url = m->url;
+	b->ms_pid = m->pid;
+	return ms_wait_ready(m);
+}
+
+static int
+ms_stop(struct ms_proc *m)
+{
+	int status = -1;
+
+	if (m->pid > 0) {
+		kill(m->pid, SIGTERM);
+		waitpid(m->pid, &status, 0);
+	}
+	unlink(m->pool);
+	unlink(m->url + strlen("ipc://"));
+	if (status == 0) {
+		unlink(m->log);
+	} else if (m->pid > 0) {
+		fprintf(stderr, "cxlpool-bench: metaserver exit status %d; "
+		    "log kept in %s\n", status, m->log);
+	}
+	return status == 0 ? 0 : -1;
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+static void
+print_targets(struct bench *b)
+{
+	printf("\n## targets (issue 5)\n%-50s %12s %12s %6s\n", "target",
+	    "measured", "limit", "");
+	jw_begin(&b->json, "targets", '[');
+	for (int i = 0; i < b->ntargets; i++) {
+		const struct target *t = &b->targets[i];
+		bool ok = t->upper ? t->value <= t->limit :
+		    t->value >= t->limit;
+
+		printf("%-50s %12.3g %s%11.3g %6s %s\n", t->what, t->value,
+		    t->upper ? "<=" : ">=", t->limit, ok ? "met" : "MISSED",
+		    t->note);
+		jw_begin(&b->json, NULL, '{');
+		jw_str(&b->json, "target", t->what);
+		jw_num(&b->json, "measured", t->value);
+		jw_num(&b->json, "limit", t->limit);
+		jw_str(&b->json, "unit", t->unit);
+		jw_str(&b->json, "bound", t->upper ? "max" : "min");
+		jw_bool(&b->json, "met", ok);
+		jw_str(&b->json, "note", t->note);
+		jw_end(&b->json, '}');
+	}
+	jw_end(&b->json, ']');
+}
+
+static int
+write_json(struct bench *b, const char *path, int json_fd)
+{
+	FILE *f = json_fd >= 0 ? fdopen(json_fd, "w") : fopen(path, "w");
+	int rc;
+
+	if (f == NULL || b->json.err) {
+		fprintf(stderr, "cxlpool-bench: cannot write JSON to %s\n",
+		    path);
+		if (f != NULL) {
+			fclose(f);
+		}
+		return -1;
+	}
+	fprintf(f, "%s\n", b->json.buf);
+	rc = fclose(f);
+	return rc == 0 ? 0 : -1;
+}
+
+static void
+set_cmdline(struct bench *b, int argc, char **argv)
+{
+	size_t len = 0;
+
+	for (int i = 0; i < argc && len < sizeof(b->cmdline) - 1; i++) {
+		len += (size_t)snprintf(b->cmdline + len,
+		    sizeof(b->cmdline) - len, "%s%s", i ? " " : "", argv[i]);
+	}
+}
+
+/* Run the selected sections; returns how many failed. */
+static int
+run_sections(struct bench *b)
+{
+	int failed = 0;
+
+	for (size_t i = 0; i < NSECTIONS; i++) {
+		bool on = section_on(b, sections[i].name) ||
+		    (strcmp(sections[i].name, "echo") == 0 &&
+		    section_on(b, "latency"));
+
+		if (on && sections[i].run(b) != 0) {
+			fprintf(stderr, "cxlpool-bench: section %s failed\n",
+			    sections[i].name);
+			failed++;
+		}
+		fflush(stdout);
+	}
+	return failed;
+}
+
+static int
+bench_main(int argc, char **argv, struct bench *b)
+{
+	struct opts o = { 0 };
+	struct ms_proc m = { 0 };
+	int rc = parse(argc, argv, &o, b), json_fd = -1, failed;
+
+	if (rc != 0) {
+		return rc == 1 ? 0 : 2;
+	}
+	set_cmdline(b, argc, argv);
+	if (o.json != NULL && strcmp(o.json, "-") == 0) {
+		json_fd = dup(STDOUT_FILENO); /* JSON alone on stdout */
+		dup2(STDERR_FILENO, STDOUT_FILENO);
+	}
+	printf("# %s\n", b->cmdline);
+	jw_begin(&b->json, NULL, '{');
+	jw_str(&b->json, "command", b->cmdline);
+	jw_bool(&b->json, "quick", b->quick);
+	jw_int(&b->json, "time", (long long)time(NULL));
+	if (o.server != NULL) {
+		b->url = o.server;
+		b->ms_pid = (pid_t)o.server_pid;
+	} else if (ms_start(b, &o, &m) != 0) {
+		ms_stop(&m);
+		return 1;
+	}
+	jw_str(&b->json, "server", b->url);
+	failed = run_sections(b);
+	print_targets(b);
+	jw_int(&b->json, "failed_sections", failed);
+	jw_end(&b->json, '}');
+	if (o.server == NULL && ms_stop(&m) != 0) {
+		failed++;
+	}
+	if (o.json != NULL && write_json(b, o.json, json_fd) != 0) {
+		failed++;
+	}
+	return failed == 0 ? 0 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	static char self[1024];
+	struct bench b = { .self = self };
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int rc;
+
+	if (n <= 0) {
+		snprintf(self, sizeof(self), "%s", argv[0]);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (argc == 3 && strcmp(argv[1], "--echo-server") == 0) {
+		return echo_server_main(argv[2]);
+	}
+	if (argc == 4 && strcmp(argv[1], "--batch-worker") == 0) {
+		return batch_worker_main(argv[2],
+		    (unsigned)strtoul(argv[3], NULL, 10));
+	}
+	jw_init(&b.json);
+	rc = bench_main(argc, argv, &b);
+	jw_fini(&b.json);
+	return rc;
+}

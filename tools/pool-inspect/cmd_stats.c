@@ -1,0 +1,269 @@
+/*
+ * cmd_stats.c -- `pool-inspect stats --server URL [--json]`: a running
+ * metaserver's stats, live. Opens a session (HELLO), asks STATS, ends it
+ * (BYE), over one nng REQ socket with nng's own resend turned off (the
+ * tool never retries: a lost reply is reported, not repeated). The only
+ * file of pool-inspect that includes nng.
+ *
+ * The session count the server reports includes this tool's own session.
+ * The protocol has no op that lists sessions; a live listing would need
+ * one (SESSIONS). `pool-inspect sessions POOL` lists the pool's table.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "cxlpool.h"
+#include "err.h"
+#include "inspect.h"
+#include "proto.h"
+
+static const char *const stat_names[PROTO_STAT_COUNT] = {
+	[PROTO_STAT_POOL_BYTES] = "pool_bytes",
+	[PROTO_STAT_DATA_BYTES] = "data_bytes",
+	[PROTO_STAT_FREE_BYTES] = "free_bytes",
+	[PROTO_STAT_REGIONS] = "regions",
+	[PROTO_STAT_ORPHAN_REGIONS] = "orphan_regions",
+	[PROTO_STAT_KEYS] = "keys",
+	[PROTO_STAT_VALUE_BYTES] = "value_bytes",
+	[PROTO_STAT_SESSIONS] = "sessions",
+	[PROTO_STAT_PINS] = "pins",
+	[PROTO_STAT_INDEX_SLOTS] = "index_slots",
+};
+
+/* which stats are bytes (shown with units in text) */
+static const bool stat_bytes[PROTO_STAT_COUNT] = {
+	[PROTO_STAT_POOL_BYTES] = true,
+	[PROTO_STAT_DATA_BYTES] = true,
+	[PROTO_STAT_FREE_BYTES] = true,
+	[PROTO_STAT_VALUE_BYTES] = true,
+};
+
+struct conn {
+	nng_socket sock;
+	uint64_t next_id;
+	uint64_t session, token;
+	void *frame;  /* last reply, nng-allocated */
+	size_t flen;
+};
+
+struct live {
+	char path[PROTO_PATH_MAX + 1];
+	uint64_t pool_size, align;
+	uint64_t v[PROTO_STATS_MAX];
+	uint32_t n;
+};
+
+static int
+conn_open(struct conn *c, const char *url, unsigned timeout_ms)
+{
+	int rv;
+
+	memset(c, 0, sizeof(*c));
+	c->next_id = 1;
+	if ((rv = nng_req0_open(&c->sock)) != 0) {
+		return cxlp_fail(CXLP_E_CONN, "req socket: %s",
+		    nng_strerror(rv));
+	}
+	if ((rv = nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME,
+	    NNG_DURATION_INFINITE)) != 0 ||
+	    (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECVTIMEO,
+	    (nng_duration)timeout_ms)) != 0 ||
+	    (rv = nng_socket_set_ms(c->sock, NNG_OPT_SENDTIMEO,
+	    (nng_duration)timeout_ms)) != 0 ||
+	    (rv = nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ,
+	    PROTO_FRAME_MAX)) != 0 ||
+	    (rv = nng_dial(c->sock, url, NULL, 0)) != 0) {
+		nng_close(c->sock);
+		return cxlp_fail(CXLP_E_CONN, "cannot reach %s: %s", url,
+		    nng_strerror(rv));
+	}
+	return 0;
+}
+
+static void
+conn_close(struct conn *c)
+{
+	if (c->frame != NULL) {
+		nng_free(c->frame, c->flen);
+		c->frame = NULL;
+	}
+	nng_close(c->sock);
+}
+
+/* send op with body b; on 0, *body reads the reply's body */
+static int
+xact(struct conn *c, uint16_t op, struct pbuf *b, struct preader *body)
+{
+	struct proto_req_hdr h = { PROTO_VERSION, op, c->next_id++,
+	    c->session, c->token };
+	struct proto_rep_hdr rh;
+	struct pbuf req;
+	int rv, rc;
+
+	pbuf_init(&req);
+	proto_put_req_hdr(&req, &h);
+	pbuf_put_bytes(&req, b->data, b->len);
+	if (req.err != 0 || b->err != 0) {
+		pbuf_fini(&req);
+		return cxlp_fail(-ENOMEM, "out of memory");
+	}
+	if (c->frame != NULL) {
+		nng_free(c->frame, c->flen);
+		c->frame = NULL;
+	}
+	rv = nng_send(c->sock, req.data, req.len, 0);
+	pbuf_fini(&req);
+	if (rv != 0 || (rv = nng_recv(c->sock, &c->frame, &c->flen,
+	    NNG_FLAG_ALLOC)) != 0) {
+		return cxlp_fail(rv == NNG_ETIMEDOUT ? CXLP_E_TIMEOUT :
+		    CXLP_E_CONN, "%s: %s", proto_op_name(op),
+		    nng_strerror(rv));
+	}
+	if ((rc = proto_get_rep_hdr(c->frame, c->flen, &rh, body)) != 0) {
+		return rc;
+	}
+	if (rh.op != op || rh.req_id != h.req_id) {
+		return cxlp_fail(CXLP_E_PROTO, "%s: reply to another request",
+		    proto_op_name(op));
+	}
+	if (rh.status != 0) {
+		return cxlp_fail(rh.status, "%s refused: %s",
+		    proto_op_name(op), cxlp_strerror(rh.status));
+	}
+	return 0;
+}
+
+static int
+hello(struct conn *c, struct live *l)
+{
+	struct proto_hello m = { .pid = (uint32_t)getpid() };
+	struct proto_welcome wel;
+	struct preader body;
+	char host[PROTO_HOST_MAX + 1] = "";
+	struct pbuf b;
+	int rc;
+
+	gethostname(host, sizeof(host) - 1);
+	m.host = host;
+	m.host_len = (uint16_t)strlen(host);
+	pbuf_init(&b);
+	proto_put_hello(&b, &m);
+	rc = xact(c, PROTO_OP_HELLO, &b, &body);
+	pbuf_fini(&b);
+	if (rc == 0 && (rc = proto_get_welcome(&body, &wel)) == 0) {
+		c->session = wel.session;
+		c->token = wel.token;
+		l->pool_size = wel.pool_size;
+		l->align = wel.align;
+		memcpy(l->path, wel.path, wel.path_len);
+		l->path[wel.path_len] = '\0';
+	}
+	return rc;
+}
+
+static int
+query(const struct inspect_opts *o, struct live *l)
+{
+	struct preader body;
+	struct pbuf none;
+	struct conn c;
+	int rc;
+
+	if ((rc = conn_open(&c, o->server, o->timeout_ms)) != 0) {
+		return rc;
+	}
+	pbuf_init(&none);
+	if ((rc = hello(&c, l)) == 0) {
+		rc = xact(&c, PROTO_OP_STATS, &none, &body);
+		if (rc == 0) {
+			rc = proto_get_stats(&body, l->v, PROTO_STATS_MAX,
+			    &l->n);
+		}
+		/* end the session either way; its outcome does not matter */
+		xact(&c, PROTO_OP_BYE, &none, &body);
+	}
+	pbuf_fini(&none);
+	conn_close(&c);
+	return rc;
+}
+
+static const char *
+stat_name(uint32_t i, char buf[16])
+{
+	if (i < PROTO_STAT_COUNT) {
+		return stat_names[i];
+	}
+	snprintf(buf, 16, "stat_%u", i);
+	return buf;
+}
+
+static void
+print_text(const struct inspect_opts *o, const struct live *l)
+{
+	char a[FMT_SIZE_LEN], b[FMT_SIZE_LEN], name[16];
+
+	printf("%-15s %s\n", "server", o->server);
+	printf("%-15s %s (%s, align %s)\n", "pool", l->path,
+	    fmt_size(a, l->pool_size), fmt_size(b, l->align));
+	for (uint32_t i = 0; i < l->n; i++) {
+		if (i < PROTO_STAT_COUNT && stat_bytes[i]) {
+			printf("%-15s %s\n", stat_name(i, name),
+			    fmt_size(a, l->v[i]));
+		} else {
+			printf("%-15s %" PRIu64 "%s\n", stat_name(i, name),
+			    l->v[i], i == PROTO_STAT_SESSIONS ?
+			    " (this one included)" : "");
+		}
+	}
+}
+
+static void
+print_json(const struct inspect_opts *o, const struct live *l)
+{
+	char name[16];
+	struct jw w;
+
+	jw_begin(&w, stdout);
+	jw_str(&w, "server", o->server);
+	jw_str(&w, "pool", l->path);
+	jw_u64(&w, "pool_size", l->pool_size);
+	jw_u64(&w, "align", l->align);
+	jw_obj(&w, "stats");
+	for (uint32_t i = 0; i < l->n; i++) {
+		jw_u64(&w, stat_name(i, name), l->v[i]);
+	}
+	jw_close(&w);
+	jw_end(&w);
+}
+
+/* cmd_stats -- see inspect.h */
+int
+cmd_stats(int argc, char **argv)
+{
+	struct inspect_opts o;
+	struct live l;
+	int rc;
+
+	if ((rc = inspect_args(argc, argv, OPT_SERVER,
+	    "--server URL [--timeout-ms MS] [--json]", &o)) != 0) {
+		return rc;
+	}
+	memset(&l, 0, sizeof(l));
+	if ((rc = query(&o, &l)) != 0) {
+		fprintf(stderr, "pool-inspect: %s: %s (%s)\n", o.server,
+		    cxlp_errormsg(), cxlp_strerror(rc));
+		return 1;
+	}
+	if (o.json) {
+		print_json(&o, &l);
+	} else {
+		print_text(&o, &l);
+	}
+	return 0;
+}

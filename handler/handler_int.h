@@ -187,6 +187,7 @@ struct cxlp_handler {
 
 	pthread_rwlock_t map_lock;
 	struct rmap_ent *rmap[RMAP_BUCKETS];
+	struct rmap_ent *retired; /* replaced foreign maps, unmapped at close */
 	uint64_t nforeign;
 };
 

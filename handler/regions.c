@@ -8,6 +8,10 @@
  * never wait for the page lock that serializes allocation. A foreign
  * region is mapped on first use and cached; a location with a different
  * gen means the region id was reused, and the old mapping is replaced.
+ * A replaced mapping is retired, not unmapped, until the handler closes:
+ * a pointer an earlier retrieve returned (without a pin, its key since
+ * deleted) then reads stale bytes instead of faulting -- the bytes of a
+ * deleted key are undefined, but a reader must never crash on them.
  * Own regions are entered in the same hash (borrowing their mapping), so
  * a key in one of my regions resolves to my read-write mapping.
  *
@@ -57,6 +61,20 @@ rmap_ent_free(struct cxlp_handler *h, struct rmap_ent *e)
 	free(e);
 }
 
+/* Take old out of service: own entries borrow their mapping and go; a
+ * foreign mapping is kept on h->retired until close. */
+static void
+rmap_retire(struct cxlp_handler *h, struct rmap_ent *old)
+{
+	if (old->own) {
+		rmap_ent_free(h, old);
+		return;
+	}
+	h->nforeign--;
+	old->next = h->retired;
+	h->retired = old;
+}
+
 /* Enter e (new) in the hash, replacing any entry for its region id.
  * map_lock held for writing. */
 static void
@@ -68,7 +86,7 @@ rmap_put(struct cxlp_handler *h, struct rmap_ent *e)
 		struct rmap_ent *old = *pp;
 
 		e->next = old->next;
-		rmap_ent_free(h, old);
+		rmap_retire(h, old);
 	} else {
 		e->next = NULL;
 	}
@@ -284,6 +302,13 @@ regions_fini(struct cxlp_handler *h)
 			h->rmap[i] = e->next;
 			rmap_ent_free(h, e);
 		}
+	}
+	while (h->retired != NULL) {
+		struct rmap_ent *e = h->retired;
+
+		h->retired = e->next;
+		pmap_close(&e->map);
+		free(e);
 	}
 	for (uint32_t i = 0; i < h->nown; i++) {
 		own_free(h->own[i]);

@@ -69,3 +69,31 @@ Test(roundtrip, reader_mapping_of_a_foreign_region_is_read_only)
 	cr_assert_eq(itest_get_check(h, "rt", 1), 7, "bytes changed");
 	cxlp_close(&h);
 }
+
+/* A reader's pointer into a foreign region stays mapped after that region
+ * is freed and its id reused by another handler (the reader remaps the new
+ * generation): reading it gives undefined bytes but never faults. */
+Test(roundtrip, old_pointer_survives_reuse_of_its_region_id)
+{
+	struct cxlp_handler *reader = itest_connect();
+	struct cxlp_handler *a = itest_connect();
+	struct cxlp_handler *c;
+	const void *old, *fresh;
+	size_t len;
+	volatile uint8_t sink;
+
+	itest_put(a, "gen", 1, 1, 4096);
+	cr_assert_rc(cxlp_retrieve(reader, "gen-1", 5, 0, &old, &len), 0);
+	cr_assert_rc(cxlp_delete(a, "gen-1", 5), 0);
+	cxlp_close(&a); /* its region, now empty, returns to the pool */
+	c = itest_connect(); /* takes the same region id, next gen */
+	itest_put(c, "gen", 2, 2, 4096);
+	cr_assert_rc(cxlp_retrieve(reader, "gen-2", 5, 0, &fresh, &len), 0);
+	cr_assert(kv_check(fresh, len, 2, NULL));
+	sink = *(const volatile uint8_t *)old; /* must not fault */
+	(void)sink;
+	cr_assert_eq(kv_stats(reader).foreign_maps, 1,
+	    "the replaced mapping is still counted as cached");
+	cxlp_close(&c);
+	cxlp_close(&reader);
+}

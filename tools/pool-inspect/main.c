@@ -47,7 +47,7 @@ usage(FILE *f)
 	fprintf(f, "usage: pool-inspect <command> [args]\n"
 	    "       pool-inspect --help\n\ncommands:\n");
 	for (size_t i = 0; i < NCMDS; i++) {
-		fprintf(f, "  %-9s %-42s\n  %-9s   %s\n", cmds[i].name,
+		fprintf(f, "  %-9s %s\n  %-9s   %s\n", cmds[i].name,
 		    cmds[i].usage, "", cmds[i].help);
 	}
 	fprintf(f, "\nPools are opened read-only; no metaserver is needed "

@@ -2,10 +2,8 @@
  * test_handler.c -- tests of libcxlpool (handler.c, regions.c, store.c,
  * ops.c, client.c) against a real cxlpool-metaserver process.
  *
- * Each test starts its own metaserver (fork + exec of $CXLP_METASERVER) on
- * a fresh pool under /dev/shm and a private ipc socket, waits for its
- * "ready" line, and stops it at the end. The server's stderr goes to a
- * file, so a chatty server can never block on a full pipe.
+ * Each test starts its own metaserver on a fresh pool and a private ipc
+ * socket (tests/support/server.h) and stops it at the end.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -20,6 +18,7 @@
 #include <unistd.h>
 
 #include "cxlpool.h"
+#include "server.h"
 
 /* Under ASan, check for leaks at the end of each test: Criterion would not
  * fail a test for LeakSanitizer's report at exit. */
@@ -34,8 +33,7 @@
 #define REGION (2u << 20)
 #define PAGES_PER_REGION (REGION / PAGE)
 
-static pid_t ms_pid = -1;
-static char pool_path[128], url[160], sock_path[128], log_path[128];
+static struct test_server srv;
 static struct cxlp_config *cfg;
 
 static void
@@ -44,75 +42,6 @@ sleep_ms(long ms)
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
-}
-
-static bool
-log_has_ready(void)
-{
-	char line[512];
-	bool ready = false;
-	FILE *f = fopen(log_path, "r");
-
-	if (f == NULL) {
-		return false;
-	}
-	while (!ready && fgets(line, sizeof(line), f) != NULL) {
-		ready = strstr(line, "cxlpool-metaserver: ready") != NULL;
-	}
-	fclose(f);
-	return ready;
-}
-
-static void
-ms_start(void)
-{
-	const char *bin = getenv("CXLP_METASERVER");
-	int status;
-
-	cr_assert_not_null(bin, "CXLP_METASERVER is not set");
-	ms_pid = fork();
-	cr_assert_neq(ms_pid, -1);
-	if (ms_pid == 0) {
-		int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		if (fd < 0 || dup2(fd, 2) < 0) {
-			_exit(126);
-		}
-		execl(bin, bin, "--pool", pool_path, "--size", "256M",
-		    "--listen", url, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 3000; i++) {
-		if (log_has_ready()) {
-			return;
-		}
-		cr_assert_eq(waitpid(ms_pid, &status, WNOHANG), 0,
-		    "metaserver exited early (see %s)", log_path);
-		sleep_ms(10);
-	}
-	cr_assert_fail("metaserver not ready after 30 s");
-}
-
-static void
-ms_stop(void)
-{
-	int status;
-
-	if (ms_pid <= 0) {
-		return;
-	}
-	kill(ms_pid, SIGCONT);
-	kill(ms_pid, SIGTERM);
-	for (int i = 0; i < 500; i++) {
-		if (waitpid(ms_pid, &status, WNOHANG) == ms_pid) {
-			ms_pid = -1;
-			return;
-		}
-		sleep_ms(10);
-	}
-	kill(ms_pid, SIGKILL);
-	waitpid(ms_pid, &status, 0);
-	ms_pid = -1;
 }
 
 /* SIGSTOP is asynchronous: wait until /proc says the server is stopped. */
@@ -142,18 +71,11 @@ wait_stopped(pid_t pid)
 static void
 setup(void)
 {
-	int id = (int)getpid();
-
-	snprintf(pool_path, sizeof(pool_path), "/dev/shm/cxlp-th-%d.pool", id);
-	snprintf(sock_path, sizeof(sock_path), "/tmp/cxlp-th-%d.sock", id);
-	snprintf(url, sizeof(url), "ipc://%s", sock_path);
-	snprintf(log_path, sizeof(log_path), "/tmp/cxlp-th-%d.log", id);
-	unlink(pool_path);
-	unlink(sock_path);
 	cxlp_set_log_fn(NULL, NULL, CXLP_LOG_OFF);
-	ms_start();
+	cr_assert_eq(test_server_start(&srv, 256u << 20, NULL), 0,
+	    "metaserver did not start");
 	cr_assert_eq(cxlp_config_new(&cfg), 0);
-	cr_assert_eq(cxlp_config_set_server(cfg, url), 0);
+	cr_assert_eq(cxlp_config_set_server(cfg, srv.url), 0);
 	cr_assert_eq(cxlp_config_set_region_size(cfg, REGION), 0);
 	cr_assert_eq(cxlp_config_set_page_size(cfg, PAGE), 0);
 }
@@ -162,10 +84,7 @@ static void
 teardown(void)
 {
 	cxlp_config_delete(&cfg);
-	ms_stop();
-	unlink(pool_path);
-	unlink(sock_path);
-	unlink(log_path);
+	test_server_stop(&srv);
 	cr_assert_eq(leak_check(), 0, "leaks (see stderr)");
 }
 
@@ -557,14 +476,14 @@ Test(handler, a_lost_register_reply_keeps_the_page_until_resolved)
 	h = connect_ok();
 	pg = alloc_ok(h, &buf);
 	memset(buf, 0x5a, 100);
-	cr_assert_eq(kill(ms_pid, SIGSTOP), 0);
-	wait_stopped(ms_pid);
+	cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
+	wait_stopped(srv.pid);
 	rc = cxlp_store(h, "lost", 4, pg, 100, 0, &stored);
 	cr_assert_eq(rc, CXLP_E_UNKNOWN, "store: %s (%s)", cxlp_strerror(rc),
 	    cxlp_errormsg());
 	cr_assert(!stored);
 	cr_assert_eq(cxlp_free(h, pg), CXLP_E_BADPAGE);
-	cr_assert_eq(kill(ms_pid, SIGCONT), 0);
+	cr_assert_eq(kill(srv.pid, SIGCONT), 0);
 	/* stats resolves the page after its round trip; the server may need
 	 * a moment to wake up */
 	for (int i = 0; i < 50 && cxlp_stats(h, &st) != 0; i++) {

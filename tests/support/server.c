@@ -164,6 +164,7 @@ test_server_stop(struct test_server *s)
 	int status = -1;
 
 	if (s->pid > 0) {
+		kill(s->pid, SIGCONT); /* a test may have stopped it */
 		kill(s->pid, SIGTERM);
 		if (waitpid(s->pid, &status, 0) < 0) {
 			status = -1;

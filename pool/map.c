@@ -9,6 +9,13 @@
  * picks the finest the media offers (cache line or byte on real DAX, page
  * with msync on tmpfs and disk files), and pmem2_get_persist_fn gives the
  * matching persist; pmap_granularity() reports which one it picked.
+ * One exception: on tmpfs that persist is msync, a system call that has
+ * nothing to write back (tmpfs has no backing store, and the page cache it
+ * lives in outlives any process that dies), so a tmpfs mapping persists
+ * with a memory fence alone. Stores to a shared mapping are visible to
+ * every process mapping the same pages; the fence orders them before the
+ * publishing store that follows. msync was over half the metaserver's CPU
+ * per registered key (bench/README.md).
  * Offsets and lengths are checked against pmem2_source_alignment (the
  * system page on files, the device alignment on devdax, e.g. 2 MiB or
  * 1 GiB), which pmap_alignment() reports so that a pool on a device can
@@ -47,6 +54,7 @@ struct pmap {
 	bool writable;
 	bool devdax;
 	bool is_volatile;
+	bool fence_only;    /* tmpfs: persist is a fence (see above) */
 	pmem2_persist_fn persist;
 };
 
@@ -199,6 +207,7 @@ pmap_open(struct pmap **out, const char *path, uint64_t off, uint64_t len,
 	}
 	m->devdax = S_ISCHR(st.st_mode);
 	m->is_volatile = m->devdax || sfs.f_type == TMPFS_MAGIC;
+	m->fence_only = !m->devdax && sfs.f_type == TMPFS_MAGIC;
 	if ((rc = map_source(m, path, fd, off, len)) != 0) {
 		goto err_close;
 	}
@@ -296,7 +305,12 @@ pmap_persist(const struct pmap *m, const void *addr, size_t len)
 
 	cxlp_assert(a >= base && len <= m->len &&
 	    (uint64_t)(a - base) <= m->len - len);
-	if (m->writable && len > 0) {
+	if (!m->writable || len == 0) {
+		return;
+	}
+	if (m->fence_only) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	} else {
 		m->persist(addr, len);
 	}
 }

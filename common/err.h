@@ -44,6 +44,21 @@ void cxlp_errmsg_clear(void);
 		}                                                          \
 	} while (0)
 
+/* cxlp_expensive_assert -- an assertion too costly for the hot path (a
+ * second index probe, a full scan). Checked only in builds configured with
+ * -Dexpensive_checks=true (the sanitizer run of scripts/test.sh). */
+#ifdef CXLP_EXPENSIVE_CHECKS
+#define CXLP_EXPENSIVE 1
+#else
+#define CXLP_EXPENSIVE 0
+#endif
+#define cxlp_expensive_assert(c)                                           \
+	do {                                                               \
+		if (CXLP_EXPENSIVE) {                                      \
+			cxlp_assert(c);                                    \
+		}                                                          \
+	} while (0)
+
 void cxlp_panic(const char *file, int line, const char *what)
     __attribute__((noreturn));
 void cxlp_panic_eq(const char *file, int line, const char *a, const char *b,

@@ -43,6 +43,8 @@
  *    d. write the body (tag, key, region, gen, page, len), persist slot;
  *    e. store the word (seq + 2, LIVE, checksum) with release order;
  *    f. persist the word. Only now does kvindex_put return.
+ *    Release fences before b and after c keep the store order a
+ *    lock-free reader relies on (kvread.c note 2).
  *    A crash before e leaves the old state (even) or an odd word: both
  *    read as not LIVE, and recovery restores the old state. The record
  *    from a is unreferenced, so the rebuild leaves it free.
@@ -234,6 +236,9 @@ kvindex_put(struct kvindex *kv, const struct kv_probe *pr, const void *key,
 	if ((rc = keyheap_alloc(kv->heap, klen, &ref)) != 0) {
 		return rc;
 	}
+	/* a reused record's old slot left LIVE before its bytes change
+	 * (lock-free readers, kvread.c note 2) */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	rec = keyheap_write(kv->heap, ref, key, klen, (uint32_t)pr->hash,
 	    &bytes);
 	kv->persist(kv->ctx, rec, bytes);
@@ -241,6 +246,7 @@ kvindex_put(struct kvindex *kv, const struct kv_probe *pr, const void *key,
 	seq = kv_seq(s->word);
 	old = kv_state(s->word);
 	store_word(kv, s, kv_word(seq + 1, old, 0), false);
+	__atomic_thread_fence(__ATOMIC_RELEASE); /* odd before the body */
 	s->tag = (uint32_t)(pr->hash >> 32);
 	s->key = ref;
 	s->region = v->region;
@@ -253,7 +259,7 @@ kvindex_put(struct kvindex *kv, const struct kv_probe *pr, const void *key,
 	kv->tombs -= old == KV_TOMB;
 	kv->live++;
 	*slot = pr->free;
-	assert(slot_reachable(kv, *slot));
+	cxlp_expensive_assert(slot_reachable(kv, *slot));
 	return 0;
 }
 

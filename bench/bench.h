@@ -52,6 +52,8 @@ struct bench {
 	pid_t ms_pid;            /* its pid, 0 unknown (no CPU figures) */
 	bool quick;
 	const char *only;        /* section name or NULL for all */
+	unsigned procs_only;     /* batch: only this process count (0 all) */
+	unsigned batch_only;     /* batch: only this batch size (0 all) */
 	char cmdline[1024];
 	struct jw json;
 	struct target targets[BENCH_TARGETS_MAX];

@@ -16,12 +16,14 @@
 #include "bench.h"
 #include "cxlpool.h"
 
-#define DP_BATCH 16
+/* bytes per batch_store / batch_retrieve: one round trip per 16 MiB, the
+ * size of a long prompt's KV for one layer group; the page count follows */
+#define DP_BATCH_BYTES (16u << 20)
 
 struct dp {
 	struct bench *b;
 	struct cxlp_handler *h;
-	size_t page, npages;
+	size_t page, npages, batch;
 	char *src;       /* one page of pattern, warm */
 	char *dst;       /* npages * page, warm private memory */
 	char (*keys)[BENCH_KEY_BUF];
@@ -50,14 +52,14 @@ dp_memcpy(struct dp *d)
 	return gbs(d->npages * d->page, now_ns() - t0);
 }
 
-/* write + batch_store of every page, DP_BATCH at a time */
+/* write + batch_store of every page, d->batch at a time */
 static double
 dp_store(struct dp *d)
 {
 	uint64_t t0 = now_ns();
 
-	for (size_t i = 0; i < d->npages; i += DP_BATCH) {
-		size_t n = d->npages - i < DP_BATCH ? d->npages - i : DP_BATCH;
+	for (size_t i = 0; i < d->npages; i += d->batch) {
+		size_t n = d->npages - i < d->batch ? d->npages - i : d->batch;
 		void *buf;
 
 		for (size_t k = 0; k < n; k++) {
@@ -79,14 +81,14 @@ dp_store(struct dp *d)
 	return gbs(d->npages * d->page, now_ns() - t0);
 }
 
-/* batch_retrieve + read of every page, DP_BATCH at a time */
+/* batch_retrieve + read of every page, d->batch at a time */
 static double
 dp_retrieve(struct dp *d)
 {
 	uint64_t t0 = now_ns();
 
-	for (size_t i = 0; i < d->npages; i += DP_BATCH) {
-		size_t n = d->npages - i < DP_BATCH ? d->npages - i : DP_BATCH;
+	for (size_t i = 0; i < d->npages; i += d->batch) {
+		size_t n = d->npages - i < d->batch ? d->npages - i : d->batch;
 
 		if (cxlp_batch_retrieve(d->h, n, d->kp + i, d->kl + i, 0,
 		    d->data + i, d->lens + i, d->status + i) != 0) {
@@ -109,8 +111,8 @@ dp_retrieve(struct dp *d)
 static void
 dp_delete(struct dp *d)
 {
-	for (size_t i = 0; i < d->npages; i += DP_BATCH) {
-		size_t n = d->npages - i < DP_BATCH ? d->npages - i : DP_BATCH;
+	for (size_t i = 0; i < d->npages; i += d->batch) {
+		size_t n = d->npages - i < d->batch ? d->npages - i : d->batch;
 
 		if (cxlp_batch_delete(d->h, n, d->kp + i, d->kl + i,
 		    d->status + i) != 0) {
@@ -169,6 +171,9 @@ static int
 dp_run(struct bench *b, size_t page, size_t total)
 {
 	struct dp d = { .b = b, .page = page };
+
+	d.batch = DP_BATCH_BYTES / page > 0 ? DP_BATCH_BYTES / page : 1;
+	d.batch = d.batch < total / page ? d.batch : total / page;
 	double mc, mc2, st[2], rt[2];
 	int rc = -1;
 
@@ -185,14 +190,16 @@ dp_run(struct bench *b, size_t page, size_t total)
 	mc2 = dp_memcpy(&d); /* the better of two passes */
 	mc = mc > mc2 ? mc : mc2;
 	for (int pass = 0; pass < 2; pass++) {
-		printf("%6zu KiB %-12s %9.2f %9.2f %9.2f %6.0f%% %6.0f%%\n",
-		    page >> 10, pass == 0 ? "first use" : "steady", mc,
+		printf("%6zu KiB %5zu %-10s %9.2f %9.2f %9.2f %6.0f%% "
+		    "%6.0f%%\n", page >> 10, d.batch,
+		    pass == 0 ? "first use" : "steady", mc,
 		    st[pass], rt[pass], 100 * st[pass] / mc,
 		    100 * rt[pass] / mc);
 		jw_begin(&b->json, NULL, '{');
 		jw_int(&b->json, "page_bytes", (long long)page);
 		jw_str(&b->json, "pass", pass == 0 ? "first_use" : "steady");
 		jw_int(&b->json, "total_bytes", (long long)total);
+		jw_int(&b->json, "batch_pages", (long long)d.batch);
 		jw_num(&b->json, "memcpy_gbs", mc);
 		jw_num(&b->json, "write_store_gbs", st[pass]);
 		jw_num(&b->json, "retrieve_read_gbs", rt[pass]);
@@ -220,9 +227,10 @@ datapath_section(struct bench *b)
 	size_t total = b->quick ? (4u << 20) : (256u << 20);
 	int rc = 0;
 
-	printf("\n## data path: GB/s, %zu MiB per pass, batches of %d pages\n",
-	    total >> 20, DP_BATCH);
-	printf("%10s %-12s %9s %9s %9s %7s %7s\n", "page", "pass", "memcpy",
+	printf("\n## data path: GB/s, %zu MiB per pass, %u MiB per batch\n",
+	    total >> 20, DP_BATCH_BYTES >> 20);
+	printf("%10s %5s %-10s %9s %9s %9s %7s %7s\n", "page", "batch",
+	    "pass", "memcpy",
 	    "wr+store", "retr+rd", "st/mc", "rd/mc");
 	jw_begin(&b->json, "datapath", '[');
 	rc |= dp_run(b, 64u << 10, total);

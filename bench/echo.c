@@ -159,6 +159,7 @@ echo_section(struct bench *b)
 	char url[96];
 	const char *argv[] = { b->self, "--echo-server", url, NULL };
 	double *us = calloc(n, sizeof(*us));
+	struct cpu_sample s0, s1, m0, m1;
 	struct child c;
 	char line[64];
 	int rv = -1;
@@ -171,7 +172,11 @@ echo_section(struct bench *b)
 	}
 	if (child_line(&c, line, sizeof(line)) == 0 &&
 	    strcmp(line, "ready") == 0) {
+		cpu_read(c.pid, &s0);
+		cpu_read(getpid(), &m0);
 		rv = echo_client(url, us, n, warm);
+		cpu_read(c.pid, &s1);
+		cpu_read(getpid(), &m1);
 		if (rv != 0) {
 			fprintf(stderr, "echo: %s\n", nng_strerror(rv));
 		}
@@ -180,17 +185,23 @@ echo_section(struct bench *b)
 	unlink(url + strlen("ipc://"));
 	if (rv == 0) {
 		double p50 = pctl(us, n, 50), p99 = pctl(us, n, 99);
+		double srv = cpu_us(&s0, &s1) / (double)(n + warm);
+		double cli = cpu_us(&m0, &m1) / (double)(n + warm);
 
 		b->echo_p50_us = p50;
 		printf("\n## echo: nng REQ/REP round trip, %d-byte frame, "
 		    "ipc, two processes\n", ECHO_FRAME);
-		printf("%-24s %10s %10s %8s\n", "op", "p50 us", "p99 us", "n");
-		printf("%-24s %10.1f %10.1f %8zu\n", "nng echo", p50, p99, n);
+		printf("%-24s %10s %10s %8s %12s %12s\n", "op", "p50 us",
+		    "p99 us", "n", "srv cpu us", "cli cpu us");
+		printf("%-24s %10.1f %10.1f %8zu %12.1f %12.1f\n", "nng echo",
+		    p50, p99, n, srv, cli);
 		jw_begin(&b->json, "echo", '{');
 		jw_num(&b->json, "p50_us", p50);
 		jw_num(&b->json, "p99_us", p99);
 		jw_int(&b->json, "n", (long long)n);
 		jw_int(&b->json, "frame_bytes", ECHO_FRAME);
+		jw_num(&b->json, "server_cpu_us_per_rt", srv);
+		jw_num(&b->json, "client_cpu_us_per_rt", cli);
 		jw_end(&b->json, '}');
 	}
 	free(us);

@@ -143,7 +143,8 @@ main(int argc, char **argv)
 	bool ins;
 
 	if (argc != 4) {
-		fprintf(stderr, "usage: %s POOLPATH MAXKEYS LOOKUPS\n", argv[0]);
+		fprintf(stderr, "usage: %s POOLPATH MAXKEYS LOOKUPS\n",
+		    argv[0]);
 		return 2;
 	}
 	maxkeys = strtoull(argv[2], NULL, 10);

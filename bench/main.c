@@ -66,7 +66,11 @@ usage(FILE *f)
 	    "  --quick             tiny counts (smoke test)\n"
 	    "  --json FILE         write the results as JSON ('-': stdout,\n"
 	    "                      tables then go to stderr)\n"
-	    "  --only SECTION      echo|latency|batch|datapath|index\n");
+	    "  --only SECTION      echo|latency|batch|datapath|index\n"
+	    "  --procs N           batch: only N handler processes (1,2,4,8)"
+	    "\n"
+	    "  --batch N           batch: only batch size N (1,16,64,256,1024)"
+	    "\n");
 }
 
 static int
@@ -77,6 +81,7 @@ parse(int argc, char **argv, struct opts *o, struct bench *b)
 		{ "metaserver", 1, NULL, 'm' }, { "ms-arg", 1, NULL, 'a' },
 		{ "quick", 0, NULL, 'q' }, { "json", 1, NULL, 'j' },
 		{ "only", 1, NULL, 'o' }, { "help", 0, NULL, 'h' },
+		{ "procs", 1, NULL, 'P' }, { "batch", 1, NULL, 'B' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -95,6 +100,8 @@ parse(int argc, char **argv, struct opts *o, struct bench *b)
 		case 'q': b->quick = true; break;
 		case 'j': o->json = optarg; break;
 		case 'o': b->only = optarg; break;
+		case 'P': b->procs_only = (unsigned)atoi(optarg); break;
+		case 'B': b->batch_only = (unsigned)atoi(optarg); break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return 2;
 		}

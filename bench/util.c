@@ -13,6 +13,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -168,10 +169,10 @@ child_spawn(struct child *c, const char *const argv[])
 	int in[2], out[2];
 
 	memset(c, 0, sizeof(*c));
-	if (pipe(in) != 0) {
+	if (pipe2(in, O_CLOEXEC) != 0) {
 		return -1;
 	}
-	if (pipe(out) != 0) {
+	if (pipe2(out, O_CLOEXEC) != 0) {
 		goto err_in;
 	}
 	fflush(NULL);

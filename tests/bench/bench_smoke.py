@@ -1,0 +1,68 @@
+"""bench_smoke.py -- run `cxlpool-bench --quick --json -` and check that it
+exits 0 and prints one valid JSON document with every section in it.
+
+No timing is asserted: only that each section ran, produced numbers and
+reported no failures. The metaserver comes from $CXLP_METASERVER (set by
+tests/meson.build), so the run uses this build's server.
+"""
+import json
+import math
+import subprocess
+import sys
+
+SECTIONS = ("echo", "latency", "batch", "datapath", "index", "targets")
+
+
+def fail(msg, out=None):
+    print("bench_smoke: " + msg, file=sys.stderr)
+    if out:
+        print(out, file=sys.stderr)
+    sys.exit(1)
+
+
+def numbers_ok(value):
+    """Every number in the document is finite and non-negative."""
+    if isinstance(value, dict):
+        return all(numbers_ok(v) for v in value.values())
+    if isinstance(value, list):
+        return all(numbers_ok(v) for v in value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return math.isfinite(value) and value >= 0
+    return True
+
+
+def main():
+    exe = sys.argv[1]
+    proc = subprocess.run([exe, "--quick", "--json", "-"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=280, check=False)
+    err = proc.stderr.decode(errors="replace")
+    if proc.returncode != 0:
+        fail("exit status %d" % proc.returncode, err)
+    try:
+        doc = json.loads(proc.stdout.decode())
+    except ValueError as e:
+        fail("stdout is not valid JSON: %s" % e, proc.stdout.decode())
+    missing = [s for s in SECTIONS if s not in doc]
+    if missing:
+        fail("sections missing: %s" % ", ".join(missing))
+    if doc.get("failed_sections") != 0 or not doc.get("quick"):
+        fail("failed_sections=%r quick=%r" %
+             (doc.get("failed_sections"), doc.get("quick")))
+    for op in ("store", "retrieve", "exists", "delete"):
+        if doc["latency"][op]["n"] <= 0 or doc["latency"][op]["errors"]:
+            fail("latency %s did not run cleanly" % op)
+    if not doc["batch"] or any(r["errors"] for r in doc["batch"]):
+        fail("batch rows missing or with errors")
+    if not doc["datapath"] or not doc["index"] or not doc["targets"]:
+        fail("datapath, index or targets empty")
+    if not numbers_ok(doc):
+        fail("a negative or non-finite number in the JSON")
+    if "## targets" not in err:
+        fail("the tables did not go to stderr with --json -", err)
+    print("bench_smoke: ok (%d batch rows, %d targets)" %
+          (len(doc["batch"]), len(doc["targets"])))
+
+
+if __name__ == "__main__":
+    main()

@@ -510,6 +510,8 @@ proto_put_hello(struct pbuf *b, const struct proto_hello *m)
 	pbuf_put_u64(b, m->instance_id);
 	pbuf_put_u16(b, m->host_len);
 	pbuf_put_bytes(b, m->host, m->host_len);
+	pbuf_put_u16(b, m->secret_len);
+	pbuf_put_bytes(b, m->secret, m->secret_len);
 }
 
 /* proto_get_hello -- decode a HELLO request body; m->host points into the
@@ -517,6 +519,7 @@ proto_put_hello(struct pbuf *b, const struct proto_hello *m)
 int
 proto_get_hello(struct preader *r, struct proto_hello *m)
 {
+	const char *secret = NULL;
 	int rc;
 
 	memset(m, 0, sizeof(*m));
@@ -530,6 +533,11 @@ proto_get_hello(struct preader *r, struct proto_hello *m)
 	if (rc == 0) {
 		rc = get_string(r, &m->host, &m->host_len, PROTO_HOST_MAX,
 		    "hello.hostname");
+	}
+	if (rc == 0) {
+		rc = get_string(r, &secret, &m->secret_len, PROTO_SECRET_MAX,
+		    "hello.secret");
+		m->secret = m->secret_len > 0 ? (const uint8_t *)secret : NULL;
 	}
 	return rc != 0 ? rc : body_end(r, "hello");
 }

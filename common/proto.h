@@ -28,7 +28,9 @@
  *   HELLO       req: u32 pid, u32 flags (PROTO_HELLO_REATTACH: the header's
  *                    session/token name the session to resume),
  *                    u64 start_time (clock ticks since boot, /proc stat),
- *                    u64 instance_id, u16 len + hostname (<= 255 bytes)
+ *                    u64 instance_id, u16 len + hostname (<= 255 bytes),
+ *                    u16 len + shared secret (<= 256 bytes; 0 = none;
+ *                    required on tcp:// listeners, see metaserver)
  *               rep: u64 session, u64 token, u64 pool_size (bytes),
  *                    u64 align (bytes), u16 len + pool path (<= 4095)
  *   REGION_ALLOC req: u64 len (bytes), u64 page_size (bytes)
@@ -70,6 +72,7 @@
 #define PROTO_REP_HDR_LEN 24
 #define PROTO_RESULT_LEN 48
 #define PROTO_HOST_MAX 255
+#define PROTO_SECRET_MAX 256
 #define PROTO_PATH_MAX 4095
 #define PROTO_STATS_MAX 64
 /* Largest frame either side accepts: a full batch of largest keys. */
@@ -159,6 +162,8 @@ struct proto_hello {
 	uint64_t instance_id;
 	const char *host; /* points into the frame, not NUL-terminated */
 	uint16_t host_len;
+	const uint8_t *secret; /* points into the frame; NULL when len 0 */
+	uint16_t secret_len;   /* bytes, <= PROTO_SECRET_MAX */
 };
 
 struct proto_welcome {

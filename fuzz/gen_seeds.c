@@ -2,7 +2,9 @@
  * gen_seeds.c -- write the seed corpus of fuzz_proto: a few valid frames
  * of every request and reply type, built with the codec's own encoders.
  *
- * Usage: gen_seeds DIR. Each frame goes to DIR/<name>.bin. The output is
+ * Usage: gen_seeds DIR [DISPATCH_DIR]. Each frame goes to DIR/<name>.bin;
+ * with DISPATCH_DIR, the scripts of fuzz_dispatch (see fuzz_dispatch.c for
+ * their format) go there too. The output is
  * deterministic, so regenerating the committed corpus changes nothing
  * unless the protocol changed.
  */
@@ -75,6 +77,12 @@ seed_requests(struct pbuf *b)
 	req(b, PROTO_OP_HELLO, 2);
 	proto_put_hello(b, &hello);
 	save("req_hello_reattach", b);
+	hello.flags = 0;
+	hello.secret = (const uint8_t *)"s3cret";
+	hello.secret_len = 6;
+	req(b, PROTO_OP_HELLO, 2);
+	proto_put_hello(b, &hello);
+	save("req_hello_secret", b);
 	req(b, PROTO_OP_REGION_ALLOC, 3);
 	proto_put_region_req(b, 2 << 20, 65536);
 	save("req_region_alloc", b);
@@ -138,13 +146,175 @@ seed_replies(struct pbuf *b)
 	save("rep_bye", b);
 }
 
+/* ---- fuzz_dispatch scripts: u8 mode, then { u16 len, frame } ... ---- */
+
+/* Append the frame in f to script s as { u16 len, bytes }; reset f. */
+static void
+step(struct pbuf *s, struct pbuf *f)
+{
+	pbuf_put_u16(s, (uint16_t)f->len);
+	pbuf_put_bytes(s, f->data, f->len);
+	pbuf_reset(f);
+}
+
+static void
+step_keys(struct pbuf *s, struct pbuf *f, unsigned op, uint64_t id,
+    uint32_t flags)
+{
+	static const char *const k[] = { "model@0@abc", "k", "model@1@ff" };
+	static const size_t kl[] = { 11, 1, 10 };
+
+	req(f, op, id);
+	proto_put_keys(f, flags, 3, (const void *const *)k, kl);
+	step(s, f);
+}
+
+static void
+step_register(struct pbuf *s, struct pbuf *f, uint64_t id, uint32_t flags)
+{
+	struct proto_reg regs[3] = {
+		{ { (const uint8_t *)"model@0@abc", 11 }, 0, 0, 100 },
+		{ { (const uint8_t *)"k", 1 }, 0, 4096, 4096 },
+		{ { (const uint8_t *)"model@1@ff", 10 }, 0, 8192, 1 },
+	};
+
+	req(f, PROTO_OP_REGISTER, id);
+	proto_put_regs(f, flags, 3, regs);
+	step(s, f);
+}
+
+static void
+step_empty(struct pbuf *s, struct pbuf *f, unsigned op, uint64_t id)
+{
+	req(f, op, id);
+	step(s, f);
+}
+
+static void
+step_region(struct pbuf *s, struct pbuf *f, uint64_t id)
+{
+	req(f, PROTO_OP_REGION_ALLOC, id);
+	proto_put_region_req(f, 2 << 20, 4096);
+	step(s, f);
+}
+
+/* Every op in a session's life, ending with BYE. */
+static void
+script_session(struct pbuf *s, struct pbuf *f)
+{
+	pbuf_put_bytes(s, (uint8_t[]){ 0x07 }, 1);
+	step_region(s, f, 2);
+	step_register(s, f, 3, PROTO_F_PIN);
+	step_keys(s, f, PROTO_OP_LOOKUP, 4, PROTO_F_PIN);
+	step_keys(s, f, PROTO_OP_PIN, 5, 0);
+	step_keys(s, f, PROTO_OP_DELETE, 6, 0);
+	step_keys(s, f, PROTO_OP_UNPIN, 7, 0);
+	step_keys(s, f, PROTO_OP_UNPIN, 8, 0);
+	step_keys(s, f, PROTO_OP_UNPIN, 9, 0);
+	step_keys(s, f, PROTO_OP_DELETE, 10, 0);
+	step_keys(s, f, PROTO_OP_EXISTS, 11, 0);
+	step_empty(s, f, PROTO_OP_STATS, 12);
+	req(f, PROTO_OP_REGION_FREE, 13);
+	proto_put_region_free(f, 0, 1);
+	step(s, f);
+	step_empty(s, f, PROTO_OP_HEARTBEAT, 14);
+	step_empty(s, f, PROTO_OP_BYE, 15);
+	save("session_life", s);
+}
+
+/* Dies holding pins and keys, with a retried register and delete. */
+static void
+script_dies(struct pbuf *s, struct pbuf *f)
+{
+	pbuf_put_bytes(s, (uint8_t[]){ 0x27 }, 1);
+	step_region(s, f, 2);
+	step_register(s, f, 3, PROTO_F_PIN);
+	step_register(s, f, 3, PROTO_F_PIN);
+	step_keys(s, f, PROTO_OP_LOOKUP, 4, PROTO_F_PIN);
+	step_keys(s, f, PROTO_OP_DELETE, 5, 0);
+	step_keys(s, f, PROTO_OP_DELETE, 5, 0);
+	step_region(s, f, 6);
+	save("dies_with_pins", s);
+}
+
+/* A tcp peer: HELLO without the secret, with a wrong one, reattach. */
+static void
+script_tcp(struct pbuf *s, struct pbuf *f)
+{
+	struct proto_hello m = { .pid = 1, .host = "h", .host_len = 1 };
+
+	pbuf_put_bytes(s, (uint8_t[]){ 0x08 }, 1);
+	req(f, PROTO_OP_HELLO, 1);
+	proto_put_hello(f, &m);
+	step(s, f);
+	m.secret = (const uint8_t *)"fuzz-secreT";
+	m.secret_len = 11;
+	req(f, PROTO_OP_HELLO, 2);
+	proto_put_hello(f, &m);
+	step(s, f);
+	m.secret = (const uint8_t *)"fuzz-secret";
+	req(f, PROTO_OP_HELLO, 3);
+	proto_put_hello(f, &m);
+	step(s, f);
+	m.flags = PROTO_HELLO_REATTACH;
+	req(f, PROTO_OP_HELLO, 4);
+	proto_put_hello(f, &m);
+	step(s, f);
+	save("tcp_hello", s);
+}
+
+/* Frames the codec refuses, with a session. */
+static void
+script_hostile(struct pbuf *s, struct pbuf *f)
+{
+	struct proto_req_hdr h = { .version = PROTO_VERSION + 1,
+		.op = PROTO_OP_STATS, .req_id = 9 };
+
+	pbuf_put_bytes(s, (uint8_t[]){ 0x03 }, 1);
+	proto_put_req_hdr(f, &h);
+	step(s, f);
+	h.version = PROTO_VERSION;
+	h.op = 0x777;
+	proto_put_req_hdr(f, &h);
+	step(s, f);
+	req(f, PROTO_OP_EXISTS, 10);
+	pbuf_put_u32(f, 0);
+	pbuf_put_u32(f, 1);
+	pbuf_put_u16(f, 500);
+	pbuf_put_bytes(f, "abc", 3);
+	step(s, f);
+	req(f, PROTO_OP_EXISTS, 11);
+	pbuf_put_u32(f, 0);
+	pbuf_put_u32(f, CXLP_BATCH_MAX + 1);
+	step(s, f);
+	req(f, PROTO_OP_LOOKUP, 12);
+	pbuf_put_u16(f, 1);
+	step(s, f);
+	save("hostile", s);
+}
+
+static void
+seed_dispatch(void)
+{
+	struct pbuf s, f;
+
+	pbuf_init(&s);
+	pbuf_init(&f);
+	script_session(&s, &f);
+	script_dies(&s, &f);
+	script_tcp(&s, &f);
+	script_hostile(&s, &f);
+	pbuf_fini(&f);
+	pbuf_fini(&s);
+}
+
 int
 main(int argc, char **argv)
 {
 	struct pbuf b;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: gen_seeds DIR\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: gen_seeds PROTO_DIR [DISPATCH_DIR]\n");
 		return 2;
 	}
 	dir = argv[1];
@@ -152,5 +322,9 @@ main(int argc, char **argv)
 	seed_requests(&b);
 	seed_replies(&b);
 	pbuf_fini(&b);
+	if (argc == 3) {
+		dir = argv[2];
+		seed_dispatch();
+	}
 	return failures != 0 ? 1 : 0;
 }

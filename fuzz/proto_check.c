@@ -88,6 +88,7 @@ redo_small_req(struct preader *r, unsigned op, struct pbuf *b)
 			return false;
 		}
 		touch(m.host, m.host_len);
+		touch(m.secret, m.secret_len);
 		proto_put_hello(b, &m);
 		return true;
 	case PROTO_OP_REGION_ALLOC:

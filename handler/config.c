@@ -29,6 +29,7 @@ config_defaults(struct cxlp_config *cfg)
 	cfg->timeout_ms = 5000;
 	cfg->retries = 3;
 	cfg->instance_id = 0;
+	cfg->direct_reads = true;
 }
 
 static bool
@@ -83,6 +84,7 @@ cxlp_config_delete(struct cxlp_config **cfg)
 	if (cfg == NULL || *cfg == NULL) {
 		return;
 	}
+	explicit_bzero((*cfg)->secret, sizeof((*cfg)->secret));
 	free(*cfg);
 	*cfg = NULL;
 }
@@ -153,6 +155,17 @@ cxlp_config_set_auto_expand(struct cxlp_config *cfg, bool on)
 	return 0;
 }
 
+/* cxlp_config_set_direct_reads -- unpinned lookups from shared memory. */
+int
+cxlp_config_set_direct_reads(struct cxlp_config *cfg, bool on)
+{
+	if (cfg == NULL) {
+		return cxlp_fail(-EINVAL, "config_set_direct_reads: NULL");
+	}
+	cfg->direct_reads = on;
+	return 0;
+}
+
 /* cxlp_config_set_max_regions -- 0 means no limit. */
 int
 cxlp_config_set_max_regions(struct cxlp_config *cfg, unsigned n)
@@ -195,5 +208,26 @@ cxlp_config_set_instance_id(struct cxlp_config *cfg, uint64_t id)
 		return cxlp_fail(-EINVAL, "config_set_instance_id: NULL");
 	}
 	cfg->instance_id = id;
+	return 0;
+}
+
+/* cxlp_config_set_secret -- the shared secret sent in HELLO, which a
+ * metaserver listening on tcp:// requires. NULL or "" clears it. */
+int
+cxlp_config_set_secret(struct cxlp_config *cfg, const char *secret)
+{
+	size_t len;
+
+	if (cfg == NULL) {
+		return cxlp_fail(-EINVAL, "config_set_secret: NULL config");
+	}
+	len = secret == NULL ? 0 : strnlen(secret, PROTO_SECRET_MAX + 1);
+	if (len > PROTO_SECRET_MAX) {
+		return cxlp_fail(-EINVAL, "config_set_secret: longer than %d "
+		    "bytes", PROTO_SECRET_MAX);
+	}
+	explicit_bzero(cfg->secret, sizeof(cfg->secret));
+	memcpy(cfg->secret, secret == NULL ? "" : secret, len);
+	cfg->secret_len = (uint16_t)len;
 	return 0;
 }

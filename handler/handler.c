@@ -91,7 +91,8 @@ hello(struct cxlp_handler *h, uint32_t flags)
 	char host[PROTO_HOST_MAX + 1] = "";
 	struct proto_hello m = {.pid = (uint32_t)getpid(), .flags = flags,
 	    .start_time = proc_start_time(),
-	    .instance_id = h->cfg.instance_id, .host = host};
+	    .instance_id = h->cfg.instance_id, .host = host,
+	    .secret = h->cfg.secret, .secret_len = h->cfg.secret_len};
 	struct creply rep;
 	struct pbuf b;
 	int rc;
@@ -242,12 +243,14 @@ handler_free(struct cxlp_handler *h)
 {
 	regions_fini(h);
 	store_fini(h);
+	direct_close(h);
 	client_close(&h->cl);
 	pthread_rwlock_destroy(&h->map_lock);
 	pthread_mutex_destroy(&h->page_lock);
 	pthread_mutex_destroy(&h->expand_lock);
 	pthread_mutex_destroy(&h->reattach_lock);
 	free(h->pool_path);
+	explicit_bzero(h->cfg.secret, sizeof(h->cfg.secret));
 	free(h);
 }
 
@@ -289,6 +292,7 @@ cxlp_connect(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	if ((rc = regions_init(h)) != 0) {
 		goto err_bye;
 	}
+	direct_open(h);
 	*out = h;
 	return 0;
 err_bye:

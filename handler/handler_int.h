@@ -10,6 +10,7 @@
  *   handler.c  connect, close, reattach, stats, healthcheck
  *   store.c    store / batch_store and resolving lost registers
  *   ops.c      retrieve, exists, pin, unpin, delete (+ batches)
+ *   direct.c   unpinned lookups read straight from the pool's index
  *
  * Locks (never taken in the other order):
  *   h->expand_lock  serializes REGION_ALLOC round trips (auto-expand)
@@ -43,6 +44,9 @@ struct cxlp_config {
 	unsigned timeout_ms;  /* per attempt, > 0 */
 	unsigned retries;     /* resends after a timeout */
 	uint64_t instance_id;
+	uint16_t secret_len;            /* bytes; 0 = no secret */
+	uint8_t secret[PROTO_SECRET_MAX]; /* sent in HELLO (tcp listeners) */
+	bool direct_reads; /* unpinned lookups from shared memory */
 };
 
 /* config_defaults -- fill *cfg with the documented defaults. */
@@ -189,6 +193,8 @@ struct cxlp_handler {
 	struct rmap_ent *rmap[RMAP_BUCKETS];
 	struct rmap_ent *retired; /* replaced foreign maps, unmapped at close */
 	uint64_t nforeign;
+
+	struct direct *direct; /* NULL: direct reads off */
 };
 
 /* h_call -- client_call that reattaches once on CXLP_E_SESSION. */
@@ -223,6 +229,23 @@ int regions_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
  * (page_lock held; pg valid). */
 uint8_t *regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
     uint64_t *pool_off);
+
+/* ---- direct.c ----------------------------------------------------------- */
+
+/* direct_open -- map the pool's metadata area read-only for direct reads
+ * (after HELLO: needs pool_path, pool_size, align). Never fails: on any
+ * problem it logs why and leaves h->direct NULL (lookups use RPC). */
+void direct_open(struct cxlp_handler *h);
+/* direct_close -- unmap; NULL-safe. */
+void direct_close(struct cxlp_handler *h);
+/* direct_lookup_batch -- answer unpinned LOOKUP/EXISTS for keys (already
+ * validated) from shared memory: res[i] (status 0 and loc, or
+ * CXLP_E_NOTFOUND) with ask[i] false, or ask[i] true where the server
+ * must answer. Returns how many are left to ask (n when direct reads are
+ * off). Thread-safe. */
+size_t direct_lookup_batch(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    struct proto_result res[], bool ask[]);
 
 int store_resolve(struct cxlp_handler *h);
 void store_fini(struct cxlp_handler *h);

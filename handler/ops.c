@@ -7,7 +7,9 @@
  * CXLP_E_BATCH, CXLP_E_KEYLEN), and the reply's result count is checked
  * against what was sent. Retrieve turns a location into a pointer through
  * the region map cache (regions.c) and never takes the page lock; only
- * delete does, to free my page when the deleted key was in it.
+ * delete does, to free my page when the deleted key was in it. Unpinned
+ * retrieve and exists read the index in shared memory first (direct.c)
+ * and send only the keys it leaves, in one request.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -53,6 +55,79 @@ keys_call(struct cxlp_handler *h, uint16_t op, uint32_t flags, size_t n,
 	return rc;
 }
 
+/* Ask the server for the keys with ask[i] set and put its results in
+ * res[i]; the others keep what the direct read found. */
+static int
+ask_server(struct cxlp_handler *h, uint16_t op, size_t n,
+    const void *const keys[], const size_t key_lens[], const bool ask[],
+    size_t nask, struct proto_result res[])
+{
+	const void **k = malloc(nask * sizeof(*k));
+	size_t *kl = malloc(nask * sizeof(*kl)), m = 0;
+	struct proto_result *sub = NULL;
+	uint32_t got;
+	int rc = -ENOMEM;
+
+	if (k == NULL || kl == NULL) {
+		cxlp_fail(rc, "%s: out of memory", proto_op_name(op));
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (ask[i]) {
+			k[m] = keys[i];
+			kl[m++] = key_lens[i];
+		}
+	}
+	rc = keys_call(h, op, 0, nask, k, kl, true, &sub, &got);
+	for (size_t i = 0, j = 0; rc == 0 && i < n; i++) {
+		if (ask[i]) {
+			res[i] = sub[j++];
+		}
+	}
+	free(sub);
+out:
+	free(k);
+	free(kl);
+	return rc;
+}
+
+/* An unpinned LOOKUP or EXISTS: direct reads first (direct.c), one
+ * round trip for what they leave; same returns as keys_call. */
+static int
+lookup_call(struct cxlp_handler *h, uint16_t op, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    struct proto_result **res)
+{
+	uint32_t got;
+	size_t nask;
+	bool *ask;
+	int rc;
+
+	if (h == NULL || h->direct == NULL) {
+		return keys_call(h, op, 0, n, keys, key_lens, true, res, &got);
+	}
+	*res = NULL;
+	if ((rc = h_check_open(h)) != 0 ||
+	    (rc = h_check_keys(n, keys, key_lens)) != 0) {
+		return rc;
+	}
+	*res = calloc(n, sizeof(**res));
+	ask = calloc(n, sizeof(*ask));
+	if (*res == NULL || ask == NULL) {
+		rc = cxlp_fail(-ENOMEM, "%s: out of memory",
+		    proto_op_name(op));
+	} else if ((nask = direct_lookup_batch(h, n, keys, key_lens, *res,
+	    ask)) > 0) {
+		rc = ask_server(h, op, n, keys, key_lens, ask, nask, *res);
+	}
+	free(ask);
+	if (rc != 0) {
+		free(*res);
+		*res = NULL;
+	}
+	return rc;
+}
+
 static int
 result_status(const struct proto_result *r, const char *what)
 {
@@ -77,9 +152,12 @@ cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
 	    (flags & ~CXLP_RETRIEVE_PIN) != 0) {
 		return cxlp_fail(-EINVAL, "retrieve: NULL array or bad flags");
 	}
-	rc = keys_call(h, PROTO_OP_LOOKUP,
-	    (flags & CXLP_RETRIEVE_PIN) ? PROTO_F_PIN : 0, n, keys, key_lens,
-	    true, &res, &got);
+	if (flags & CXLP_RETRIEVE_PIN) {
+		rc = keys_call(h, PROTO_OP_LOOKUP, PROTO_F_PIN, n, keys,
+		    key_lens, true, &res, &got);
+	} else {
+		rc = lookup_call(h, PROTO_OP_LOOKUP, n, keys, key_lens, &res);
+	}
 	if (rc != 0) {
 		return rc;
 	}
@@ -126,14 +204,12 @@ cxlp_batch_exists(struct cxlp_handler *h, size_t n, const void *const keys[],
     const size_t key_lens[], bool exists[])
 {
 	struct proto_result *res;
-	uint32_t got;
 	int rc;
 
 	if (exists == NULL) {
 		return cxlp_fail(-EINVAL, "exists: exists is NULL");
 	}
-	rc = keys_call(h, PROTO_OP_EXISTS, 0, n, keys, key_lens, true, &res,
-	    &got);
+	rc = lookup_call(h, PROTO_OP_EXISTS, n, keys, key_lens, &res);
 	if (rc != 0) {
 		return rc;
 	}

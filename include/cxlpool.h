@@ -100,7 +100,8 @@ struct cxlp_config;
 /* cxlp_config_new -- a config with defaults: server
  * "ipc:///tmp/cxlpool.sock", page size 64 KiB, region size 64 MiB,
  * auto-expand on, no region limit, timeout 5000 ms, 3 retries,
- * instance id 0. Returns 0 or -ENOMEM; *out is NULL on failure. */
+ * instance id 0, direct reads on. Returns 0 or -ENOMEM; *out is NULL on
+ * failure. */
 CXLP_API int cxlp_config_new(struct cxlp_config **out);
 /* cxlp_config_delete -- NULL-safe; sets *cfg to NULL. */
 CXLP_API void cxlp_config_delete(struct cxlp_config **cfg);
@@ -117,6 +118,22 @@ CXLP_API int cxlp_config_set_timeout_ms(struct cxlp_config *cfg,
 CXLP_API int cxlp_config_set_retries(struct cxlp_config *cfg, unsigned n);
 CXLP_API int cxlp_config_set_instance_id(struct cxlp_config *cfg,
     uint64_t id);
+/* cxlp_config_set_direct_reads -- on (the default): retrieve and exists
+ * without CXLP_RETRIEVE_PIN read the pool's KV index straight from shared
+ * memory (mapped read-only at connect), with no round trip and no
+ * metaserver CPU; a key the read cannot settle (a write in progress that
+ * does not finish, values that fail their checks) is asked of the
+ * metaserver. Off, or when the pool file cannot be mapped or validated at
+ * connect: every lookup is a LOOKUP/EXISTS request. Pinned retrieves
+ * always go to the metaserver, which holds the pins. */
+CXLP_API int cxlp_config_set_direct_reads(struct cxlp_config *cfg, bool on);
+/* cxlp_config_set_secret -- shared secret (1..256 bytes, NUL-terminated
+ * string) sent when the session opens. A metaserver listening on tcp://
+ * refuses a handler without the secret from its --secret-file with
+ * CXLP_E_PERM; ipc:// endpoints do not need one. NULL or "" clears it.
+ * The config keeps a copy and wipes it when deleted. */
+CXLP_API int cxlp_config_set_secret(struct cxlp_config *cfg,
+    const char *secret);
 
 struct cxlp_handler;
 

@@ -4,7 +4,8 @@
  * One table of long options drives getopt_long, the usage text and the
  * handlers, so a flag is added in one place. Every value is checked here:
  * a bad flag prints the usage and makes main exit 2 before anything is
- * opened.
+ * opened. Access rules live here too: a tcp:// listener with no host binds
+ * loopback, and one that other hosts can reach needs --secret-file.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "err.h"
 #include "log.h"
 #include "ms_int.h"
 
@@ -75,13 +78,44 @@ set_size(struct ms_config *cfg, const char *v)
 	return rc != 0 || cfg->size == 0 ? -EINVAL : 0;
 }
 
+/* A tcp-like URL with no host ("tcp://:5555") binds loopback, never every
+ * interface: a listener is reachable from other hosts only when its
+ * address says so. Anything else is used as given. */
 static int
 set_listen(struct ms_config *cfg, const char *v)
 {
-	if (cfg->nurls == MS_URLS_MAX || strstr(v, "://") == NULL) {
+	const char *sep = strstr(v, "://");
+	char *buf;
+	int n;
+
+	if (cfg->nurls == MS_URLS_MAX || sep == NULL || sep == v ||
+	    strlen(v) >= MS_URL_MAX) {
 		return -EINVAL;
 	}
-	cfg->urls[cfg->nurls++] = v;
+	buf = cfg->url_buf[cfg->nurls];
+	if (sep[3] == ':' && (strncmp(v, "tcp", 3) == 0 ||
+	    strncmp(v, "tls+tcp", 7) == 0 || strncmp(v, "ws", 2) == 0)) {
+		bool v6 = strncmp(v, "tcp6", 4) == 0;
+
+		n = snprintf(buf, MS_URL_MAX, "%.*s://%s%s", (int)(sep - v), v,
+		    v6 ? "[::1]" : "127.0.0.1", sep + 3);
+	} else {
+		n = snprintf(buf, MS_URL_MAX, "%s", v);
+	}
+	if (n < 0 || n >= MS_URL_MAX) {
+		return -EINVAL;
+	}
+	cfg->urls[cfg->nurls++] = buf;
+	return 0;
+}
+
+static int
+set_secret_file(struct ms_config *cfg, const char *v)
+{
+	if (v[0] == '\0') {
+		return -EINVAL;
+	}
+	cfg->secret_file = v;
 	return 0;
 }
 
@@ -148,7 +182,9 @@ static const struct flag flags[] = {
 	{ "size", 1, "SIZE", "pool size when creating, K/M/G suffixes "
 	    "(default 1G)", set_size },
 	{ "listen", 1, "URL", "endpoint, repeatable (default "
-	    MS_DEFAULT_URL ")", set_listen },
+	    MS_DEFAULT_URL "); tcp://:PORT binds 127.0.0.1", set_listen },
+	{ "secret-file", 1, "PATH", "shared secret that non-ipc handlers "
+	    "must send (required for tcp://)", set_secret_file },
 	{ "workers", 1, "N", "concurrent request workers, 1..32 "
 	    "(default 4)", set_workers },
 	{ "grace-ms", 1, "MS", "reattach window of a disconnected "
@@ -178,6 +214,24 @@ usage(FILE *f)
 		    flags[i].arg != NULL ? flags[i].arg : "");
 		fprintf(f, "  %-22s %s\n", lhs, flags[i].help);
 	}
+}
+
+/* A listener that other hosts may reach needs the shared secret. */
+static int
+check_access(const struct ms_config *cfg)
+{
+	for (unsigned i = 0; i < cfg->nurls; i++) {
+		if (cfg->secret_file == NULL &&
+		    ms_url_needs_secret(cfg->urls[i])) {
+			fprintf(stderr, "cxlpool-metaserver: --listen %s needs "
+			    "--secret-file PATH: handlers on a tcp:// "
+			    "endpoint must present a shared secret "
+			    "(cxlp_config_set_secret), or use tls+tcp://\n",
+			    cfg->urls[i]);
+			return 2;
+		}
+	}
+	return 0;
 }
 
 /* Handle option number i with value v: 0 ok, 1 exit 0, 2 exit 2. */
@@ -238,5 +292,58 @@ ms_config_parse(struct ms_config *cfg, int argc, char **argv)
 	if (rc == 0 && cfg->nurls == 0) {
 		cfg->urls[cfg->nurls++] = MS_DEFAULT_URL;
 	}
+	if (rc == 0) {
+		rc = check_access(cfg);
+	}
+	return rc;
+}
+
+/* ms_url_needs_secret -- everything but ipc://, inproc:// and TLS. */
+bool
+ms_url_needs_secret(const char *url)
+{
+	static const char *const exempt[] = { "ipc://", "inproc://",
+		"tls+tcp://", "tls+tcp4://", "tls+tcp6://", "wss://" };
+
+	for (size_t i = 0; i < sizeof(exempt) / sizeof(exempt[0]); i++) {
+		if (strncmp(url, exempt[i], strlen(exempt[i])) == 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ms_secret_load -- read the shared secret file; see ms_int.h. */
+int
+ms_secret_load(const char *path, uint8_t *buf, uint16_t *len)
+{
+	uint8_t tmp[PROTO_SECRET_MAX + 2];
+	struct stat st;
+	size_t n;
+	FILE *f = fopen(path, "r");
+	int rc = 0;
+
+	*len = 0;
+	if (f == NULL) {
+		return cxlp_fail(-errno, "secret file %s: %s", path,
+		    strerror(errno));
+	}
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077) != 0) {
+		log_err("op=secret path=%s msg=\"readable by group or others; "
+		    "chmod 600 it\"", path);
+	}
+	n = fread(tmp, 1, sizeof(tmp), f);
+	fclose(f);
+	if (n > 0 && tmp[n - 1] == '\n') {
+		n--;
+	}
+	if (n == 0 || n > PROTO_SECRET_MAX) {
+		rc = cxlp_fail(-EINVAL, "secret file %s: the secret must be "
+		    "1..%d bytes", path, PROTO_SECRET_MAX);
+	} else {
+		memcpy(buf, tmp, n);
+		*len = (uint16_t)n;
+	}
+	explicit_bzero(tmp, sizeof(tmp));
 	return rc;
 }

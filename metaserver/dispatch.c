@@ -20,6 +20,18 @@
  * (no check-then-act) and pins winners and losers in the same critical
  * section; DELETE refuses pinned keys and keys in another live session's
  * region.
+ *
+ * Replays across a restart. The reply cache is DRAM and dies with the
+ * server, so a request whose reply was lost to a crash comes back, with
+ * the same id, to a server that has never seen it. Every op is made safe
+ * to apply again: REGISTER finds its key already at the caller's page and
+ * answers with that location, which the handler takes as registered
+ * (contract 4); REGION_ALLOC finds the region stamped with its request id
+ * (pool_region_alloc_req); pin changes carry the request id into the pin
+ * record and skip the changes the first run made (pool_pin_change,
+ * occurrences); DELETE, REGION_FREE and BYE find their work done and
+ * answer NOTFOUND, PERM or SESSION -- an answer changed, nothing applied
+ * twice.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,6 +40,7 @@
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
+#include "pool_ext.h"
 
 struct req {
 	struct ms *ms;
@@ -45,6 +58,14 @@ struct req {
 	uint64_t len, page_size;
 	uint32_t region, gen;
 	struct proto_result *res;
+	uint64_t *slots;     /* index slot of each key found (res[i] ok) */
+	unsigned *nth;       /* pin changes: occurrence number of each key */
+	struct occ *occ;     /* scratch for it */
+};
+
+struct occ {
+	uint64_t slot;
+	uint32_t i;
 };
 
 enum op_lock {
@@ -101,6 +122,7 @@ kv_loc(const struct pool *p, const struct pool_kv *kv, struct proto_loc *loc)
 static void
 res_ok(struct req *rq, uint32_t i, const struct pool_kv *kv, uint32_t flags)
 {
+	rq->slots[i] = kv->slot;
 	rq->res[i].status = 0;
 	rq->res[i].flags = flags;
 	kv_loc(rq->ms->pool, kv, &rq->res[i].loc);
@@ -110,10 +132,76 @@ static int
 results_new(struct req *rq, bool pin)
 {
 	rq->res = calloc(rq->n, sizeof(*rq->res));
-	if (rq->res == NULL) {
+	rq->slots = calloc(rq->n, sizeof(*rq->slots));
+	rq->nth = calloc(rq->n, sizeof(*rq->nth));
+	rq->occ = calloc(rq->n, sizeof(*rq->occ));
+	if (rq->res == NULL || rq->slots == NULL || rq->nth == NULL ||
+	    rq->occ == NULL) {
 		return cxlp_fail(-ENOMEM, "no memory for %u results", rq->n);
 	}
-	return pin ? pins_reserve(&rq->ms->pins, rq->n) : 0;
+	return pin ? ms_pins_reserve(rq->ms, rq->n) : 0;
+}
+
+static int
+cmp_occ(const void *a, const void *b)
+{
+	const struct occ *x = a, *y = b;
+
+	if (x->slot != y->slot) {
+		return x->slot < y->slot ? -1 : 1;
+	}
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* nth[i] = 1 + how many earlier keys of res[0..m) found the same slot
+ * (the change number pool_pin_change needs to recognize a replay) */
+static void
+occurrences(struct req *rq, uint32_t m)
+{
+	struct occ *o = rq->occ;
+	unsigned *nth = rq->nth;
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < m; i++) {
+		if (rq->res[i].status == 0) {
+			o[k++] = (struct occ){ rq->slots[i], i };
+		}
+	}
+	qsort(o, k, sizeof(*o), cmp_occ);
+	for (uint32_t j = 0; j < k; j++) {
+		nth[o[j].i] = j > 0 && o[j - 1].slot == o[j].slot ?
+		    nth[o[j - 1].i] + 1 : 1;
+	}
+}
+
+/* Pin (delta +1) or unpin (-1) the key of every good result in res[0..m),
+ * durably, in order; a refused change marks its result (unpin without a
+ * pin). Room was reserved, so a pin is refused only at PIN_COUNT_MAX;
+ * a key registered by this request then stays registered, unpinned, and
+ * is reported stored (its page must not be freed). */
+static void
+pin_results(struct req *rq, uint32_t m, int delta)
+{
+	occurrences(rq, m);
+	for (uint32_t i = 0; i < m; i++) {
+		int prc;
+
+		if (rq->res[i].status != 0) {
+			continue;
+		}
+		prc = ms_pin_change(rq->ms, sess_id(rq), rq->slots[i], delta,
+		    rq->h.req_id, rq->nth[i]);
+		if (prc != 0 && delta < 0) {
+			memset(&rq->res[i], 0, sizeof(rq->res[i]));
+			rq->res[i].status = prc;
+		} else if (prc != 0) {
+			log_err("op=%s session=%llu slot=%llu rc=%d msg=\"pin "
+			    "refused: %s\"", proto_op_name(rq->h.op),
+			    (unsigned long long)sess_id(rq),
+			    (unsigned long long)rq->slots[i], prc,
+			    cxlp_errormsg());
+		}
+	}
 }
 
 static void
@@ -198,12 +286,14 @@ ap_region_alloc(struct req *rq)
 {
 	struct pool_region r = { 0 };
 	struct proto_loc loc = { 0 };
-	int rc = pool_region_alloc(rq->ms->pool, sess_id(rq), rq->len,
-	    rq->page_size, &r);
+	bool found = false;
+	int rc = pool_region_alloc_req(rq->ms->pool, sess_id(rq),
+	    rq->h.req_id, rq->len, rq->page_size, &r, &found);
 
 	log_info("op=region_alloc session=%llu region=%u len=%llu "
-	    "page_size=%llu rc=%d", (unsigned long long)sess_id(rq), r.id,
-	    (unsigned long long)r.len, (unsigned long long)rq->page_size, rc);
+	    "page_size=%llu replay=%d rc=%d", (unsigned long long)sess_id(rq),
+	    r.id, (unsigned long long)r.len,
+	    (unsigned long long)rq->page_size, found, rc);
 	if (rc != 0) {
 		return rc;
 	}
@@ -263,10 +353,10 @@ ap_register(struct req *rq)
 		}
 		res_ok(rq, i, &kv, ins ? PROTO_R_NEW : 0);
 		added += ins;
-		if (pin) {
-			cxlp_assert(pins_add(&rq->ms->pins, sess_id(rq),
-			    kv.slot) == 0); /* reserved above */
-		}
+	}
+	/* winners and losers pinned in the same critical section */
+	if (pin) {
+		pin_results(rq, rq->n, +1);
 	}
 	log_info("op=register session=%llu n=%u new=%u existing=%u "
 	    "failed=%u pin=%d rc=0", (unsigned long long)sess_id(rq), rq->n,
@@ -295,10 +385,9 @@ ap_lookup(struct req *rq)
 			continue;
 		}
 		res_ok(rq, i, &kv, 0);
-		if (pin) {
-			cxlp_assert(pins_add(&rq->ms->pins, sess_id(rq),
-			    kv.slot) == 0);
-		}
+	}
+	if (pin) {
+		pin_results(rq, rq->n, +1);
 	}
 	put_results(rq, rq->n);
 	return 0;
@@ -324,8 +413,8 @@ ap_pin(struct req *rq)
 			break;
 		}
 		res_ok(rq, m++, &kv, 0);
-		cxlp_assert(pins_add(&rq->ms->pins, sess_id(rq), kv.slot) == 0);
 	}
+	pin_results(rq, m, +1);
 	log_dbg("op=pin session=%llu n=%u done=%u",
 	    (unsigned long long)sess_id(rq), rq->n, m);
 	put_results(rq, m);
@@ -345,15 +434,13 @@ ap_unpin(struct req *rq)
 
 		rc = pool_kv_lookup(rq->ms->pool, rq->keys[i].data,
 		    rq->keys[i].len, &kv);
-		if (rc == 0) {
-			rc = pins_drop(&rq->ms->pins, sess_id(rq), kv.slot);
-		}
 		if (rc != 0) {
 			rq->res[i].status = rc;
 			continue;
 		}
 		res_ok(rq, i, &kv, 0);
 	}
+	pin_results(rq, rq->n, -1);
 	put_results(rq, rq->n);
 	return 0;
 }
@@ -599,5 +686,8 @@ ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame, size_t len,
 	free(rq.keys);
 	free(rq.regs);
 	free(rq.res);
+	free(rq.slots);
+	free(rq.nth);
+	free(rq.occ);
 	return reply->err;
 }

@@ -1,11 +1,30 @@
 /*
- * ms.c -- the metaserver's state: open the pool, rebuild what lives only
- * in DRAM (session shadows; pins start empty), and tear it all down.
+ * ms.c -- the metaserver's state: open the pool, recover, rebuild what
+ * lives only in DRAM (session shadows, the pin mirror), and tear it all
+ * down.
  *
  * Kept apart from server.c so that tests and the fuzz target can build a
  * complete struct ms on a temporary pool with no sockets at all.
+ *
+ * Restart, in order [ms_init]:
+ *   1. pool_open validates the superblock (a volatile pool from another
+ *      boot is refused with CXLP_E_STALE, and the message names
+ *      --reformat) and recovers the media: records caught mid-write are
+ *      rolled back, orphans reaped, pins of ended sessions dropped
+ *      (pool.c, kvindex.c note 6, pintab.c note 4);
+ *   2. ms_pins_load mirrors the pin table in DRAM;
+ *   3. ms_sess_load shadows every recorded session, detached: it ends
+ *      after the grace period unless its handler speaks again (any
+ *      request with its id and token, or HELLO REATTACH), and at once if
+ *      it was of this host and its process is gone (liveness.c);
+ *   4. ms_recover finishes what a crash cut short in a session's end: a
+ *      region still OWNED by a session whose record is gone is disowned
+ *      (sess_end_locked removes the record first, then disowns).
+ * Replies cached before the crash are gone; dispatch.c says how each op
+ * stays safe to replay.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +85,51 @@ locks_fini(struct ms *ms)
 	pthread_rwlock_destroy(&ms->lock);
 }
 
+/* say what to do about a volatile pool from another boot */
+static void
+stale_advice(int rc)
+{
+	char why[256];
+
+	snprintf(why, sizeof(why), "%s", cxlp_errormsg());
+	/* the advice first: the message buffer may cut the tail */
+	(void)cxlp_fail(rc, "stale pool, its keys are gone: run "
+	    "cxlpool-metaserver with --reformat to format it anew. %s", why);
+}
+
+/* the region's owner has no session record */
+static bool
+owner_gone(struct ms *ms, const struct pool_region *r)
+{
+	struct pool_session s;
+
+	return r->state == POOL_REGION_OWNED &&
+	    pool_session_get(ms->pool, r->owner, &s) != 0;
+}
+
+/* ms_recover -- disown every region whose owner's session record is gone
+ * (restart step 4). Only at start (single-threaded). */
+void
+ms_recover(struct ms *ms)
+{
+	uint32_t max = pool_region_max(ms->pool);
+
+	for (uint32_t id = 0; id < max; id++) {
+		struct pool_region r;
+		int rc;
+
+		if (pool_region_get(ms->pool, id, &r) != 0 ||
+		    !owner_gone(ms, &r)) {
+			continue;
+		}
+		rc = pool_region_disown(ms->pool, id);
+		log_info("op=recover_disown region=%u owner=%llu keys=%llu "
+		    "rc=%d", id, (unsigned long long)r.owner,
+		    (unsigned long long)r.nkeys, rc);
+	}
+	cxlp_errmsg_clear();
+}
+
 /* ms_init -- open (or create) the pool named in cfg and shadow the
  * sessions it records, detached. Returns 0, or a negative error with
  * cxlp_errormsg() set and nothing left to free. */
@@ -87,17 +151,22 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 		return rc;
 	}
 	rc = pool_open(&ms->pool, cfg->pool_path, flags, &params);
+	if (rc == CXLP_E_STALE) {
+		stale_advice(rc);
+	}
 	if (rc != 0) {
 		goto err_locks;
 	}
-	rc = ms_sess_load(ms, ms_now_ms());
-	if (rc != 0) {
+	if ((rc = ms_pins_load(ms)) != 0 ||
+	    (rc = ms_sess_load(ms, ms_now_ms())) != 0) {
 		goto err_sess;
 	}
+	ms_recover(ms);
 	return 0;
 
 err_sess:
 	ms_sess_free_all(ms);
+	pins_fini(&ms->pins);
 	pool_close(&ms->pool);
 err_locks:
 	locks_fini(ms);

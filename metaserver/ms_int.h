@@ -33,6 +33,7 @@
 #define MS_WORKERS_MAX 32
 #define MS_GRACE_MS_DEFAULT 10000u
 #define MS_DEFAULT_URL "ipc:///tmp/cxlpool.sock"
+#define MS_URL_MAX 512
 
 /* ---- configuration (main.c fills it, server.c and ms_init use it) ------ */
 
@@ -46,6 +47,8 @@ struct ms_config {
 	uint64_t grace_ms;    /* detached session lifetime, ms */
 	bool reformat;
 	int log_level;        /* CXLP_LOG_* */
+	const char *secret_file; /* shared secret for non-ipc peers, or NULL */
+	char url_buf[MS_URLS_MAX][MS_URL_MAX]; /* rewritten listen URLs */
 };
 
 /* ms_config_defaults -- fill cfg with the documented defaults. */
@@ -53,6 +56,13 @@ void ms_config_defaults(struct ms_config *cfg);
 /* ms_config_parse -- parse argv into cfg. Returns 0 to run, 1 when --help
  * or --version was printed (exit 0), 2 after a usage message (exit 2). */
 int ms_config_parse(struct ms_config *cfg, int argc, char **argv);
+/* ms_url_needs_secret -- a listener on url must have a shared secret:
+ * everything but ipc://, inproc:// and TLS (tls+tcp://, wss://). */
+bool ms_url_needs_secret(const char *url);
+/* ms_secret_load -- read the shared secret from path (1..PROTO_SECRET_MAX
+ * bytes; one trailing newline is dropped) into buf. Returns 0 and *len, or
+ * a negative error with cxlp_errormsg() set. */
+int ms_secret_load(const char *path, uint8_t *buf, uint16_t *len);
 
 /* ---- pins (pins.c): counted per (session, key slot) -------------------- */
 
@@ -82,6 +92,21 @@ uint64_t pins_held(const struct pins *p, uint64_t sess, uint64_t slot);
 uint64_t pins_total(const struct pins *p, uint64_t slot);
 uint64_t pins_release_session(struct pins *p, uint64_t sess);
 int pins_check(const struct pins *p, char *why, size_t n);
+
+/* Durable pins: the pool's pin table is the truth, struct pins its DRAM
+ * mirror for the hot questions (held, total). ms->lock held for writing
+ * to change them. */
+struct ms;
+/* ms_pins_reserve -- room for n pin changes in the pool and in DRAM. */
+int ms_pins_reserve(struct ms *ms, size_t n);
+/* ms_pin_change -- pool_pin_change, mirrored in DRAM when applied. */
+int ms_pin_change(struct ms *ms, uint64_t sess, uint64_t slot, int delta,
+    uint64_t req, unsigned nth);
+/* ms_pins_release_session -- drop every pin of sess, on media and in
+ * DRAM; returns how many. */
+uint64_t ms_pins_release_session(struct ms *ms, uint64_t sess);
+/* ms_pins_load -- fill the DRAM mirror from the pool (at start). */
+int ms_pins_load(struct ms *ms);
 
 /* ---- reply cache (replycache.c): the last replies of one session ------- */
 
@@ -159,6 +184,8 @@ struct ms {
 	size_t npipes, cap_pipes;
 	uint64_t grace_ms;
 	bool closing; /* pipe events are ignored once set */
+	uint16_t secret_len;              /* 0: non-ipc peers need none */
+	uint8_t secret[PROTO_SECRET_MAX]; /* what a non-ipc HELLO must carry */
 };
 
 /* Lock wrappers: a lock failure is a bug, so they abort (nng style). */
@@ -173,6 +200,9 @@ struct ms {
  * it records as detached (they end after the grace period unless they
  * reattach). Returns 0, or a negative error with cxlp_errormsg() set. */
 int ms_init(struct ms *ms, const struct ms_config *cfg);
+/* ms_recover -- finish session ends a crash cut short: disown regions
+ * whose owner has no session record. Called by ms_init. */
+void ms_recover(struct ms *ms);
 /* ms_fini -- free everything and close the pool. */
 void ms_fini(struct ms *ms);
 
@@ -192,6 +222,15 @@ void ms_pipe_removed(struct ms *ms, uint64_t pipe_id, uint64_t now_ms);
 /* ms_reap -- end detached sessions whose deadline passed; returns how
  * many ended. */
 unsigned ms_reap(struct ms *ms, uint64_t now_ms);
+
+/* ms_hello_admit -- access rule for a frame from a non-ipc peer: when the
+ * server has a shared secret, a HELLO must carry it (constant-time
+ * compare). Returns 0 to hand the frame to ms_dispatch (also for frames
+ * that are not a decodable HELLO: ms_dispatch answers those), or
+ * CXLP_E_PERM with the error reply encoded into reply and nothing
+ * created. Thread-safe (reads only the secret). */
+int ms_hello_admit(struct ms *ms, const void *frame, size_t len,
+    struct pbuf *reply);
 
 /* Used by dispatch.c: */
 int sess_hello(struct ms *ms, const struct proto_req_hdr *h,

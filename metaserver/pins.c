@@ -8,16 +8,22 @@
  * and backward-shift deletion (no tombstones, so a table never degrades).
  * A cell whose count is 0 is empty: a count never reaches 0 while stored.
  *
- * Pins live in DRAM only; a restarted server starts with none. The caller
- * serializes access (ms->lock held for writing to change pins).
+ * The pool's pin table (pool/pintab.c) holds the pins on media, so a
+ * restarted server keeps them; the maps here are its DRAM mirror, loaded
+ * at start [ms_pins_load] and changed only after the pool applied a change
+ * [ms_pin_change], so held/total questions never touch the media. The
+ * caller serializes access (ms->lock held for writing to change pins).
  *
  * DESIGN NOTES
  *  1. total(slot) == sum over sessions of held(session, slot), and
  *     p->count == sum of all totals. [pins_add, pins_drop,
  *     pins_release_session keep both; pins_check verifies]
- *  2. Every batch that may pin first calls pins_reserve(n), so pins_add
- *     inside the batch never fails: a key is never registered "pinned"
- *     without its pin.
+ *  2. Every batch that may pin first calls ms_pins_reserve(n) (pool
+ *     records and DRAM cells), so a pin inside the batch never fails for
+ *     want of room: a key is never registered "pinned" without its pin.
+ *  3. Mirror: for every (session, slot), held() == pool_pin_held(). The
+ *     media changes first; the DRAM map follows only if it applied
+ *     [ms_pin_change, ms_pins_release_session].
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +32,7 @@
 
 #include "err.h"
 #include "ms_int.h"
+#include "pool_ext.h"
 
 #define LOAD_NUM 7 /* grow past 7/10 full */
 #define LOAD_DEN 10
@@ -304,6 +311,69 @@ pins_check(const struct pins *p, char *why, size_t n)
 			    (unsigned long long)sum_total);
 		}
 		return CXLP_E_CORRUPT;
+	}
+	return 0;
+}
+
+/* ---- durable pins: the pool's pin table, mirrored here ----------------- */
+
+/* ms_pins_reserve -- see ms_int.h; 0, CXLP_E_NOSPACE or -ENOMEM */
+int
+ms_pins_reserve(struct ms *ms, size_t n)
+{
+	int rc = pool_pin_reserve(ms->pool, n);
+
+	return rc != 0 ? rc : pins_reserve(&ms->pins, n);
+}
+
+/* ms_pin_change -- see ms_int.h. The DRAM mirror changes only when the
+ * pool applied the change (not on a replay, pool_ext.h). */
+int
+ms_pin_change(struct ms *ms, uint64_t sess, uint64_t slot, int delta,
+    uint64_t req, unsigned nth)
+{
+	bool applied = false;
+	int rc = pool_pin_change(ms->pool, sess, slot, delta, req, nth,
+	    &applied);
+
+	if (rc != 0 || !applied) {
+		return rc;
+	}
+	if (delta > 0) {
+		rc = pins_add(&ms->pins, sess, slot);
+	} else {
+		rc = pins_drop(&ms->pins, sess, slot);
+	}
+	cxlp_assert(rc == 0); /* reserved; the mirror agrees with the pool */
+	return 0;
+}
+
+/* ms_pins_release_session -- see ms_int.h */
+uint64_t
+ms_pins_release_session(struct ms *ms, uint64_t sess)
+{
+	uint64_t n = pool_pin_release_session(ms->pool, sess);
+	uint64_t m = pins_release_session(&ms->pins, sess);
+
+	cxlp_assert(n == m);
+	return n;
+}
+
+/* ms_pins_load -- see ms_int.h; 0 or -ENOMEM */
+int
+ms_pins_load(struct ms *ms)
+{
+	struct pool_pin pin;
+	uint64_t cursor = 0;
+	int rc;
+
+	while (pool_pin_next(ms->pool, &cursor, &pin) == 1) {
+		for (uint32_t i = 0; i < pin.count; i++) {
+			if ((rc = pins_add(&ms->pins, pin.session,
+			    pin.slot)) != 0) {
+				return rc;
+			}
+		}
 	}
 	return 0;
 }

@@ -9,6 +9,13 @@
  * goes; they arrive on nng's threads, and the session layer locks. A
  * reaper thread ends detached sessions whose grace period is over.
  *
+ * Access: ipc sockets are created 0600, so only their owner connects. A
+ * peer on any other transport must open its session with the shared
+ * secret (--secret-file): worker_serve asks ms_hello_admit before a HELLO
+ * from such a pipe reaches the dispatcher, so a refused peer creates
+ * nothing. The transport is read from the pipe's own address for each
+ * message, which no pipe event can race.
+ *
  * Signals: SIGINT and SIGTERM are blocked in every thread (the mask is set
  * before nng starts any) and taken synchronously by sigwait in the main
  * thread, which then closes the socket, stops the workers and the reaper,
@@ -58,14 +65,37 @@ worker_recv(struct worker *w)
 	nng_ctx_recv(w->ctx, w->aio);
 }
 
+/* A peer on this pipe is protected by file permissions (ipc) or lives in
+ * this process (inproc); anything else, or a pipe whose address cannot be
+ * read, is remote and must show the shared secret. */
+static bool
+pipe_is_local(nng_pipe pipe)
+{
+	nng_sockaddr sa;
+
+	if (nng_pipe_get_addr(pipe, NNG_OPT_LOCADDR, &sa) != 0) {
+		return false;
+	}
+	return sa.s_family == NNG_AF_IPC || sa.s_family == NNG_AF_INPROC;
+}
+
 /* Dispatch the received message and send the reply in the same msg. */
 static void
 worker_serve(struct worker *w, nng_msg *msg)
 {
 	nng_pipe pipe = nng_msg_get_pipe(msg);
 	int id = nng_pipe_id(pipe);
-	int rc = ms_dispatch(&w->srv->ms, id > 0 ? (uint64_t)id : 0,
-	    nng_msg_body(msg), nng_msg_len(msg), &w->reply);
+	struct ms *ms = &w->srv->ms;
+	int rc = 0;
+
+	if (ms->secret_len > 0 && !pipe_is_local(pipe) &&
+	    ms_hello_admit(ms, nng_msg_body(msg), nng_msg_len(msg),
+	    &w->reply) != 0) {
+		rc = w->reply.err; /* refused: the reply says so */
+	} else {
+		rc = ms_dispatch(ms, id > 0 ? (uint64_t)id : 0,
+		    nng_msg_body(msg), nng_msg_len(msg), &w->reply);
+	}
 
 	nng_msg_clear(msg);
 	nng_msg_header_clear(msg);
@@ -329,18 +359,29 @@ int
 ms_serve(const struct ms_config *cfg)
 {
 	static struct server srv; /* large; one per process */
+	uint8_t secret[PROTO_SECRET_MAX] = { 0 };
+	uint16_t secret_len = 0;
 	int rc;
 
 	block_signals();
 	cxlp_set_log_fn(NULL, NULL, cfg->log_level);
+	if (cfg->secret_file != NULL &&
+	    ms_secret_load(cfg->secret_file, secret, &secret_len) != 0) {
+		fprintf(stderr, "cxlpool-metaserver: %s\n", cxlp_errormsg());
+		return 1;
+	}
 	pthread_mutex_init(&srv.stop_lock, NULL);
 	pthread_cond_init(&srv.stop_cond, NULL);
 	rc = ms_init(&srv.ms, cfg);
 	if (rc != 0) {
 		fprintf(stderr, "cxlpool-metaserver: cannot open pool %s: "
 		    "%s\n", cfg->pool_path, cxlp_errormsg());
+		explicit_bzero(secret, sizeof(secret));
 		return 1;
 	}
+	memcpy(srv.ms.secret, secret, sizeof(secret));
+	srv.ms.secret_len = secret_len;
+	explicit_bzero(secret, sizeof(secret));
 	rc = server_start(&srv, cfg);
 	if (rc != 0) {
 		fprintf(stderr, "cxlpool-metaserver: %s\n", cxlp_errormsg());
@@ -350,5 +391,6 @@ ms_serve(const struct ms_config *cfg)
 	}
 	server_stop(&srv);
 	ms_fini(&srv.ms);
+	explicit_bzero(srv.ms.secret, sizeof(srv.ms.secret));
 	return rc == 0 ? 0 : 1;
 }

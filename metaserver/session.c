@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "log.h"
@@ -120,6 +121,16 @@ ms_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* the session's host, as its HELLO named it, is this one */
+static bool
+same_host(const char *host)
+{
+	char me[64] = "";
+
+	return gethostname(me, sizeof(me) - 1) == 0 && me[0] != '\0' &&
+	    strncmp(me, host, sizeof(me) - 1) == 0;
+}
+
 /* ms_sess_load -- shadow every session the pool records, detached, to end
  * at now + grace unless it reattaches. Only at start (single-threaded). */
 int
@@ -136,8 +147,11 @@ ms_sess_load(struct ms *ms, uint64_t now_ms)
 		}
 		s->detached = true;
 		s->deadline_ms = now_ms + ms->grace_ms;
-		log_info("op=session_load session=%llu pid=%u",
-		    (unsigned long long)r.id, r.pid);
+		/* a handler of this host whose process is gone ends at the
+		 * first reaper pass; others get the grace period */
+		s->peer_pid = same_host(r.host) ? r.pid : 0;
+		log_info("op=session_load session=%llu pid=%u host=%s",
+		    (unsigned long long)r.id, r.pid, r.host);
 	}
 	return 0;
 }
@@ -235,11 +249,66 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	return 0;
 }
 
+/* Constant-time equality of the HELLO's secret with the server's: every
+ * byte of the longest possible secret is looked at, whatever matches. */
+static bool
+secret_ok(const struct ms *ms, const struct proto_hello *m)
+{
+	unsigned diff = m->secret_len ^ ms->secret_len;
+
+	for (size_t i = 0; i < PROTO_SECRET_MAX; i++) {
+		uint8_t a = i < m->secret_len ? m->secret[i] : 0;
+
+		diff |= (unsigned)(a ^ ms->secret[i]);
+	}
+	return diff == 0;
+}
+
+/* ms_hello_admit -- a HELLO from a non-ipc peer must carry the shared
+ * secret (when the server has one). Returns 0 to go on with ms_dispatch,
+ * or CXLP_E_PERM with the error reply in reply. */
+int
+ms_hello_admit(struct ms *ms, const void *frame, size_t len,
+    struct pbuf *reply)
+{
+	struct proto_rep_hdr rh = { .version = PROTO_VERSION,
+		.op = PROTO_OP_HELLO, .status = CXLP_E_PERM };
+	struct proto_req_hdr h;
+	struct proto_hello m;
+	struct preader body;
+
+	if (ms->secret_len == 0 ||
+	    proto_get_req_hdr(frame, len, &h, &body) != 0 ||
+	    h.op != PROTO_OP_HELLO || proto_get_hello(&body, &m) != 0 ||
+	    secret_ok(ms, &m)) {
+		return 0;
+	}
+	log_err("op=hello pid=%u rc=%d msg=\"%s shared secret from a "
+	    "non-ipc peer: refused\"", m.pid, CXLP_E_PERM,
+	    m.secret_len == 0 ? "no" : "wrong");
+	rh.req_id = h.req_id;
+	pbuf_reset(reply);
+	proto_put_rep_hdr(reply, &rh);
+	return cxlp_fail(CXLP_E_PERM, "HELLO without the shared secret");
+}
+
+/* A cached reply answers a retry only if it is for the same op: a client
+ * that reuses a request id for another op gets an error, not the reply of
+ * the first. The op is the u16 at byte 6 of the reply frame. */
+static bool
+reply_is_for(const struct pbuf *reply, uint16_t op)
+{
+	return reply->len >= PROTO_REP_HDR_LEN &&
+	    (unsigned)(reply->data[6] | reply->data[7] << 8) ==
+	    (op | PROTO_REPLY);
+}
+
 /* sess_enter -- check the header's session and token and bind the session
  * to pipe_id. Returns 0 with a reference in *out (the caller applies the
  * request, then calls sess_leave), 1 when the request was already answered
  * (reply holds the cached reply; *out NULL), or CXLP_E_SESSION /
- * CXLP_E_BUSY. req_id 0 is never cached. */
+ * CXLP_E_BUSY, or CXLP_E_PROTO when req_id was first used for another op.
+ * req_id 0 is never cached. */
 int
 sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
     struct pbuf *reply, struct ms_sess **out)
@@ -269,6 +338,11 @@ sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
 		*out = s;
 	}
 	ms_sess_unlock(ms);
+	if (rc == RC_HIT && !reply_is_for(reply, h->op)) {
+		pbuf_reset(reply);
+		rc = cxlp_fail(CXLP_E_PROTO, "request id %llu was first used "
+		    "for another operation", (unsigned long long)h->req_id);
+	}
 	return rc;
 }
 
@@ -324,15 +398,17 @@ disown_regions(struct ms *ms, uint64_t owner)
 	return n;
 }
 
-/* sess_end_locked -- end s as BYE would: release its pins, disown its
- * regions, remove its record, mark it dead. ms->lock held for writing and
- * ms->sess_lock held. s is freed here if no request holds it. */
+/* sess_end_locked -- end s as BYE would: remove its record, release its
+ * pins, disown its regions, mark it dead. ms->lock held for writing and
+ * ms->sess_lock held. s is freed here if no request holds it. The record
+ * goes first: it is the commit point, and a crash after it leaves pins
+ * the pool drops at open and regions ms_recover disowns. */
 void
 sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why)
 {
-	uint64_t pins = pins_release_session(&ms->pins, s->id);
-	unsigned regions = disown_regions(ms, s->id);
 	int rc = pool_session_remove(ms->pool, s->id);
+	uint64_t pins = ms_pins_release_session(ms, s->id);
+	unsigned regions = disown_regions(ms, s->id);
 
 	log_info("op=session_end session=%llu why=%s pins=%llu regions=%u "
 	    "rc=%d", (unsigned long long)s->id, why,

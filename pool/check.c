@@ -8,8 +8,8 @@
  * (layout_validate), region records (region_rec_problem, overlaps), the
  * session table, the index and key heap (kvindex_scan), index entries
  * against regions (live, same gen, page in range, one key per page, value
- * fits), per-region key counts, and the free-space accounting
- * (alloc_check plus the sum of region lengths).
+ * fits), per-region key counts, the free-space accounting
+ * (alloc_check plus the sum of region lengths), and the pin table.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -247,6 +247,44 @@ check_index(struct ck *c)
 	free(pairs);
 }
 
+/* the pin table: every live record valid (pintab.c design note 4), one
+ * record per (session, slot), the DRAM index in step with the media */
+static void
+check_pins(struct ck *c)
+{
+	const struct pool *p = c->p;
+	uint64_t records = 0, pins = 0;
+
+	for (uint32_t i = 0; i < p->npins; i++) {
+		const struct pool_pinrec *r = &p->ptab[i];
+		const char *why;
+
+		if (r->session == 0) {
+			continue;
+		}
+		if ((why = pintab_rec_problem(p, r)) != NULL) {
+			problem(c, "pin record %u: %s", i, why);
+			continue;
+		}
+		if (!p->pin.live[i]) {
+			problem(c, "pin record %u: a second record for "
+			    "session %llu slot %llu", i,
+			    (unsigned long long)r->session,
+			    (unsigned long long)r->slot);
+			continue;
+		}
+		records++;
+		pins += pin_count(r->word);
+	}
+	if (records != p->pin.records || pins != p->pin.pins) {
+		problem(c, "pins: %llu records holding %llu pins on media, "
+		    "%llu and %llu counted", (unsigned long long)records,
+		    (unsigned long long)pins,
+		    (unsigned long long)p->pin.records,
+		    (unsigned long long)p->pin.pins);
+	}
+}
+
 /* pool_check -- see pool.h */
 int
 pool_check(const struct pool *p,
@@ -260,5 +298,6 @@ pool_check(const struct pool *p,
 	check_space(&c, used);
 	check_sessions(&c);
 	check_index(&c);
+	check_pins(&c);
 	return c.problems;
 }

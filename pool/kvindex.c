@@ -92,6 +92,19 @@
  *    key removal vs region free [pool_kv_remove: kvindex_drop persisted
  *                    before region_unlink frees an ORPHAN; an ORPHAN left
  *                    with no keys by a crash is freed by region_reap].
+ *    pin record     [pool_pin_change: body while session == 0, then
+ *                    session; count by one store of word; free: session
+ *                    = 0; pintab.c notes 2-4]
+ *    session end    [metaserver sess_end_locked: session record removed
+ *                    first (the commit point), then its pins, then its
+ *                    regions disowned; after a crash in between, open
+ *                    drops the pins (pintab_rebuild) and ms_recover
+ *                    disowns the regions].
+ *    Every persist above is a crash point in test builds (crashpt.h):
+ *    tests/crash/test_crashpoints.c kills the metaserver at each one of a
+ *    workload, in "kill" and "tear" modes, and checks recovery. A range
+ *    persisted by these paths holds only bytes written since the last
+ *    persist, so the tear mode may garble its tail.
  */
 #include <assert.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
  * layout.c -- plan, seal and validate the pool's on-media format.
  *
  * A pool is: superblock (4 KiB), region table, session table, KV index,
- * key heap, each starting on a 4 KiB boundary, then the data area from the
+ * key heap, pin table, each starting on a 4 KiB boundary, then the data area from the
  * first align boundary after them to the end. These functions are pure
  * (no I/O, no mapping) so that every rejection can be tested on a struct
  * in memory; pool.c reads the bytes and calls them. Checksums are XXH64
@@ -89,7 +89,7 @@ int
 layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
     uint64_t index_slots, uint32_t max_sessions, char *why, size_t n)
 {
-	uint64_t cur = POOL_SB_SIZE, slots, nreg, data_off;
+	uint64_t cur = POOL_SB_SIZE, slots, nreg, npins, data_off;
 	int rc;
 
 	align = align ? align : (2u << 20);
@@ -117,6 +117,10 @@ layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
 	    slots);
 	place(sb, POOL_AREA_HEAP, &cur, slots * POOL_HEAP_PER_SLOT,
 	    slots * POOL_HEAP_PER_SLOT / KV_GRANULE);
+	npins = slots / POOL_SLOTS_PER_PIN;
+	npins = npins < POOL_PINS_MIN ? POOL_PINS_MIN : npins;
+	place(sb, POOL_AREA_PIN, &cur, npins * sizeof(struct pool_pinrec),
+	    npins);
 	data_off = round_up(cur, align);
 	if (data_off >= size) {
 		snprintf(why, n, "size %llu leaves no data area after %llu "
@@ -167,6 +171,7 @@ static const uint64_t area_rec[POOL_AREA_N] = {
 	[POOL_AREA_SESSION] = sizeof(struct pool_srec),
 	[POOL_AREA_INDEX] = sizeof(struct kv_slot),
 	[POOL_AREA_HEAP] = KV_GRANULE,
+	[POOL_AREA_PIN] = sizeof(struct pool_pinrec),
 	[POOL_AREA_DATA] = 0, /* align */
 };
 
@@ -212,7 +217,8 @@ check_geometry(const struct pool_sb *sb, char *why, size_t n)
 		}
 	}
 	if (!is_pow2(slots) || slots > POOL_SLOTS_MAX ||
-	    sb->area[POOL_AREA_HEAP].count > UINT32_MAX) {
+	    sb->area[POOL_AREA_HEAP].count > UINT32_MAX ||
+	    sb->area[POOL_AREA_PIN].count >= UINT32_MAX) {
 		snprintf(why, n, "bad index geometry (%llu slots)",
 		    (unsigned long long)slots);
 		return -1;
@@ -320,6 +326,15 @@ uint64_t
 layout_srec_checksum(const struct pool_srec *s)
 {
 	return XXH64(s, offsetof(struct pool_srec, checksum), 0);
+}
+
+/* layout_pinrec_checksum -- XXH64 of a pin record's session and slot */
+uint64_t
+layout_pinrec_checksum(uint64_t session, uint64_t slot)
+{
+	uint64_t v[2] = { session, slot };
+
+	return XXH64(v, sizeof(v), 0x70696e73u);
 }
 
 /* layout_slot_checksum -- 32-bit XXH3 of a slot body, seeded by index */

@@ -21,7 +21,8 @@
 #endif
 
 #define POOL_MAGIC "CXLPOOL" /* 8 bytes with its NUL */
-#define POOL_MAJOR 1u        /* bump on incompatible layout changes */
+#define POOL_MAJOR 2u        /* bump on incompatible layout changes; 2:
+                              * pin table area, region request stamp */
 #define POOL_MINOR 0u
 #define POOL_INCOMPAT_KNOWN 0ull /* incompat bits this code understands */
 #define POOL_SB_VOLATILE 0x1ull  /* sb.flags: media does not survive boot */
@@ -34,14 +35,17 @@
 #define POOL_HEAP_PER_SLOT 64u     /* key heap bytes per index slot */
 #define POOL_SLOTS_MIN 64u
 #define POOL_SLOTS_MAX (1ull << 30)
+#define POOL_PINS_MIN 1024u        /* pin records, at least */
+#define POOL_SLOTS_PER_PIN 8u      /* default: one pin record per 8 slots */
 
 enum pool_area_id {
 	POOL_AREA_REGION = 0,  /* region table, count = records */
 	POOL_AREA_SESSION = 1, /* session table, count = records */
 	POOL_AREA_INDEX = 2,   /* KV index, count = slots (power of two) */
 	POOL_AREA_HEAP = 3,    /* key heap, count = 16-byte granules */
-	POOL_AREA_DATA = 4,    /* data area, count = align units */
-	POOL_AREA_N = 5,
+	POOL_AREA_PIN = 4,     /* pin table, count = records */
+	POOL_AREA_DATA = 5,    /* data area, count = align units */
+	POOL_AREA_N = 6,       /* areas lie in this order on media */
 };
 
 struct pool_area {
@@ -59,13 +63,13 @@ struct pool_sb {
 	uint64_t flags;           /* POOL_SB_VOLATILE */
 	uint64_t size;            /* whole pool, bytes */
 	uint64_t align;           /* region alignment, bytes (power of 2) */
-	struct pool_area area[POOL_AREA_N]; /* 5 x 24 bytes */
+	struct pool_area area[POOL_AREA_N]; /* 6 x 24 bytes */
 	uint8_t uuid[16];         /* random, set at format */
 	char boot_id[POOL_BOOT_ID_LEN]; /* boot formatted in, NUL padded */
 	uint64_t next_session_id; /* next id to hand out; never 0. The one
 	                           * field that changes after format: one
 	                           * 8-byte store, not covered by checksum */
-	uint8_t reserved[3848];   /* zero */
+	uint8_t reserved[3824];   /* zero */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id
 	                           * read as 0 */
 };
@@ -84,7 +88,10 @@ struct pool_rrec {
 	uint64_t off;       /* bytes from pool start */
 	uint64_t len;       /* bytes, multiple of align */
 	uint64_t page_size; /* bytes, 1..UINT32_MAX */
-	uint64_t reserved[2]; /* zero */
+	uint64_t req;       /* request id of the REGION_ALLOC that made it
+	                     * (0: none), so a retried request after a
+	                     * restart finds it instead of allocating again */
+	uint64_t reserved;  /* zero */
 	uint64_t checksum;  /* XXH64 of bytes 0..55 with state bits read 0 */
 };
 static_assert(sizeof(struct pool_rrec) == 64, "region record size");
@@ -120,6 +127,51 @@ struct pool_srec {
 	uint64_t checksum;    /* XXH64 of bytes 0..119 (id included) */
 };
 static_assert(sizeof(struct pool_srec) == 128, "session record size");
+
+/* Pin record: session holds count pins on the key in index slot `slot`.
+ * session is the publish word (0 = free); the body (slot, word, checksum)
+ * is written and persisted while session reads 0; later the count changes
+ * by one 8-byte store of word. A record never has count 0 while live:
+ * the last unpin frees it. */
+struct pool_pinrec {
+	uint64_t session;  /* owner session id; 0 = free */
+	uint64_t slot;     /* index slot of the pinned key */
+	uint64_t word;     /* bits 0-19 count, 20-23 hits, 24-63 stamp */
+	uint64_t checksum; /* XXH64 of session and slot */
+};
+static_assert(sizeof(struct pool_pinrec) == 32, "pin record size");
+
+/* The stamp is the low 40 bits of the id of the last request that changed
+ * the record, hits how many times that request changed it (saturating):
+ * a request replayed after a restart skips the changes it already made. */
+#define PIN_COUNT_MAX 0xfffffu
+#define PIN_HITS_MAX 0xfu
+#define PIN_STAMP_MASK 0xffffffffffull
+
+static inline uint32_t
+pin_count(uint64_t word)
+{
+	return (uint32_t)(word & PIN_COUNT_MAX);
+}
+
+static inline uint32_t
+pin_hits(uint64_t word)
+{
+	return (uint32_t)(word >> 20) & PIN_HITS_MAX;
+}
+
+static inline uint64_t
+pin_stamp(uint64_t word)
+{
+	return word >> 24;
+}
+
+static inline uint64_t
+pin_word(uint32_t count, uint32_t hits, uint64_t req)
+{
+	return (req & PIN_STAMP_MASK) << 24 |
+	    (uint64_t)(hits & PIN_HITS_MAX) << 20 | (count & PIN_COUNT_MAX);
+}
 
 /* KV index slot. word is the publish word and the reader's sequence:
  * a reader loads word, reads the body, loads word again, and trusts the
@@ -215,6 +267,8 @@ int layout_media_check(const struct pool_sb *sb, uint64_t media_align,
 uint64_t layout_rrec_checksum(const struct pool_rrec *r);
 /* layout_srec_checksum -- the checksum a session record should carry. */
 uint64_t layout_srec_checksum(const struct pool_srec *s);
+/* layout_pinrec_checksum -- the checksum a pin record should carry. */
+uint64_t layout_pinrec_checksum(uint64_t session, uint64_t slot);
 /* layout_slot_checksum -- the body checksum a LIVE slot at index i
  * should carry in its word. */
 uint32_t layout_slot_checksum(const struct kv_slot *s, uint64_t i);

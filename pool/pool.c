@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crashpt.h"
 #include "err.h"
 #include "log.h"
 #include "pool_int.h"
@@ -47,6 +48,7 @@ pool_persist_cb(void *ctx, const void *addr, size_t len)
 {
 	struct pool *p = ctx;
 
+	crashpt_range((void *)(uintptr_t)addr, len);
 	pmap_persist(p->map, addr, len);
 }
 
@@ -55,6 +57,7 @@ void
 pool_store8(struct pool *p, uint64_t *dst, uint64_t v)
 {
 	cxlp_assert(!p->rdonly && ((uintptr_t)dst & 7u) == 0);
+	crashpt_store8(dst, v);
 	__atomic_store_n(dst, v, __ATOMIC_RELEASE);
 	pmap_persist(p->map, dst, sizeof(*dst));
 }
@@ -108,11 +111,15 @@ pool_format(struct pool *p, struct pool_sb *sb, bool fresh)
 	pool_store8(p, (uint64_t *)(void *)p->base, 0);
 	if (!fresh) {
 		/* a new sparse file reads as zeros already; the index is
-		 * kvindex_format's */
+		 * kvindex_format's, the key heap is read only through it */
+		const struct pool_area *pin = &sb->area[POOL_AREA_PIN];
+
 		memset(p->base + POOL_SB_SIZE, 0,
 		    sb->area[POOL_AREA_INDEX].off - POOL_SB_SIZE);
 		pool_persist_cb(p, p->base + POOL_SB_SIZE,
 		    sb->area[POOL_AREA_INDEX].off - POOL_SB_SIZE);
+		memset(p->base + pin->off, 0, pin->len);
+		pool_persist_cb(p, p->base + pin->off, pin->len);
 	}
 	memcpy(p->base + 8, (uint8_t *)sb + 8, sizeof(*sb) - 8);
 	pool_persist_cb(p, p->base, sizeof(*sb));
@@ -153,6 +160,8 @@ attach(struct pool *p, bool fresh)
 	p->nregions = (uint32_t)a[POOL_AREA_REGION].count;
 	p->stab = (void *)(p->base + a[POOL_AREA_SESSION].off);
 	p->nsess = (uint32_t)a[POOL_AREA_SESSION].count;
+	p->ptab = (void *)(p->base + a[POOL_AREA_PIN].off);
+	p->npins = (uint32_t)a[POOL_AREA_PIN].count;
 	rc = keyheap_init(&p->heap, p->base + a[POOL_AREA_HEAP].off,
 	    a[POOL_AREA_HEAP].count * KV_GRANULE);
 	if (rc != 0) {
@@ -166,7 +175,8 @@ attach(struct pool *p, bool fresh)
 	if ((rc = region_rebuild(p, repair)) != 0 ||
 	    (rc = session_rebuild(p, repair)) != 0 ||
 	    (rc = kvindex_recover(&p->kv, repair, &dropped)) != 0 ||
-	    (rc = kv_rebuild(p, repair)) != 0) {
+	    (rc = kv_rebuild(p, repair)) != 0 ||
+	    (rc = pintab_rebuild(p, repair)) != 0) {
 		return rc;
 	}
 	if (dropped > 0 && repair) {
@@ -362,6 +372,7 @@ pool_close(struct pool **pp)
 		return;
 	}
 	p = *pp;
+	pintab_fini(p);
 	region_fini(p);
 	keyheap_fini(&p->heap);
 	pmap_close(&p->map);

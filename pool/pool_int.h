@@ -27,6 +27,18 @@ struct region_dram {
 	uint64_t *pages; /* bitmap: page holds a key */
 };
 
+/* DRAM index of the pin table (pintab.c), rebuilt at open. */
+struct pin_dram {
+	uint32_t *head;   /* hash buckets: first record or UINT32_MAX */
+	uint32_t *next;   /* per record: next in its bucket */
+	uint32_t mask;    /* buckets - 1 */
+	uint32_t *free;   /* stack of free record numbers */
+	uint32_t nfree;
+	uint8_t *live;    /* per record: validated and indexed */
+	uint64_t records; /* live records */
+	uint64_t pins;    /* sum of their counts */
+};
+
 struct pool {
 	char *path;
 	struct pmap *map;
@@ -49,6 +61,9 @@ struct pool {
 	uint64_t keys;            /* keys linked to a live region */
 	uint64_t key_bytes;       /* sum of their key lengths */
 	uint64_t value_bytes;     /* sum of their value lengths */
+	struct pool_pinrec *ptab; /* pin table, in the mapping */
+	uint32_t npins;           /* its records */
+	struct pin_dram pin;
 };
 
 /* pool_persist_cb -- persist callback over p's mapping (ctx = p). */
@@ -87,5 +102,16 @@ int session_rebuild(struct pool *p, bool repair);
 /* kv_rebuild -- link every live index entry to its region (page bitmap,
  * nkeys, sums); with repair, entries that do not link are removed. */
 int kv_rebuild(struct pool *p, bool repair);
+
+/* pintab.c */
+/* pintab_rebuild -- index the valid live pin records; with repair, free
+ * the others on media (pintab.c design note 4). After kv_rebuild. */
+int pintab_rebuild(struct pool *p, bool repair);
+/* pintab_fini -- free the DRAM index. */
+void pintab_fini(struct pool *p);
+/* pintab_rec_problem -- why a live pin record is invalid (checksum, count,
+ * session, slot) or NULL; pure. */
+const char *pintab_rec_problem(const struct pool *p,
+    const struct pool_pinrec *r);
 
 #endif /* CXLP_POOL_INT_H */

@@ -7,7 +7,7 @@
  * (gen, owner, off, len, page_size, checksum) is written and persisted
  * while the record still reads FREE, and the state changes only through
  * the first word (state | gen << 32), one aligned 8-byte store:
- *   FREE -> OWNED   [pool_region_alloc: body, persist, word, persist]
+ *   FREE -> OWNED   [region_alloc: body, persist, word, persist]
  *   OWNED -> ORPHAN [pool_region_disown, keys still point in]
  *   OWNED|ORPHAN -> FREE [region_free: from disown with no keys, or from
  *                   region_unlink when an ORPHAN's last key goes]
@@ -16,7 +16,10 @@
  * alloc.c's, rebuilt from the live records at open; key counts and page
  * bitmaps are rebuilt from the index by kv.c. An ORPHAN with no keys left
  * after a crash (key deleted, region not yet freed) is freed by
- * region_reap at open.
+ * region_reap at open. The body also keeps the id of the request that
+ * allocated it (req, layout 2): a REGION_ALLOC replayed after a restart
+ * finds its region there [pool_region_alloc_req] instead of taking a
+ * second one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,7 +27,11 @@
 
 #include "err.h"
 #include "log.h"
+#include "pool_ext.h"
 #include "pool_int.h"
+
+static int region_alloc(struct pool *p, uint64_t owner, uint64_t req,
+    uint64_t len, uint64_t page_size, struct pool_region *out);
 
 static uint64_t
 data_units(const struct pool *p)
@@ -54,7 +61,7 @@ region_rec_problem(const struct pool *p, const struct pool_rrec *r)
 	    r->page_size > UINT32_MAX || r->len / r->page_size > UINT32_MAX) {
 		return "bad page size";
 	}
-	if (r->owner == 0 || r->reserved[0] != 0 || r->reserved[1] != 0) {
+	if (r->owner == 0 || r->reserved != 0) {
 		return "no owner or nonzero reserved field";
 	}
 	return NULL;
@@ -198,9 +205,46 @@ free_record(const struct pool *p)
 	return 0;
 }
 
+/* the OWNED region of owner stamped req, or UINT32_MAX */
+static uint32_t
+find_stamped(const struct pool *p, uint64_t owner, uint64_t req)
+{
+	for (uint32_t i = 0; req != 0 && i < p->nregions; i++) {
+		const struct pool_rrec *r = &p->rtab[i];
+
+		if (p->reg[i].live && r->req == req && r->owner == owner &&
+		    rrec_state(r->word) == POOL_REGION_OWNED) {
+			return i;
+		}
+	}
+	return UINT32_MAX;
+}
+
+/* pool_region_alloc_req -- see pool_ext.h */
+int
+pool_region_alloc_req(struct pool *p, uint64_t owner, uint64_t req,
+    uint64_t len, uint64_t page_size, struct pool_region *out, bool *found)
+{
+	uint32_t i = find_stamped(p, owner, req);
+
+	*found = i != UINT32_MAX;
+	if (*found) {
+		return pool_region_get(p, i, out);
+	}
+	return region_alloc(p, owner, req, len, page_size, out);
+}
+
 /* pool_region_alloc -- see pool.h */
 int
 pool_region_alloc(struct pool *p, uint64_t owner, uint64_t len,
+    uint64_t page_size, struct pool_region *out)
+{
+	return region_alloc(p, owner, 0, len, page_size, out);
+}
+
+/* FREE -> OWNED for owner, stamped req (header comment) */
+static int
+region_alloc(struct pool *p, uint64_t owner, uint64_t req, uint64_t len,
     uint64_t page_size, struct pool_region *out)
 {
 	struct pool_rrec rec, *r;
@@ -220,6 +264,7 @@ pool_region_alloc(struct pool *p, uint64_t owner, uint64_t len,
 	rec.off = p->data_off + start * p->align;
 	rec.len = rlen;
 	rec.page_size = page_size;
+	rec.req = req;
 	rec.checksum = layout_rrec_checksum(&rec);
 	/* the body while the word still says FREE, then publish */
 	memcpy((uint8_t *)r + 8, (uint8_t *)&rec + 8, sizeof(rec) - 8);

@@ -1,9 +1,24 @@
 #!/bin/sh
 # test.sh -- set up and run every cxlpool test: installs the Debian packages
-# (scripts/install-deps.sh), builds, runs the suite, then builds again with
-# AddressSanitizer + UBSan (findings fail the test) and runs it again.
-#   scripts/test.sh            both builds
+# (scripts/install-deps.sh), then
+#   1. build/       plain build, the whole suite (soak: its 15 s --quick run)
+#   2. build-asan/  AddressSanitizer + UBSan, the whole suite again
+#   3. build-tsan/  ThreadSanitizer: the metaserver, the handler library (in
+#                   the integration tests' worker processes) and the soak
+#                   (parent, 8 workers, metaserver), driven by the
+#                   integration tests of build/ and by cxlp-soak
+#   4. fuzz         scripts/fuzz.sh: both libFuzzer targets, 30 s each
+#                   (needs clang, which install-deps.sh installs)
+# Any test failure, sanitizer finding or fuzz crash fails the run.
+#   scripts/test.sh            all four
 #   scripts/test.sh --quick    the plain build only
+#
+# Why TSan drives build/'s tests instead of its own: Criterion's runner
+# cannot start under ThreadSanitizer ("Could not initialize inheritable
+# arena", Snaipe/Criterion#274), and the Python suite would need libtsan
+# preloaded into a plain interpreter. So under TSan the processes under
+# test are TSan builds (CXLP_METASERVER, CXLP_ITEST_WORKER) and the
+# Criterion runners that drive them are not. No suppressions are used.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -19,10 +34,53 @@ run_suite() { # builddir [meson setup args...]
 	return $status
 }
 
+run_tsan() {
+	dir=build-tsan
+	rep=$PWD/$dir/tsan-reports
+	[ -f "$dir/build.ninja" ] || meson setup "$dir" -Db_sanitize=thread \
+		-Db_lundef=false >/dev/null
+	ninja -C "$dir" metaserver/cxlpool-metaserver \
+		tests/integration/itest-worker tests/soak/cxlp-soak
+	rm -rf "$rep"
+	mkdir -p "$rep"
+	status=0
+	(
+	export TSAN_OPTIONS="halt_on_error=1 exitcode=66 log_path=$rep/report"
+	export CXLP_METASERVER=$PWD/$dir/metaserver/cxlpool-metaserver
+	export CXLP_ITEST_WORKER=$PWD/$dir/tests/integration/itest-worker
+	export CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect
+	export CXLP_LIBDIR=$PWD/build/handler CXLP_SRCDIR=$PWD
+	st=0
+	for t in build/tests/integration/itest_*; do
+		[ -f "$t" ] && [ -x "$t" ] || continue
+		echo "tsan: $t"
+		"$t" -j2 >"$rep/$(basename "$t").out" 2>&1 || {
+			tail -n 30 "$rep/$(basename "$t").out"; st=1; }
+	done
+	echo "tsan: cxlp-soak --quick"
+	"$dir/tests/soak/cxlp-soak" --quick || st=1
+	exit $st
+	) || status=1
+	if ls "$rep"/report.* >/dev/null 2>&1; then
+		cat "$rep"/report.* >&2
+		echo "tsan: ThreadSanitizer reports above" >&2
+		status=1
+	fi
+	[ $status -eq 0 ] && echo "tsan: OK (no reports)"
+	return $status
+}
+
 rc=0
 run_suite build || rc=1
 if [ "${1:-}" != "--quick" ]; then
 	run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false \
 		-Dsanitize_strict=true || rc=1
+	run_tsan || rc=1
+	if command -v clang >/dev/null 2>&1; then
+		scripts/fuzz.sh 30 || rc=1
+	else
+		echo "test.sh: clang not found: fuzzing skipped" >&2
+		rc=1
+	fi
 fi
 exit $rc

@@ -103,7 +103,8 @@ static void
 build_hello(struct pbuf *b)
 {
 	struct proto_hello m = { (uint32_t)rnd(), rnd_below(2), rnd(), rnd(),
-		(const char *)keybytes, (uint16_t)rnd_below(PROTO_HOST_MAX) };
+		(const char *)keybytes, (uint16_t)rnd_below(PROTO_HOST_MAX),
+		keybytes, (uint16_t)rnd_below(PROTO_SECRET_MAX + 1) };
 
 	put_req(b, PROTO_OP_HELLO);
 	proto_put_hello(b, &m);
@@ -569,7 +570,9 @@ Test(proto, hello_and_welcome_round_trip)
 	for (int i = 0; i < 100; i++) {
 		struct proto_hello m = { (uint32_t)rnd(), rnd_below(2), rnd(),
 			rnd(), (const char *)keybytes + i,
-			(uint16_t)rnd_below(PROTO_HOST_MAX + 1) }, hm;
+			(uint16_t)rnd_below(PROTO_HOST_MAX + 1),
+			keybytes + 2 * i,
+			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1) }, hm;
 		struct proto_welcome w = { rnd(), rnd(), rnd(), rnd(),
 			(const char *)keybytes + i,
 			(uint16_t)rnd_below(PROTO_PATH_MAX + 1) }, wm;
@@ -585,6 +588,10 @@ Test(proto, hello_and_welcome_round_trip)
 		    hm.instance_id == m.instance_id);
 		cr_assert_eq(hm.host_len, m.host_len);
 		cr_assert_arr_eq(hm.host, m.host, m.host_len);
+		cr_assert_eq(hm.secret_len, m.secret_len);
+		if (m.secret_len > 0) {
+			cr_assert_arr_eq(hm.secret, m.secret, m.secret_len);
+		}
 		pbuf_reset(&b);
 		proto_put_welcome(&b, &w);
 		preader_init(&r, b.data, b.len);
@@ -998,6 +1005,9 @@ string_rc(bool hello, uint32_t slen)
 	pbuf_put_bytes(&b, (uint8_t[32]){ 0 }, hello ? 24 : 32);
 	pbuf_put_u16(&b, (uint16_t)slen);
 	pbuf_put_bytes(&b, keybytes, slen);
+	if (hello) {
+		pbuf_put_u16(&b, 0); /* no secret */
+	}
 	preader_init(&r, b.data, b.len);
 	rc = hello ? proto_get_hello(&r, &m) : proto_get_welcome(&r, &w);
 	pbuf_fini(&b);
@@ -1013,6 +1023,41 @@ Test(proto, hostname_and_path_lengths_are_bounded)
 	cr_assert_eq(string_rc(false, PROTO_PATH_MAX), 0);
 	cr_assert_eq(string_rc(false, PROTO_PATH_MAX + 1), CXLP_E_PROTO);
 	cr_assert(strstr(cxlp_errormsg(), "path") != NULL);
+}
+
+static int
+secret_rc(uint32_t slen, size_t have)
+{
+	struct proto_hello m;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	pbuf_put_bytes(&b, (uint8_t[24]){ 0 }, 24);
+	pbuf_put_u16(&b, 2);
+	pbuf_put_bytes(&b, "h1", 2);
+	pbuf_put_u16(&b, (uint16_t)slen);
+	pbuf_put_bytes(&b, keybytes, have);
+	preader_init(&r, b.data, b.len);
+	rc = proto_get_hello(&r, &m);
+	if (rc == 0 && (m.secret_len != slen ||
+	    (slen > 0 && memcmp(m.secret, keybytes, slen) != 0))) {
+		rc = -1;
+	}
+	pbuf_fini(&b);
+	return rc;
+}
+
+Test(proto, hello_secret_is_bounded_and_must_fit_the_frame)
+{
+	cr_assert_eq(secret_rc(0, 0), 0);
+	cr_assert_eq(secret_rc(PROTO_SECRET_MAX, PROTO_SECRET_MAX), 0);
+	cr_assert_eq(secret_rc(PROTO_SECRET_MAX + 1, PROTO_SECRET_MAX + 1),
+	    CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "hello.secret") != NULL);
+	cr_assert_eq(secret_rc(10, 9), CXLP_E_PROTO, "secret past the frame");
+	cr_assert_eq(secret_rc(10, 11), CXLP_E_PROTO, "trailing bytes");
 }
 
 static int

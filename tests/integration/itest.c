@@ -1,6 +1,8 @@
 /*
  * itest.c -- fixture for integration tests (see itest.h).
  */
+#include <stdlib.h>
+
 #include "itest.h"
 
 struct test_server srv;
@@ -62,13 +64,20 @@ itest_get_check(struct cxlp_handler *h, const char *prefix, uint32_t key)
 	return writer;
 }
 
-/* worker_path -- itest-worker sits beside the test executable. */
+/* worker_path -- $CXLP_ITEST_WORKER (scripts/test.sh points it at a
+ * ThreadSanitizer build), else itest-worker beside the test executable. */
 static void
 worker_path(char *out, size_t n)
 {
-	ssize_t k = readlink("/proc/self/exe", out, n - 1);
+	const char *env = getenv("CXLP_ITEST_WORKER");
+	ssize_t k;
 	char *slash;
 
+	if (env != NULL && env[0] != '\0') {
+		snprintf(out, n, "%s", env);
+		return;
+	}
+	k = readlink("/proc/self/exe", out, n - 1);
 	cr_assert_gt(k, 0);
 	out[k] = '\0';
 	slash = strrchr(out, '/');

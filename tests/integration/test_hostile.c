@@ -231,3 +231,25 @@ Test(hostile, register_of_a_bad_location_registers_nothing)
 	pbuf_fini(&b);
 	raw_close(&c);
 }
+
+Test(hostile, request_id_reused_for_another_operation_is_refused)
+{
+	struct raw_client c;
+	struct pbuf b;
+	const void *kp[1] = { "key" };
+	size_t kl[1] = { 3 };
+
+	open_session(&c);
+	frame(&b, &c, PROTO_VERSION, PROTO_OP_EXISTS, c.token);
+	proto_put_keys(&b, 0, 1, kp, kl);
+	cr_assert_rc(send_expect(&c, &b, b.len), 0);
+	pbuf_fini(&b);
+	c.next_id--; /* same id, another op: not a retry */
+	frame(&b, &c, PROTO_VERSION, PROTO_OP_DELETE, c.token);
+	proto_put_keys(&b, 0, 1, kp, kl);
+	cr_assert_rc(send_expect(&c, &b, b.len), CXLP_E_PROTO,
+	    "answered with the reply of the first request");
+	pbuf_fini(&b);
+	still_serving(&c);
+	raw_close(&c);
+}

@@ -11,6 +11,14 @@
  *   itest-worker write-foreign URL KEY  write into KEY's page (must fault)
  *   itest-worker racer URL WRITER       the register race (test_race.c)
  *   itest-worker pin-and-die URL KEY    pin KEY, say "p", wait to be killed
+ *   itest-worker store-loop URL PREFIX  batch_store PREFIX-0.. until killed,
+ *                                       reporting the count acknowledged
+ *   itest-worker crash-storer URL WRITER  store in a loop while the
+ *                                       metaserver is killed (test_kill)
+ *   itest-worker hold URL PREFIX:FOREIGN  store and pin keys, pin FOREIGN,
+ *                                       allocate pages it never registers
+ *                                       (two regions' worth), report, wait
+ *                                       to be killed
  */
 #include <signal.h>
 #include <stdio.h>
@@ -159,6 +167,250 @@ pin_and_die(int argc, char **argv)
 	return 3;
 }
 
+/* Store keys prefix-first .. in batches of LOOP_BATCH (the value length
+ * varies per key); *acked counts the keys confirmed so far. */
+static int
+loop_batch(struct cxlp_handler *h, const char *prefix, uint32_t first)
+{
+	char keys[LOOP_BATCH][64];
+	const void *kp[LOOP_BATCH];
+	size_t kl[LOOP_BATCH], lens[LOOP_BATCH];
+	cxlp_page_t pages[LOOP_BATCH];
+	bool ok[LOOP_BATCH];
+	void *buf;
+
+	for (uint32_t i = 0; i < LOOP_BATCH; i++) {
+		kl[i] = kv_key(keys[i], sizeof(keys[i]), prefix, first + i);
+		kp[i] = keys[i];
+		lens[i] = 64 + (first + i) * 37 % 4000;
+		if (cxlp_alloc(h, &pages[i], &buf) != 0) {
+			return 10;
+		}
+		kv_fill(buf, lens[i], DEATH_WRITER, first + i);
+	}
+	if (cxlp_batch_store(h, LOOP_BATCH, kp, kl, pages, lens, 0, ok) != 0) {
+		return 11;
+	}
+	for (uint32_t i = 0; i < LOOP_BATCH; i++) {
+		if (!ok[i]) {
+			return 12;
+		}
+	}
+	return 0;
+}
+
+static int
+store_loop(int argc, char **argv)
+{
+	struct cxlp_handler *h = kv_connect(url, 4096, 2 * MiB, true);
+
+	if (h == NULL) {
+		return 100;
+	}
+	for (uint32_t n = 0;; n += LOOP_BATCH) {
+		int rc = loop_batch(h, argv[0], n);
+		uint32_t acked = n + LOOP_BATCH;
+
+		if (rc != 0) {
+			return rc;
+		}
+		if (write(STDOUT_FILENO, &acked, sizeof(acked)) !=
+		    sizeof(acked)) {
+			return 13;
+		}
+	}
+}
+
+/* Store and pin keys (each own key pinned twice: once with the store,
+ * once by cxlp_pin), pin the foreign key, then allocate and fill pages
+ * it never registers until it owns `regions` regions. */
+static int
+hold_all(struct cxlp_handler *h, const char *prefix, const char *foreign,
+    struct hold_report *r)
+{
+	const void *data;
+	size_t len;
+	void *buf;
+	cxlp_page_t pg;
+	bool ok;
+
+	for (uint32_t i = 0; i < 20; i++) {
+		char k[64];
+		size_t kl = kv_key(k, sizeof(k), prefix, i);
+
+		if (cxlp_alloc(h, &pg, &buf) != 0) {
+			return 20;
+		}
+		kv_fill(buf, 100 + i, DEATH_WRITER, i);
+		if (cxlp_store(h, k, kl, pg, 100 + i, CXLP_STORE_PIN, &ok) != 0 ||
+		    !ok || cxlp_pin(h, k, kl) != 0) {
+			return 21;
+		}
+		r->keys++;
+		r->pins += 2;
+	}
+	if (cxlp_retrieve(h, foreign, strlen(foreign), CXLP_RETRIEVE_PIN,
+	    &data, &len) != 0) {
+		return 22;
+	}
+	r->pins++;
+	/* every free page of the first region, and one of a second */
+	for (uint64_t n = kv_stats(h).pages_free + 1; n > 0; n--) {
+		if (cxlp_alloc(h, &pg, &buf) != 0) {
+			return 23;
+		}
+		memset(buf, 0xab, 4096);
+		r->unregistered++;
+	}
+	r->regions = (uint32_t)kv_stats(h).own_regions;
+	return 0;
+}
+
+static int
+hold(int argc, char **argv)
+{
+	char prefix[64];
+	char *colon = strchr(argv[0], ':');
+	struct hold_report r = { 0 };
+	struct cxlp_handler *h;
+	int rc;
+
+	if (colon == NULL || (size_t)(colon - argv[0]) >= sizeof(prefix)) {
+		return 2;
+	}
+	memcpy(prefix, argv[0], (size_t)(colon - argv[0]));
+	prefix[colon - argv[0]] = '\0';
+	h = kv_connect(url, 4096, 2 * MiB, true);
+	if (h == NULL) {
+		return 100;
+	}
+	rc = hold_all(h, prefix, colon + 1, &r);
+	if (rc != 0) {
+		return rc;
+	}
+	if (write(STDOUT_FILENO, &r, sizeof(r)) != sizeof(r)) {
+		return 24;
+	}
+	pause(); /* killed by the test */
+	return 25;
+}
+
+/* crash-storer (tests/crash/test_kill.c): batch_store keys
+ * "w<WRITER>-<i>" in a loop while the metaserver is killed and restarted
+ * under it; write each key index whose store reported true to stdout (a
+ * u32), and on SIGUSR1 finish the batch, settle lost registers, write
+ * CRASH_END and a struct crash_result, close and exit 0. */
+static volatile sig_atomic_t crash_stop;
+
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+	crash_stop = 1;
+}
+
+static struct cxlp_handler *
+crash_connect(void)
+{
+	struct cxlp_config *cfg = NULL;
+	struct cxlp_handler *h = NULL;
+
+	if (cxlp_config_new(&cfg) != 0 ||
+	    cxlp_config_set_server(cfg, url) != 0 ||
+	    cxlp_config_set_page_size(cfg, 4096) != 0 ||
+	    cxlp_config_set_region_size(cfg, 4 * MiB) != 0 ||
+	    cxlp_config_set_auto_expand(cfg, true) != 0 ||
+	    cxlp_config_set_timeout_ms(cfg, 2000) != 0 ||
+	    cxlp_config_set_retries(cfg, 10) != 0 ||
+	    cxlp_connect(&h, cfg) != 0) {
+		fprintf(stderr, "crash-storer: %s\n", cxlp_errormsg());
+	}
+	cxlp_config_delete(&cfg);
+	return h;
+}
+
+static int
+crash_batch(struct cxlp_handler *h, uint32_t writer, uint32_t first,
+    struct crash_result *r)
+{
+	char keys[CRASH_BATCH][32];
+	const void *kp[CRASH_BATCH];
+	size_t kl[CRASH_BATCH], lens[CRASH_BATCH];
+	cxlp_page_t pages[CRASH_BATCH];
+	bool ok[CRASH_BATCH];
+	void *buf;
+	int rc;
+
+	for (uint32_t i = 0; i < CRASH_BATCH; i++) {
+		char prefix[16];
+
+		snprintf(prefix, sizeof(prefix), "w%u", writer);
+		kl[i] = kv_key(keys[i], sizeof(keys[i]), prefix, first + i);
+		kp[i] = keys[i];
+		lens[i] = crash_len(first + i);
+		if (cxlp_alloc(h, &pages[i], &buf) != 0) {
+			return 30;
+		}
+		kv_fill(buf, lens[i], writer, first + i);
+	}
+	rc = cxlp_batch_store(h, CRASH_BATCH, kp, kl, pages, lens, 0, ok);
+	if (rc == CXLP_E_UNKNOWN) {
+		r->unknown++; /* pages kept; settled by a later store */
+		return 0;
+	}
+	for (uint32_t i = 0; rc == 0 && i < CRASH_BATCH; i++) {
+		uint32_t k = first + i;
+
+		r->false_keys += !ok[i];
+		if (ok[i] && write(STDOUT_FILENO, &k, sizeof(k)) != sizeof(k)) {
+			return 31;
+		}
+	}
+	return rc == 0 ? 0 : 32;
+}
+
+static int
+crash_storer(int argc, char **argv)
+{
+	uint32_t writer = (uint32_t)atoi(argv[0]), end = CRASH_END;
+	uint32_t ready = CRASH_READY;
+	struct crash_result r = { 0 };
+	struct cxlp_handler *h;
+	struct cxlp_stats st;
+	int rc = 0;
+
+	signal(SIGUSR1, on_usr1);
+	if ((h = crash_connect()) == NULL) {
+		return 100;
+	}
+	if (write(STDOUT_FILENO, &ready, sizeof(ready)) != sizeof(ready)) {
+		return 34;
+	}
+	for (uint32_t k = 0; !crash_stop && rc == 0; k += CRASH_BATCH) {
+		rc = k + CRASH_BATCH <= CRASH_KEYS_MAX ?
+		    crash_batch(h, writer, k, &r) : 0;
+		usleep(k + CRASH_BATCH <= CRASH_KEYS_MAX ? 1000 : 10000);
+	}
+	for (int i = 0; rc == 0 && i < 100; i++) { /* settle lost ones */
+		if (cxlp_stats(h, &st) == 0 && st.pages_unresolved == 0) {
+			break;
+		}
+		usleep(50000);
+	}
+	r.stats_rc = cxlp_stats(h, &st);
+	r.pages_total = st.pages_total;
+	r.pages_free = st.pages_free;
+	r.pages_allocated = st.pages_allocated;
+	r.pages_registered = st.pages_registered;
+	r.pages_unresolved = st.pages_unresolved;
+	if (rc == 0 && (write(STDOUT_FILENO, &end, sizeof(end)) !=
+	    sizeof(end) || write(STDOUT_FILENO, &r, sizeof(r)) != sizeof(r))) {
+		rc = 33;
+	}
+	cxlp_close(&h);
+	return rc;
+}
+
 static const struct role {
 	const char *name;
 	int nargs;
@@ -168,6 +420,9 @@ static const struct role {
 	{ "write-foreign", 1, write_foreign },
 	{ "racer", 1, racer },
 	{ "pin-and-die", 1, pin_and_die },
+	{ "store-loop", 1, store_loop },
+	{ "hold", 1, hold },
+	{ "crash-storer", 1, crash_storer },
 };
 
 int

@@ -4,6 +4,7 @@
 #ifndef CXLP_ITEST_WORKER_H
 #define CXLP_ITEST_WORKER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define RACE_KEYS 1000
@@ -15,5 +16,43 @@ struct race_result {
 	uint32_t pad;
 	uint64_t pages_total, pages_free, pages_allocated, pages_registered;
 };
+
+/* store-loop: keys per batch_store; after each batch it writes the u32
+ * count of keys acknowledged so far (keys PREFIX-0 .. PREFIX-(count-1)). */
+#define LOOP_BATCH 16
+/* Pages of store-loop and hold hold this writer's pattern. */
+#define DEATH_WRITER 9
+
+/* What hold writes once it holds everything ("ready"). */
+struct hold_report {
+	uint32_t keys;        /* own keys stored: PREFIX-0 .. keys-1 */
+	uint32_t pins;        /* pins taken (own keys twice, the foreign key) */
+	uint32_t unregistered; /* pages allocated and never registered */
+	uint32_t regions;     /* regions it owns */
+};
+
+/* crash-storer (tests/crash/test_kill.c): keys w<WRITER>-<i> stored in
+ * batches; on stdout: CRASH_READY once connected, the index of each key
+ * stored true, then CRASH_END and a struct crash_result. */
+#define CRASH_BATCH 8
+#define CRASH_KEYS_MAX 12000
+#define CRASH_END 0xffffffffu
+#define CRASH_READY 0xfffffffeu /* connected; the kills may start */
+
+struct crash_result {
+	uint32_t false_keys; /* keys reported false */
+	uint32_t unknown;    /* batch_store calls that returned UNKNOWN */
+	int32_t stats_rc;
+	uint32_t pad;
+	uint64_t pages_total, pages_free, pages_allocated, pages_registered;
+	uint64_t pages_unresolved;
+};
+
+/* crash_len -- the value length of key i. */
+static inline size_t
+crash_len(uint32_t i)
+{
+	return 64 + i * 37u % 4000u;
+}
 
 #endif

@@ -1,0 +1,183 @@
+/*
+ * direct.c -- direct reads: unpinned retrieve and exists answered from the
+ * pool's KV index in shared memory, without a round trip to the
+ * metaserver.
+ *
+ * Why this shape: a LOOKUP costs an nng round trip (~100 us, mostly
+ * thread hand-offs) and metaserver CPU for every key, while the index it
+ * consults sits in the same pool file the handler already maps regions
+ * of. So at connect the handler maps the pool's metadata area read-only
+ * (superblock, region table, index, key heap: [0, data area offset)),
+ * checks the superblock, and from then on looks keys up itself with
+ * kvread.c's seqlock protocol; the metaserver stays the only writer. Only
+ * what needs the server's word goes to it: pinned retrieves (the pin is
+ * the server's), and keys the direct read could not settle (KVREAD_ASK: a
+ * write that would not finish, or values that do not add up). Anything
+ * unexpected at connect (another pool behind the path, an unknown layout
+ * version, a mapping failure) leaves direct reads off for this handler,
+ * logged, and every lookup goes through RPC as before.
+ *
+ * The mapping covers the session table too; a handler can already map
+ * the whole pool file (foreign regions are read through it), so this
+ * opens nothing new. The handler's own config switch is
+ * cxlp_config_set_direct_reads (default on).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "handler_int.h"
+#include "kvread.h"
+#include "layout.h"
+#include "log.h"
+#include "map.h"
+
+struct direct {
+	struct pmap *map;  /* [0, meta_len) of the pool, read-only */
+	struct kvread kr;  /* views into map */
+	uint64_t magic;    /* the superblock's first 8 bytes when valid */
+};
+
+/* copy and validate the superblock through a mapping of the pool head */
+static int
+sb_read(struct cxlp_handler *h, struct pool_sb *sb)
+{
+	struct pmap *head;
+	char why[200];
+	int rc;
+
+	rc = pmap_open(&head, h->pool_path, 0, h->align, false);
+	if (rc != 0) {
+		return rc;
+	}
+	memcpy(sb, pmap_addr(head), sizeof(*sb));
+	rc = layout_validate(sb, pmap_file_size(head), why, sizeof(why));
+	pmap_close(&head);
+	if (rc != 0) {
+		return cxlp_fail(rc, "%s: %s", h->pool_path, why);
+	}
+	if (sb->size != h->pool_size || sb->align != h->align) {
+		return cxlp_fail(CXLP_E_CORRUPT, "%s: pool of %llu bytes, "
+		    "align %llu; the metaserver serves %llu, align %llu",
+		    h->pool_path, (unsigned long long)sb->size,
+		    (unsigned long long)sb->align,
+		    (unsigned long long)h->pool_size,
+		    (unsigned long long)h->align);
+	}
+	return 0;
+}
+
+/* map the metadata area and attach the reader; 0 or an error */
+static int
+meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
+{
+	uint64_t meta_len = sb->area[POOL_AREA_DATA].off;
+	const struct pool_sb *live;
+	char why[200];
+	int rc;
+
+	if (meta_len == 0 || meta_len % sb->align != 0) {
+		return cxlp_fail(CXLP_E_CORRUPT, "%s: data area at %llu",
+		    h->pool_path, (unsigned long long)meta_len);
+	}
+	if ((rc = pmap_open(&d->map, h->pool_path, 0, meta_len, false)) != 0) {
+		return rc;
+	}
+	live = pmap_addr(d->map);
+	/* the same pool as the copy we validated (not reformatted since) */
+	if (memcmp(live->uuid, sb->uuid, sizeof(sb->uuid)) != 0 ||
+	    live->checksum != sb->checksum) {
+		return cxlp_fail(CXLP_E_CORRUPT, "%s: superblock changed "
+		    "while mapping", h->pool_path);
+	}
+	if ((rc = kvread_init(&d->kr, sb, live, meta_len, why,
+	    sizeof(why))) != 0) {
+		return cxlp_fail(rc, "%s: %s", h->pool_path, why);
+	}
+	memcpy(&d->magic, sb->magic, sizeof(d->magic));
+	return 0;
+}
+
+/* direct_open -- see handler_int.h */
+void
+direct_open(struct cxlp_handler *h)
+{
+	struct direct *d;
+	struct pool_sb sb;
+	int rc;
+
+	h->direct = NULL;
+	if (!h->cfg.direct_reads) {
+		return;
+	}
+	if ((d = calloc(1, sizeof(*d))) == NULL) {
+		log_err("direct reads off: out of memory");
+		return;
+	}
+	if ((rc = sb_read(h, &sb)) != 0 || (rc = meta_map(h, &sb, d)) != 0) {
+		log_err("direct reads off, lookups go through the metaserver: "
+		    "%s", cxlp_errormsg());
+		pmap_close(&d->map);
+		free(d);
+		return;
+	}
+	log_info("direct reads on: %s, %llu index slots",
+	    h->pool_path, (unsigned long long)d->kr.nslots);
+	h->direct = d;
+}
+
+/* direct_close -- see handler_int.h */
+void
+direct_close(struct cxlp_handler *h)
+{
+	if (h->direct != NULL) {
+		pmap_close(&h->direct->map);
+		free(h->direct);
+		h->direct = NULL;
+	}
+}
+
+/* one key: 0 (res filled), or KVREAD_ASK */
+static int
+direct_one(struct direct *d, const void *key, size_t klen,
+    struct proto_result *res)
+{
+	const uint64_t *magic = pmap_addr(d->map);
+	struct kvread_loc l;
+	int rc;
+
+	/* a pool being reformatted in place clears its magic first */
+	if (__atomic_load_n(magic, __ATOMIC_ACQUIRE) != d->magic) {
+		return KVREAD_ASK;
+	}
+	rc = kvread_lookup(&d->kr, key, klen, &l);
+	if (rc == KVREAD_ASK) {
+		return rc;
+	}
+	memset(res, 0, sizeof(*res));
+	res->status = rc;
+	if (rc == 0) {
+		res->loc = (struct proto_loc){ .region = l.region,
+		    .gen = l.gen, .region_off = l.region_off,
+		    .region_len = l.region_len, .off = l.off, .len = l.len };
+	}
+	return 0;
+}
+
+/* direct_lookup_batch -- see handler_int.h */
+size_t
+direct_lookup_batch(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    struct proto_result res[], bool ask[])
+{
+	struct direct *d = h->direct;
+	size_t nask = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		ask[i] = d == NULL ||
+		    direct_one(d, keys[i], key_lens[i], &res[i]) != 0;
+		nask += ask[i];
+	}
+	return nask;
+}

@@ -1,0 +1,110 @@
+/*
+ * crashpt.c -- test-only crash points (see crashpt.h): count the pool's
+ * metadata persist points and die at a chosen one.
+ *
+ * Why this shape: a crash-consistency argument is only as good as the
+ * points it was tested at, and the points that matter are exactly the
+ * persists, since the ordering rules (kvindex.c design note 10) are stated
+ * between them. Dying at each in turn, and recovering, tests every
+ * ordering edge; the "tear" mode adds the media a kill cannot show on a
+ * file mapping (where every store is visible at once): a publish that did
+ * not land and a range whose tail did not. The environment is read once,
+ * on the first point; the counter is process-wide (the pool is written
+ * under the metaserver's write lock, so points come one at a time).
+ */
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "crashpt.h"
+
+#define TEAR_BYTE 0xa5
+
+static struct {
+	atomic_flag inited;
+	atomic_bool ready;
+	uint64_t at;        /* 0: never */
+	bool tear;
+	const char *count_path;
+	atomic_uint_fast64_t n;
+} cp = { .inited = ATOMIC_FLAG_INIT };
+
+static void
+write_count(void)
+{
+	FILE *f = fopen(cp.count_path, "w");
+
+	if (f != NULL) {
+		fprintf(f, "%llu\n", (unsigned long long)atomic_load(&cp.n));
+		fclose(f);
+	}
+}
+
+static void
+init(void)
+{
+	const char *at, *mode;
+
+	if (atomic_flag_test_and_set(&cp.inited)) {
+		while (!atomic_load(&cp.ready)) {
+			/* another thread is reading the environment */
+		}
+		return;
+	}
+	at = getenv("CXLP_CRASH_AT");
+	mode = getenv("CXLP_CRASH_MODE");
+	cp.at = at != NULL ? strtoull(at, NULL, 10) : 0;
+	cp.tear = mode != NULL && strcmp(mode, "tear") == 0;
+	cp.count_path = getenv("CXLP_CRASH_COUNT");
+	if (cp.count_path != NULL) {
+		atexit(write_count);
+	}
+	atomic_store(&cp.ready, true);
+}
+
+/* the number of this point, counting from 1 */
+static uint64_t
+next_point(void)
+{
+	init();
+	return atomic_fetch_add(&cp.n, 1) + 1;
+}
+
+static void
+die(void)
+{
+	raise(SIGKILL);
+	_exit(77); /* not reached */
+}
+
+/* crashpt_range -- see crashpt.h */
+void
+crashpt_range(void *addr, size_t len)
+{
+	if (next_point() != cp.at) {
+		return;
+	}
+	if (cp.tear && len >= 16) {
+		size_t half = len / 2 & ~(size_t)7;
+
+		memset((uint8_t *)addr + half, TEAR_BYTE, len - half);
+	}
+	die();
+}
+
+/* crashpt_store8 -- see crashpt.h */
+void
+crashpt_store8(uint64_t *dst, uint64_t v)
+{
+	if (next_point() != cp.at) {
+		return;
+	}
+	if (!cp.tear) {
+		__atomic_store_n(dst, v, __ATOMIC_RELEASE);
+	}
+	die();
+}

@@ -1,0 +1,31 @@
+/*
+ * crashpt.h -- test-only crash points at the pool's metadata persists.
+ *
+ * Every write to the metadata area reaches media through one of two calls
+ * in pool.c: pool_persist_cb (a range, after plain stores) and pool_store8
+ * (one aligned 8-byte publish). Each is a numbered persist point. Built
+ * with meson option test_hooks (crashpt.c), the process can be made to die
+ * at its k-th point, as kill -9 or a power cut would leave the media:
+ *
+ *   CXLP_CRASH_AT=k     die at point k (1-based), by SIGKILL;
+ *   CXLP_CRASH_MODE=    "kill" (default): the stores before the point are
+ *                       all visible, as after kill -9;
+ *                       "tear": the last stores did not all reach media,
+ *                       as after a power cut: a publish (store8) is not
+ *                       made, and the second half of a range is garbled;
+ *   CXLP_CRASH_COUNT=f  write the number of points passed to file f at
+ *                       exit (to size a crash-point sweep).
+ * Without test_hooks (crashpt_none.c) both calls are empty.
+ */
+#ifndef CXLP_POOL_CRASHPT_H
+#define CXLP_POOL_CRASHPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* crashpt_range -- point: [addr, addr + len) is about to be persisted. */
+void crashpt_range(void *addr, size_t len);
+/* crashpt_store8 -- point: v is about to be stored at dst and persisted. */
+void crashpt_store8(uint64_t *dst, uint64_t v);
+
+#endif /* CXLP_POOL_CRASHPT_H */

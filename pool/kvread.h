@@ -1,0 +1,62 @@
+/*
+ * kvread.h -- lock-free, read-only lookups in a KV index someone else
+ * writes: a handler reads the metaserver's index straight from its
+ * read-only mapping of the metadata area, with no round trip. See the
+ * DESIGN NOTES at the top of kvread.c.
+ */
+#ifndef CXLP_POOL_KVREAD_H
+#define CXLP_POOL_KVREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+
+/* kvread_lookup's "no stable answer" return: ask the metaserver. */
+#define KVREAD_ASK 1
+/* reads of one odd (mid-write) word before giving up with KVREAD_ASK */
+#define KVREAD_SPINS 64u
+/* whole lookups repeated after a slot/region mismatch, then KVREAD_ASK */
+#define KVREAD_RESTARTS 4u
+
+/* The metadata area as a reader sees it: const pointers into a mapping of
+ * [0, meta_len) of the pool, and the geometry to bound every read by. */
+struct kvread {
+	const struct kv_slot *slots;  /* nslots slots */
+	uint64_t nslots;              /* power of two */
+	const uint8_t *heap;          /* key heap area */
+	uint64_t ngran;               /* 16-byte granules in the heap */
+	const struct pool_rrec *rtab; /* nregions region records */
+	uint32_t nregions;
+	uint64_t data_off, data_len;  /* data area, bytes from pool start */
+};
+
+/* Where a key's value is, as LOOKUP would answer it. */
+struct kvread_loc {
+	uint32_t region, gen;   /* region id and its gen */
+	uint64_t region_off;    /* region start, bytes from pool start */
+	uint64_t region_len;    /* region bytes */
+	uint64_t off;           /* value start, bytes from pool start */
+	uint64_t len;           /* value bytes (<= the region's page size) */
+	uint64_t slot;          /* index slot the key was found in */
+};
+
+/* kvread_init -- attach to a mapping of the pool's first meta_len bytes
+ * at meta (page aligned), described by sb: a private copy of the
+ * superblock that already passed layout_validate. Returns 0, or
+ * CXLP_E_CORRUPT with why filled when an area the reader needs does not
+ * lie inside the mapping. Never writes through meta. */
+int kvread_init(struct kvread *r, const struct pool_sb *sb, const void *meta,
+    uint64_t meta_len, char *why, size_t n);
+
+/* kvread_lookup -- look key (1..KH_KEY_MAX bytes; the caller checks) up
+ * while the metaserver may be changing the index. Returns 0 and *out
+ * (a value the key had at some moment during the call), CXLP_E_NOTFOUND
+ * (the key was absent at some moment during the call), or KVREAD_ASK when
+ * no stable or trustworthy answer came within the retry bounds (a long
+ * write, or values that fail their bounds or checksums): ask the
+ * metaserver. Sets no error message (hot path). Thread-safe. */
+int kvread_lookup(const struct kvread *r, const void *key, size_t klen,
+    struct kvread_loc *out);
+
+#endif /* CXLP_POOL_KVREAD_H */

@@ -1,0 +1,370 @@
+/*
+ * pintab.c -- the pin table: who holds how many pins on which key, on
+ * media, so that a restarted metaserver keeps every acknowledged pin
+ * (DESIGN contract 5 across kill -9).
+ *
+ * Why this shape: pins are per (session, key) counts that change on hot
+ * paths (retrieve-pinned, unpin), so a change must be one 8-byte store;
+ * keys are named by their index slot, which is stable while the key
+ * lives, and a pinned key cannot be deleted, so a live record always
+ * names a live key. Records are fixed 32-byte cells, found through a DRAM
+ * hash (bucket heads and a next link per record) rebuilt at open, like
+ * every other DRAM cache of the pool.
+ *
+ * DESIGN NOTES
+ *
+ * 1. Record (layout.h struct pool_pinrec): session is the publish word
+ *    (0 = free); slot and checksum never change while the record is live;
+ *    word packs count (20 bits), hits (4) and stamp (40).
+ *
+ * 2. Transitions, each ending in one aligned 8-byte store, persisted:
+ *    FREE -> LIVE     [pool_pin_change +1, no record: slot, word and
+ *                      checksum written and persisted while session
+ *                      reads 0, then session stored]
+ *    count +-1        [pool_pin_change: word stored]
+ *    LIVE -> FREE     [pool_pin_change -1 of the last pin,
+ *                      pool_pin_release_session: session = 0]
+ *    A crash before the publish leaves a free record whose body nobody
+ *    reads; after it, the change is whole. So every pin acknowledged
+ *    (its request answered after the store was persisted) survives, and
+ *    none is half made.
+ *
+ * 3. Replays. A request whose reply was lost to a server crash is sent
+ *    again with the same id. The stamp is the low 40 bits of the id of
+ *    the last request that changed the record and hits how many times it
+ *    did (a batch may name a key twice); the nth change a request asks
+ *    for on a record is skipped if the record already shows that request
+ *    with hits >= n [pool_pin_change]. This is exact unless another
+ *    request of the same session changed the same record between the
+ *    first run and the replay, or the first run freed the record (its
+ *    replay then gets CXLP_E_NOTPINNED: an answer changed, nothing
+ *    applied twice).
+ *
+ * 4. Recovery [pintab_rebuild]: a live record is kept iff its checksum
+ *    holds, its count is > 0, its session has a live record (the end of
+ *    a session removes the session record first, then its pins: a crash
+ *    in between leaves pins this step drops), its slot holds a live key,
+ *    and no earlier record names the same (session, slot). Others are
+ *    freed (repair) or skipped (read-only; pool_check reports them).
+ *
+ * 5. Invariant (checked by pool_check): live records are valid as in 4,
+ *    and the DRAM counters match the media.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "pool_ext.h"
+#include "pool_int.h"
+
+#define PIN_NONE UINT32_MAX
+
+static uint32_t
+pin_bucket(const struct pool *p, uint64_t session, uint64_t slot)
+{
+	uint64_t h = session * 0x9e3779b97f4a7c15ull ^
+	    (slot + 0x632be59bd9b4e019ull);
+
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 29;
+	return (uint32_t)(h & p->pin.mask);
+}
+
+static uint32_t
+pin_find(const struct pool *p, uint64_t session, uint64_t slot)
+{
+	uint32_t i;
+
+	if (p->pin.head == NULL) {
+		return PIN_NONE;
+	}
+	i = p->pin.head[pin_bucket(p, session, slot)];
+	while (i != PIN_NONE &&
+	    (p->ptab[i].session != session || p->ptab[i].slot != slot)) {
+		i = p->pin.next[i];
+	}
+	return i;
+}
+
+static void
+pin_link(struct pool *p, uint32_t i)
+{
+	uint32_t b = pin_bucket(p, p->ptab[i].session, p->ptab[i].slot);
+
+	p->pin.next[i] = p->pin.head[b];
+	p->pin.head[b] = i;
+	p->pin.live[i] = 1;
+	p->pin.records++;
+	p->pin.pins += pin_count(p->ptab[i].word);
+}
+
+static void
+pin_unlink(struct pool *p, uint32_t i)
+{
+	uint32_t *pp = &p->pin.head[pin_bucket(p, p->ptab[i].session,
+	    p->ptab[i].slot)];
+
+	while (*pp != i) {
+		cxlp_assert(*pp != PIN_NONE);
+		pp = &p->pin.next[*pp];
+	}
+	*pp = p->pin.next[i];
+	p->pin.live[i] = 0;
+	p->pin.records--;
+	p->pin.pins -= pin_count(p->ptab[i].word);
+}
+
+/* the key at slot is live and links to a live region */
+static bool
+slot_is_key(const struct pool *p, uint64_t slot)
+{
+	struct kv_val v;
+
+	return kvindex_get(&p->kv, slot, &v, NULL, NULL) == 0 &&
+	    v.region < p->nregions && p->reg[v.region].live;
+}
+
+/* pintab_rec_problem -- see pool_int.h */
+const char *
+pintab_rec_problem(const struct pool *p, const struct pool_pinrec *r)
+{
+	struct pool_session s;
+
+	if (layout_pinrec_checksum(r->session, r->slot) != r->checksum) {
+		return "checksum mismatch";
+	}
+	if (pin_count(r->word) == 0) {
+		return "count 0";
+	}
+	if (pool_session_get(p, r->session, &s) != 0) {
+		return "its session has no record";
+	}
+	if (!slot_is_key(p, r->slot)) {
+		return "its slot holds no live key";
+	}
+	return NULL;
+}
+
+static int
+pintab_alloc(struct pool *p)
+{
+	uint32_t nb = 1;
+
+	while (nb < p->npins) {
+		nb <<= 1;
+	}
+	p->pin.mask = nb - 1;
+	p->pin.head = malloc(nb * sizeof(*p->pin.head));
+	p->pin.next = malloc((p->npins + 1) * sizeof(*p->pin.next));
+	p->pin.free = malloc((p->npins + 1) * sizeof(*p->pin.free));
+	p->pin.live = calloc(p->npins + 1, 1);
+	if (p->pin.head == NULL || p->pin.next == NULL ||
+	    p->pin.free == NULL || p->pin.live == NULL) {
+		return cxlp_fail(-ENOMEM, "no memory for %u pin records",
+		    p->npins);
+	}
+	memset(p->pin.head, 0xff, nb * sizeof(*p->pin.head));
+	p->pin.nfree = 0;
+	p->pin.records = p->pin.pins = 0;
+	return 0;
+}
+
+/* pintab_rebuild -- see pool_int.h (design note 4) */
+int
+pintab_rebuild(struct pool *p, bool repair)
+{
+	int rc = pintab_alloc(p);
+
+	if (rc != 0) {
+		return rc;
+	}
+	for (uint32_t i = p->npins; i-- > 0;) {
+		struct pool_pinrec *r = &p->ptab[i];
+		const char *why;
+
+		if (r->session == 0) {
+			p->pin.free[p->pin.nfree++] = i;
+			continue;
+		}
+		why = pintab_rec_problem(p, r);
+		if (why == NULL && pin_find(p, r->session, r->slot) !=
+		    PIN_NONE) {
+			why = "a second record for its session and slot";
+		}
+		if (why == NULL) {
+			pin_link(p, i);
+		} else if (repair) {
+			log_err("%s: pin record %u dropped: %s", p->path, i,
+			    why);
+			pool_store8(p, &r->session, 0);
+			p->pin.free[p->pin.nfree++] = i;
+		}
+	}
+	return 0;
+}
+
+/* pintab_fini -- see pool_int.h */
+void
+pintab_fini(struct pool *p)
+{
+	free(p->pin.head);
+	free(p->pin.next);
+	free(p->pin.free);
+	free(p->pin.live);
+	memset(&p->pin, 0, sizeof(p->pin));
+}
+
+/* pool_pin_reserve -- see pool_ext.h */
+int
+pool_pin_reserve(const struct pool *p, size_t n)
+{
+	if (n > p->pin.nfree) {
+		return cxlp_fail(CXLP_E_NOSPACE, "pin table full: %u of %u "
+		    "records free, %zu asked for", p->pin.nfree, p->npins, n);
+	}
+	return 0;
+}
+
+/* a new live record for (session, slot) holding one pin (note 2) */
+static int
+pin_new(struct pool *p, uint64_t session, uint64_t slot, uint64_t req)
+{
+	struct pool_pinrec *r;
+	uint32_t i;
+
+	if (!slot_is_key(p, slot)) {
+		return cxlp_fail(-EINVAL, "pin: slot %llu holds no live key",
+		    (unsigned long long)slot);
+	}
+	if (p->pin.nfree == 0) {
+		return pool_pin_reserve(p, 1);
+	}
+	i = p->pin.free[--p->pin.nfree];
+	r = &p->ptab[i];
+	r->slot = slot;
+	r->word = pin_word(1, 1, req);
+	r->checksum = layout_pinrec_checksum(session, slot);
+	pool_persist_cb(p, &r->slot, sizeof(*r) - sizeof(r->session));
+	pool_store8(p, &r->session, session);
+	pin_link(p, i);
+	return 0;
+}
+
+/* record i stops being live: media first, then DRAM */
+static void
+pin_free(struct pool *p, uint32_t i)
+{
+	pin_unlink(p, i);
+	pool_store8(p, &p->ptab[i].session, 0);
+	p->pin.free[p->pin.nfree++] = i;
+}
+
+/* count +- 1 on live record i for req (note 2, 3) */
+static int
+pin_step(struct pool *p, uint32_t i, int delta, uint64_t req)
+{
+	uint64_t w = p->ptab[i].word;
+	uint32_t count = pin_count(w), hits = 1;
+
+	if (delta > 0 && count == PIN_COUNT_MAX) {
+		return cxlp_fail(CXLP_E_NOSPACE, "pin: %u pins on one key",
+		    count);
+	}
+	if (delta < 0 && count == 1) {
+		pin_free(p, i);
+		return 0;
+	}
+	if (req != 0 && pin_stamp(w) == (req & PIN_STAMP_MASK)) {
+		hits = pin_hits(w) < PIN_HITS_MAX ? pin_hits(w) + 1 :
+		    PIN_HITS_MAX;
+	}
+	p->pin.pins -= count;
+	count = delta > 0 ? count + 1 : count - 1;
+	pool_store8(p, &p->ptab[i].word, pin_word(count, hits, req));
+	p->pin.pins += count;
+	return 0;
+}
+
+/* pool_pin_change -- see pool_ext.h */
+int
+pool_pin_change(struct pool *p, uint64_t session, uint64_t slot, int delta,
+    uint64_t req, unsigned nth, bool *applied)
+{
+	uint32_t i;
+	int rc;
+
+	*applied = false;
+	if (p->rdonly) {
+		return cxlp_fail(-EROFS, "%s: opened read-only", p->path);
+	}
+	if (session == 0 || (delta != 1 && delta != -1)) {
+		return cxlp_fail(-EINVAL, "pin: session %llu, delta %d",
+		    (unsigned long long)session, delta);
+	}
+	i = pin_find(p, session, slot);
+	if (i != PIN_NONE && req != 0 && nth > 0 &&
+	    pin_stamp(p->ptab[i].word) == (req & PIN_STAMP_MASK) &&
+	    pin_hits(p->ptab[i].word) >= nth) {
+		return 0; /* a replay: this change is made already */
+	}
+	if (i == PIN_NONE && delta < 0) {
+		return cxlp_fail(CXLP_E_NOTPINNED, "session %llu holds no pin "
+		    "on slot %llu", (unsigned long long)session,
+		    (unsigned long long)slot);
+	}
+	rc = i == PIN_NONE ? pin_new(p, session, slot, req) :
+	    pin_step(p, i, delta, req);
+	*applied = rc == 0;
+	return rc;
+}
+
+/* pool_pin_held -- see pool_ext.h */
+uint32_t
+pool_pin_held(const struct pool *p, uint64_t session, uint64_t slot)
+{
+	uint32_t i = pin_find(p, session, slot);
+
+	return i == PIN_NONE ? 0 : pin_count(p->ptab[i].word);
+}
+
+/* pool_pin_release_session -- see pool_ext.h */
+uint64_t
+pool_pin_release_session(struct pool *p, uint64_t session)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; session != 0 && i < p->npins; i++) {
+		if (p->pin.live[i] && p->ptab[i].session == session) {
+			n += pin_count(p->ptab[i].word);
+			pin_free(p, i);
+		}
+	}
+	return n;
+}
+
+/* pool_pin_next -- see pool_ext.h */
+int
+pool_pin_next(const struct pool *p, uint64_t *cursor, struct pool_pin *out)
+{
+	for (uint64_t i = *cursor; i < p->npins; i++) {
+		if (p->pin.live[i]) {
+			out->session = p->ptab[i].session;
+			out->slot = p->ptab[i].slot;
+			out->count = pin_count(p->ptab[i].word);
+			*cursor = i + 1;
+			return 1;
+		}
+	}
+	*cursor = p->npins;
+	return 0;
+}
+
+/* pool_pin_max -- see pool_ext.h */
+uint32_t
+pool_pin_max(const struct pool *p)
+{
+	return p->npins;
+}

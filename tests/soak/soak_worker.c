@@ -1,0 +1,356 @@
+/*
+ * soak_worker.c -- one handler process of the soak (see soak.c): a mixed
+ * workload on one connection, reporting what it knows as events.
+ *
+ * Each step is one of: batch_store of shared keys (overlapping with every
+ * other worker; sometimes with CXLP_STORE_PIN, unpinned right after),
+ * batch_store of new private keys, deletes of private keys (of this or an
+ * earlier, killed incarnation), batch_retrieve with pins of shared keys
+ * (bytes checked; the pins are held until the next retrieve, so a kill
+ * usually finds some), or pages allocated and written but never
+ * registered (freed a step later). Any wrong byte or unexpected error
+ * exits non-zero, which fails the soak.
+ *
+ * A 'q' on stdin stops the workload: the worker drops its pins and
+ * unregistered pages, writes E_STATS and its page counts, stays connected
+ * until stdin closes, then closes the handler and exits 0.
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cxlpool.h"
+#include "kvtest.h"
+#include "soak.h"
+
+#define BATCH_MAX 16
+#define HELD_MAX 8
+
+struct wstate {
+	struct cxlp_handler *h;
+	unsigned id;
+	uint32_t next;               /* next private key number */
+	uint32_t first;              /* first number of this incarnation */
+	uint32_t pinned[BATCH_MAX];  /* shared keys held pinned */
+	unsigned npinned;
+	cxlp_page_t held[HELD_MAX];  /* allocated, never registered */
+	unsigned nheld;
+};
+
+void
+soak_shared_key(char *out, size_t n, uint32_t i)
+{
+	snprintf(out, n, "soak/shared/%u", i);
+}
+
+void
+soak_private_key(char *out, size_t n, unsigned worker, uint32_t i)
+{
+	snprintf(out, n, "soak/w%u/%u", worker, i);
+}
+
+uint32_t
+soak_private_id(unsigned worker, uint32_t i)
+{
+	return 0x80000000u | (uint32_t)worker << 20 | i;
+}
+
+static void
+emit(uint8_t type, uint32_t key)
+{
+	struct soak_event e = { .type = type, .key = key };
+
+	if (write(STDOUT_FILENO, &e, sizeof(e)) != (ssize_t)sizeof(e)) {
+		exit(40);
+	}
+}
+
+static unsigned
+rnd(unsigned n)
+{
+	return (unsigned)rand() % n;
+}
+
+/* Store n keys (names and pattern numbers given); returns the batch_store
+ * result and fills ok[]. Pages that cannot be had (pool full) end the
+ * batch early: *n shrinks. */
+static int
+store_keys(struct wstate *w, char names[][48], const uint32_t *ids,
+    size_t *n, unsigned flags, bool *ok)
+{
+	const void *kp[BATCH_MAX];
+	size_t kl[BATCH_MAX], lens[BATCH_MAX];
+	cxlp_page_t pages[BATCH_MAX];
+	void *buf;
+	size_t i;
+
+	for (i = 0; i < *n; i++) {
+		int rc = cxlp_alloc(w->h, &pages[i], &buf);
+
+		if (rc == CXLP_E_NOSPACE) {
+			break;
+		}
+		if (rc != 0) {
+			exit(41);
+		}
+		kp[i] = names[i];
+		kl[i] = strlen(names[i]);
+		lens[i] = 64 + rnd(SOAK_PAGE - 64);
+		kv_fill(buf, lens[i], w->id, ids[i]);
+	}
+	*n = i;
+	if (i == 0) {
+		return 0;
+	}
+	return cxlp_batch_store(w->h, i, kp, kl, pages, lens, flags, ok);
+}
+
+static void
+step_shared(struct wstate *w)
+{
+	char names[BATCH_MAX][48];
+	uint32_t ids[BATCH_MAX];
+	const void *kp[BATCH_MAX];
+	size_t kl[BATCH_MAX], n = 4 + rnd(BATCH_MAX - 3), np = 0;
+	unsigned flags = rnd(3) == 0 ? CXLP_STORE_PIN : 0;
+	bool ok[BATCH_MAX];
+	int st[BATCH_MAX];
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		ids[i] = rnd(SOAK_SHARED);
+		soak_shared_key(names[i], sizeof(names[i]), ids[i]);
+	}
+	rc = store_keys(w, names, ids, &n, flags, ok);
+	if (rc != 0 && rc != CXLP_E_UNKNOWN) {
+		exit(42);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (ok[i]) {
+			emit(E_STORED_SHARED, ids[i]);
+			kp[np] = names[i];
+			kl[np++] = strlen(names[i]);
+		}
+	}
+	if (flags == CXLP_STORE_PIN && np > 0 &&
+	    cxlp_batch_unpin(w->h, np, kp, kl, st) != 0) {
+		exit(43);
+	}
+	for (size_t i = 0; flags == CXLP_STORE_PIN && i < np; i++) {
+		if (st[i] != 0) {
+			exit(44);
+		}
+	}
+}
+
+static void
+step_private(struct wstate *w)
+{
+	char names[BATCH_MAX][48];
+	uint32_t ids[BATCH_MAX], nums[BATCH_MAX];
+	size_t n = 1 + rnd(8);
+	bool ok[BATCH_MAX];
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		nums[i] = w->next++;
+		ids[i] = soak_private_id(w->id, nums[i]);
+		soak_private_key(names[i], sizeof(names[i]), w->id, nums[i]);
+	}
+	rc = store_keys(w, names, ids, &n, 0, ok);
+	if (rc != 0 && rc != CXLP_E_UNKNOWN) {
+		exit(45);
+	}
+	for (size_t i = 0; i < n; i++) {
+		emit(ok[i] ? E_STORED_PRIV : rc != 0 ? E_UNKNOWN_PRIV :
+		    E_DELETED_PRIV, nums[i]);
+	}
+}
+
+static void
+step_delete(struct wstate *w)
+{
+	uint32_t lo = w->next > SOAK_PRIVATE_LIVE ?
+	    w->next - SOAK_PRIVATE_LIVE : 0;
+
+	for (unsigned k = 1 + rnd(6); k > 0 && w->next > lo; k--) {
+		uint32_t i = lo + rnd(w->next - lo);
+		char name[48];
+		int rc;
+
+		soak_private_key(name, sizeof(name), w->id, i);
+		emit(E_DELETING_PRIV, i);
+		rc = cxlp_delete(w->h, name, strlen(name));
+		if (rc == 0 || rc == CXLP_E_NOTFOUND) {
+			emit(E_DELETED_PRIV, i);
+		} else if (rc == CXLP_E_PERM || rc == CXLP_E_PINNED) {
+			emit(E_KEPT_PRIV, i); /* an earlier me not yet ended */
+		} else {
+			emit(E_UNKNOWN_PRIV, i);
+		}
+	}
+}
+
+static void
+unpin_held(struct wstate *w)
+{
+	char names[BATCH_MAX][48];
+	const void *kp[BATCH_MAX];
+	size_t kl[BATCH_MAX];
+	int st[BATCH_MAX];
+
+	if (w->npinned == 0) {
+		return;
+	}
+	for (unsigned i = 0; i < w->npinned; i++) {
+		soak_shared_key(names[i], sizeof(names[i]), w->pinned[i]);
+		kp[i] = names[i];
+		kl[i] = strlen(names[i]);
+	}
+	if (cxlp_batch_unpin(w->h, w->npinned, kp, kl, st) != 0) {
+		exit(46);
+	}
+	for (unsigned i = 0; i < w->npinned; i++) {
+		if (st[i] != 0) {
+			exit(47);
+		}
+	}
+	w->npinned = 0;
+}
+
+static void
+step_retrieve(struct wstate *w)
+{
+	char names[BATCH_MAX][48];
+	uint32_t ids[BATCH_MAX];
+	const void *kp[BATCH_MAX], *data[BATCH_MAX];
+	size_t kl[BATCH_MAX], lens[BATCH_MAX], n = 1 + rnd(8);
+	int st[BATCH_MAX];
+
+	unpin_held(w);
+	for (size_t i = 0; i < n; i++) {
+		ids[i] = rnd(SOAK_SHARED);
+		soak_shared_key(names[i], sizeof(names[i]), ids[i]);
+		kp[i] = names[i];
+		kl[i] = strlen(names[i]);
+	}
+	if (cxlp_batch_retrieve(w->h, n, kp, kl, CXLP_RETRIEVE_PIN, data,
+	    lens, st) != 0) {
+		exit(48);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (st[i] == CXLP_E_NOTFOUND) {
+			continue;
+		}
+		if (st[i] != 0 || !kv_check(data[i], lens[i], ids[i], NULL)) {
+			fprintf(stderr, "soak worker %u: %s: status %d or "
+			    "bad bytes\n", w->id, names[i], st[i]);
+			exit(49);
+		}
+		w->pinned[w->npinned++] = ids[i];
+	}
+}
+
+static void
+free_held(struct wstate *w)
+{
+	for (unsigned i = 0; i < w->nheld; i++) {
+		if (cxlp_free(w->h, w->held[i]) != 0) {
+			exit(50);
+		}
+	}
+	w->nheld = 0;
+}
+
+static void
+step_hold_pages(struct wstate *w)
+{
+	void *buf;
+
+	free_held(w);
+	for (unsigned k = 1 + rnd(HELD_MAX); k > 0; k--) {
+		int rc = cxlp_alloc(w->h, &w->held[w->nheld], &buf);
+
+		if (rc == CXLP_E_NOSPACE) {
+			return;
+		}
+		if (rc != 0) {
+			exit(51);
+		}
+		memset(buf, 0x5a, SOAK_PAGE);
+		w->nheld++;
+	}
+}
+
+/* A 'q' (or EOF) on stdin? */
+static bool
+asked_to_stop(void)
+{
+	struct pollfd p = { STDIN_FILENO, POLLIN, 0 };
+
+	return poll(&p, 1, 0) > 0;
+}
+
+static void
+stop(struct wstate *w)
+{
+	struct cxlp_stats st;
+	struct soak_stats ss;
+	char c;
+
+	unpin_held(w);
+	free_held(w);
+	if (cxlp_stats(w->h, &st) != 0) {
+		exit(52);
+	}
+	ss = (struct soak_stats){ st.pages_total, st.pages_free,
+		st.pages_allocated, st.pages_registered, st.pages_unresolved,
+		st.own_regions };
+	emit(E_STATS, 0);
+	if (write(STDOUT_FILENO, &ss, sizeof(ss)) != (ssize_t)sizeof(ss)) {
+		exit(53);
+	}
+	while (read(STDIN_FILENO, &c, 1) > 0) {
+	}
+	cxlp_close(&w->h);
+}
+
+/* soak_worker -- main of `cxlp-soak --worker URL ID SEED NEXT`. */
+int
+soak_worker(int argc, char **argv)
+{
+	struct wstate w = { 0 };
+
+	if (argc != 4) {
+		return 2;
+	}
+	w.id = (unsigned)atoi(argv[1]);
+	srand((unsigned)strtoull(argv[2], NULL, 10));
+	w.next = w.first = (uint32_t)strtoul(argv[3], NULL, 10);
+	w.h = kv_connect(argv[0], SOAK_PAGE, SOAK_REGION, true);
+	if (w.h == NULL || w.id >= SOAK_WORKERS_MAX) {
+		return 30;
+	}
+	while (!asked_to_stop()) {
+		unsigned r = rnd(100);
+
+		if (w.next + BATCH_MAX >= SOAK_PRIVATE_MAX) {
+			r = 0; /* no private numbers left: shared only */
+		}
+		if (r < 35) {
+			step_shared(&w);
+		} else if (r < 55) {
+			step_private(&w);
+		} else if (r < 72) {
+			step_delete(&w);
+		} else if (r < 92) {
+			step_retrieve(&w);
+		} else {
+			step_hold_pages(&w);
+		}
+	}
+	stop(&w);
+	return 0;
+}

@@ -33,6 +33,8 @@
 #define KEY_ENTRY_MIN 2                    /* u16 len */
 #define REG_ENTRY_MIN (KEY_ENTRY_MIN + 20) /* + u32 region, u64 off, len */
 #define STAT_LEN 8
+/* id, pid, flags, start_time, instance, regions, pins, u16 host len */
+#define SESSION_ENTRY_MIN 42
 
 /* ---- pbuf: growable little-endian output ---- */
 
@@ -943,6 +945,95 @@ proto_get_stats(struct preader *r, uint64_t *values, uint32_t max,
 	return 0;
 }
 
+/* ---- SESSIONS ---- */
+
+/* proto_put_sessions -- append n session entries (n <= PROTO_SESSIONS_MAX
+ * expected; larger n is written as given, for tests of the bound). */
+void
+proto_put_sessions(struct pbuf *b, size_t n,
+    const struct proto_session_info *v)
+{
+	if (n > UINT32_MAX && b->err == 0) {
+		b->err = CXLP_E_PROTO;
+	}
+	pbuf_put_u32(b, (uint32_t)n);
+	for (size_t i = 0; i < n && b->err == 0; i++) {
+		pbuf_put_u64(b, v[i].id);
+		pbuf_put_u32(b, v[i].pid);
+		pbuf_put_u32(b, v[i].flags);
+		pbuf_put_u64(b, v[i].start_time);
+		pbuf_put_u64(b, v[i].instance);
+		pbuf_put_u32(b, v[i].regions);
+		pbuf_put_u32(b, v[i].pins);
+		pbuf_put_u16(b, v[i].host_len);
+		pbuf_put_bytes(b, v[i].host, v[i].host_len);
+	}
+}
+
+static int
+get_session(struct preader *r, struct proto_session_info *s)
+{
+	if (!get_u64(r, &s->id, "session.id") ||
+	    !get_u32(r, &s->pid, "session.pid") ||
+	    !get_u32(r, &s->flags, "session.flags") ||
+	    !get_u64(r, &s->start_time, "session.start_time") ||
+	    !get_u64(r, &s->instance, "session.instance") ||
+	    !get_u32(r, &s->regions, "session.regions") ||
+	    !get_u32(r, &s->pins, "session.pins")) {
+		return reject(r, CXLP_E_PROTO);
+	}
+	if (check_flags(r, s->flags, PROTO_SESS_ATTACHED |
+	    PROTO_SESS_DETACHED, "session.flags") != 0) {
+		return r->err;
+	}
+	return get_string(r, &s->host, &s->host_len, PROTO_HOST_MAX,
+	    "session.host");
+}
+
+/* proto_get_sessions -- decode a SESSIONS reply body. Returns 0 with *v a
+ * malloc'd array of *n entries (NULL when none; caller frees) whose hosts
+ * point into the frame, or CXLP_E_PROTO / -ENOMEM with *v NULL, *n 0. */
+int
+proto_get_sessions(struct preader *r, struct proto_session_info **v,
+    uint32_t *n)
+{
+	struct proto_session_info *s = NULL;
+	uint32_t count = 0;
+	int rc = 0;
+
+	*v = NULL;
+	*n = 0;
+	if (!get_u32(r, &count, "sessions.n")) {
+		return reject(r, CXLP_E_PROTO);
+	}
+	if (count > PROTO_SESSIONS_MAX) {
+		return reject(r, cxlp_fail(CXLP_E_PROTO,
+		    "sessions.n: %u exceeds %d", count, PROTO_SESSIONS_MAX));
+	}
+	if (count > r->left / SESSION_ENTRY_MIN) {
+		return reject(r, cxlp_fail(CXLP_E_PROTO,
+		    "sessions.n: %u sessions cannot fit in %zu bytes", count,
+		    r->left));
+	}
+	if (count > 0 && (s = calloc(count, sizeof(*s))) == NULL) {
+		return reject(r, cxlp_fail(-ENOMEM, "sessions: no memory for "
+		    "%u entries", count));
+	}
+	for (uint32_t i = 0; i < count && rc == 0; i++) {
+		rc = get_session(r, &s[i]);
+	}
+	if (rc == 0) {
+		rc = body_end(r, "sessions");
+	}
+	if (rc != 0) {
+		free(s);
+		return rc;
+	}
+	*v = s;
+	*n = count;
+	return 0;
+}
+
 /* proto_op_name -- a static name for op, "UNKNOWN" if there is none. */
 const char *
 proto_op_name(unsigned op)
@@ -960,6 +1051,7 @@ proto_op_name(unsigned op)
 		[PROTO_OP_STATS] = "STATS",
 		[PROTO_OP_HEARTBEAT] = "HEARTBEAT",
 		[PROTO_OP_BYE] = "BYE",
+		[PROTO_OP_SESSIONS] = "SESSIONS",
 	};
 
 	if (op >= sizeof(names) / sizeof(names[0]) || names[op] == NULL) {

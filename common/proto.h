@@ -49,6 +49,11 @@
  *               in enum proto_stat order (a newer server may send more)
  *   HEARTBEAT   req: empty   rep: empty
  *   BYE         req: empty   rep: empty (ends the session)
+ *   SESSIONS    req: empty   rep: u32 n (<= PROTO_SESSIONS_MAX), n times
+ *                    { u64 id, u32 pid, u32 flags (PROTO_SESS_*),
+ *                    u64 start_time, u64 instance, u32 regions owned,
+ *                    u32 pins held, u16 len + host (<= PROTO_HOST_MAX) }
+ *               (every session the server knows, the caller's included)
  *
  * A result is 48 bytes: i32 status, u32 flags (PROTO_R_NEW: this register
  * created the key), then a loc: u32 region, u32 gen, u64 region_off,
@@ -75,6 +80,7 @@
 #define PROTO_SECRET_MAX 256
 #define PROTO_PATH_MAX 4095
 #define PROTO_STATS_MAX 64
+#define PROTO_SESSIONS_MAX 4096
 /* Largest frame either side accepts: a full batch of largest keys. */
 #define PROTO_FRAME_MAX                                                    \
 	(PROTO_REQ_HDR_LEN + 8 + (size_t)CXLP_BATCH_MAX * (2 + CXLP_KEY_MAX + 20))
@@ -92,12 +98,15 @@ enum proto_op {
 	PROTO_OP_STATS = 10,
 	PROTO_OP_HEARTBEAT = 11,
 	PROTO_OP_BYE = 12,
-	PROTO_OP_MAX = 12,
+	PROTO_OP_SESSIONS = 13,
+	PROTO_OP_MAX = 13,
 };
 
 #define PROTO_HELLO_REATTACH 0x1u
 #define PROTO_F_PIN 0x1u   /* REGISTER/LOOKUP: pin each key found */
 #define PROTO_R_NEW 0x1u   /* result: this register created the key */
+#define PROTO_SESS_ATTACHED 0x1u /* session: has a live pipe */
+#define PROTO_SESS_DETACHED 0x2u /* session: pipe gone, awaits reattach */
 
 enum proto_stat {
 	PROTO_STAT_POOL_BYTES,
@@ -173,6 +182,19 @@ struct proto_welcome {
 	uint64_t align;
 	const char *path; /* points into the frame, not NUL-terminated */
 	uint16_t path_len;
+};
+
+/* One entry of a SESSIONS reply. */
+struct proto_session_info {
+	uint64_t id;
+	uint32_t pid;
+	uint32_t flags; /* PROTO_SESS_* */
+	uint64_t start_time;
+	uint64_t instance;
+	uint32_t regions; /* regions the session owns */
+	uint32_t pins;    /* pins the session holds */
+	const char *host; /* points into the frame, not NUL-terminated */
+	uint16_t host_len; /* <= PROTO_HOST_MAX */
 };
 
 /*
@@ -269,6 +291,15 @@ int proto_get_results(struct preader *r, struct proto_result *res,
  * most max values and skips the rest. */
 void proto_put_stats(struct pbuf *b, size_t n, const uint64_t *values);
 int proto_get_stats(struct preader *r, uint64_t *values, uint32_t max,
+    uint32_t *n);
+
+/* SESSIONS reply: v[0..n). The getter checks n <= PROTO_SESSIONS_MAX,
+ * each host length and flag word, and returns a malloc'd array in *v
+ * (caller frees; NULL when n is 0) whose hosts point into the frame, or
+ * CXLP_E_PROTO / -ENOMEM with *v NULL and *n 0. */
+void proto_put_sessions(struct pbuf *b, size_t n,
+    const struct proto_session_info *v);
+int proto_get_sessions(struct preader *r, struct proto_session_info **v,
     uint32_t *n);
 
 /* proto_op_name -- "REGISTER" etc., "UNKNOWN" for anything else. */

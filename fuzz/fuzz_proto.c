@@ -3,7 +3,8 @@
  * common/proto.c.
  *
  * Each input is read as a request (header, then the body decoder its op
- * selects) and as a reply (header, then welcome, loc, results or stats).
+ * selects) and as a reply (header, then welcome, loc, results, stats or
+ * sessions).
  * Crashes and sanitizer findings are bugs; so is a frame that decodes but
  * does not re-encode to the same bytes (proto_check_frame), since the
  * protocol gives every valid frame exactly one reading. Seeds live in

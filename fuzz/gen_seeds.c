@@ -106,6 +106,23 @@ seed_requests(struct pbuf *b)
 	save("req_heartbeat", b);
 	req(b, PROTO_OP_BYE, 12);
 	save("req_bye", b);
+	req(b, PROTO_OP_SESSIONS, 13);
+	save("req_sessions", b);
+}
+
+/* A SESSIONS reply: an attached session with a region and a pin, and a
+ * detached one with an empty host. */
+static void
+seed_sessions(struct pbuf *b)
+{
+	struct proto_session_info v[2] = {
+		{ 7, 4242, PROTO_SESS_ATTACHED, 99, 5, 1, 2, "node1", 5 },
+		{ 8, 4343, PROTO_SESS_DETACHED, 100, 6, 0, 0, "", 0 },
+	};
+
+	rep(b, PROTO_OP_SESSIONS, 0);
+	proto_put_sessions(b, 2, v);
+	save("rep_sessions", b);
 }
 
 static void
@@ -144,6 +161,7 @@ seed_replies(struct pbuf *b)
 	save("rep_error", b);
 	rep(b, PROTO_OP_BYE, 0);
 	save("rep_bye", b);
+	seed_sessions(b);
 }
 
 /* ---- fuzz_dispatch scripts: u8 mode, then { u16 len, frame } ... ---- */

@@ -139,6 +139,23 @@ redo_results(struct preader *r, struct pbuf *b)
 	return true;
 }
 
+static bool
+redo_sessions(struct preader *r, struct pbuf *b)
+{
+	struct proto_session_info *v;
+	uint32_t n;
+
+	if (proto_get_sessions(r, &v, &n) != 0) {
+		return false;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		touch(v[i].host, v[i].host_len);
+	}
+	proto_put_sessions(b, n, v);
+	free(v);
+	return true;
+}
+
 /* redo_rep_body -- decode the reply body op selects, re-encode into b. */
 static bool
 redo_rep_body(struct preader *r, unsigned op, struct pbuf *b)
@@ -168,6 +185,8 @@ redo_rep_body(struct preader *r, unsigned op, struct pbuf *b)
 		}
 		proto_put_stats(b, n, stats);
 		return true;
+	case PROTO_OP_SESSIONS:
+		return redo_sessions(r, b);
 	case PROTO_OP_HEARTBEAT:
 	case PROTO_OP_BYE:
 	case PROTO_OP_REGION_FREE:

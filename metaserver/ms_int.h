@@ -91,6 +91,9 @@ int pins_drop(struct pins *p, uint64_t sess, uint64_t slot);
 uint64_t pins_held(const struct pins *p, uint64_t sess, uint64_t slot);
 uint64_t pins_total(const struct pins *p, uint64_t slot);
 uint64_t pins_release_session(struct pins *p, uint64_t sess);
+/* pins_each_held -- fn(arg, session, count) per held (session, slot). */
+void pins_each_held(const struct pins *p,
+    void (*fn)(void *arg, uint64_t sess, uint64_t count), void *arg);
 int pins_check(const struct pins *p, char *why, size_t n);
 
 /* Durable pins: the pool's pin table is the truth, struct pins its DRAM
@@ -243,6 +246,9 @@ int ms_sess_load(struct ms *ms, uint64_t now_ms);
 void ms_sess_free_all(struct ms *ms);
 void sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why);
 bool sess_alive(struct ms *ms, const struct ms_sess *s);
+/* sess_list_flags -- set v[i].flags (PROTO_SESS_*) from the shadow of
+ * session v[i].id, for i < n; takes ms->sess_lock. */
+void sess_list_flags(struct ms *ms, struct proto_session_info *v, size_t n);
 
 /* ---- server (server.c): the only nng user ------------------------------ */
 

@@ -270,6 +270,22 @@ pins_release_session(struct pins *p, uint64_t sess)
 	return released;
 }
 
+/* pins_each_held -- call fn(arg, sess, count) for every (session, slot)
+ * cell: count pins sess holds on one slot (a session may get several
+ * calls). One pass over the table, whatever the number of sessions. */
+void
+pins_each_held(const struct pins *p,
+    void (*fn)(void *arg, uint64_t sess, uint64_t count), void *arg)
+{
+	for (size_t i = 0; i < p->held.cap; i++) {
+		const struct pins_ent *e = &p->held.tab[i];
+
+		if (e->count != 0) {
+			fn(arg, e->a, e->count);
+		}
+	}
+}
+
 /* pins_check -- verify design note 1; 0 or CXLP_E_CORRUPT with why. */
 int
 pins_check(const struct pins *p, char *why, size_t n)

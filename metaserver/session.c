@@ -374,6 +374,26 @@ sess_alive(struct ms *ms, const struct ms_sess *s)
 	return !__atomic_load_n(&s->dead, __ATOMIC_ACQUIRE);
 }
 
+/* sess_list_flags -- for SESSIONS: attached (speaks on a pipe) or
+ * detached (pipe gone, may reattach) per entry; neither when the server
+ * holds no shadow or the session never had a pipe. */
+void
+sess_list_flags(struct ms *ms, struct proto_session_info *v, size_t n)
+{
+	ms_sess_lock(ms);
+	for (size_t i = 0; i < n; i++) {
+		const struct ms_sess *s = sess_find(ms, v[i].id);
+
+		v[i].flags = 0;
+		if (s != NULL && s->detached) {
+			v[i].flags = PROTO_SESS_DETACHED;
+		} else if (s != NULL && s->pipe != 0) {
+			v[i].flags = PROTO_SESS_ATTACHED;
+		}
+	}
+	ms_sess_unlock(ms);
+}
+
 static unsigned
 disown_regions(struct ms *ms, uint64_t owner)
 {

@@ -74,7 +74,7 @@ rc=0
 run_suite build || rc=1
 if [ "${1:-}" != "--quick" ]; then
 	run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false \
-		-Dsanitize_strict=true || rc=1
+		-Dsanitize_strict=true -Dexpensive_checks=true || rc=1
 	run_tsan || rc=1
 	if command -v clang >/dev/null 2>&1; then
 		scripts/fuzz.sh 30 || rc=1

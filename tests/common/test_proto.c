@@ -221,9 +221,32 @@ build_stats(struct pbuf *b)
 }
 
 static void
+rnd_sessions(size_t n, struct proto_session_info *v)
+{
+	for (size_t i = 0; i < n; i++) {
+		v[i] = (struct proto_session_info){ rnd(), (uint32_t)rnd(),
+			rnd_below(4), rnd(), rnd(), (uint32_t)rnd(),
+			(uint32_t)rnd(), (const char *)keybytes +
+			rnd_below(1000), (uint16_t)rnd_below(
+			PROTO_HOST_MAX + 1) };
+	}
+}
+
+static void
+build_sessions(struct pbuf *b)
+{
+	struct proto_session_info v[20];
+	size_t n = rnd_below(20);
+
+	rnd_sessions(n, v);
+	put_rep(b, PROTO_OP_SESSIONS);
+	proto_put_sessions(b, n, v);
+}
+
+static void
 build_req_empty(struct pbuf *b)
 {
-	put_req(b, PROTO_OP_STATS + rnd_below(3));
+	put_req(b, PROTO_OP_STATS + rnd_below(4)); /* STATS..SESSIONS */
 }
 
 static void
@@ -356,6 +379,21 @@ dec_stats(const uint8_t *f, size_t len)
 }
 
 static int
+dec_sessions(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_session_info *v = NULL;
+	uint32_t n;
+	int rc = decode_rep(f, len, &r);
+
+	if (rc == 0) {
+		rc = proto_get_sessions(&r, &v, &n);
+	}
+	free(v);
+	return rc;
+}
+
+static int
 dec_req_empty(const uint8_t *f, size_t len)
 {
 	struct preader r;
@@ -387,6 +425,7 @@ static const struct msg_type {
 	{ "regs", build_regs, dec_regs },
 	{ "results", build_results, dec_results },
 	{ "stats", build_stats, dec_stats },
+	{ "sessions", build_sessions, dec_sessions },
 	{ "empty request", build_req_empty, dec_req_empty },
 	{ "error reply", build_rep_empty, dec_rep_empty },
 };
@@ -741,6 +780,43 @@ Test(proto, stats_round_trip_and_extra_values_are_skipped)
 	pbuf_fini(&b);
 }
 
+Test(proto, sessions_round_trip_with_hosts_pointing_into_the_frame)
+{
+	for (int i = 0; i < 50; i++) {
+		struct proto_session_info v[40], *out;
+		size_t n = rnd_below(40);
+		uint32_t n2;
+		struct preader r;
+		struct pbuf b;
+
+		rnd_sessions(n, v);
+		pbuf_init(&b);
+		proto_put_sessions(&b, n, v);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_sessions(&r, &out, &n2), 0, "%s",
+		    cxlp_errormsg());
+		cr_assert_eq(n2, n);
+		cr_assert_eq(out == NULL, n == 0);
+		for (size_t j = 0; j < n; j++) {
+			cr_assert(out[j].id == v[j].id &&
+			    out[j].pid == v[j].pid &&
+			    out[j].flags == v[j].flags &&
+			    out[j].start_time == v[j].start_time &&
+			    out[j].instance == v[j].instance &&
+			    out[j].regions == v[j].regions &&
+			    out[j].pins == v[j].pins, "entry %zu", j);
+			cr_assert_eq(out[j].host_len, v[j].host_len);
+			cr_assert_eq(memcmp(out[j].host, v[j].host,
+			    v[j].host_len), 0);
+			cr_assert((const uint8_t *)out[j].host >= b.data &&
+			    (const uint8_t *)out[j].host + out[j].host_len <=
+			    b.data + b.len, "host points into the frame");
+		}
+		free(out);
+		pbuf_fini(&b);
+	}
+}
+
 Test(proto, every_op_has_a_distinct_name)
 {
 	for (unsigned a = 1; a <= PROTO_OP_MAX; a++) {
@@ -752,6 +828,7 @@ Test(proto, every_op_has_a_distinct_name)
 	cr_assert_str_eq(proto_op_name(0), "UNKNOWN");
 	cr_assert_str_eq(proto_op_name(PROTO_OP_MAX + 1), "UNKNOWN");
 	cr_assert_str_eq(proto_op_name(PROTO_OP_REGISTER), "REGISTER");
+	cr_assert_str_eq(proto_op_name(PROTO_OP_SESSIONS), "SESSIONS");
 }
 
 /* ---- every type: truncation, trailing bytes ---- */
@@ -876,7 +953,8 @@ Test(proto, reply_header_rejects_bad_op_reserved_and_status)
 	cr_assert_eq(rep_hdr_rc(ok, (uint32_t)CXLP_E_NOTFOUND, 0, 0), 0);
 	cr_assert_eq(rep_hdr_rc(PROTO_OP_STATS, 0, 0, 0), CXLP_E_PROTO);
 	cr_assert_eq(rep_hdr_rc(PROTO_REPLY, 0, 0, 0), CXLP_E_BADOP);
-	cr_assert_eq(rep_hdr_rc(13 | PROTO_REPLY, 0, 0, 0), CXLP_E_BADOP);
+	cr_assert_eq(rep_hdr_rc((PROTO_OP_MAX + 1) | PROTO_REPLY, 0, 0, 0),
+	    CXLP_E_BADOP);
 	cr_assert_eq(rep_hdr_rc(ok, 0, 1, 0), CXLP_E_PROTO);
 	cr_assert(strstr(cxlp_errormsg(), "reserved") != NULL);
 	cr_assert_eq(rep_hdr_rc(ok, 5, 0, 0), CXLP_E_PROTO);
@@ -1104,6 +1182,78 @@ Test(proto, stats_count_is_bounded_by_stats_max)
 	    CXLP_E_PROTO);
 	cr_assert(strstr(cxlp_errormsg(), "stats.n") != NULL);
 	pbuf_fini(&b);
+}
+
+/* sessions_rc -- n entries whose hosts are host_len bytes, with flags. */
+static int
+sessions_rc(uint32_t n, uint32_t host_len, uint32_t flags)
+{
+	struct proto_session_info *out = NULL;
+	uint32_t got = 7;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	pbuf_put_u32(&b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		pbuf_put_bytes(&b, keybytes, 12); /* id, pid */
+		pbuf_put_u32(&b, flags);
+		pbuf_put_bytes(&b, keybytes, 24); /* times, counts */
+		pbuf_put_u16(&b, (uint16_t)host_len);
+		pbuf_put_bytes(&b, keybytes, host_len);
+	}
+	preader_init(&r, b.data, b.len);
+	rc = proto_get_sessions(&r, &out, &got);
+	cr_assert_eq(out == NULL, rc != 0 || n == 0);
+	cr_assert_eq(got, rc == 0 ? n : 0);
+	free(out);
+	pbuf_fini(&b);
+	return rc;
+}
+
+Test(proto, session_count_is_bounded_by_sessions_max)
+{
+	cr_assert_eq(sessions_rc(0, 5, 0), 0);
+	cr_assert_eq(sessions_rc(PROTO_SESSIONS_MAX, 0, 0), 0);
+	cr_assert_eq(sessions_rc(PROTO_SESSIONS_MAX + 1, 0, 0),
+	    CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "sessions.n") != NULL, "%s",
+	    cxlp_errormsg());
+}
+
+Test(proto, session_host_length_and_flags_are_bounded)
+{
+	cr_assert_eq(sessions_rc(3, PROTO_HOST_MAX, PROTO_SESS_ATTACHED), 0);
+	cr_assert_eq(sessions_rc(3, PROTO_HOST_MAX + 1, 0), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "session.host") != NULL, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(sessions_rc(1, 4, PROTO_SESS_DETACHED), 0);
+	cr_assert_eq(sessions_rc(1, 4, 4), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "session.flags") != NULL, "%s",
+	    cxlp_errormsg());
+}
+
+Test(proto, a_huge_session_count_in_a_short_frame_allocates_nothing)
+{
+	static const uint32_t counts[] = { 2, PROTO_SESSIONS_MAX, UINT32_MAX };
+	struct proto_session_info *v;
+	uint32_t n;
+	struct preader r;
+	struct pbuf b;
+
+	for (size_t i = 0; i < 3; i++) {
+		pbuf_init(&b);
+		pbuf_put_u32(&b, counts[i]);
+		pbuf_put_bytes(&b, keybytes, 60); /* one entry and a bit */
+		calloc_bytes = 0;
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_sessions(&r, &v, &n), CXLP_E_PROTO);
+		cr_assert_null(v);
+		cr_assert_eq(calloc_bytes, 0, "count %u allocated %zu bytes",
+		    counts[i], calloc_bytes);
+		pbuf_fini(&b);
+	}
 }
 
 /* ---- reserved bits and zero locs ---- */

@@ -317,6 +317,107 @@ Test(dispatch, hello_returns_a_session_with_pool_path_size_and_align)
 	cr_assert_eq(stat_of(&a, PROTO_STAT_SESSIONS), 2);
 }
 
+/* SESSIONS as c; the decoded entries in *v (caller frees), count in *n.
+ * Hosts point into *rep, which the caller finishes. */
+static void
+sessions_of(struct cl *c, struct pbuf *rep, struct proto_session_info **v,
+    uint32_t *n)
+{
+	struct proto_rep_hdr h;
+	struct preader r;
+
+	cr_assert_eq(call_id(c, PROTO_OP_SESSIONS, ++c->next_id, NULL, rep,
+	    NULL, NULL), 0, "SESSIONS: %s", cxlp_errormsg());
+	cr_assert_eq(proto_get_rep_hdr(rep->data, rep->len, &h, &r), 0);
+	cr_assert_eq(proto_get_sessions(&r, v, n), 0, "%s", cxlp_errormsg());
+}
+
+static const struct proto_session_info *
+entry_of(const struct proto_session_info *v, uint32_t n, uint64_t id)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (v[i].id == id) {
+			return &v[i];
+		}
+	}
+	cr_assert_fail("session %llu not listed", (unsigned long long)id);
+	return NULL;
+}
+
+Test(dispatch, sessions_lists_every_session_with_its_regions_and_pins)
+{
+	const struct proto_session_info *ea, *eb;
+	struct proto_session_info *v = NULL;
+	struct proto_result res;
+	struct cl a, b;
+	struct pbuf rep;
+	uint32_t n = 0;
+
+	client(&a, 1);
+	hello(&b, 2);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	pbuf_init(&rep);
+	sessions_of(&b, &rep, &v, &n);
+	cr_assert_eq(n, 2);
+	ea = entry_of(v, n, a.session);
+	eb = entry_of(v, n, b.session);
+	cr_assert_eq(ea->regions, 1);
+	cr_assert_eq(ea->pins, 1);
+	cr_assert_eq(eb->regions, 0);
+	cr_assert_eq(eb->pins, 0);
+	cr_assert_eq(ea->pid, (uint32_t)getpid());
+	cr_assert_eq(ea->instance, 7);
+	cr_assert_eq(ea->host_len, 8);
+	cr_assert(memcmp(ea->host, "testhost", 8) == 0);
+	cr_assert_eq(eb->flags, PROTO_SESS_ATTACHED, "the caller is attached");
+	cr_assert_eq(ea->flags, PROTO_SESS_ATTACHED);
+	free(v);
+	pbuf_fini(&rep);
+}
+
+Test(dispatch, sessions_flags_a_session_whose_pipe_went_as_detached)
+{
+	struct proto_session_info *v = NULL;
+	struct cl a, b;
+	struct pbuf rep;
+	uint32_t n = 0;
+
+	hello(&a, 1);
+	hello(&b, 2);
+	ms_pipe_added(&ms, 1, (uint64_t)getpid());
+	ms_pipe_removed(&ms, 1, ms_now_ms());
+	pbuf_init(&rep);
+	sessions_of(&b, &rep, &v, &n);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(entry_of(v, n, a.session)->flags, PROTO_SESS_DETACHED);
+	cr_assert_eq(entry_of(v, n, b.session)->flags, PROTO_SESS_ATTACHED);
+	free(v);
+	pbuf_fini(&rep);
+	/* a session that ended is no longer listed */
+	cr_assert_eq(call(&a, PROTO_OP_BYE, NULL, NULL, NULL), 0);
+	pbuf_init(&rep);
+	sessions_of(&b, &rep, &v, &n);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(v[0].id, b.session);
+	free(v);
+	pbuf_fini(&rep);
+}
+
+Test(dispatch, sessions_needs_a_session_and_an_empty_body)
+{
+	struct cl none = { 0 }, a;
+	struct pbuf body;
+
+	cr_assert_eq(call(&none, PROTO_OP_SESSIONS, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
+	hello(&a, 1);
+	pbuf_init(&body);
+	pbuf_put_u32(&body, 0);
+	cr_assert_eq(call(&a, PROTO_OP_SESSIONS, &body, NULL, NULL),
+	    CXLP_E_PROTO);
+	pbuf_fini(&body);
+}
+
 Test(dispatch, request_without_session_is_refused_with_session_error)
 {
 	struct cl none = { 0 };
@@ -1022,7 +1123,8 @@ Test(dispatch, random_frames_always_get_a_decodable_reply)
 	pbuf_init(&f);
 	pbuf_init(&rep);
 	for (int i = 0; i < 3000; i++) {
-		uint16_t op = (uint16_t)(1 + rand_r(&seed) % 13);
+		uint16_t op = (uint16_t)(1 + rand_r(&seed) %
+		    (PROTO_OP_MAX + 1)); /* one unknown op too */
 
 		pbuf_reset(&f);
 		put_req(&f, &a, op == PROTO_OP_BYE ? PROTO_OP_HELLO : op,

@@ -3,8 +3,9 @@
  * on pools this test makes: every command's text and JSON (the JSON is
  * checked by a strict validator, json_check.h), keys with bytes that are
  * neither printable nor UTF-8, check on a pool damaged in each of several
- * ways (each named, exit 1), devices, live stats against a metaserver
- * (CXLP_METASERVER), and usage errors.
+ * ways (each named, exit 1), devices, live stats and sessions against a
+ * metaserver (CXLP_METASERVER, with a raw protocol client as the handler
+ * to be listed), and usage errors.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include "json_check.h"
 #include "pool_int.h"
 #include "pool_test.h"
+#include "rawclient.h"
 
 static char path[256];
 static char out[65536];
@@ -528,6 +530,81 @@ Test(inspect, stats_asks_a_live_metaserver)
 	has("\"pool_size\": 67108864");
 	has("\"keys\": 0,");
 	stop_server(pid);
+}
+
+/* a handler session on url: one region, one key pinned once */
+static void
+handler_session(struct raw_client *c, const char *url)
+{
+	const void *k[] = { "k" };
+	size_t kl[] = { 1 };
+	struct proto_result res;
+	struct proto_loc loc;
+	struct pbuf b;
+	uint32_t n = 0;
+
+	cr_assert_eq(raw_open(c, url), 0, "%s", cxlp_errormsg());
+	cr_assert_eq(raw_hello(c), 0, "%s", cxlp_errormsg());
+	cr_assert_eq(raw_region(c, 2u << 20, 65536, &loc), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(raw_register(c, "k", loc.region, loc.region_off, 100,
+	    &res), 0);
+	cr_assert_eq(res.status, 0);
+	pbuf_init(&b);
+	proto_put_keys(&b, 0, 1, k, kl);
+	cr_assert_eq(raw_request(c, PROTO_OP_PIN, &b, &res, 1, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(res.status, 0);
+	pbuf_fini(&b);
+}
+
+/* the text row of the session whose host is "rawclient" */
+static void
+text_row(unsigned *pid, char *state, unsigned *regions, unsigned *pins)
+{
+	const char *at = strstr(out, "rawclient");
+	const char *line;
+	unsigned long long id, inst;
+	char host[32];
+
+	cr_assert_not_null(at, "no rawclient session in:\n%s", out);
+	for (line = at; line > out && line[-1] != '\n'; line--) {
+	}
+	cr_assert_eq(sscanf(line, "%llu %u %31s %llx %15s %u %u", &id, pid,
+	    host, &inst, state, regions, pins), 7, "row: %.100s", line);
+}
+
+Test(inspect, stats_lists_a_live_handler_session_but_not_its_own)
+{
+	struct raw_client c;
+	char url[300], want[64], state[16];
+	unsigned pid = 0, regions = 0, pins = 0;
+	pid_t srv;
+
+	snprintf(url, sizeof(url), "ipc:///tmp/cxlp-inspect-s-%d.sock",
+	    (int)getpid());
+	srv = start_server(url);
+	handler_session(&c, url);
+	cr_assert_eq(run("stats --server %s", url), 0, "%s", out);
+	has("\nsessions        2 (this one included)\n");
+	has("STATE");
+	text_row(&pid, state, &regions, &pins);
+	cr_assert_eq(pid, (unsigned)getpid());
+	cr_assert_str_eq(state, "attached");
+	cr_assert_eq(regions, 1);
+	cr_assert_eq(pins, 1);
+	has("\n1 session besides this one\n");
+	cr_assert_eq(run_json("stats --server %s", url), 0, "%s", out);
+	snprintf(want, sizeof(want), "\"pid\": %d,", (int)getpid());
+	has(want);
+	has("\"host\": \"rawclient\"");
+	has("\"state\": \"attached\"");
+	has("\"regions\": 1,");
+	has("\"pins\": 1");
+	cr_assert_null(strstr(strstr(out, "\"state\"") + 1, "\"state\""),
+	    "pool-inspect's own session is not listed: %s", out);
+	raw_close(&c);
+	stop_server(srv);
 }
 
 Test(inspect, stats_without_a_server_fails_with_a_message)

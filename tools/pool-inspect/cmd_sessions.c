@@ -4,7 +4,7 @@
  * instance id, process start time, and how many regions each owns. The
  * token is a secret and is never printed. This is the pool's view: a
  * session whose process died stays recorded until a metaserver reaps it.
- * (A running server's live sessions would need a SESSIONS protocol op.)
+ * (A running server's live sessions: `pool-inspect stats --server URL`.)
  */
 #include <inttypes.h>
 #include <stdio.h>

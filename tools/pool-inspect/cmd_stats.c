@@ -1,17 +1,19 @@
 /*
  * cmd_stats.c -- `pool-inspect stats --server URL [--json]`: a running
- * metaserver's stats, live. Opens a session (HELLO), asks STATS, ends it
- * (BYE), over one nng REQ socket with nng's own resend turned off (the
- * tool never retries: a lost reply is reported, not repeated). The only
- * file of pool-inspect that includes nng.
+ * metaserver's stats and sessions, live. Opens a session (HELLO), asks
+ * STATS and SESSIONS, ends it (BYE), over one nng REQ socket with nng's
+ * own resend turned off (the tool never retries: a lost reply is reported,
+ * not repeated). The only file of pool-inspect that includes nng.
  *
- * The session count the server reports includes this tool's own session.
- * The protocol has no op that lists sessions; a live listing would need
- * one (SESSIONS). `pool-inspect sessions POOL` lists the pool's table.
+ * The session count the server reports includes this tool's own session;
+ * the session list leaves it out (it is only the tool looking). The list
+ * is copied out of the reply frame before BYE, which frees the frame.
+ * `pool-inspect sessions POOL` lists the pool's table without a server.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -52,11 +54,21 @@ struct conn {
 	size_t flen;
 };
 
+/* one listed session, its host copied out of the frame */
+struct live_sess {
+	struct proto_session_info i; /* i.host unused: see host */
+	char host[PROTO_HOST_MAX];
+};
+
 struct live {
 	char path[PROTO_PATH_MAX + 1];
 	uint64_t pool_size, align;
 	uint64_t v[PROTO_STATS_MAX];
 	uint32_t n;
+	struct live_sess *sess; /* malloc'd; without this tool's session */
+	uint32_t nsess;
+	int sess_rc;            /* 0, or why SESSIONS failed (sess_msg) */
+	char sess_msg[256];
 };
 
 static int
@@ -167,6 +179,49 @@ hello(struct conn *c, struct live *l)
 	return rc;
 }
 
+/* copy the decoded entries but c's own session into l->sess */
+static int
+keep_sessions(const struct conn *c, struct live *l,
+    const struct proto_session_info *v, uint32_t n)
+{
+	l->sess = calloc(n + 1, sizeof(*l->sess));
+	if (l->sess == NULL) {
+		return cxlp_fail(-ENOMEM, "no memory for %u sessions", n);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct live_sess *d = &l->sess[l->nsess];
+
+		if (v[i].id == c->session) {
+			continue;
+		}
+		d->i = v[i];
+		d->i.host = NULL;
+		memcpy(d->host, v[i].host, v[i].host_len);
+		l->nsess++;
+	}
+	return 0;
+}
+
+/* SESSIONS; a failure is recorded in l (the stats still get printed) */
+static void
+sessions(struct conn *c, struct live *l, struct pbuf *none)
+{
+	struct proto_session_info *v = NULL;
+	struct preader body;
+	uint32_t n = 0;
+	int rc = xact(c, PROTO_OP_SESSIONS, none, &body);
+
+	if (rc == 0 && (rc = proto_get_sessions(&body, &v, &n)) == 0) {
+		rc = keep_sessions(c, l, v, n);
+	}
+	if (rc != 0) {
+		l->sess_rc = rc;
+		snprintf(l->sess_msg, sizeof(l->sess_msg), "%s",
+		    cxlp_errormsg());
+	}
+	free(v);
+}
+
 static int
 query(const struct inspect_opts *o, struct live *l)
 {
@@ -185,12 +240,24 @@ query(const struct inspect_opts *o, struct live *l)
 			rc = proto_get_stats(&body, l->v, PROTO_STATS_MAX,
 			    &l->n);
 		}
+		if (rc == 0) {
+			sessions(&c, l, &none);
+		}
 		/* end the session either way; its outcome does not matter */
 		xact(&c, PROTO_OP_BYE, &none, &body);
 	}
 	pbuf_fini(&none);
 	conn_close(&c);
 	return rc;
+}
+
+static const char *
+sess_state(uint32_t flags)
+{
+	if (flags & PROTO_SESS_DETACHED) {
+		return "detached";
+	}
+	return (flags & PROTO_SESS_ATTACHED) ? "attached" : "unbound";
 }
 
 static const char *
@@ -224,6 +291,56 @@ print_text(const struct inspect_opts *o, const struct live *l)
 }
 
 static void
+print_sessions_text(const struct live *l)
+{
+	char host[PROTO_HOST_MAX * 4 + 4];
+
+	if (l->sess_rc != 0) {
+		return;
+	}
+	if (l->nsess == 0) {
+		printf("\nno sessions besides this one\n");
+		return;
+	}
+	printf("\n%8s  %8s  %-24s  %18s  %-8s  %7s  %7s\n", "ID", "PID",
+	    "HOST", "INSTANCE", "STATE", "REGIONS", "PINS");
+	for (uint32_t i = 0; i < l->nsess; i++) {
+		const struct live_sess *s = &l->sess[i];
+
+		printf("%8" PRIu64 "  %8u  %-24s  %#18" PRIx64 "  %-8s  %7u  "
+		    "%7u\n", s->i.id, s->i.pid, fmt_key(host, sizeof(host),
+		    s->host, s->i.host_len, 24), s->i.instance,
+		    sess_state(s->i.flags), s->i.regions, s->i.pins);
+	}
+	printf("%u session%s besides this one\n", l->nsess,
+	    l->nsess == 1 ? "" : "s");
+}
+
+static void
+print_sessions_json(struct jw *w, const struct live *l)
+{
+	if (l->sess_rc != 0) {
+		return;
+	}
+	jw_arr(w, "sessions");
+	for (uint32_t i = 0; i < l->nsess; i++) {
+		const struct live_sess *s = &l->sess[i];
+
+		jw_obj(w, NULL);
+		jw_u64(w, "id", s->i.id);
+		jw_u64(w, "pid", s->i.pid);
+		jw_bytes(w, "host", s->host, s->i.host_len);
+		jw_u64(w, "instance", s->i.instance);
+		jw_u64(w, "start_time", s->i.start_time);
+		jw_str(w, "state", sess_state(s->i.flags));
+		jw_u64(w, "regions", s->i.regions);
+		jw_u64(w, "pins", s->i.pins);
+		jw_close(w);
+	}
+	jw_close(w);
+}
+
+static void
 print_json(const struct inspect_opts *o, const struct live *l)
 {
 	char name[16];
@@ -239,6 +356,7 @@ print_json(const struct inspect_opts *o, const struct live *l)
 		jw_u64(&w, stat_name(i, name), l->v[i]);
 	}
 	jw_close(&w);
+	print_sessions_json(&w, l);
 	jw_end(&w);
 }
 
@@ -264,6 +382,13 @@ cmd_stats(int argc, char **argv)
 		print_json(&o, &l);
 	} else {
 		print_text(&o, &l);
+		print_sessions_text(&l);
+	}
+	free(l.sess);
+	if (l.sess_rc != 0) {
+		fprintf(stderr, "pool-inspect: %s: sessions: %s (%s)\n",
+		    o.server, l.sess_msg, cxlp_strerror(l.sess_rc));
+		return 1;
 	}
 	return 0;
 }

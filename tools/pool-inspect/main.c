@@ -1,6 +1,7 @@
 /*
  * main.c -- pool-inspect: read a cxlpool pool file or device without a
- * server, list DAX devices, or ask a running metaserver for its stats.
+ * server, list DAX devices, or ask a running metaserver for its stats
+ * and sessions.
  * An ndctl-style command table: `pool-inspect <command> ...`, each
  * command in its own cmd_<name>.c; adding one is a row below. Pools are
  * always opened read-only (POOL_RDONLY): nothing is repaired or written,
@@ -36,7 +37,7 @@ static const struct cmd cmds[] = {
 	{ "devices", cmd_devices, "[PATH] [--json]",
 	    "DAX devices and fsdax namespaces found (or the one at PATH)" },
 	{ "stats", cmd_stats, "--server URL [--timeout-ms MS] [--json]",
-	    "a running metaserver's stats (live)" },
+	    "a running metaserver's stats and sessions (live, own excluded)" },
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))

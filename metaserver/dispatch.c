@@ -365,6 +365,31 @@ ap_register(struct req *rq)
 	return 0;
 }
 
+/* lookup_keys -- fill rq->res with each key's location or error, in
+ * order; with stop_at_miss, stop after the first missing key. Returns how
+ * many entries were filled. */
+static uint32_t
+lookup_keys(struct req *rq, bool stop_at_miss)
+{
+	uint32_t m = 0;
+
+	while (m < rq->n) {
+		struct pool_kv kv;
+		int rc = pool_kv_lookup(rq->ms->pool, rq->keys[m].data,
+		    rq->keys[m].len, &kv);
+
+		if (rc != 0) {
+			rq->res[m++].status = rc;
+			if (stop_at_miss) {
+				break;
+			}
+			continue;
+		}
+		res_ok(rq, m++, &kv, 0);
+	}
+	return m;
+}
+
 /* LOOKUP (optionally pinning what it finds) and EXISTS. */
 static int
 ap_lookup(struct req *rq)
@@ -375,17 +400,7 @@ ap_lookup(struct req *rq)
 	if (rc != 0) {
 		return rc;
 	}
-	for (uint32_t i = 0; i < rq->n; i++) {
-		struct pool_kv kv;
-
-		rc = pool_kv_lookup(rq->ms->pool, rq->keys[i].data,
-		    rq->keys[i].len, &kv);
-		if (rc != 0) {
-			rq->res[i].status = rc;
-			continue;
-		}
-		res_ok(rq, i, &kv, 0);
-	}
+	lookup_keys(rq, false);
 	if (pin) {
 		pin_results(rq, rq->n, +1);
 	}
@@ -397,23 +412,13 @@ ap_lookup(struct req *rq)
 static int
 ap_pin(struct req *rq)
 {
-	uint32_t m = 0;
+	uint32_t m;
 	int rc = results_new(rq, true);
 
 	if (rc != 0) {
 		return rc;
 	}
-	while (m < rq->n) {
-		struct pool_kv kv;
-
-		rc = pool_kv_lookup(rq->ms->pool, rq->keys[m].data,
-		    rq->keys[m].len, &kv);
-		if (rc != 0) {
-			rq->res[m++].status = rc;
-			break;
-		}
-		res_ok(rq, m++, &kv, 0);
-	}
+	m = lookup_keys(rq, true);
 	pin_results(rq, m, +1);
 	log_dbg("op=pin session=%llu n=%u done=%u",
 	    (unsigned long long)sess_id(rq), rq->n, m);
@@ -421,6 +426,7 @@ ap_pin(struct req *rq)
 	return 0;
 }
 
+/* UNPIN: releases one of the caller's pins on each key found. */
 static int
 ap_unpin(struct req *rq)
 {
@@ -429,17 +435,7 @@ ap_unpin(struct req *rq)
 	if (rc != 0) {
 		return rc;
 	}
-	for (uint32_t i = 0; i < rq->n; i++) {
-		struct pool_kv kv;
-
-		rc = pool_kv_lookup(rq->ms->pool, rq->keys[i].data,
-		    rq->keys[i].len, &kv);
-		if (rc != 0) {
-			rq->res[i].status = rc;
-			continue;
-		}
-		res_ok(rq, i, &kv, 0);
-	}
+	lookup_keys(rq, false);
 	pin_results(rq, rq->n, -1);
 	put_results(rq, rq->n);
 	return 0;

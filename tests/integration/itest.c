@@ -6,6 +6,8 @@
 #include "itest.h"
 
 struct test_server srv;
+struct proxy *px;
+char px_url[160];
 
 void
 itest_start(void)
@@ -145,4 +147,39 @@ itest_wait(struct itest_child *c)
 	}
 	close(c->out_fd);
 	return kv_wait_child(c->pid);
+}
+
+void
+itest_proxy_start(enum proxy_action (*hook)(void *, uint16_t, uint64_t,
+    uint8_t *, size_t *, unsigned *))
+{
+	itest_start();
+	snprintf(px_url, sizeof(px_url), "ipc:///tmp/cxlp-proxy-%d.sock",
+	    getpid());
+	cr_assert_eq(proxy_start(&px, px_url, srv.url, hook, NULL), 0);
+}
+
+void
+itest_proxy_stop(void)
+{
+	proxy_stop(&px);
+	unlink(px_url + strlen("ipc://"));
+	itest_stop();
+}
+
+struct cxlp_handler *
+itest_connect_via_proxy(unsigned timeout_ms, unsigned retries)
+{
+	struct cxlp_config *cfg = NULL;
+	struct cxlp_handler *h = NULL;
+
+	cr_assert_rc(cxlp_config_new(&cfg), 0);
+	cr_assert_rc(cxlp_config_set_server(cfg, px_url), 0);
+	cr_assert_rc(cxlp_config_set_page_size(cfg, 4096), 0);
+	cr_assert_rc(cxlp_config_set_region_size(cfg, 4 * MiB), 0);
+	cr_assert_rc(cxlp_config_set_timeout_ms(cfg, timeout_ms), 0);
+	cr_assert_rc(cxlp_config_set_retries(cfg, retries), 0);
+	cr_assert_rc(cxlp_connect(&h, cfg), 0);
+	cxlp_config_delete(&cfg);
+	return h;
 }

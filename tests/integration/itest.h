@@ -14,6 +14,7 @@
 
 #include "cxlpool.h"
 #include "kvtest.h"
+#include "proxy.h"
 #include "server.h"
 
 #define MiB (1024ull * 1024)
@@ -32,6 +33,22 @@ void itest_stop(void);
 		    #expr, rc_, cxlp_strerror(rc_), cxlp_errormsg(),       \
 		    (int)(want), cxlp_strerror(want));                     \
 	} while (0)
+
+/*
+ * A fault-injection proxy (tests/support/proxy.h) between handlers and srv,
+ * for the fault and retry suites: itest_proxy_start starts srv and a proxy
+ * on px_url with the suite's hook; itest_connect_via_proxy connects a
+ * handler through it with a short timeout and the given retries.
+ */
+struct proxy;
+extern struct proxy *px;
+extern char px_url[160];
+
+void itest_proxy_start(enum proxy_action (*hook)(void *, uint16_t,
+    uint64_t, uint8_t *, size_t *, unsigned *));
+void itest_proxy_stop(void);
+struct cxlp_handler *itest_connect_via_proxy(unsigned timeout_ms,
+    unsigned retries);
 
 /* itest_connect -- a handler on srv with 4 KiB pages in 4 MiB regions. */
 struct cxlp_handler *itest_connect(void);

@@ -21,8 +21,6 @@ struct faults {
 
 static struct faults fx = { PTHREAD_MUTEX_INITIALIZER, 0, PROXY_PASS, 0, 0,
 	false };
-static struct proxy *px;
-static char px_url[160];
 
 static enum proxy_action
 hook(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
@@ -62,39 +60,11 @@ disturb(uint16_t op, enum proxy_action act, int times)
 static void
 faults_start(void)
 {
-	itest_start();
-	snprintf(px_url, sizeof(px_url), "ipc:///tmp/cxlp-proxy-%d.sock",
-	    getpid());
-	cr_assert_eq(proxy_start(&px, px_url, srv.url, hook, NULL), 0);
+	itest_proxy_start(hook);
 }
 
-static void
-faults_stop(void)
-{
-	proxy_stop(&px);
-	unlink(px_url + strlen("ipc://"));
-	itest_stop();
-}
-
-TestSuite(faults, .init = faults_start, .fini = faults_stop, .timeout = 90);
-
-/* A handler through the proxy with a short timeout and `retries`. */
-static struct cxlp_handler *
-connect_via_proxy(unsigned retries)
-{
-	struct cxlp_config *cfg = NULL;
-	struct cxlp_handler *h = NULL;
-
-	cr_assert_rc(cxlp_config_new(&cfg), 0);
-	cr_assert_rc(cxlp_config_set_server(cfg, px_url), 0);
-	cr_assert_rc(cxlp_config_set_page_size(cfg, 4096), 0);
-	cr_assert_rc(cxlp_config_set_region_size(cfg, 4 * MiB), 0);
-	cr_assert_rc(cxlp_config_set_timeout_ms(cfg, 300), 0);
-	cr_assert_rc(cxlp_config_set_retries(cfg, retries), 0);
-	cr_assert_rc(cxlp_connect(&h, cfg), 0);
-	cxlp_config_delete(&cfg);
-	return h;
-}
+TestSuite(faults, .init = faults_start, .fini = itest_proxy_stop,
+    .timeout = 90);
 
 #define NB 5
 
@@ -129,7 +99,7 @@ nbatch_store(struct cxlp_handler *h, struct nbatch *b)
 
 Test(faults, short_register_reply_frees_unconfirmed_pages_and_reports_false)
 {
-	struct cxlp_handler *h = connect_via_proxy(2);
+	struct cxlp_handler *h = itest_connect_via_proxy(300, 2);
 	struct nbatch b;
 	struct cxlp_stats st0, st;
 
@@ -156,7 +126,7 @@ Test(faults, short_register_reply_frees_unconfirmed_pages_and_reports_false)
 
 Test(faults, lost_register_reply_is_retried_and_applied_once)
 {
-	struct cxlp_handler *h = connect_via_proxy(3);
+	struct cxlp_handler *h = itest_connect_via_proxy(300, 3);
 	struct nbatch b;
 	struct cxlp_stats st;
 	const void *d;
@@ -179,7 +149,7 @@ Test(faults, lost_register_reply_is_retried_and_applied_once)
 
 Test(faults, unknown_register_outcome_keeps_pages_until_resolved)
 {
-	struct cxlp_handler *h = connect_via_proxy(1);
+	struct cxlp_handler *h = itest_connect_via_proxy(300, 1);
 	struct nbatch b;
 	struct cxlp_stats st;
 
@@ -203,7 +173,7 @@ Test(faults, unknown_register_outcome_keeps_pages_until_resolved)
 
 Test(faults, duplicated_register_is_applied_once)
 {
-	struct cxlp_handler *h = connect_via_proxy(2);
+	struct cxlp_handler *h = itest_connect_via_proxy(300, 2);
 	struct nbatch b;
 	struct cxlp_stats st;
 
@@ -222,7 +192,7 @@ Test(faults, duplicated_register_is_applied_once)
 
 Test(faults, lost_unpin_reply_releases_one_pin_only)
 {
-	struct cxlp_handler *h = connect_via_proxy(3);
+	struct cxlp_handler *h = itest_connect_via_proxy(300, 3);
 
 	itest_put(h, "pin", 1, 1, 64);
 	cr_assert_rc(cxlp_pin(h, "pin-1", 5), 0);
@@ -238,7 +208,7 @@ Test(faults, lost_unpin_reply_releases_one_pin_only)
 
 Test(faults, lost_delete_reply_is_answered_with_the_first_result)
 {
-	struct cxlp_handler *h = connect_via_proxy(3);
+	struct cxlp_handler *h = itest_connect_via_proxy(300, 3);
 	struct cxlp_stats st0, st;
 
 	st0 = kv_stats(h);

@@ -23,8 +23,6 @@ struct retries {
 };
 
 static struct retries fx = { PTHREAD_MUTEX_INITIALIZER, 0, PROXY_PASS, 0 };
-static struct proxy *px;
-static char px_url[160];
 
 static enum proxy_action
 hook(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
@@ -57,41 +55,11 @@ disturb(uint16_t op, enum proxy_action act)
 static void
 retries_start(void)
 {
-	itest_start();
-	snprintf(px_url, sizeof(px_url), "ipc:///tmp/cxlp-retry-%d.sock",
-	    getpid());
-	cr_assert_eq(proxy_start(&px, px_url, srv.url, hook, NULL), 0);
+	itest_proxy_start(hook);
 }
 
-static void
-retries_stop(void)
-{
-	proxy_stop(&px);
-	unlink(px_url + strlen("ipc://"));
-	itest_stop();
-}
-
-TestSuite(retries, .init = retries_start, .fini = retries_stop,
+TestSuite(retries, .init = retries_start, .fini = itest_proxy_stop,
     .timeout = 90);
-
-/* A handler through the proxy: short timeout, enough retries to outlast
- * DELAY_MS. */
-static struct cxlp_handler *
-connect_via_proxy(void)
-{
-	struct cxlp_config *cfg = NULL;
-	struct cxlp_handler *h = NULL;
-
-	cr_assert_rc(cxlp_config_new(&cfg), 0);
-	cr_assert_rc(cxlp_config_set_server(cfg, px_url), 0);
-	cr_assert_rc(cxlp_config_set_page_size(cfg, 4096), 0);
-	cr_assert_rc(cxlp_config_set_region_size(cfg, 4 * MiB), 0);
-	cr_assert_rc(cxlp_config_set_timeout_ms(cfg, TIMEOUT_MS), 0);
-	cr_assert_rc(cxlp_config_set_retries(cfg, 6), 0);
-	cr_assert_rc(cxlp_connect(&h, cfg), 0);
-	cxlp_config_delete(&cfg);
-	return h;
-}
 
 /* Every page is in exactly one state and the request was retried. */
 static struct cxlp_stats
@@ -117,7 +85,7 @@ assert_sent_twice(uint16_t op)
 
 Test(retries, register_answered_after_the_timeout_is_applied_once)
 {
-	struct cxlp_handler *h = connect_via_proxy();
+	struct cxlp_handler *h = itest_connect_via_proxy(TIMEOUT_MS, 6);
 	char keys[NB][16];
 	const void *kp[NB];
 	size_t kl[NB], lens[NB];
@@ -151,7 +119,7 @@ Test(retries, register_answered_after_the_timeout_is_applied_once)
 
 Test(retries, pin_answered_after_the_timeout_pins_once)
 {
-	struct cxlp_handler *h = connect_via_proxy();
+	struct cxlp_handler *h = itest_connect_via_proxy(TIMEOUT_MS, 6);
 
 	itest_put(h, "p", 1, 1, 64);
 	disturb(PROTO_OP_PIN, PROXY_DELAY_REPLY);
@@ -165,7 +133,7 @@ Test(retries, pin_answered_after_the_timeout_pins_once)
 
 Test(retries, delete_answered_after_the_timeout_reports_success)
 {
-	struct cxlp_handler *h = connect_via_proxy();
+	struct cxlp_handler *h = itest_connect_via_proxy(TIMEOUT_MS, 6);
 	struct cxlp_stats st0, st;
 
 	st0 = pages_consistent(h);
@@ -182,7 +150,7 @@ Test(retries, delete_answered_after_the_timeout_reports_success)
 
 Test(retries, unpin_answered_after_the_timeout_releases_one_pin)
 {
-	struct cxlp_handler *h = connect_via_proxy();
+	struct cxlp_handler *h = itest_connect_via_proxy(TIMEOUT_MS, 6);
 
 	itest_put(h, "u", 1, 1, 64);
 	cr_assert_rc(cxlp_pin(h, "u-1", 3), 0);
@@ -197,7 +165,7 @@ Test(retries, unpin_answered_after_the_timeout_releases_one_pin)
 
 Test(retries, duplicated_delete_is_applied_once)
 {
-	struct cxlp_handler *h = connect_via_proxy();
+	struct cxlp_handler *h = itest_connect_via_proxy(TIMEOUT_MS, 6);
 	struct cxlp_stats st0, st;
 
 	st0 = pages_consistent(h);
@@ -213,7 +181,7 @@ Test(retries, duplicated_delete_is_applied_once)
 
 Test(retries, duplicated_unpin_releases_one_pin)
 {
-	struct cxlp_handler *h = connect_via_proxy();
+	struct cxlp_handler *h = itest_connect_via_proxy(TIMEOUT_MS, 6);
 
 	itest_put(h, "du", 1, 1, 64);
 	cr_assert_rc(cxlp_pin(h, "du-1", 4), 0);
@@ -229,7 +197,7 @@ Test(retries, duplicated_unpin_releases_one_pin)
 
 Test(retries, duplicated_pin_takes_one_pin)
 {
-	struct cxlp_handler *h = connect_via_proxy();
+	struct cxlp_handler *h = itest_connect_via_proxy(TIMEOUT_MS, 6);
 
 	itest_put(h, "dp", 1, 1, 64);
 	disturb(PROTO_OP_PIN, PROXY_DUP_REQUEST);
@@ -243,7 +211,7 @@ Test(retries, duplicated_pin_takes_one_pin)
 
 Test(retries, duplicated_region_alloc_takes_one_region)
 {
-	struct cxlp_handler *h = connect_via_proxy();
+	struct cxlp_handler *h = itest_connect_via_proxy(TIMEOUT_MS, 6);
 	struct cxlp_stats st0 = kv_stats(h), st;
 	cxlp_page_t pg;
 	void *buf;

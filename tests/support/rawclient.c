@@ -12,8 +12,8 @@
 
 #include "rawclient.h"
 
-int
-raw_open(struct raw_client *c, const char *url)
+static int
+open_dial(struct raw_client *c, const char *url, int flags)
 {
 	nng_socket *s = calloc(1, sizeof(*s));
 	int rv;
@@ -29,7 +29,7 @@ raw_open(struct raw_client *c, const char *url)
 	nng_socket_set_ms(*s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
 	nng_socket_set_ms(*s, NNG_OPT_RECVTIMEO, 10000);
 	nng_socket_set_size(*s, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX);
-	if ((rv = nng_dial(*s, url, NULL, 0)) != 0) {
+	if ((rv = nng_dial(*s, url, NULL, flags)) != 0) {
 		nng_close(*s);
 		free(s);
 		return -rv;
@@ -37,6 +37,18 @@ raw_open(struct raw_client *c, const char *url)
 	c->sock = s;
 	c->next_id = 1;
 	return 0;
+}
+
+int
+raw_open(struct raw_client *c, const char *url)
+{
+	return open_dial(c, url, 0);
+}
+
+int
+raw_open_async(struct raw_client *c, const char *url)
+{
+	return open_dial(c, url, NNG_FLAG_NONBLOCK);
 }
 
 void

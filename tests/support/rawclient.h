@@ -20,6 +20,9 @@ struct raw_client {
 };
 
 int raw_open(struct raw_client *c, const char *url);
+/* raw_open_async -- as raw_open, but the dial goes on in the background
+ * (requests wait for it): for a server that may be down right now. */
+int raw_open_async(struct raw_client *c, const char *url);
 void raw_close(struct raw_client *c);
 
 /* raw_call -- send frame, receive the reply; *rep is malloc'd (caller

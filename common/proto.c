@@ -1,5 +1,6 @@
 /*
- * proto.c -- the one codec of the cxlpool wire protocol (layouts: proto.h).
+ * proto.c -- the one codec of the cxlpool wire protocol (layouts: proto.h):
+ * its buffers, field readers and frame headers; proto_msg.c has the bodies.
  *
  * Two small machines do all the work. A pbuf appends little-endian values
  * built with explicit shifts, so the bytes never depend on the host; it
@@ -25,16 +26,9 @@
 
 #include "err.h"
 #include "proto.h"
+#include "proto_int.h"
 
 #define PBUF_MIN_CAP 256
-/* Smallest encodings of one batch entry, to bound n by the bytes left. The
- * key bytes are not counted, so that an empty key is still reported as
- * CXLP_E_KEYLEN rather than as a short frame. */
-#define KEY_ENTRY_MIN 2                    /* u16 len */
-#define REG_ENTRY_MIN (KEY_ENTRY_MIN + 20) /* + u32 region, u64 off, len */
-#define STAT_LEN 8
-/* id, pid, flags, start_time, instance, regions, pins, u16 host len */
-#define SESSION_ENTRY_MIN 42
 
 /* ---- pbuf: growable little-endian output ---- */
 
@@ -228,19 +222,18 @@ preader_end(struct preader *r)
 	}
 	return 0;
 }
-
 /* ---- decoding helpers: name the field that failed ---- */
 
 /* reject -- fail the reader with code (already explained by cxlp_fail). */
-static int
-reject(struct preader *r, int code)
+int
+pr_reject(struct preader *r, int code)
 {
 	r->err = code;
 	return code;
 }
 
-static bool
-get_u16(struct preader *r, uint16_t *v, const char *field)
+bool
+pr_get_u16(struct preader *r, uint16_t *v, const char *field)
 {
 	if (preader_u16(r, v)) {
 		return true;
@@ -249,8 +242,8 @@ get_u16(struct preader *r, uint16_t *v, const char *field)
 	return false;
 }
 
-static bool
-get_u32(struct preader *r, uint32_t *v, const char *field)
+bool
+pr_get_u32(struct preader *r, uint32_t *v, const char *field)
 {
 	if (preader_u32(r, v)) {
 		return true;
@@ -259,8 +252,8 @@ get_u32(struct preader *r, uint32_t *v, const char *field)
 	return false;
 }
 
-static bool
-get_u64(struct preader *r, uint64_t *v, const char *field)
+bool
+pr_get_u64(struct preader *r, uint64_t *v, const char *field)
 {
 	if (preader_u64(r, v)) {
 		return true;
@@ -270,42 +263,42 @@ get_u64(struct preader *r, uint64_t *v, const char *field)
 }
 
 /* body_end -- the body must be consumed exactly. */
-static int
-body_end(struct preader *r, const char *what)
+int
+pr_body_end(struct preader *r, const char *what)
 {
 	if (r->err != 0) {
 		return r->err;
 	}
 	if (r->left != 0) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
+		return pr_reject(r, cxlp_fail(CXLP_E_PROTO,
 		    "%s: %zu trailing bytes after the body", what, r->left));
 	}
 	return 0;
 }
 
 /* check_flags -- flag words may only carry the bits this op knows. */
-static int
-check_flags(struct preader *r, uint32_t flags, uint32_t known,
+int
+pr_check_flags(struct preader *r, uint32_t flags, uint32_t known,
     const char *field)
 {
 	if ((flags & ~known) == 0) {
 		return 0;
 	}
-	return reject(r, cxlp_fail(CXLP_E_PROTO,
+	return pr_reject(r, cxlp_fail(CXLP_E_PROTO,
 	    "%s: reserved bits 0x%x set", field, flags & ~known));
 }
 
 /* check_batch -- n in 1..CXLP_BATCH_MAX and n entries can fit at all. */
-static int
-check_batch(struct preader *r, uint32_t n, size_t entry_min,
+int
+pr_check_batch(struct preader *r, uint32_t n, size_t entry_min,
     const char *field)
 {
 	if (n == 0 || n > CXLP_BATCH_MAX) {
-		return reject(r, cxlp_fail(CXLP_E_BATCH,
+		return pr_reject(r, cxlp_fail(CXLP_E_BATCH,
 		    "%s: %u entries, not in 1..%d", field, n, CXLP_BATCH_MAX));
 	}
 	if (n > r->left / entry_min) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
+		return pr_reject(r, cxlp_fail(CXLP_E_PROTO,
 		    "%s: %u entries cannot fit in the %zu bytes left", field,
 		    n, r->left));
 	}
@@ -313,21 +306,21 @@ check_batch(struct preader *r, uint32_t n, size_t entry_min,
 }
 
 /* get_string -- u16 len (<= max) then len bytes, pointing into the frame. */
-static int
-get_string(struct preader *r, const char **s, uint16_t *len, size_t max,
+int
+pr_get_string(struct preader *r, const char **s, uint16_t *len, size_t max,
     const char *field)
 {
 	const uint8_t *p;
 
-	if (!get_u16(r, len, field)) {
+	if (!pr_get_u16(r, len, field)) {
 		return r->err;
 	}
 	if (*len > max) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
+		return pr_reject(r, cxlp_fail(CXLP_E_PROTO,
 		    "%s: length %u exceeds %zu", field, *len, max));
 	}
 	if (!preader_bytes(r, *len, &p)) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
+		return pr_reject(r, cxlp_fail(CXLP_E_PROTO,
 		    "%s: length %u but only %zu bytes left", field, *len,
 		    r->left));
 	}
@@ -336,20 +329,20 @@ get_string(struct preader *r, const char **s, uint16_t *len, size_t max,
 }
 
 /* get_key -- key i of a batch: u16 len in 1..CXLP_KEY_MAX, then bytes. */
-static int
-get_key(struct preader *r, struct proto_key *k, uint32_t i)
+int
+pr_get_key(struct preader *r, struct proto_key *k, uint32_t i)
 {
 	if (!preader_u16(r, &k->len)) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
+		return pr_reject(r, cxlp_fail(CXLP_E_PROTO,
 		    "key %u: frame ends inside its length", i));
 	}
 	if (k->len == 0 || k->len > CXLP_KEY_MAX) {
-		return reject(r, cxlp_fail(CXLP_E_KEYLEN,
+		return pr_reject(r, cxlp_fail(CXLP_E_KEYLEN,
 		    "key %u: length %u not in 1..%d", i, k->len,
 		    CXLP_KEY_MAX));
 	}
 	if (r->left < k->len) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
+		return pr_reject(r, cxlp_fail(CXLP_E_PROTO,
 		    "key %u: length %u but only %zu bytes left", i, k->len,
 		    r->left));
 	}
@@ -433,19 +426,19 @@ proto_get_req_hdr(const void *frame, size_t len, struct proto_req_hdr *h,
 
 	memset(h, 0, sizeof(*h));
 	preader_init(body, frame, len);
-	if (!get_u32(body, &magic, "request.magic") ||
-	    !get_u16(body, &h->version, "request.version") ||
-	    !get_u16(body, &h->op, "request.op") ||
-	    !get_u64(body, &h->req_id, "request.req_id") ||
-	    !get_u64(body, &h->session, "request.session") ||
-	    !get_u64(body, &h->token, "request.token")) {
-		return reject(body, CXLP_E_PROTO);
+	if (!pr_get_u32(body, &magic, "request.magic") ||
+	    !pr_get_u16(body, &h->version, "request.version") ||
+	    !pr_get_u16(body, &h->op, "request.op") ||
+	    !pr_get_u64(body, &h->req_id, "request.req_id") ||
+	    !pr_get_u64(body, &h->session, "request.session") ||
+	    !pr_get_u64(body, &h->token, "request.token")) {
+		return pr_reject(body, CXLP_E_PROTO);
 	}
 	rc = check_frame(len, magic, h->version, "request");
 	if (rc == 0) {
 		rc = check_op(h->op, false, "request");
 	}
-	return rc != 0 ? reject(body, rc) : 0;
+	return rc != 0 ? pr_reject(body, rc) : 0;
 }
 
 /* check_status -- a reply's status is 0 or negative; only 0 has a body. */
@@ -480,13 +473,13 @@ proto_get_rep_hdr(const void *frame, size_t len, struct proto_rep_hdr *h,
 
 	memset(h, 0, sizeof(*h));
 	preader_init(body, frame, len);
-	if (!get_u32(body, &magic, "reply.magic") ||
-	    !get_u16(body, &h->version, "reply.version") ||
-	    !get_u16(body, &op, "reply.op") ||
-	    !get_u64(body, &h->req_id, "reply.req_id") ||
-	    !get_u32(body, &status, "reply.status") ||
-	    !get_u32(body, &reserved, "reply.reserved")) {
-		return reject(body, CXLP_E_PROTO);
+	if (!pr_get_u32(body, &magic, "reply.magic") ||
+	    !pr_get_u16(body, &h->version, "reply.version") ||
+	    !pr_get_u16(body, &op, "reply.op") ||
+	    !pr_get_u64(body, &h->req_id, "reply.req_id") ||
+	    !pr_get_u32(body, &status, "reply.status") ||
+	    !pr_get_u32(body, &reserved, "reply.reserved")) {
+		return pr_reject(body, CXLP_E_PROTO);
 	}
 	h->op = (uint16_t)(op & ~PROTO_REPLY);
 	h->status = (int32_t)status;
@@ -497,541 +490,7 @@ proto_get_rep_hdr(const void *frame, size_t len, struct proto_rep_hdr *h,
 	if (rc == 0) {
 		rc = check_status(body, h->status, reserved);
 	}
-	return rc != 0 ? reject(body, rc) : 0;
-}
-
-/* ---- HELLO ---- */
-
-/* proto_put_hello -- append a HELLO request body. */
-void
-proto_put_hello(struct pbuf *b, const struct proto_hello *m)
-{
-	pbuf_put_u32(b, m->pid);
-	pbuf_put_u32(b, m->flags);
-	pbuf_put_u64(b, m->start_time);
-	pbuf_put_u64(b, m->instance_id);
-	pbuf_put_u16(b, m->host_len);
-	pbuf_put_bytes(b, m->host, m->host_len);
-	pbuf_put_u16(b, m->secret_len);
-	pbuf_put_bytes(b, m->secret, m->secret_len);
-}
-
-/* proto_get_hello -- decode a HELLO request body; m->host points into the
- * frame. Returns 0 or CXLP_E_PROTO. */
-int
-proto_get_hello(struct preader *r, struct proto_hello *m)
-{
-	const char *secret = NULL;
-	int rc;
-
-	memset(m, 0, sizeof(*m));
-	if (!get_u32(r, &m->pid, "hello.pid") ||
-	    !get_u32(r, &m->flags, "hello.flags") ||
-	    !get_u64(r, &m->start_time, "hello.start_time") ||
-	    !get_u64(r, &m->instance_id, "hello.instance_id")) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	rc = check_flags(r, m->flags, PROTO_HELLO_REATTACH, "hello.flags");
-	if (rc == 0) {
-		rc = get_string(r, &m->host, &m->host_len, PROTO_HOST_MAX,
-		    "hello.hostname");
-	}
-	if (rc == 0) {
-		rc = get_string(r, &secret, &m->secret_len, PROTO_SECRET_MAX,
-		    "hello.secret");
-		m->secret = m->secret_len > 0 ? (const uint8_t *)secret : NULL;
-	}
-	return rc != 0 ? rc : body_end(r, "hello");
-}
-
-/* proto_put_welcome -- append a HELLO reply body. */
-void
-proto_put_welcome(struct pbuf *b, const struct proto_welcome *m)
-{
-	pbuf_put_u64(b, m->session);
-	pbuf_put_u64(b, m->token);
-	pbuf_put_u64(b, m->pool_size);
-	pbuf_put_u64(b, m->align);
-	pbuf_put_u16(b, m->path_len);
-	pbuf_put_bytes(b, m->path, m->path_len);
-}
-
-/* proto_get_welcome -- decode a HELLO reply body; m->path points into the
- * frame. Returns 0 or CXLP_E_PROTO. */
-int
-proto_get_welcome(struct preader *r, struct proto_welcome *m)
-{
-	int rc;
-
-	memset(m, 0, sizeof(*m));
-	if (!get_u64(r, &m->session, "welcome.session") ||
-	    !get_u64(r, &m->token, "welcome.token") ||
-	    !get_u64(r, &m->pool_size, "welcome.pool_size") ||
-	    !get_u64(r, &m->align, "welcome.align")) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	rc = get_string(r, &m->path, &m->path_len, PROTO_PATH_MAX,
-	    "welcome.path");
-	return rc != 0 ? rc : body_end(r, "welcome");
-}
-
-/* ---- REGION_ALLOC / REGION_FREE ---- */
-
-/* proto_put_region_req -- append a REGION_ALLOC request body. */
-void
-proto_put_region_req(struct pbuf *b, uint64_t len, uint64_t page_size)
-{
-	pbuf_put_u64(b, len);
-	pbuf_put_u64(b, page_size);
-}
-
-/* proto_get_region_req -- decode a REGION_ALLOC request body. */
-int
-proto_get_region_req(struct preader *r, uint64_t *len, uint64_t *page_size)
-{
-	*len = 0;
-	*page_size = 0;
-	if (!get_u64(r, len, "region_alloc.len") ||
-	    !get_u64(r, page_size, "region_alloc.page_size")) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	return body_end(r, "region_alloc");
-}
-
-/* proto_put_region_free -- append a REGION_FREE request body. */
-void
-proto_put_region_free(struct pbuf *b, uint32_t region, uint32_t gen)
-{
-	pbuf_put_u32(b, region);
-	pbuf_put_u32(b, gen);
-}
-
-/* proto_get_region_free -- decode a REGION_FREE request body. */
-int
-proto_get_region_free(struct preader *r, uint32_t *region, uint32_t *gen)
-{
-	*region = 0;
-	*gen = 0;
-	if (!get_u32(r, region, "region_free.region") ||
-	    !get_u32(r, gen, "region_free.gen")) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	return body_end(r, "region_free");
-}
-
-static void
-put_loc(struct pbuf *b, const struct proto_loc *loc)
-{
-	pbuf_put_u32(b, loc->region);
-	pbuf_put_u32(b, loc->gen);
-	pbuf_put_u64(b, loc->region_off);
-	pbuf_put_u64(b, loc->region_len);
-	pbuf_put_u64(b, loc->off);
-	pbuf_put_u64(b, loc->len);
-}
-
-static bool
-get_loc(struct preader *r, struct proto_loc *loc)
-{
-	return get_u32(r, &loc->region, "loc.region") &&
-	    get_u32(r, &loc->gen, "loc.gen") &&
-	    get_u64(r, &loc->region_off, "loc.region_off") &&
-	    get_u64(r, &loc->region_len, "loc.region_len") &&
-	    get_u64(r, &loc->off, "loc.off") &&
-	    get_u64(r, &loc->len, "loc.len");
-}
-
-/* proto_put_loc -- append a location (the REGION_ALLOC reply body). */
-void
-proto_put_loc(struct pbuf *b, const struct proto_loc *loc)
-{
-	put_loc(b, loc);
-}
-
-/* proto_get_loc -- decode a location that is the whole body. */
-int
-proto_get_loc(struct preader *r, struct proto_loc *loc)
-{
-	memset(loc, 0, sizeof(*loc));
-	if (!get_loc(r, loc)) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	return body_end(r, "loc");
-}
-
-/* ---- key batches ---- */
-
-/* proto_put_keys -- append flags, n and the keys. Writes any key it can
- * represent (so tests can build bad frames); n > UINT32_MAX or a length
- * > UINT16_MAX cannot be encoded and sets b->err to CXLP_E_BATCH or
- * CXLP_E_KEYLEN. */
-void
-proto_put_keys(struct pbuf *b, uint32_t flags, size_t n,
-    const void *const keys[], const size_t key_lens[])
-{
-	if (n > UINT32_MAX && b->err == 0) {
-		b->err = CXLP_E_BATCH;
-	}
-	pbuf_put_u32(b, flags);
-	pbuf_put_u32(b, (uint32_t)n);
-	for (size_t i = 0; i < n && b->err == 0; i++) {
-		if (key_lens[i] > UINT16_MAX) {
-			b->err = CXLP_E_KEYLEN;
-			return;
-		}
-		pbuf_put_u16(b, (uint16_t)key_lens[i]);
-		pbuf_put_bytes(b, keys[i], key_lens[i]);
-	}
-}
-
-/* proto_get_keys -- decode a key batch. Returns 0 with *keys a malloc'd
- * array of *n keys pointing into the frame (caller frees the array), or
- * CXLP_E_PROTO, CXLP_E_BATCH, CXLP_E_KEYLEN, -ENOMEM with *keys NULL. */
-int
-proto_get_keys(struct preader *r, uint32_t *flags, struct proto_key **keys,
-    uint32_t *n)
-{
-	struct proto_key *k;
-	uint32_t count = 0;
-	int rc;
-
-	*keys = NULL;
-	*n = 0;
-	*flags = 0;
-	if (!get_u32(r, flags, "keys.flags") ||
-	    !get_u32(r, &count, "keys.n")) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	rc = check_flags(r, *flags, PROTO_F_PIN, "keys.flags");
-	if (rc == 0) {
-		rc = check_batch(r, count, KEY_ENTRY_MIN, "keys.n");
-	}
-	if (rc != 0) {
-		return rc;
-	}
-	k = calloc(count, sizeof(*k));
-	if (k == NULL) {
-		return reject(r, cxlp_fail(-ENOMEM, "keys: no memory for %u "
-		    "keys", count));
-	}
-	for (uint32_t i = 0; i < count && rc == 0; i++) {
-		rc = get_key(r, &k[i], i);
-	}
-	if (rc == 0) {
-		rc = body_end(r, "keys");
-	}
-	if (rc != 0) {
-		free(k);
-		return rc;
-	}
-	*keys = k;
-	*n = count;
-	return 0;
-}
-
-/* ---- REGISTER ---- */
-
-/* proto_put_regs -- append a REGISTER body (same encoding limits as
- * proto_put_keys). */
-void
-proto_put_regs(struct pbuf *b, uint32_t flags, size_t n,
-    const struct proto_reg *regs)
-{
-	if (n > UINT32_MAX && b->err == 0) {
-		b->err = CXLP_E_BATCH;
-	}
-	pbuf_put_u32(b, flags);
-	pbuf_put_u32(b, (uint32_t)n);
-	for (size_t i = 0; i < n && b->err == 0; i++) {
-		pbuf_put_u16(b, regs[i].key.len);
-		pbuf_put_bytes(b, regs[i].key.data, regs[i].key.len);
-		pbuf_put_u32(b, regs[i].region);
-		pbuf_put_u64(b, regs[i].off);
-		pbuf_put_u64(b, regs[i].len);
-	}
-}
-
-static int
-get_reg(struct preader *r, struct proto_reg *g, uint32_t i)
-{
-	int rc = get_key(r, &g->key, i);
-
-	if (rc != 0) {
-		return rc;
-	}
-	if (!get_u32(r, &g->region, "register.region") ||
-	    !get_u64(r, &g->off, "register.off") ||
-	    !get_u64(r, &g->len, "register.len")) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	return 0;
-}
-
-/* proto_get_regs -- decode a REGISTER body. Returns 0 with *regs a
- * malloc'd array of *n entries whose keys point into the frame (caller
- * frees the array), or an error as proto_get_keys with *regs NULL. */
-int
-proto_get_regs(struct preader *r, uint32_t *flags, struct proto_reg **regs,
-    uint32_t *n)
-{
-	struct proto_reg *g;
-	uint32_t count = 0;
-	int rc;
-
-	*regs = NULL;
-	*n = 0;
-	*flags = 0;
-	if (!get_u32(r, flags, "register.flags") ||
-	    !get_u32(r, &count, "register.n")) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	rc = check_flags(r, *flags, PROTO_F_PIN, "register.flags");
-	if (rc == 0) {
-		rc = check_batch(r, count, REG_ENTRY_MIN, "register.n");
-	}
-	if (rc != 0) {
-		return rc;
-	}
-	g = calloc(count, sizeof(*g));
-	if (g == NULL) {
-		return reject(r, cxlp_fail(-ENOMEM, "register: no memory for "
-		    "%u entries", count));
-	}
-	for (uint32_t i = 0; i < count && rc == 0; i++) {
-		rc = get_reg(r, &g[i], i);
-	}
-	if (rc == 0) {
-		rc = body_end(r, "register");
-	}
-	if (rc != 0) {
-		free(g);
-		return rc;
-	}
-	*regs = g;
-	*n = count;
-	return 0;
-}
-
-/* ---- results ---- */
-
-/* proto_put_results -- append n results. An entry whose status is not 0
- * is written with a zero loc, as the protocol requires. */
-void
-proto_put_results(struct pbuf *b, size_t n, const struct proto_result *res)
-{
-	static const struct proto_loc zero;
-
-	if (n > UINT32_MAX && b->err == 0) {
-		b->err = CXLP_E_BATCH;
-	}
-	pbuf_put_u32(b, (uint32_t)n);
-	for (size_t i = 0; i < n && b->err == 0; i++) {
-		pbuf_put_u32(b, (uint32_t)res[i].status);
-		pbuf_put_u32(b, res[i].flags);
-		put_loc(b, res[i].status == 0 ? &res[i].loc : &zero);
-	}
-}
-
-static int
-get_result(struct preader *r, struct proto_result *res, uint32_t i)
-{
-	static const struct proto_loc zero;
-	uint32_t status;
-
-	if (!get_u32(r, &status, "result.status") ||
-	    !get_u32(r, &res->flags, "result.flags") ||
-	    !get_loc(r, &res->loc)) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	res->status = (int32_t)status;
-	if (res->status > 0) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
-		    "result %u: status %d is positive", i, res->status));
-	}
-	if (check_flags(r, res->flags, PROTO_R_NEW, "result.flags") != 0) {
-		return r->err;
-	}
-	if (res->status != 0 && memcmp(&res->loc, &zero, sizeof(zero)) != 0) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
-		    "result %u: status %d with a non-zero loc", i,
-		    res->status));
-	}
-	return 0;
-}
-
-/* proto_get_results -- decode a result list into res[0..max). Returns 0
- * and *n, or CXLP_E_PROTO (n > max, truncated, bad entry) with *n = 0. */
-int
-proto_get_results(struct preader *r, struct proto_result *res, uint32_t max,
-    uint32_t *n)
-{
-	uint32_t count = 0;
-	int rc = 0;
-
-	*n = 0;
-	if (!get_u32(r, &count, "results.n")) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	if (count > max) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
-		    "results.n: %u, at most %u expected", count, max));
-	}
-	if (count > r->left / PROTO_RESULT_LEN) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
-		    "results.n: %u results cannot fit in %zu bytes", count,
-		    r->left));
-	}
-	for (uint32_t i = 0; i < count && rc == 0; i++) {
-		rc = get_result(r, &res[i], i);
-	}
-	if (rc == 0) {
-		rc = body_end(r, "results");
-	}
-	if (rc == 0) {
-		*n = count;
-	}
-	return rc;
-}
-
-/* ---- STATS ---- */
-
-/* proto_put_stats -- append n statistics (n <= PROTO_STATS_MAX expected;
- * larger n is written as given, for tests of the bound). */
-void
-proto_put_stats(struct pbuf *b, size_t n, const uint64_t *values)
-{
-	if (n > UINT32_MAX && b->err == 0) {
-		b->err = CXLP_E_PROTO;
-	}
-	pbuf_put_u32(b, (uint32_t)n);
-	for (size_t i = 0; i < n && b->err == 0; i++) {
-		pbuf_put_u64(b, values[i]);
-	}
-}
-
-/* proto_get_stats -- decode a STATS reply body. Stores the first max
- * values and skips the rest; *n is the number stored (min(sent, max)).
- * Returns 0 or CXLP_E_PROTO (more than PROTO_STATS_MAX, truncated). */
-int
-proto_get_stats(struct preader *r, uint64_t *values, uint32_t max,
-    uint32_t *n)
-{
-	uint32_t count = 0;
-	uint64_t v = 0;
-
-	*n = 0;
-	if (!get_u32(r, &count, "stats.n")) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	if (count > PROTO_STATS_MAX) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
-		    "stats.n: %u exceeds %d", count, PROTO_STATS_MAX));
-	}
-	if (count > r->left / STAT_LEN) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
-		    "stats.n: %u values cannot fit in %zu bytes", count,
-		    r->left));
-	}
-	for (uint32_t i = 0; i < count; i++) {
-		preader_u64(r, &v);
-		if (i < max) {
-			values[i] = v;
-		}
-	}
-	if (body_end(r, "stats") != 0) {
-		return r->err;
-	}
-	*n = count < max ? count : max;
-	return 0;
-}
-
-/* ---- SESSIONS ---- */
-
-/* proto_put_sessions -- append n session entries (n <= PROTO_SESSIONS_MAX
- * expected; larger n is written as given, for tests of the bound). */
-void
-proto_put_sessions(struct pbuf *b, size_t n,
-    const struct proto_session_info *v)
-{
-	if (n > UINT32_MAX && b->err == 0) {
-		b->err = CXLP_E_PROTO;
-	}
-	pbuf_put_u32(b, (uint32_t)n);
-	for (size_t i = 0; i < n && b->err == 0; i++) {
-		pbuf_put_u64(b, v[i].id);
-		pbuf_put_u32(b, v[i].pid);
-		pbuf_put_u32(b, v[i].flags);
-		pbuf_put_u64(b, v[i].start_time);
-		pbuf_put_u64(b, v[i].instance);
-		pbuf_put_u32(b, v[i].regions);
-		pbuf_put_u32(b, v[i].pins);
-		pbuf_put_u16(b, v[i].host_len);
-		pbuf_put_bytes(b, v[i].host, v[i].host_len);
-	}
-}
-
-static int
-get_session(struct preader *r, struct proto_session_info *s)
-{
-	if (!get_u64(r, &s->id, "session.id") ||
-	    !get_u32(r, &s->pid, "session.pid") ||
-	    !get_u32(r, &s->flags, "session.flags") ||
-	    !get_u64(r, &s->start_time, "session.start_time") ||
-	    !get_u64(r, &s->instance, "session.instance") ||
-	    !get_u32(r, &s->regions, "session.regions") ||
-	    !get_u32(r, &s->pins, "session.pins")) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	if (check_flags(r, s->flags, PROTO_SESS_ATTACHED |
-	    PROTO_SESS_DETACHED, "session.flags") != 0) {
-		return r->err;
-	}
-	return get_string(r, &s->host, &s->host_len, PROTO_HOST_MAX,
-	    "session.host");
-}
-
-/* proto_get_sessions -- decode a SESSIONS reply body. Returns 0 with *v a
- * malloc'd array of *n entries (NULL when none; caller frees) whose hosts
- * point into the frame, or CXLP_E_PROTO / -ENOMEM with *v NULL, *n 0. */
-int
-proto_get_sessions(struct preader *r, struct proto_session_info **v,
-    uint32_t *n)
-{
-	struct proto_session_info *s = NULL;
-	uint32_t count = 0;
-	int rc = 0;
-
-	*v = NULL;
-	*n = 0;
-	if (!get_u32(r, &count, "sessions.n")) {
-		return reject(r, CXLP_E_PROTO);
-	}
-	if (count > PROTO_SESSIONS_MAX) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
-		    "sessions.n: %u exceeds %d", count, PROTO_SESSIONS_MAX));
-	}
-	if (count > r->left / SESSION_ENTRY_MIN) {
-		return reject(r, cxlp_fail(CXLP_E_PROTO,
-		    "sessions.n: %u sessions cannot fit in %zu bytes", count,
-		    r->left));
-	}
-	if (count > 0 && (s = calloc(count, sizeof(*s))) == NULL) {
-		return reject(r, cxlp_fail(-ENOMEM, "sessions: no memory for "
-		    "%u entries", count));
-	}
-	for (uint32_t i = 0; i < count && rc == 0; i++) {
-		rc = get_session(r, &s[i]);
-	}
-	if (rc == 0) {
-		rc = body_end(r, "sessions");
-	}
-	if (rc != 0) {
-		free(s);
-		return rc;
-	}
-	*v = s;
-	*n = count;
-	return 0;
+	return rc != 0 ? pr_reject(body, rc) : 0;
 }
 
 /* proto_op_name -- a static name for op, "UNKNOWN" if there is none. */

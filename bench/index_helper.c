@@ -95,8 +95,9 @@ open_pool(struct pool **p, const char *path, uint64_t maxkeys,
 		slots <<= 1;
 	}
 	pp.index_slots = slots;
-	/* metadata: slots * (32 index + 64 heap) + tables; then the data */
-	pp.size = round_up(slots * 96 + (8u << 20) + region + (4u << 20),
+	/* metadata: slots * (32 index + 64 heap + 4 pin table) + tables;
+	 * then the data */
+	pp.size = round_up(slots * 100 + (8u << 20) + region + (4u << 20),
 	    2u << 20);
 	unlink(path);
 	rc = pool_open(p, path, POOL_CREATE | POOL_REFORMAT, &pp);

@@ -376,6 +376,11 @@ ms_serve(const struct ms_config *cfg)
 	if (rc != 0) {
 		fprintf(stderr, "cxlpool-metaserver: cannot open pool %s: "
 		    "%s\n", cfg->pool_path, cxlp_errormsg());
+		if (rc == CXLP_E_VERSION) {
+			fprintf(stderr, "cxlpool-metaserver: the pool was "
+			    "formatted by another layout version; --reformat "
+			    "replaces it (its keys are lost)\n");
+		}
 		explicit_bzero(secret, sizeof(secret));
 		return 1;
 	}

@@ -18,7 +18,11 @@ for _ in $(seq 100); do
 	grep -q "ready" /tmp/cxlpool-demo.log 2>/dev/null && break
 	sleep 0.1
 done
-grep "ready" /tmp/cxlpool-demo.log
+if ! grep "ready" /tmp/cxlpool-demo.log; then
+	cat /tmp/cxlpool-demo.log >&2
+	echo "demo.sh: the metaserver did not start (above)" >&2
+	exit 1
+fi
 
 # Writers 1 and 2 both store keys 100..299; each then reads all 400 keys.
 build/examples/cxlpool-kvdemo --writer 1 --store 0:300 --wait-keys 400 \

@@ -1,0 +1,275 @@
+/*
+ * test_liveness.c -- metaserver/liveness.c: sessions end when their pipe
+ * goes and their process is dead, after a grace period otherwise, and
+ * across restarts; plus concurrent sessions. Driven through ms_dispatch
+ * and hand-called pipe events (dispatch_fixture.h), no sockets.
+ */
+#include "dispatch_fixture.h"
+
+TestSuite(liveness, .init = setup, .fini = teardown);
+
+/* ---- session death ------------------------------------------------------ */
+
+static pid_t
+dead_pid(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		_exit(0);
+	}
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
+Test(liveness, a_session_whose_process_died_ends_when_its_pipe_goes)
+{
+	struct cl a, b;
+	struct proto_result res;
+	uint64_t free0;
+
+	hello(&b, 2);
+	free0 = stat_of(&b, PROTO_STAT_FREE_BYTES);
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&ms, 1, (uint64_t)dead_pid());
+	ms_pipe_removed(&ms, 1, ms_now_ms());
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
+	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0);
+}
+
+Test(liveness, a_reused_pid_with_another_start_time_counts_as_dead)
+{
+	struct cl a, b;
+
+	hello(&b, 2);
+	memset(&a, 0, sizeof(a));
+	cr_assert_eq(hello_flags(&a, 1, 0, (uint32_t)getpid(), 1), 0);
+	ms_pipe_added(&ms, 1, (uint64_t)getpid());
+	ms_pipe_removed(&ms, 1, ms_now_ms());
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
+}
+
+Test(liveness, a_live_process_is_detached_and_ends_after_the_grace_period)
+{
+	struct cl a, b;
+	struct proto_result res;
+	uint64_t t0 = ms_now_ms();
+
+	hello(&b, 2);
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&ms, 1, (uint64_t)getpid());
+	ms_pipe_removed(&ms, 1, t0);
+	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS - 1), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 1);
+	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
+	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS), 1);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 0);
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
+}
+
+Test(liveness, a_detached_session_that_speaks_again_is_not_reaped)
+{
+	struct cl a;
+	uint64_t t0 = ms_now_ms();
+
+	hello(&a, 1);
+	ms_pipe_added(&ms, 1, 0);
+	ms_pipe_removed(&ms, 1, t0);
+	a.pipe = 5; /* nng redialed */
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(ms_reap(&ms, t0 + 100 * GRACE_MS), 0);
+	/* the old pipe's late removal does not touch the new binding */
+	ms_pipe_removed(&ms, 1, t0);
+	cr_assert_eq(ms_reap(&ms, t0 + 100 * GRACE_MS), 0);
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+}
+
+Test(liveness, sessions_survive_a_restart_and_reattach_with_their_regions)
+{
+	struct cl a;
+	struct proto_result res;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
+	ms_fini(&ms);
+	ms_open();
+	cr_assert_eq(hello_flags(&a, 3, PROTO_HELLO_REATTACH,
+	    (uint32_t)getpid(), 0), 0);
+	cr_assert_eq(reg_page(&a, 0, "k2", 1, &res), 0);
+	cr_assert_eq(res.flags, PROTO_R_NEW);
+	cr_assert_eq(key1(&a, PROTO_OP_EXISTS, 0, "k"), 0);
+}
+
+Test(liveness, sessions_that_do_not_come_back_after_a_restart_are_reaped)
+{
+	struct cl a, b;
+	struct proto_result res;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
+	ms_fini(&ms);
+	ms_open();
+	cr_assert_eq(ms_reap(&ms, ms_now_ms() + GRACE_MS + 1), 1);
+	hello(&b, 2);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
+	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 0);
+}
+
+/* ---- concurrency -------------------------------------------------------- */
+
+struct worker_arg {
+	struct cl c;
+	int errors;
+};
+
+/* One thread: register (pinned), look up a shared key, unpin, delete,
+ * over its own pages. Counts unexpected answers instead of asserting
+ * (Criterion asserts belong to the main thread). */
+static void *
+worker_main(void *p)
+{
+	struct worker_arg *w = p;
+	struct proto_result res[2];
+	uint32_t m;
+
+	for (int i = 0; i < 300; i++) {
+		char key[32];
+		const char *keys[2] = { key, "shared" };
+		struct proto_reg g = { { (const uint8_t *)key, 0 },
+			w->c.region.region, page_off(&w->c, (unsigned)i % 8),
+			10 };
+		struct pbuf b;
+
+		snprintf(key, sizeof(key), "s%llu-%d",
+		    (unsigned long long)w->c.session, i);
+		g.key.len = (uint16_t)strlen(key);
+		pbuf_init(&b);
+		proto_put_regs(&b, PROTO_F_PIN, 1, &g);
+		w->errors += call(&w->c, PROTO_OP_REGISTER, &b, res, &m) != 0 ||
+		    res[0].flags != PROTO_R_NEW;
+		pbuf_fini(&b);
+		w->errors += keyop(&w->c, PROTO_OP_LOOKUP, 0, 2, keys, res,
+		    &m) != 0 || res[0].status != 0 || res[1].status != 0;
+		w->errors += keyop(&w->c, PROTO_OP_UNPIN, 0, 1, keys, res,
+		    &m) != 0 || res[0].status != 0;
+		w->errors += keyop(&w->c, PROTO_OP_DELETE, 0, 1, keys, res,
+		    &m) != 0 || res[0].status != 0;
+	}
+	return NULL;
+}
+
+Test(liveness, concurrent_sessions_keep_pins_and_the_pool_consistent)
+{
+	struct worker_arg w[4];
+	pthread_t t[4];
+	struct cl owner;
+	struct proto_result res;
+
+	client(&owner, 100);
+	cr_assert_eq(reg_page(&owner, 0, "shared", 0, &res), 0);
+	for (int i = 0; i < 4; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		client(&w[i].c, (uint64_t)i + 1);
+	}
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(pthread_create(&t[i], NULL, worker_main, &w[i]),
+		    0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		cr_assert_eq(w[i].errors, 0, "worker %d: %d errors", i,
+		    w[i].errors);
+	}
+	cr_assert_eq(stat_of(&owner, PROTO_STAT_PINS), 0);
+	cr_assert_eq(stat_of(&owner, PROTO_STAT_KEYS), 1);
+	cr_assert_eq(pool_check(ms.pool, NULL, NULL), 0);
+	cr_assert_eq(pins_check(&ms.pins, NULL, 0), 0);
+}
+
+struct replay_arg {
+	struct cl c;
+	int status;
+};
+
+static void *
+replay_main(void *p)
+{
+	static const char *const key = "k";
+	struct replay_arg *r = p;
+	struct proto_result res[1];
+	struct pbuf body, rep;
+	uint32_t m = 0;
+
+	pbuf_init(&body);
+	pbuf_init(&rep);
+	put_keys(&body, 0, 1, &key);
+	r->status = call_id(&r->c, PROTO_OP_UNPIN, 4242, &body, &rep, res,
+	    &m);
+	if (r->status == 0) {
+		r->status = res[0].status;
+	}
+	pbuf_fini(&body);
+	pbuf_fini(&rep);
+	return NULL;
+}
+
+Test(liveness, the_same_req_id_sent_twice_at_once_is_applied_once)
+{
+	struct replay_arg r[4];
+	pthread_t t[4];
+	struct cl a;
+	struct proto_result res;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(key1(&a, PROTO_OP_PIN, 0, "k"), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		r[i].c = a;
+		r[i].c.pipe = (uint64_t)i + 1;
+		cr_assert_eq(pthread_create(&t[i], NULL, replay_main, &r[i]),
+		    0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		cr_assert_eq(r[i].status, 0);
+	}
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 3);
+}
+
+Test(liveness, a_peer_that_dies_after_its_pipe_went_is_reaped_before_grace)
+{
+	struct cl a, b;
+	struct proto_result res;
+	uint64_t t0 = ms_now_ms();
+	pid_t child = fork();
+
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	cr_assert_gt(child, 0);
+	hello(&b, 2);
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&ms, 1, (uint64_t)child);
+	ms_pipe_removed(&ms, 1, t0);
+	cr_assert_eq(ms_reap(&ms, t0), 0); /* still alive: detached */
+	kill(child, SIGKILL);
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	cr_assert_eq(ms_reap(&ms, t0), 1);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 0);
+}

@@ -2,14 +2,23 @@
  * client.c -- the handler's request/reply client, and the only handler file
  * that includes nng.
  *
- * One nng REQ socket per handler. nng's own resend timer is turned off
- * (NNG_OPT_REQ_RESENDTIME infinite): retries are ours, so that a retry
- * carries the SAME request id and the server's reply cache answers it
+ * One nng REQ socket per handler at a time. nng's own resend timer is
+ * turned off (NNG_OPT_REQ_RESENDTIME infinite): retries are ours, so that a
+ * retry carries the SAME request id and the server's reply cache answers it
  * without applying it twice (DESIGN contract 4). Each call borrows an nng
  * context from a small free list, so any number of threads can have a
  * request in flight at once on the one socket. Every reply is validated
  * here (header decodes, op and request id match, status is an error code)
  * so the callers only decode bodies.
+ *
+ * A connection can hang without closing (and nng 1.5's ipc dialer
+ * sometimes never redials a restarted server), so once requests have timed
+ * out REDIAL_AFTER times in a row on one socket (whichever calls sent
+ * them), the next attempt replaces the socket with a freshly dialed one
+ * and sends there. The server binds a session
+ * to whatever pipe it last spoke on, so nothing else changes. Sockets are
+ * reference counted: calls still waiting on the old one finish their
+ * attempt, then move over; the last to leave closes it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,19 +32,31 @@
 #include "handler_int.h"
 #include "log.h"
 
+#define REDIAL_AFTER 2 /* timeouts in a row on one socket */
+
 struct cctx {
 	nng_ctx ctx;
 	nng_aio *aio;
 	struct cctx *next;
 };
 
-struct client {
+/* One dialed socket and its idle contexts; refs and idle are guarded by
+ * the client's lock. */
+struct csock {
 	nng_socket sock;
-	pthread_mutex_t lock; /* guards idle */
-	struct cctx *idle;    /* contexts not in use */
+	struct cctx *idle; /* contexts not in use */
+	unsigned refs;     /* the client's (while current) + calls' */
+	unsigned stalls;   /* atomic: timeouts in a row, any call */
+};
+
+struct client {
+	pthread_mutex_t lock; /* guards cur and every csock's idle and refs */
+	struct csock *cur;    /* where new calls go */
+	char *url;
 	uint64_t next_id;     /* atomic */
 	uint64_t session;     /* atomic */
 	uint64_t token;       /* atomic */
+	uint64_t redials;     /* atomic: sockets replaced */
 	unsigned timeout_ms;
 	unsigned retries;
 };
@@ -59,38 +80,106 @@ nng_to_cxlp(int rv)
 }
 
 static int
-sock_setup(struct client *cl, const char *url)
+sock_options(nng_socket sock)
 {
 	int rv;
 
-	rv = nng_req0_open(&cl->sock);
-	if (rv != 0) {
-		return cxlp_fail(nng_to_cxlp(rv), "client: req socket: %s",
-		    nng_strerror(rv));
-	}
-	if ((rv = nng_socket_set_ms(cl->sock, NNG_OPT_REQ_RESENDTIME,
+	if ((rv = nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME,
 		 NNG_DURATION_INFINITE)) != 0 ||
-	    (rv = nng_socket_set_size(cl->sock, NNG_OPT_RECVMAXSZ,
+	    (rv = nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ,
 		 PROTO_FRAME_MAX)) != 0 ||
-	    (rv = nng_socket_set_ms(cl->sock, NNG_OPT_RECONNMINT, 20)) != 0 ||
-	    (rv = nng_socket_set_ms(cl->sock, NNG_OPT_RECONNMAXT, 500)) != 0) {
-		nng_close(cl->sock);
+	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECONNMINT, 20)) != 0 ||
+	    (rv = nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 500)) != 0) {
 		return cxlp_fail(nng_to_cxlp(rv), "client: socket option: %s",
 		    nng_strerror(rv));
-	}
-	rv = nng_dial(cl->sock, url, NULL, 0);
-	if (rv != 0) {
-		nng_close(cl->sock);
-		return cxlp_fail(rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ?
-			-EINVAL : CXLP_E_CONN,
-		    "client: cannot reach %s: %s", url, nng_strerror(rv));
 	}
 	return 0;
 }
 
+/* Open and dial a socket to url. flags 0: the server must be there now
+ * (else CXLP_E_CONN); NNG_FLAG_NONBLOCK: nng keeps dialing in the
+ * background. Returns 0 and *out with one reference, or an error. */
+static int
+csock_open(struct csock **out, const char *url, int flags)
+{
+	struct csock *cs;
+	int rv, rc;
+
+	*out = NULL;
+	if ((cs = calloc(1, sizeof(*cs))) == NULL) {
+		return cxlp_fail(-ENOMEM, "client: out of memory");
+	}
+	if ((rv = nng_req0_open(&cs->sock)) != 0) {
+		free(cs);
+		return cxlp_fail(nng_to_cxlp(rv), "client: req socket: %s",
+		    nng_strerror(rv));
+	}
+	if ((rc = sock_options(cs->sock)) != 0) {
+		goto err_close;
+	}
+	if ((rv = nng_dial(cs->sock, url, NULL, flags)) != 0) {
+		rc = cxlp_fail(rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ?
+			-EINVAL : CXLP_E_CONN,
+		    "client: cannot reach %s: %s", url, nng_strerror(rv));
+		goto err_close;
+	}
+	cs->refs = 1;
+	*out = cs;
+	return 0;
+
+err_close:
+	nng_close(cs->sock);
+	free(cs);
+	return rc;
+}
+
+/* Close cs (aborting what is in flight on it) and free it. */
+static void
+csock_free(struct csock *cs)
+{
+	nng_close(cs->sock);
+	while (cs->idle != NULL) {
+		struct cctx *c = cs->idle;
+
+		cs->idle = c->next;
+		nng_aio_free(c->aio);
+		nng_ctx_close(c->ctx);
+		free(c);
+	}
+	free(cs);
+}
+
+/* The current socket, with a reference for the caller. */
+static struct csock *
+csock_get(struct client *cl)
+{
+	struct csock *cs;
+
+	pthread_mutex_lock(&cl->lock);
+	cs = cl->cur;
+	cs->refs++;
+	pthread_mutex_unlock(&cl->lock);
+	return cs;
+}
+
+/* Drop a reference; the last one closes the socket. */
+static void
+csock_put(struct client *cl, struct csock *cs)
+{
+	bool last;
+
+	pthread_mutex_lock(&cl->lock);
+	last = --cs->refs == 0;
+	pthread_mutex_unlock(&cl->lock);
+	if (last) {
+		csock_free(cs);
+	}
+}
+
 /* client_open -- dial url (synchronously: an absent server is CXLP_E_CONN;
- * afterwards nng redials by itself). Returns 0 and *out (caller owns;
- * client_close) or a negative error with *out == NULL. */
+ * afterwards nng redials by itself, and calls dial afresh when a
+ * connection hangs). Returns 0 and *out (caller owns; client_close) or a
+ * negative error with *out == NULL. */
 int
 client_open(struct client **out, const char *url, unsigned timeout_ms,
     unsigned retries)
@@ -100,11 +189,13 @@ client_open(struct client **out, const char *url, unsigned timeout_ms,
 
 	*out = NULL;
 	cl = calloc(1, sizeof(*cl));
-	if (cl == NULL) {
+	if (cl == NULL || (cl->url = strdup(url)) == NULL) {
+		free(cl);
 		return cxlp_fail(-ENOMEM, "client: out of memory");
 	}
-	rc = sock_setup(cl, url);
+	rc = csock_open(&cl->cur, url, 0);
 	if (rc != 0) {
+		free(cl->url);
 		free(cl);
 		return rc;
 	}
@@ -117,7 +208,8 @@ client_open(struct client **out, const char *url, unsigned timeout_ms,
 }
 
 /* client_close -- close the socket (aborting calls in flight) and free.
- * NULL-safe; sets *clp = NULL. */
+ * No call may be in flight or start on cl any more. NULL-safe; sets
+ * *clp = NULL. */
 void
 client_close(struct client **clp)
 {
@@ -127,18 +219,18 @@ client_close(struct client **clp)
 		return;
 	}
 	cl = *clp;
-	nng_close(cl->sock);
-	while (cl->idle != NULL) {
-		struct cctx *c = cl->idle;
-
-		cl->idle = c->next;
-		nng_aio_free(c->aio);
-		nng_ctx_close(c->ctx);
-		free(c);
-	}
+	csock_put(cl, cl->cur);
 	pthread_mutex_destroy(&cl->lock);
+	free(cl->url);
 	free(cl);
 	*clp = NULL;
+}
+
+/* client_redials -- how many times a hanging socket was replaced. */
+uint64_t
+client_redials(const struct client *cl)
+{
+	return __atomic_load_n(&cl->redials, __ATOMIC_RELAXED);
 }
 
 /* client_set_session -- the session and token later requests carry. */
@@ -159,15 +251,15 @@ client_get_session(const struct client *cl, uint64_t *session,
 }
 
 static int
-ctx_get(struct client *cl, struct cctx **out)
+ctx_get(struct client *cl, struct csock *cs, struct cctx **out)
 {
 	struct cctx *c;
 	int rv;
 
 	pthread_mutex_lock(&cl->lock);
-	c = cl->idle;
+	c = cs->idle;
 	if (c != NULL) {
-		cl->idle = c->next;
+		cs->idle = c->next;
 	}
 	pthread_mutex_unlock(&cl->lock);
 	if (c != NULL) {
@@ -178,7 +270,7 @@ ctx_get(struct client *cl, struct cctx **out)
 	if (c == NULL) {
 		return cxlp_fail(-ENOMEM, "client: out of memory");
 	}
-	if ((rv = nng_ctx_open(&c->ctx, cl->sock)) != 0) {
+	if ((rv = nng_ctx_open(&c->ctx, cs->sock)) != 0) {
 		free(c);
 		return cxlp_fail(nng_to_cxlp(rv), "client: context: %s",
 		    nng_strerror(rv));
@@ -194,11 +286,11 @@ ctx_get(struct client *cl, struct cctx **out)
 }
 
 static void
-ctx_put(struct client *cl, struct cctx *c)
+ctx_put(struct client *cl, struct csock *cs, struct cctx *c)
 {
 	pthread_mutex_lock(&cl->lock);
-	c->next = cl->idle;
-	cl->idle = c;
+	c->next = cs->idle;
+	cs->idle = c;
 	pthread_mutex_unlock(&cl->lock);
 }
 
@@ -308,31 +400,122 @@ retryable(int rc)
 	return rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN;
 }
 
+/* Replace cs, on which requests keep timing out, by a freshly dialed
+ * socket, unless another call did so already. A dial that cannot even
+ * start keeps the old socket (the next timeout tries again). */
+static void
+redial(struct client *cl, struct csock *cs)
+{
+	struct csock *fresh, *old = NULL;
+
+	if (csock_open(&fresh, cl->url, NNG_FLAG_NONBLOCK) != 0) {
+		log_info("client: cannot redial %s: %s", cl->url,
+		    cxlp_errormsg());
+		return;
+	}
+	pthread_mutex_lock(&cl->lock);
+	if (cl->cur == cs) {
+		old = cs;
+		cl->cur = fresh;
+		fresh = NULL;
+	}
+	pthread_mutex_unlock(&cl->lock);
+	if (fresh != NULL) {
+		csock_free(fresh);
+		return;
+	}
+	__atomic_fetch_add(&cl->redials, 1, __ATOMIC_RELAXED);
+	log_info("client: no reply on this connection %u times in a row, "
+	    "dialed %s afresh", REDIAL_AFTER, cl->url);
+	csock_put(cl, old);
+}
+
+/* Note the outcome of an attempt on cs: a timeout adds to its run of
+ * stalls, anything else ends the run. */
+static void
+csock_note(struct csock *cs, int rc)
+{
+	if (rc == CXLP_E_TIMEOUT) {
+		__atomic_fetch_add(&cs->stalls, 1, __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n(&cs->stalls, 0, __ATOMIC_RELAXED);
+	}
+}
+
+static bool
+csock_stalled(struct csock *cs)
+{
+	return __atomic_load_n(&cs->stalls, __ATOMIC_RELAXED) >=
+	    REDIAL_AFTER;
+}
+
+/* Take the current socket and a context on it, replacing the socket first
+ * if it is stalled. Returns 0 with both (give back with ctx_put and
+ * csock_put), or an error with neither. */
+static int
+sock_enter(struct client *cl, struct csock **csp, struct cctx **cp)
+{
+	struct csock *cs = csock_get(cl);
+	int rc;
+
+	if (csock_stalled(cs)) {
+		redial(cl, cs);
+		csock_put(cl, cs);
+		cs = csock_get(cl);
+	}
+	if ((rc = ctx_get(cl, cs, cp)) != 0) {
+		csock_put(cl, cs);
+		return rc;
+	}
+	*csp = cs;
+	return 0;
+}
+
+/* One request, resent with the same id after each timeout, on whichever
+ * socket is current; a stalled socket is replaced before the attempt.
+ * Returns attempt()'s result. */
+static int
+exchange(struct client *cl, uint16_t op, uint64_t id, nng_msg *req,
+    nng_msg **msg, unsigned retries)
+{
+	struct csock *cs = NULL;
+	struct cctx *c = NULL;
+	int rc = CXLP_E_TIMEOUT;
+
+	for (unsigned i = 0; i <= retries && retryable(rc); i++) {
+		if (i > 0) {
+			log_info("%s #%llu: %s, retry %u", proto_op_name(op),
+			    (unsigned long long)id, cxlp_errormsg(), i);
+		}
+		if (cs != NULL && csock_stalled(cs)) {
+			ctx_put(cl, cs, c);
+			csock_put(cl, cs);
+			cs = NULL;
+		}
+		if (cs == NULL && (rc = sock_enter(cl, &cs, &c)) != 0) {
+			return rc;
+		}
+		rc = attempt(cl, c, req, msg);
+		csock_note(cs, rc);
+	}
+	ctx_put(cl, cs, c);
+	csock_put(cl, cs);
+	return rc;
+}
+
 static int
 call(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep, unsigned retries)
 {
 	uint64_t id = __atomic_fetch_add(&cl->next_id, 1, __ATOMIC_RELAXED);
 	nng_msg *req = NULL, *msg = NULL;
-	struct cctx *c = NULL;
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
 	if ((rc = frame_build(cl, op, id, body, &req)) != 0) {
 		return rc;
 	}
-	if ((rc = ctx_get(cl, &c)) != 0) {
-		goto out_req;
-	}
-	rc = CXLP_E_TIMEOUT;
-	for (unsigned i = 0; i <= retries && retryable(rc); i++) {
-		if (i > 0) {
-			log_info("%s #%llu: %s, retry %u", proto_op_name(op),
-			    (unsigned long long)id, cxlp_errormsg(), i);
-		}
-		rc = attempt(cl, c, req, &msg);
-	}
-	ctx_put(cl, c);
+	rc = exchange(cl, op, id, req, &msg, retries);
 	if (rc == CXLP_E_TIMEOUT) {
 		rc = cxlp_fail(CXLP_E_TIMEOUT, "%s: no reply after %u tries of "
 		    "%u ms", proto_op_name(op), retries + 1, cl->timeout_ms);

@@ -335,6 +335,7 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 	    st->pages_registered + st->pages_unresolved;
 	pthread_mutex_unlock(&h->page_lock);
 	st->foreign_maps = regions_foreign_count(h);
+	st->redials = client_redials(h->cl);
 }
 
 /* cxlp_stats -- pool stats from the server plus this handler's own. */

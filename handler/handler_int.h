@@ -75,6 +75,7 @@ void client_get_session(const struct client *cl, uint64_t *session,
     uint64_t *token);
 int client_call(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep);
+uint64_t client_redials(const struct client *cl);
 int client_call_once(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep);
 void client_reply_fini(struct creply *rep);

@@ -289,7 +289,9 @@ struct cxlp_stats {
 	uint64_t pages_registered; /* holding a key */
 	uint64_t pages_unresolved; /* kept after a lost reply */
 	uint64_t foreign_maps;     /* read-only region mappings cached */
-	uint64_t reserved[15];
+	uint64_t redials;          /* connections replaced after repeated
+				      timeouts on them */
+	uint64_t reserved[14];
 };
 
 /* cxlp_stats -- fill *st (one round trip). */

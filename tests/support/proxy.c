@@ -47,6 +47,9 @@ struct proxy {
 	atomic_bool stopping;
 	atomic_uint_fast64_t requests[PROTO_OP_MAX + 1]; /* [0]: unknown op */
 	atomic_uint_fast64_t forwarded;
+	pthread_mutex_t pipes_lock;           /* guards the two pipe sets */
+	uint32_t seen[PROXY_PIPES_MAX];       /* pipes requests came from */
+	uint32_t stalled[PROXY_PIPES_MAX];    /* pipes whose requests vanish */
 	struct worker w[PROXY_WORKERS];
 };
 
@@ -143,6 +146,49 @@ nap(struct proxy *p, unsigned ms)
 	}
 }
 
+/* ---- stalled connections ---- */
+
+/* Add id to set (0 marks a free entry); a full set forgets nothing and
+ * adds nothing: the tests use a handful of pipes. */
+static void
+pipe_set_add(uint32_t *set, uint32_t id)
+{
+	for (size_t i = 0; i < PROXY_PIPES_MAX; i++) {
+		if (set[i] == id) {
+			return;
+		}
+		if (set[i] == 0) {
+			set[i] = id;
+			return;
+		}
+	}
+}
+
+static bool
+pipe_set_has(const uint32_t *set, uint32_t id)
+{
+	for (size_t i = 0; i < PROXY_PIPES_MAX && set[i] != 0; i++) {
+		if (set[i] == id) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Note the pipe req came from; true if that pipe is stalled. */
+static bool
+pipe_stalled(struct proxy *p, nng_msg *req)
+{
+	uint32_t id = nng_pipe_id(nng_msg_get_pipe(req));
+	bool stalled;
+
+	pthread_mutex_lock(&p->pipes_lock);
+	pipe_set_add(p->seen, id);
+	stalled = pipe_set_has(p->stalled, id);
+	pthread_mutex_unlock(&p->pipes_lock);
+	return stalled;
+}
+
 /* serve -- apply the hook's faults to one request; consumes req. */
 static void
 serve(struct worker *w, nng_msg *req)
@@ -156,6 +202,10 @@ serve(struct worker *w, nng_msg *req)
 
 	peek_header(req, &op, &id);
 	atomic_fetch_add(&p->requests[op <= PROTO_OP_MAX ? op : 0], 1);
+	if (pipe_stalled(p, req)) {
+		nng_msg_free(req);
+		return;
+	}
 	a = ask(p, op, id, NULL, &delay);
 	if (a == PROXY_DROP_REQUEST) {
 		nng_msg_free(req);
@@ -266,6 +316,7 @@ proxy_start(struct proxy **out, const char *listen_url,
 	}
 	p->hook = hook;
 	p->arg = arg;
+	pthread_mutex_init(&p->pipes_lock, NULL);
 	rc = open_sockets(p, listen_url, server_url);
 	for (int i = 0; i < PROXY_WORKERS && rc == 0; i++) {
 		rc = start_worker(p, &p->w[i]);
@@ -305,8 +356,20 @@ proxy_stop(struct proxy **pp)
 			nng_aio_free(p->w[i].aio);
 		}
 	}
+	pthread_mutex_destroy(&p->pipes_lock);
 	free(p);
 	*pp = NULL;
+}
+
+/* proxy_stall_seen -- see proxy.h. */
+void
+proxy_stall_seen(struct proxy *p)
+{
+	pthread_mutex_lock(&p->pipes_lock);
+	for (size_t i = 0; i < PROXY_PIPES_MAX && p->seen[i] != 0; i++) {
+		pipe_set_add(p->stalled, p->seen[i]);
+	}
+	pthread_mutex_unlock(&p->pipes_lock);
 }
 
 /* proxy_requests -- see proxy.h. */

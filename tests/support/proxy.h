@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #define PROXY_WORKERS 8
+#define PROXY_PIPES_MAX 64 /* connections proxy_stall_seen can tell apart */
 
 struct proxy;
 
@@ -66,6 +67,11 @@ uint64_t proxy_requests(struct proxy *p, unsigned op);
 /* proxy_forwarded -- request frames sent to the server, in all (a
  * PROXY_DUP_REQUEST counts two, a PROXY_DROP_REQUEST none). */
 uint64_t proxy_forwarded(struct proxy *p);
+
+/* proxy_stall_seen -- from now on, drop every request that arrives on a
+ * connection a request already came through (the connection stays up but
+ * answers nothing, like a peer that hangs); new connections pass. */
+void proxy_stall_seen(struct proxy *p);
 
 /* proxy_truncate_results -- rewrite the result-list reply in
  * reply[0..*len) to keep only its first `keep` results (n and *len are

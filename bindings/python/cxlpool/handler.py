@@ -91,6 +91,7 @@ class Stats:
     pages_registered: int  # holding a key
     pages_unresolved: int  # kept after a lost reply
     foreign_maps: int      # read-only region mappings cached
+    redials: int           # connections replaced after repeated timeouts
 
     def as_dict(self) -> Dict[str, int]:
         """The counters as a plain dict."""

@@ -1,0 +1,142 @@
+/*
+ * test_redial.c -- a connection that stays up but answers nothing (a hung
+ * peer, or nng 1.5's ipc dialer that never redials a restarted server) is
+ * replaced: after two timeouts in a row on one socket the handler dials a
+ * fresh one and resends there with the same request id. The proxy's
+ * proxy_stall_seen makes every connection it has seen so far swallow its
+ * requests; a new connection passes. Without the redial every call after
+ * the stall would time out for good.
+ */
+#include <stdatomic.h>
+
+#include "itest.h"
+#include "proto.h"
+#include "proxy.h"
+
+#define TIMEOUT_MS 200
+#define NB 8
+
+static atomic_int slow_replies; /* replies still to hold past the timeout */
+
+static enum proxy_action
+hook(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
+    size_t *reply_len, unsigned *delay_ms)
+{
+	(void)arg, (void)op, (void)req_id, (void)reply_len;
+	if (reply != NULL && atomic_fetch_sub(&slow_replies, 1) > 0) {
+		*delay_ms = TIMEOUT_MS + 150;
+		return PROXY_DELAY_REPLY;
+	}
+	return PROXY_PASS;
+}
+
+static void
+redial_start(void)
+{
+	itest_proxy_start(hook);
+}
+
+TestSuite(redial, .init = redial_start, .fini = itest_proxy_stop,
+    .timeout = 90);
+
+/* Store NB keys prefix-0..NB-1 in one batch; returns batch_store's rc. */
+static int
+store_batch(struct cxlp_handler *h, const char *prefix, uint32_t writer)
+{
+	char keys[NB][32];
+	const void *kp[NB];
+	size_t kl[NB], lens[NB];
+	cxlp_page_t pages[NB];
+	bool ok[NB];
+	void *buf;
+	int rc;
+
+	for (uint32_t i = 0; i < NB; i++) {
+		kl[i] = kv_key(keys[i], sizeof(keys[i]), prefix, i);
+		kp[i] = keys[i];
+		lens[i] = 256;
+		cr_assert_rc(cxlp_alloc(h, &pages[i], &buf), 0);
+		kv_fill(buf, 256, writer, i);
+	}
+	rc = cxlp_batch_store(h, NB, kp, kl, pages, lens, 0, ok);
+	for (uint32_t i = 0; i < NB && rc == 0; i++) {
+		cr_assert(ok[i], "key %u reported false", i);
+	}
+	return rc;
+}
+
+static void
+assert_batch_readable(struct cxlp_handler *h, const char *prefix,
+    uint32_t writer)
+{
+	for (uint32_t i = 0; i < NB; i++) {
+		cr_assert_eq(itest_get_check(h, prefix, i), writer);
+	}
+}
+
+Test(redial, call_on_a_hung_connection_lands_over_a_fresh_one)
+{
+	struct cxlp_handler *h = itest_connect_via_proxy(TIMEOUT_MS, 4);
+	uint64_t sent;
+	struct cxlp_stats st;
+
+	cr_assert_rc(store_batch(h, "before", 1), 0);
+	proxy_stall_seen(px);
+	sent = proxy_requests(px, PROTO_OP_REGISTER);
+	cr_assert_rc(store_batch(h, "after", 2), 0);
+	cr_assert_geq(proxy_requests(px, PROTO_OP_REGISTER), sent + 3,
+	    "the register was not sent twice into the hung connection and "
+	    "once more: the stall never happened");
+	st = kv_stats(h);
+	cr_assert_eq(st.redials, 1, "the hung socket was replaced %llu times",
+	    (unsigned long long)st.redials);
+	cr_assert_eq(st.keys, 2 * NB);
+	cr_assert_eq(st.sessions, 1, "the fresh connection opened a second "
+	    "session instead of carrying the first");
+	cr_assert_eq(st.pages_registered, 2 * NB);
+	cr_assert_eq(st.pages_unresolved, 0);
+	assert_batch_readable(h, "before", 1);
+	assert_batch_readable(h, "after", 2);
+	cxlp_close(&h);
+}
+
+Test(redial, timeouts_of_separate_calls_add_up_to_a_redial)
+{
+	/* One try per call: no single call times out twice. */
+	struct cxlp_handler *h = itest_connect_via_proxy(TIMEOUT_MS, 0);
+	struct cxlp_stats st;
+
+	cr_assert_rc(cxlp_healthcheck(h), 0);
+	proxy_stall_seen(px);
+	cr_assert_rc(cxlp_healthcheck(h), CXLP_E_TIMEOUT);
+	cr_assert_rc(store_batch(h, "lost", 3), CXLP_E_UNKNOWN);
+	cr_assert_rc(cxlp_healthcheck(h), 0, "the third call still went "
+	    "into the hung connection");
+	st = kv_stats(h);
+	cr_assert_eq(st.redials, 1);
+	/* The register that went into the hang was never applied; its pages
+	 * were kept, and settling them registered the keys. */
+	cr_assert_eq(st.pages_unresolved, 0);
+	cr_assert_eq(st.keys, NB);
+	cr_assert_eq(st.pages_registered, NB);
+	cr_assert_eq(st.pages_free + st.pages_registered, st.pages_total,
+	    "a page is lost or counted twice");
+	assert_batch_readable(h, "lost", 3);
+	cxlp_close(&h);
+}
+
+Test(redial, timeouts_with_answers_between_keep_the_connection)
+{
+	struct cxlp_handler *h = itest_connect_via_proxy(TIMEOUT_MS, 2);
+
+	for (int i = 0; i < 3; i++) {
+		atomic_store(&slow_replies, 1);
+		/* first try times out, the retry is answered */
+		cr_assert_rc(cxlp_healthcheck(h), 0);
+		cr_assert_leq(atomic_load(&slow_replies), 0, "no reply was "
+		    "held back: the timeout never happened");
+	}
+	cr_assert_eq(kv_stats(h).redials, 0, "timeouts that were not in a "
+	    "row replaced a working connection");
+	cxlp_close(&h);
+}

@@ -26,7 +26,10 @@
  *
  * Bodies ("keys" = u32 n, then n times { u16 len, len bytes }):
  *   HELLO       req: u32 pid, u32 flags (PROTO_HELLO_REATTACH: the header's
- *                    session/token name the session to resume),
+ *                    session/token name the session to resume; without
+ *                    it, session is 0 and token a random nonce: a resent
+ *                    HELLO with the same nonce, pid and start time gets
+ *                    the session the first one created),
  *                    u64 start_time (clock ticks since boot, /proc stat),
  *                    u64 instance_id, u16 len + hostname (<= 255 bytes),
  *                    u16 len + shared secret (<= 256 bytes; 0 = none;

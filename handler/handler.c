@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -82,6 +83,24 @@ welcome_take(struct cxlp_handler *h, struct creply *rep)
 		    h->pool_path);
 	}
 	client_set_session(h->cl, w.session, w.token);
+	return 0;
+}
+
+/* The first HELLO goes out with a random nonce in the header's token, so
+ * that a copy resent after a lost reply gets the same session back. */
+static int
+hello_nonce(struct cxlp_handler *h)
+{
+	uint64_t nonce = 0;
+
+	while (nonce == 0) {
+		if (getrandom(&nonce, sizeof(nonce), 0) !=
+		    (ssize_t)sizeof(nonce)) {
+			return cxlp_fail(-errno, "connect: getrandom: %s",
+			    strerror(errno));
+		}
+	}
+	client_set_session(h->cl, 0, nonce);
 	return 0;
 }
 
@@ -286,7 +305,7 @@ cxlp_connect(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	if (rc != 0) {
 		goto err_free;
 	}
-	if ((rc = hello(h, 0)) != 0) {
+	if ((rc = hello_nonce(h)) != 0 || (rc = hello(h, 0)) != 0) {
 		goto err_free;
 	}
 	if ((rc = regions_init(h)) != 0) {

@@ -159,6 +159,7 @@ struct ms_sess {
 	uint64_t token;
 	uint32_t pid;         /* as the client said in HELLO */
 	uint64_t start_time;  /* clock ticks since boot, from HELLO */
+	uint64_t hello_nonce; /* the creating HELLO's nonce; 0 = none */
 	uint64_t pipe;        /* pipe it last spoke on; 0 = none */
 	uint64_t peer_pid;    /* detached: pid behind the lost pipe, or 0 */
 	bool detached;        /* its pipe is gone; ends at deadline */

@@ -206,10 +206,51 @@ hello_reattach(struct ms *ms, const struct proto_req_hdr *h,
 	return 0;
 }
 
-/* sess_hello -- HELLO: a new session, or with PROTO_HELLO_REATTACH the one
- * the header names (token checked). ms->lock held for writing, which keeps
- * *out alive until it is released. Returns 0, CXLP_E_SESSION,
- * CXLP_E_NOSPACE (session table full) or -errno. */
+/* The live session a HELLO with this nonce (the header's token, random,
+ * chosen by the handler) from this process already created, or NULL: a
+ * HELLO resent after a lost WELCOME gets the session it made, not a
+ * second one. sess_lock held. */
+static struct ms_sess *
+hello_find(struct ms *ms, uint64_t nonce, const struct proto_hello *m)
+{
+	if (nonce == 0) {
+		return NULL;
+	}
+	for (size_t b = 0; b < MS_SESS_BUCKETS; b++) {
+		for (struct ms_sess *s = ms->sess[b]; s != NULL; s = s->next) {
+			if (s->hello_nonce == nonce && !s->dead &&
+			    s->pid == m->pid &&
+			    s->start_time == m->start_time) {
+				return s;
+			}
+		}
+	}
+	return NULL;
+}
+
+static bool
+hello_repeated(struct ms *ms, const struct proto_req_hdr *h,
+    const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out)
+{
+	struct ms_sess *s;
+
+	ms_sess_lock(ms);
+	s = hello_find(ms, h->token, m);
+	if (s != NULL) {
+		sess_bind(s, pipe_id);
+		log_info("op=hello_again session=%llu pid=%u",
+		    (unsigned long long)s->id, m->pid);
+	}
+	ms_sess_unlock(ms);
+	*out = s;
+	return s != NULL;
+}
+
+/* sess_hello -- HELLO: a new session (or the one an earlier copy of this
+ * HELLO created), or with PROTO_HELLO_REATTACH the one the header names
+ * (token checked). ms->lock held for writing, which keeps *out alive until
+ * it is released. Returns 0, CXLP_E_SESSION, CXLP_E_NOSPACE (session table
+ * full) or -errno. */
 int
 sess_hello(struct ms *ms, const struct proto_req_hdr *h,
     const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out)
@@ -221,6 +262,9 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	*out = NULL;
 	if (m->flags & PROTO_HELLO_REATTACH) {
 		return hello_reattach(ms, h, m, pipe_id, out);
+	}
+	if (hello_repeated(ms, h, m, pipe_id, out)) {
+		return 0;
 	}
 	rc = new_token(&r.token);
 	if (rc != 0) {
@@ -238,6 +282,7 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	ms_sess_lock(ms);
 	s = sess_track(ms, &r);
 	if (s != NULL) {
+		s->hello_nonce = h->token;
 		sess_bind(s, pipe_id);
 	}
 	ms_sess_unlock(ms);

@@ -226,3 +226,37 @@ Test(retries, duplicated_region_alloc_takes_one_region)
 	    "the repeated REGION_ALLOC took a region nobody owns");
 	cxlp_close(&h);
 }
+
+/* The HELLO and its copy land on one session: a second one would live,
+ * unused, until the connection closes. */
+static void
+assert_one_session(struct cxlp_handler *h)
+{
+	struct cxlp_stats st = kv_stats(h);
+
+	cr_assert_eq(st.sessions, 1, "one connect made %llu sessions",
+	    (unsigned long long)st.sessions);
+	itest_put(h, "hs", 1, 1, 64);
+	cr_assert_eq(itest_get_check(h, "hs", 1), 1);
+}
+
+Test(retries, hello_answered_after_the_timeout_makes_one_session)
+{
+	struct cxlp_handler *h;
+
+	disturb(PROTO_OP_HELLO, PROXY_DELAY_REPLY);
+	h = itest_connect_via_proxy(TIMEOUT_MS, 6);
+	assert_sent_twice(PROTO_OP_HELLO);
+	assert_one_session(h);
+	cxlp_close(&h);
+}
+
+Test(retries, duplicated_hello_makes_one_session)
+{
+	struct cxlp_handler *h;
+
+	disturb(PROTO_OP_HELLO, PROXY_DUP_REQUEST);
+	h = itest_connect_via_proxy(TIMEOUT_MS, 6);
+	assert_one_session(h);
+	cxlp_close(&h);
+}

@@ -138,6 +138,65 @@ result_status(const struct proto_result *r, const char *what)
 	return 0;
 }
 
+/* Point data[i]/lens[i] at each found key's bytes; status[i] is the
+ * server's answer or the failure to map the bytes. Returns how many keys
+ * were found but could not be mapped. */
+static size_t
+retrieve_resolve(struct cxlp_handler *h, size_t n,
+    const struct proto_result *res, const void *data[], size_t lens[],
+    int status[])
+{
+	size_t nbad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		data[i] = NULL;
+		lens[i] = 0;
+		status[i] = res[i].status;
+		if (status[i] != 0) {
+			continue;
+		}
+		status[i] = regions_resolve_ptr(h, &res[i].loc, &data[i]);
+		if (status[i] == 0) {
+			lens[i] = res[i].loc.len;
+		} else {
+			log_err("retrieve: key %zu: %s", i, cxlp_errormsg());
+			nbad++;
+		}
+	}
+	return nbad;
+}
+
+/* A pinned retrieve took a pin on every key found; the caller gets no
+ * pointer, so no unpin, for those it could not map: release their pins
+ * here. A failed release is logged and leaves the pin to the session's
+ * end. */
+static void
+retrieve_unpin_failed(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    const struct proto_result *res, const int status[], size_t nbad)
+{
+	const void **bk = calloc(nbad, sizeof(*bk));
+	size_t *bl = calloc(nbad, sizeof(*bl));
+	int *st = calloc(nbad, sizeof(*st));
+	size_t m = 0;
+
+	for (size_t i = 0; i < n && bk != NULL && bl != NULL; i++) {
+		if (res[i].status == 0 && status[i] != 0) {
+			bk[m] = keys[i];
+			bl[m++] = key_lens[i];
+		}
+	}
+	if (m != nbad || st == NULL ||
+	    cxlp_batch_unpin(h, m, bk, bl, st) != 0) {
+		log_err("retrieve: %zu unmapped keys stay pinned until the "
+		    "session ends: %s", nbad, m != nbad || st == NULL ?
+		    "out of memory" : cxlp_errormsg());
+	}
+	free(st);
+	free(bl);
+	free(bk);
+}
+
 /* cxlp_batch_retrieve -- see cxlpool.h. */
 int
 cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
@@ -146,6 +205,7 @@ cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
 {
 	struct proto_result *res;
 	uint32_t got;
+	size_t nbad;
 	int rc;
 
 	if (data == NULL || lens == NULL || status == NULL ||
@@ -161,19 +221,9 @@ cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
 	if (rc != 0) {
 		return rc;
 	}
-	for (size_t i = 0; i < n; i++) {
-		data[i] = NULL;
-		lens[i] = 0;
-		status[i] = res[i].status;
-		if (status[i] != 0) {
-			continue;
-		}
-		status[i] = regions_resolve_ptr(h, &res[i].loc, &data[i]);
-		if (status[i] == 0) {
-			lens[i] = res[i].loc.len;
-		} else {
-			log_err("retrieve: key %zu: %s", i, cxlp_errormsg());
-		}
+	nbad = retrieve_resolve(h, n, res, data, lens, status);
+	if (nbad > 0 && (flags & CXLP_RETRIEVE_PIN)) {
+		retrieve_unpin_failed(h, n, keys, key_lens, res, status, nbad);
 	}
 	free(res);
 	return 0;

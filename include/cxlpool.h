@@ -222,7 +222,10 @@ CXLP_API int cxlp_retrieve(struct cxlp_handler *h, const void *key,
 
 /* cxlp_batch_retrieve -- retrieve n keys in one round trip. status[i] is 0
  * or the key's error (CXLP_E_NOTFOUND ...); data[i]/lens[i] are set for
- * keys with status 0. Returns 0 if the round trip succeeded. */
+ * keys with status 0. With CXLP_RETRIEVE_PIN, exactly the keys with status
+ * 0 are pinned: a key found but whose bytes cannot be mapped (e.g.
+ * CXLP_E_BOUNDS, -ENOMEM) is unpinned again. Returns 0 if the round trip
+ * succeeded. */
 CXLP_API int cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[], unsigned flags,
     const void *data[], size_t lens[], int status[]);

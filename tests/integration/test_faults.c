@@ -17,10 +17,32 @@ struct faults {
 	int times;            /* how many more times (then pass) */
 	uint32_t keep;        /* results kept, for truncation */
 	bool truncate;
+	bool misplace;        /* first result points past its region */
 };
 
 static struct faults fx = { PTHREAD_MUTEX_INITIALIZER, 0, PROXY_PASS, 0, 0,
-	false };
+	false, false };
+
+/* Rewrite the first result of a result-list reply so that its bytes lie
+ * past the end of its region: the frame still decodes, the location is
+ * one the handler must refuse to map. */
+static void
+misplace_first(uint8_t *reply, size_t len)
+{
+	/* u32 n, then i32 status, u32 flags, u32 region, u32 gen,
+	 * u64 region_off, u64 region_len, u64 off, u64 len */
+	const size_t off_at = 4 + 4 + 4 + 4 + 4 + 8 + 8;
+	struct proto_rep_hdr h;
+	struct preader body;
+	uint8_t *off;
+
+	if (proto_get_rep_hdr(reply, len, &h, &body) != 0 ||
+	    body.left < off_at + 16) {
+		return;
+	}
+	off = reply + (body.p - reply) + off_at;
+	off[5] ^= 0x10; /* + 2^44 bytes, little-endian */
+}
 
 static enum proxy_action
 hook(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
@@ -36,6 +58,9 @@ hook(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
 
 		if (reply_phase && fx.truncate) {
 			proxy_truncate_results(reply, reply_len, fx.keep);
+			fx.times--;
+		} else if (reply_phase && fx.misplace) {
+			misplace_first(reply, *reply_len);
 			fx.times--;
 		} else if (reply_phase == act_in_reply) {
 			a = fx.act;
@@ -54,6 +79,7 @@ disturb(uint16_t op, enum proxy_action act, int times)
 	fx.act = act;
 	fx.times = times;
 	fx.truncate = false;
+	fx.misplace = false;
 	pthread_mutex_unlock(&fx.lock);
 }
 
@@ -219,5 +245,40 @@ Test(faults, lost_delete_reply_is_answered_with_the_first_result)
 	st = kv_stats(h);
 	cr_assert_eq(st.keys, 0);
 	cr_assert_eq(st.pages_free, st0.pages_free, "page not freed once");
+	cxlp_close(&h);
+}
+
+Test(faults, pinned_retrieve_keeps_no_pin_on_a_key_it_cannot_map)
+{
+	struct cxlp_handler *h = itest_connect_via_proxy(1000, 2);
+	const char *kp[3] = {"mp-0", "mp-1", "mp-2"};
+	size_t kl[3] = {4, 4, 4}, lens[3];
+	const void *data[3];
+	int st[3];
+
+	for (uint32_t i = 0; i < 3; i++) {
+		itest_put(h, "mp", 1, i, 256);
+	}
+	disturb(PROTO_OP_LOOKUP, PROXY_PASS, 1);
+	pthread_mutex_lock(&fx.lock);
+	fx.misplace = true;
+	pthread_mutex_unlock(&fx.lock);
+	cr_assert_rc(cxlp_batch_retrieve(h, 3, (const void *const *)kp, kl,
+	    CXLP_RETRIEVE_PIN, data, lens, st), 0);
+	cr_assert_eq(st[0], CXLP_E_BOUNDS, "a location past its region was "
+	    "mapped (status %d)", st[0]);
+	cr_assert_null(data[0]);
+	for (int i = 1; i < 3; i++) {
+		uint32_t writer = 0;
+
+		cr_assert_eq(st[i], 0);
+		cr_assert(kv_check(data[i], lens[i], (uint32_t)i, &writer));
+		cr_assert_eq(writer, 1);
+	}
+	cr_assert_eq(kv_stats(h).pins, 2, "the unmappable key kept its pin");
+	cr_assert_rc(cxlp_delete(h, "mp-0", 4), 0);
+	cr_assert_rc(cxlp_batch_unpin(h, 2, (const void *const *)&kp[1],
+	    &kl[1], st), 0);
+	cr_assert_eq(kv_stats(h).pins, 0);
 	cxlp_close(&h);
 }

@@ -17,6 +17,14 @@
  * version, a mapping failure) leaves direct reads off for this handler,
  * logged, and every lookup goes through RPC as before.
  *
+ * The mapping outlives the file it maps: a pool file deleted and created
+ * anew under the same path (a metaserver restarted on a fresh pool) would
+ * leave direct reads answering from the old one for good. So at most every
+ * RECHECK_MS a lookup stats the path, and a path that names another file
+ * now turns direct reads off; so does a session the metaserver no longer
+ * knows (direct_invalidate, from a failed reattach). Lookups then go to
+ * the metaserver, which answers for the pool it serves.
+ *
  * The mapping covers the session table too; a handler can already map
  * the whole pool file (foreign regions are read through it), so this
  * opens nothing new. The handler's own config switch is
@@ -25,6 +33,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "err.h"
 #include "handler_int.h"
@@ -33,11 +43,40 @@
 #include "log.h"
 #include "map.h"
 
+#define RECHECK_MS 200 /* how stale the pool file's identity may get */
+
 struct direct {
 	struct pmap *map;  /* [0, meta_len) of the pool, read-only */
 	struct kvread kr;  /* views into map */
 	uint64_t magic;    /* the superblock's first 8 bytes when valid */
+	dev_t dev;         /* the pool file mapped */
+	ino_t ino;
+	uint64_t check_ms; /* atomic: next identity check, monotonic ms */
+	bool off;          /* atomic: turned off after open */
 };
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The file behind the pool path now; false if it cannot be stat'ed. */
+static bool
+path_identity(const char *path, dev_t *dev, ino_t *ino)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0) {
+		return false;
+	}
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return true;
+}
 
 /* copy and validate the superblock through a mapping of the pool head */
 static int
@@ -115,7 +154,13 @@ direct_open(struct cxlp_handler *h)
 		log_err("direct reads off: out of memory");
 		return;
 	}
-	if ((rc = sb_read(h, &sb)) != 0 || (rc = meta_map(h, &sb, d)) != 0) {
+	if (!path_identity(h->pool_path, &d->dev, &d->ino)) {
+		rc = cxlp_fail(-errno, "%s: %s", h->pool_path,
+		    strerror(errno));
+	} else if ((rc = sb_read(h, &sb)) == 0) {
+		rc = meta_map(h, &sb, d);
+	}
+	if (rc != 0) {
 		log_err("direct reads off, lookups go through the metaserver: "
 		    "%s", cxlp_errormsg());
 		pmap_close(&d->map);
@@ -124,7 +169,47 @@ direct_open(struct cxlp_handler *h)
 	}
 	log_info("direct reads on: %s, %llu index slots",
 	    h->pool_path, (unsigned long long)d->kr.nslots);
+	d->check_ms = mono_ms() + RECHECK_MS;
 	h->direct = d;
+}
+
+/* direct_invalidate -- turn direct reads off for good (the session is
+ * gone, or the path names another pool now); lookups go to the server. */
+void
+direct_invalidate(struct cxlp_handler *h, const char *why)
+{
+	struct direct *d = h->direct;
+
+	if (d != NULL && !__atomic_exchange_n(&d->off, true,
+	    __ATOMIC_ACQ_REL)) {
+		log_info("direct reads off: %s", why);
+	}
+}
+
+/* Still the pool we mapped? Looks at the path at most every RECHECK_MS
+ * (one thread of those that find the check due does it). */
+static bool
+direct_usable(struct cxlp_handler *h, struct direct *d)
+{
+	uint64_t due = __atomic_load_n(&d->check_ms, __ATOMIC_RELAXED);
+	uint64_t now;
+	dev_t dev;
+	ino_t ino;
+
+	if (__atomic_load_n(&d->off, __ATOMIC_ACQUIRE)) {
+		return false;
+	}
+	now = mono_ms();
+	if (now < due || !__atomic_compare_exchange_n(&d->check_ms, &due,
+	    now + RECHECK_MS, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		return true;
+	}
+	if (!path_identity(h->pool_path, &dev, &ino) || dev != d->dev ||
+	    ino != d->ino) {
+		direct_invalidate(h, "the pool path names another file now");
+		return false;
+	}
+	return true;
 }
 
 /* direct_close -- see handler_int.h */
@@ -174,6 +259,9 @@ direct_lookup_batch(struct cxlp_handler *h, size_t n,
 	struct direct *d = h->direct;
 	size_t nask = 0;
 
+	if (d != NULL && !direct_usable(h, d)) {
+		d = NULL;
+	}
 	for (size_t i = 0; i < n; i++) {
 		ask[i] = d == NULL ||
 		    direct_one(d, keys[i], key_lens[i], &res[i]) != 0;

@@ -166,7 +166,11 @@ h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
 	if (rc != CXLP_E_SESSION || op == PROTO_OP_BYE) {
 		return rc;
 	}
-	if (reattach(h, token) != 0) {
+	if ((rc = reattach(h, token)) != 0) {
+		if (rc == CXLP_E_SESSION) {
+			direct_invalidate(h, "the metaserver no longer knows "
+			    "this session");
+		}
 		return cxlp_fail(CXLP_E_SESSION, "%s: session lost and "
 		    "reattach failed", proto_op_name(op));
 	}

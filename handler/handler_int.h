@@ -237,6 +237,8 @@ uint8_t *regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
  * (after HELLO: needs pool_path, pool_size, align). Never fails: on any
  * problem it logs why and leaves h->direct NULL (lookups use RPC). */
 void direct_open(struct cxlp_handler *h);
+/* direct_invalidate -- direct reads off for good, logged with why. */
+void direct_invalidate(struct cxlp_handler *h, const char *why);
 /* direct_close -- unmap; NULL-safe. */
 void direct_close(struct cxlp_handler *h);
 /* direct_lookup_batch -- answer unpinned LOOKUP/EXISTS for keys (already

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -240,4 +241,55 @@ Test(direct, readers_see_whole_values_while_another_handler_churns_keys)
 	    (unsigned long long)c.bad);
 	cxlp_close(&c.r);
 	cxlp_close(&w);
+}
+
+static struct cxlp_handler *
+connect_direct_to_server(void)
+{
+	struct cxlp_config *cfg = NULL;
+	struct cxlp_handler *h = NULL;
+
+	cr_assert_eq(cxlp_config_new(&cfg), 0);
+	cr_assert_eq(cxlp_config_set_server(cfg, srv.url), 0);
+	cr_assert_eq(cxlp_config_set_region_size(cfg, REGION), 0);
+	cr_assert_eq(cxlp_config_set_page_size(cfg, PAGE), 0);
+	cr_assert_eq(cxlp_config_set_timeout_ms(cfg, 500), 0);
+	cr_assert_eq(cxlp_config_set_retries(cfg, 6), 0);
+	cr_assert_eq(cxlp_connect(&h, cfg), 0, "connect: %s",
+	    cxlp_errormsg());
+	cxlp_config_delete(&cfg);
+	return h;
+}
+
+/* Long enough for the next lookup to look at the pool path again. */
+static void
+past_recheck(void)
+{
+	usleep(300 * 1000);
+}
+
+Test(direct, a_pool_created_anew_under_the_path_is_not_read_through_the_old_one)
+{
+	const char *size_args[] = {"--size", "128M", NULL};
+	struct cxlp_handler *h = connect_direct_to_server();
+	const void *data = NULL;
+	size_t len = 0;
+	int rc;
+
+	store_ok(h, "old", 100, 7);
+	/* the same pool file behind a restarted server: still read directly */
+	test_server_kill(&srv, SIGKILL);
+	cr_assert_eq(test_server_restart(&srv, NULL), 0);
+	past_recheck();
+	retrieve_ok(h, "old", 0, 100, 7);
+	/* a new pool file under the same path: the old key is gone */
+	test_server_kill(&srv, SIGKILL);
+	cr_assert_eq(unlink(srv.pool), 0);
+	cr_assert_eq(test_server_restart(&srv, size_args), 0);
+	past_recheck();
+	rc = cxlp_retrieve(h, "old", 3, 0, &data, &len);
+	cr_assert_eq(rc, CXLP_E_SESSION, "retrieve from a replaced pool: %s "
+	    "(%s)", cxlp_strerror(rc), cxlp_errormsg());
+	cr_assert_eq(cxlp_exists(h, "old", 3), CXLP_E_SESSION);
+	cxlp_close(&h);
 }

@@ -1,6 +1,6 @@
 /*
  * proto_check.h -- the oracle shared by the proto fuzz target and the
- * random-frame test in tests/common/test_proto.c.
+ * random-frame test in tests/common/test_proto_msg.c.
  */
 #ifndef CXLP_PROTO_CHECK_H
 #define CXLP_PROTO_CHECK_H

@@ -16,7 +16,8 @@
  * without the hook, and the client sends the request in flight again
  * with the same id, as a handler does after a lost reply; the restarted
  * server's answer counts as that request's outcome: it is a replay, which
- * must not apply twice. The script stops after that request. The server is stopped and the pool checked:
+ * must not apply twice. The script stops after that request. The server
+ * is stopped and the pool checked:
  *   - pool-inspect check exits 0;
  *   - its keys are exactly the model's (each at the acknowledged place);
  *   - its pin records are exactly the model's pins, per session and key;
@@ -39,6 +40,7 @@
 #include "crashtest.h"
 #include "pool.h"
 #include "pool_ext.h"
+#include "proc.h"
 #include "proto.h"
 #include "rawclient.h"
 #include "server.h"
@@ -175,7 +177,7 @@ xcall(struct run *r, int s, uint16_t op, const struct pbuf *body,
 	 * restarted server, and the frame waits for a pipe that never comes.
 	 * Dial afresh and resend it (same request id), as a handler would. */
 	for (int i = 0; rc != 0 && !atomic_load(&crashed) && i < 3; i++) {
-		ct_sleep_ms(50); /* a crash in progress shows up meanwhile */
+		test_sleep_ms(50); /* a crash in progress shows up meanwhile */
 		if (atomic_load(&crashed)) {
 			break;
 		}
@@ -184,12 +186,12 @@ xcall(struct run *r, int s, uint16_t op, const struct pbuf *body,
 	}
 	for (int i = 0; rc != 0 && i < 6000 && !atomic_load(&restarted);
 	    i++) {
-		ct_sleep_ms(5); /* a crash: the watcher is restarting it */
+		test_sleep_ms(5); /* a crash: the watcher is restarting it */
 	}
 	for (int i = 0; rc != 0 && atomic_load(&restarted) && i < 50; i++) {
 		rc = raw_call(c, b.data, b.len, rep, rep_len);
 		if (rc != 0) {
-			ct_sleep_ms(20);
+			test_sleep_ms(20);
 		}
 	}
 	pbuf_fini(&b);
@@ -720,7 +722,7 @@ verify(const struct run *r, uint64_t k, const char *mode)
 	cr_assert(k == 0 || atomic_load(&crashed), "%s: no crash", at);
 	cr_assert(k == 0 || restart_ok, "%s: restart failed; see %s", at,
 	    srv.log);
-	cr_assert_eq(ct_inspect_check(srv.pool, inspect_out), 0,
+	cr_assert_eq(test_inspect_check(srv.pool, inspect_out), 0,
 	    "%s: pool-inspect check failed; see %s", at, inspect_out);
 	cr_assert_eq(pool_open(&p, srv.pool, POOL_RDONLY, NULL), 0, "%s",
 	    cxlp_errormsg());
@@ -735,7 +737,7 @@ verify(const struct run *r, uint64_t k, const char *mode)
 	pool_close(&p);
 }
 
-/* ---- the test -------------------------------------------------------------- */
+/* ---- the test ---------------------------------------------------------- */
 
 static uint64_t
 read_count(void)

@@ -18,6 +18,7 @@
  * to use --reformat.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -28,11 +29,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "crashtest.h"
 #include "kvtest.h"
 #include "layout.h"
 #include "pool.h"
 #include "pool_ext.h"
+#include "proc.h"
 #include "proto.h"
 #include "rawclient.h"
 #include "server.h"
@@ -47,8 +48,7 @@ static const char *const grace_args[] = { "--grace-ms", "60000", NULL };
 static char check_out[160];
 
 struct worker {
-	pid_t pid;
-	int go_fd, out_fd;
+	struct test_child ch; /* itest-worker crash-storer */
 	uint32_t writer;
 	uint32_t *acked; /* key indices stored true */
 	size_t nacked, cap;
@@ -58,67 +58,22 @@ struct worker {
 	pthread_t th;
 };
 
-/* itest-worker sits in ../integration beside this directory */
-static void
-worker_path(char *out, size_t n)
-{
-	ssize_t k = readlink("/proc/self/exe", out, n - 1);
-	char *slash;
-
-	cr_assert_gt(k, 0);
-	out[k] = '\0';
-	slash = strrchr(out, '/');
-	cr_assert_not_null(slash);
-	snprintf(slash + 1, n - (size_t)(slash + 1 - out),
-	    "../integration/itest-worker");
-}
-
+/* start worker w as writer; it connects when released with "g" */
 static void
 spawn(struct worker *w, uint32_t writer)
 {
 	char path[4096], arg[16];
-	int go[2], out[2];
+	const char *const argv[] = { "itest-worker", "crash-storer", srv.url,
+		arg, NULL };
 
-	worker_path(path, sizeof(path));
+	/* itest-worker sits in ../integration beside this directory */
+	cr_assert_eq(test_worker_path(path, sizeof(path),
+	    "../integration/itest-worker"), 0);
 	snprintf(arg, sizeof(arg), "%u", writer);
-	cr_assert_eq(pipe(go), 0);
-	cr_assert_eq(pipe(out), 0);
 	memset(w, 0, sizeof(*w));
 	w->writer = writer;
-	w->pid = fork();
-	cr_assert_geq(w->pid, 0);
-	if (w->pid == 0) {
-		dup2(go[0], STDIN_FILENO);
-		dup2(out[1], STDOUT_FILENO);
-		close(go[0]);
-		close(go[1]);
-		close(out[0]);
-		close(out[1]);
-		execl(path, "itest-worker", "crash-storer", srv.url, arg,
-		    (char *)NULL);
-		_exit(127);
-	}
-	close(go[0]);
-	close(out[1]);
-	w->go_fd = go[1];
-	w->out_fd = out[0];
-}
-
-static bool
-read_all(int fd, void *buf, size_t n)
-{
-	uint8_t *p = buf;
-
-	while (n > 0) {
-		ssize_t k = read(fd, p, n);
-
-		if (k <= 0) {
-			return false;
-		}
-		p += k;
-		n -= (size_t)k;
-	}
-	return true;
+	cr_assert_eq(test_child_spawn(&w->ch, path, argv), 0, "spawn %s: %s",
+	    path, strerror(errno));
 }
 
 /* collect a worker's stdout until CRASH_END and its result (or EOF) */
@@ -128,13 +83,13 @@ collect(void *arg)
 	struct worker *w = arg;
 	uint32_t k;
 
-	while (read_all(w->out_fd, &k, sizeof(k))) {
+	while (test_child_read(&w->ch, &k, sizeof(k))) {
 		if (k == CRASH_READY) {
 			atomic_store(&w->ready, true);
 			continue;
 		}
 		if (k == CRASH_END) {
-			w->ended = read_all(w->out_fd, &w->res,
+			w->ended = test_child_read(&w->ch, &w->res,
 			    sizeof(w->res));
 			break;
 		}
@@ -239,36 +194,36 @@ Test(kill, handlers_ride_through_five_kills_and_lose_nothing)
 		spawn(&w[i], (uint32_t)i + 1);
 		cr_assert_eq(pthread_create(&w[i].th, NULL, collect, &w[i]),
 		    0);
-		cr_assert_eq(write(w[i].go_fd, "g", 1), 1);
+		cr_assert_eq(write(w[i].ch.go_fd, "g", 1), 1);
 	}
 	for (int i = 0; i < WORKERS; i++) {
 		for (int t = 0; t < 3000 && !atomic_load(&w[i].ready); t++) {
-			ct_sleep_ms(10); /* connects go to a live server */
+			test_sleep_ms(10); /* connects go to a live server */
 		}
 		cr_assert(atomic_load(&w[i].ready), "worker %d did not "
 		    "connect", i + 1);
 	}
 	for (int k = 0; k < KILLS; k++) {
-		ct_sleep_ms(150);
+		test_sleep_ms(150);
 		test_server_kill(&srv, SIGKILL);
-		ct_sleep_ms(50);
+		test_sleep_ms(50);
 		cr_assert_eq(test_server_restart(&srv, grace_args), 0,
 		    "restart %d failed; see %s", k + 1, srv.log);
 	}
-	ct_sleep_ms(400);
+	test_sleep_ms(400);
 	for (int i = 0; i < WORKERS; i++) {
-		kill(w[i].pid, SIGUSR1);
+		kill(w[i].ch.pid, SIGUSR1);
 		pthread_join(w[i].th, NULL);
-		cr_assert_eq(kv_wait_child(w[i].pid), 0, "worker %d failed",
+		cr_assert_eq(kv_wait_child(w[i].ch.pid), 0, "worker %d failed",
 		    i + 1);
-		close(w[i].go_fd);
-		close(w[i].out_fd);
+		close(w[i].ch.go_fd);
+		close(w[i].ch.out_fd);
 		cr_log_info("worker %u: %zu keys stored true, %u false, %u "
 		    "unknown batches", w[i].writer, w[i].nacked,
 		    w[i].res.false_keys, w[i].res.unknown);
 	}
 	test_server_kill(&srv, SIGTERM);
-	cr_assert_eq(ct_inspect_check(srv.pool, check_out), 0,
+	cr_assert_eq(test_inspect_check(srv.pool, check_out), 0,
 	    "pool-inspect check failed; see %s", check_out);
 	cr_assert_eq(pool_open(&p, srv.pool, POOL_RDONLY, NULL), 0);
 	fd = open(srv.pool, O_RDONLY);
@@ -356,7 +311,7 @@ Test(kill, a_session_that_does_not_come_back_ends_after_the_grace_period)
 	cr_assert_eq(raw_open(&other, srv.url), 0);
 	cr_assert_eq(raw_hello(&other), 0);
 	for (int i = 0; i < 500 && rc == CXLP_E_PINNED; i++) {
-		ct_sleep_ms(20); /* until the reaper ends it */
+		test_sleep_ms(20); /* until the reaper ends it */
 		rc = delete_pinned(&other);
 	}
 	cr_assert_eq(rc, 0, "the dead session's pin was released and its "

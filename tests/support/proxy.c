@@ -35,6 +35,7 @@ struct worker {
 	nng_aio *aio;
 	pthread_t thread;
 	bool running;
+	atomic_bool exited; /* worker_main returned */
 };
 
 struct proxy {
@@ -55,11 +56,19 @@ struct proxy {
 
 /* ---- synchronous context I/O over one aio ---- */
 
+/* Both helpers refuse to start once the proxy is stopping: proxy_stop
+ * cancels the workers' aios until every worker has left, and only then
+ * closes the sockets, so no nng call races a socket close (nng 1.5 can
+ * touch a torn-down context lock when a send meets a close). */
 static int
-ctx_recv(nng_ctx ctx, nng_aio *aio, nng_msg **msg)
+ctx_recv(struct proxy *p, nng_ctx ctx, nng_aio *aio, nng_msg **msg)
 {
 	int rv;
 
+	*msg = NULL;
+	if (atomic_load(&p->stopping)) {
+		return NNG_ECLOSED;
+	}
 	nng_ctx_recv(ctx, aio);
 	nng_aio_wait(aio);
 	rv = nng_aio_result(aio);
@@ -69,10 +78,14 @@ ctx_recv(nng_ctx ctx, nng_aio *aio, nng_msg **msg)
 
 /* ctx_send -- send msg; msg is consumed whether or not the send works. */
 static int
-ctx_send(nng_ctx ctx, nng_aio *aio, nng_msg *msg)
+ctx_send(struct proxy *p, nng_ctx ctx, nng_aio *aio, nng_msg *msg)
 {
 	int rv;
 
+	if (atomic_load(&p->stopping)) {
+		nng_msg_free(msg);
+		return NNG_ECLOSED;
+	}
 	nng_aio_set_msg(aio, msg);
 	nng_ctx_send(ctx, aio);
 	nng_aio_wait(aio);
@@ -90,10 +103,10 @@ forward(struct worker *w, nng_msg *req)
 	nng_msg *rep;
 
 	atomic_fetch_add(&w->p->forwarded, 1);
-	if (ctx_send(w->req_ctx, w->aio, req) != 0) {
+	if (ctx_send(w->p, w->req_ctx, w->aio, req) != 0) {
 		return NULL;
 	}
-	return ctx_recv(w->req_ctx, w->aio, &rep) == 0 ? rep : NULL;
+	return ctx_recv(w->p, w->req_ctx, w->aio, &rep) == 0 ? rep : NULL;
 }
 
 /* ---- one request ---- */
@@ -229,7 +242,7 @@ serve(struct worker *w, nng_msg *req)
 	if (a == PROXY_DELAY_REPLY) {
 		nap(p, delay);
 	}
-	ctx_send(w->rep_ctx, w->aio, rep);
+	ctx_send(p, w->rep_ctx, w->aio, rep);
 }
 
 static void *
@@ -238,9 +251,10 @@ worker_main(void *arg)
 	struct worker *w = arg;
 	nng_msg *req;
 
-	while (ctx_recv(w->rep_ctx, w->aio, &req) == 0) {
+	while (ctx_recv(w->p, w->rep_ctx, w->aio, &req) == 0) {
 		serve(w, req);
 	}
+	atomic_store(&w->exited, true);
 	return NULL;
 }
 
@@ -342,6 +356,14 @@ proxy_stop(struct proxy **pp)
 		return;
 	}
 	atomic_store(&p->stopping, true);
+	for (int i = 0; i < PROXY_WORKERS; i++) {
+		while (p->w[i].running && !atomic_load(&p->w[i].exited)) {
+			struct timespec ms = { 0, 1000 * 1000 };
+
+			nng_aio_cancel(p->w[i].aio);
+			nanosleep(&ms, NULL);
+		}
+	}
 	if (p->rep_open) {
 		nng_close(p->rep);
 	}

@@ -10,36 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "proc.h"
 #include "server.h"
 
 #define READY_LINE "cxlpool-metaserver: ready"
 #define MAX_ARGS 32
 
-static void
-sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 bool
 test_server_log_has(const struct test_server *s, const char *needle)
 {
-	char buf[65536];
-	FILE *f = fopen(s->log, "r");
-	size_t n;
-
-	if (f == NULL) {
-		return false;
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return strstr(buf, needle) != NULL;
+	return test_file_has(s->log, needle);
 }
 
 static int
@@ -99,7 +81,7 @@ wait_ready(struct test_server *s)
 			s->pid = 0;
 			return -1;
 		}
-		sleep_ms(10);
+		test_sleep_ms(10);
 	}
 	fprintf(stderr, "test_server: no ready line in %s\n", s->log);
 	return -1;

@@ -3,7 +3,9 @@
  * survive a reopen, a replayed request does not pin twice, recovery drops
  * pins a crash left behind, and pool_check reports a damaged record.
  * Also the layout 2 rules pool.c applies at open: an old-layout pool is
- * refused, a disk pool keeps its keys across a boot.
+ * refused, a disk pool keeps its keys across a boot. A "crash" here is a
+ * pool closed between two steps, so these need no metaserver and no crash
+ * points (those are in tests/crash).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include "pool.h"
 #include "pool_ext.h"
 #include "pool_int.h"
+#include "pool_test.h"
 
 static char path[128];
 static struct pool *p;
@@ -33,9 +36,7 @@ setup_in(const char *dir)
 	struct pool_params pp = { .size = 32ull << 20 };
 	struct pool_session s = { .token = 7, .pid = 1 };
 
-	snprintf(path, sizeof(path), "%s/cxlp-pintab-%d.pool", dir,
-	    (int)getpid());
-	unlink(path);
+	test_pool_path(path, sizeof(path), dir);
 	cr_assert_eq(pool_open(&p, path, POOL_CREATE, &pp), 0, "%s",
 	    cxlp_errormsg());
 	cr_assert_eq(pool_session_add(p, &s), 0);

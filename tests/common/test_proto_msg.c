@@ -1,0 +1,761 @@
+/*
+ * test_proto_msg.c -- tests of common/proto_msg.c, the message bodies.
+ *
+ * Every message type goes through one table (proto_fixture.h: build a
+ * random full frame, decode it whole), so truncation at every byte, a
+ * trailing byte and random mutation are checked for all types by the same
+ * loops. Round trips compare every field; the limit tests build bodies at
+ * each bound and one past it by hand with pbuf primitives, since the
+ * encoders write what they are given. calloc is wrapped at link time
+ * (-Wl,--wrap=calloc) so a test can see that a lying count allocates
+ * nothing. Buffers and headers (common/proto.c): test_proto.c.
+ */
+#include "proto_check.h"
+#include "proto_fixture.h"
+
+/* ---- calloc accounting ---- */
+
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+
+static size_t calloc_bytes; /* largest request since a test zeroed it */
+
+void *
+__wrap_calloc(size_t n, size_t size)
+{
+	if (n != 0 && size != 0 && n * size > calloc_bytes) {
+		calloc_bytes = n * size;
+	}
+	return __real_calloc(n, size);
+}
+
+TestSuite(proto_msg, .init = setup);
+
+/* ---- round trips ---- */
+
+Test(proto_msg, hello_and_welcome_round_trip)
+{
+	for (int i = 0; i < 100; i++) {
+		struct proto_hello m = { (uint32_t)rnd(), rnd_below(2), rnd(),
+			rnd(), (const char *)keybytes + i,
+			(uint16_t)rnd_below(PROTO_HOST_MAX + 1),
+			keybytes + 2 * i,
+			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1) }, hm;
+		struct proto_welcome w = { rnd(), rnd(), rnd(), rnd(),
+			(const char *)keybytes + i,
+			(uint16_t)rnd_below(PROTO_PATH_MAX + 1) }, wm;
+		struct preader r;
+		struct pbuf b;
+
+		pbuf_init(&b);
+		proto_put_hello(&b, &m);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_hello(&r, &hm), 0);
+		cr_assert(hm.pid == m.pid && hm.flags == m.flags &&
+		    hm.start_time == m.start_time &&
+		    hm.instance_id == m.instance_id);
+		cr_assert_eq(hm.host_len, m.host_len);
+		cr_assert_arr_eq(hm.host, m.host, m.host_len);
+		cr_assert_eq(hm.secret_len, m.secret_len);
+		if (m.secret_len > 0) {
+			cr_assert_arr_eq(hm.secret, m.secret, m.secret_len);
+		}
+		pbuf_reset(&b);
+		proto_put_welcome(&b, &w);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_welcome(&r, &wm), 0);
+		cr_assert(wm.session == w.session && wm.token == w.token &&
+		    wm.pool_size == w.pool_size && wm.align == w.align);
+		cr_assert_eq(wm.path_len, w.path_len);
+		cr_assert_arr_eq(wm.path, w.path, w.path_len);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto_msg, region_bodies_and_loc_round_trip)
+{
+	for (int i = 0; i < 100; i++) {
+		uint64_t len = rnd(), ps = rnd(), len2, ps2;
+		uint32_t reg = (uint32_t)rnd(), gen = (uint32_t)rnd(), reg2,
+		    gen2;
+		struct proto_loc l, l2;
+		struct preader r;
+		struct pbuf b;
+
+		rnd_loc(&l);
+		pbuf_init(&b);
+		proto_put_region_req(&b, len, ps);
+		proto_put_region_free(&b, reg, gen);
+		proto_put_loc(&b, &l);
+		preader_init(&r, b.data, 16);
+		cr_assert_eq(proto_get_region_req(&r, &len2, &ps2), 0);
+		cr_assert(len2 == len && ps2 == ps);
+		preader_init(&r, b.data + 16, 8);
+		cr_assert_eq(proto_get_region_free(&r, &reg2, &gen2), 0);
+		cr_assert(reg2 == reg && gen2 == gen);
+		preader_init(&r, b.data + 24, b.len - 24);
+		cr_assert_eq(proto_get_loc(&r, &l2), 0);
+		cr_assert_eq(memcmp(&l, &l2, sizeof(l)), 0);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto_msg, keys_round_trip_pointing_into_the_frame)
+{
+	for (int i = 0; i < 50; i++) {
+		size_t n = 1 + rnd_below(300), len[300];
+		const void *k[300];
+		uint32_t flags = rnd_below(2), f2, n2;
+		struct proto_key *out;
+		struct preader r;
+		struct pbuf b;
+
+		rnd_keys(n, k, len);
+		pbuf_init(&b);
+		proto_put_keys(&b, flags, n, k, len);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_keys(&r, &f2, &out, &n2), 0);
+		cr_assert(f2 == flags && n2 == n);
+		for (size_t j = 0; j < n; j++) {
+			cr_assert_eq(out[j].len, len[j]);
+			cr_assert_arr_eq(out[j].data, k[j], len[j]);
+			cr_assert(out[j].data > b.data &&
+			    out[j].data + out[j].len <= b.data + b.len);
+		}
+		free(out);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto_msg, regs_round_trip)
+{
+	for (int i = 0; i < 50; i++) {
+		size_t n = 1 + rnd_below(300), len[300];
+		const void *k[300];
+		struct proto_reg g[300], *out;
+		uint32_t flags = rnd_below(2), f2, n2;
+		struct preader r;
+		struct pbuf b;
+
+		rnd_keys(n, k, len);
+		for (size_t j = 0; j < n; j++) {
+			g[j] = (struct proto_reg){ { k[j], (uint16_t)len[j] },
+				(uint32_t)rnd(), rnd(), rnd() };
+		}
+		pbuf_init(&b);
+		proto_put_regs(&b, flags, n, g);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_regs(&r, &f2, &out, &n2), 0);
+		cr_assert(f2 == flags && n2 == n);
+		for (size_t j = 0; j < n; j++) {
+			cr_assert_eq(out[j].key.len, g[j].key.len);
+			cr_assert_arr_eq(out[j].key.data, k[j], len[j]);
+			cr_assert(out[j].region == g[j].region &&
+			    out[j].off == g[j].off && out[j].len == g[j].len);
+		}
+		free(out);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto_msg, results_round_trip)
+{
+	for (int i = 0; i < 50; i++) {
+		struct proto_result res[200], out[200];
+		size_t n = rnd_below(200);
+		uint32_t n2;
+		struct preader r;
+		struct pbuf b;
+
+		rnd_results(n, res);
+		pbuf_init(&b);
+		proto_put_results(&b, n, res);
+		cr_assert_eq(b.len, 4 + n * PROTO_RESULT_LEN);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_results(&r, out, 200, &n2), 0);
+		cr_assert_eq(n2, n);
+		for (size_t j = 0; j < n; j++) {
+			cr_assert(out[j].status == res[j].status &&
+			    out[j].flags == res[j].flags);
+			cr_assert_eq(memcmp(&out[j].loc, &res[j].loc,
+			    sizeof(res[j].loc)), 0);
+		}
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto_msg, stats_round_trip_and_extra_values_are_skipped)
+{
+	uint64_t v[PROTO_STATS_MAX], out[PROTO_STATS_MAX];
+	uint32_t n;
+	struct preader r;
+	struct pbuf b;
+
+	for (size_t i = 0; i < PROTO_STATS_MAX; i++) {
+		v[i] = rnd();
+	}
+	pbuf_init(&b);
+	proto_put_stats(&b, PROTO_STATS_MAX, v);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_stats(&r, out, PROTO_STATS_MAX, &n), 0);
+	cr_assert_eq(n, PROTO_STATS_MAX);
+	cr_assert_arr_eq(out, v, sizeof(v));
+	memset(out, 0, sizeof(out));
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_stats(&r, out, PROTO_STAT_COUNT, &n), 0);
+	cr_assert_eq(n, PROTO_STAT_COUNT, "n counts what was stored");
+	cr_assert_arr_eq(out, v, PROTO_STAT_COUNT * sizeof(v[0]));
+	cr_assert_eq(out[PROTO_STAT_COUNT], 0, "nothing stored past max");
+	pbuf_fini(&b);
+}
+
+Test(proto_msg, sessions_round_trip_with_hosts_pointing_into_the_frame)
+{
+	for (int i = 0; i < 50; i++) {
+		struct proto_session_info v[40], *out;
+		size_t n = rnd_below(40);
+		uint32_t n2;
+		struct preader r;
+		struct pbuf b;
+
+		rnd_sessions(n, v);
+		pbuf_init(&b);
+		proto_put_sessions(&b, n, v);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_sessions(&r, &out, &n2), 0, "%s",
+		    cxlp_errormsg());
+		cr_assert_eq(n2, n);
+		cr_assert_eq(out == NULL, n == 0);
+		for (size_t j = 0; j < n; j++) {
+			cr_assert(out[j].id == v[j].id &&
+			    out[j].pid == v[j].pid &&
+			    out[j].flags == v[j].flags &&
+			    out[j].start_time == v[j].start_time &&
+			    out[j].instance == v[j].instance &&
+			    out[j].regions == v[j].regions &&
+			    out[j].pins == v[j].pins, "entry %zu", j);
+			cr_assert_eq(out[j].host_len, v[j].host_len);
+			cr_assert_eq(memcmp(out[j].host, v[j].host,
+			    v[j].host_len), 0);
+			cr_assert((const uint8_t *)out[j].host >= b.data &&
+			    (const uint8_t *)out[j].host + out[j].host_len <=
+			    b.data + b.len, "host points into the frame");
+		}
+		free(out);
+		pbuf_fini(&b);
+	}
+}
+
+/* ---- every type: truncation, trailing bytes ---- */
+
+Test(proto_msg, every_message_truncated_at_every_byte_is_rejected)
+{
+	for (size_t t = 0; t < MSG_NTYPES; t++) {
+		for (int rep = 0; rep < 5; rep++) {
+			struct pbuf b;
+
+			pbuf_init(&b);
+			msg_types[t].build(&b);
+			cr_assert_eq(b.err, 0);
+			cr_assert_eq(decode_exact(&msg_types[t], b.data,
+			    b.len), 0, "%s: %s", msg_types[t].name,
+			    cxlp_errormsg());
+			for (size_t cut = 0; cut < b.len; cut++) {
+				cr_assert_eq(decode_exact(&msg_types[t], b.data,
+				    cut), CXLP_E_PROTO, "%s cut at %zu of %zu",
+				    msg_types[t].name, cut, b.len);
+			}
+			pbuf_fini(&b);
+		}
+	}
+}
+
+Test(proto_msg, every_message_with_a_trailing_byte_is_rejected)
+{
+	for (size_t t = 0; t < MSG_NTYPES; t++) {
+		struct pbuf b;
+
+		pbuf_init(&b);
+		msg_types[t].build(&b);
+		pbuf_put_bytes(&b, "", 1);
+		cr_assert_eq(decode_exact(&msg_types[t], b.data, b.len),
+		    CXLP_E_PROTO, "%s", msg_types[t].name);
+		pbuf_fini(&b);
+	}
+}
+
+/* ---- bounded lengths: at the limit and one past it ---- */
+
+/* key_body -- flags, n, then n keys all of length klen. */
+static void
+key_body(struct pbuf *b, uint32_t n, uint32_t klen, bool regs)
+{
+	pbuf_put_u32(b, 0);
+	pbuf_put_u32(b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		pbuf_put_u16(b, (uint16_t)klen);
+		pbuf_put_bytes(b, keybytes, klen);
+		if (regs) {
+			pbuf_put_bytes(b, keybytes, 20);
+		}
+	}
+}
+
+static int
+keys_rc(uint32_t n, uint32_t klen)
+{
+	struct proto_key *k = NULL;
+	uint32_t flags, got;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	key_body(&b, n, klen, false);
+	preader_init(&r, b.data, b.len);
+	rc = proto_get_keys(&r, &flags, &k, &got);
+	cr_assert_eq(k == NULL, rc != 0);
+	cr_assert_eq(got, rc == 0 ? n : 0);
+	free(k);
+	pbuf_fini(&b);
+	return rc;
+}
+
+static int
+regs_rc(uint32_t n, uint32_t klen, size_t *frame_len)
+{
+	struct proto_reg *g = NULL;
+	uint32_t flags, got;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	pbuf_put_bytes(&b, keybytes, PROTO_REQ_HDR_LEN); /* room of a hdr */
+	key_body(&b, n, klen, true);
+	*frame_len = b.len;
+	preader_init(&r, b.data + PROTO_REQ_HDR_LEN,
+	    b.len - PROTO_REQ_HDR_LEN);
+	rc = proto_get_regs(&r, &flags, &g, &got);
+	cr_assert_eq(g == NULL, rc != 0);
+	free(g);
+	pbuf_fini(&b);
+	return rc;
+}
+
+Test(proto_msg, key_length_is_bounded_by_key_max)
+{
+	cr_assert_eq(keys_rc(3, 1), 0);
+	cr_assert_eq(keys_rc(3, CXLP_KEY_MAX), 0);
+	cr_assert_eq(keys_rc(3, CXLP_KEY_MAX + 1), CXLP_E_KEYLEN);
+	cr_assert(strstr(cxlp_errormsg(), "key 0") != NULL, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(keys_rc(3, 0), CXLP_E_KEYLEN);
+}
+
+Test(proto_msg, batch_size_is_bounded_by_batch_max)
+{
+	cr_assert_eq(keys_rc(CXLP_BATCH_MAX, 1), 0);
+	cr_assert_eq(keys_rc(CXLP_BATCH_MAX + 1, 1), CXLP_E_BATCH);
+	cr_assert(strstr(cxlp_errormsg(), "keys.n") != NULL);
+	cr_assert_eq(keys_rc(0, 1), CXLP_E_BATCH);
+}
+
+Test(proto_msg, register_bounds_keys_and_batch_and_fills_the_frame_max)
+{
+	size_t len;
+
+	cr_assert_eq(regs_rc(CXLP_BATCH_MAX, CXLP_KEY_MAX, &len), 0);
+	cr_assert_eq(len, PROTO_FRAME_MAX, "a full batch of largest keys");
+	cr_assert_eq(regs_rc(2, CXLP_KEY_MAX + 1, &len), CXLP_E_KEYLEN);
+	cr_assert_eq(regs_rc(2, 0, &len), CXLP_E_KEYLEN);
+	cr_assert_eq(regs_rc(CXLP_BATCH_MAX + 1, 1, &len), CXLP_E_BATCH);
+	cr_assert_eq(regs_rc(0, 1, &len), CXLP_E_BATCH);
+}
+
+static int
+string_rc(bool hello, uint32_t slen)
+{
+	struct proto_hello m;
+	struct proto_welcome w;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	pbuf_put_bytes(&b, (uint8_t[32]){ 0 }, hello ? 24 : 32);
+	pbuf_put_u16(&b, (uint16_t)slen);
+	pbuf_put_bytes(&b, keybytes, slen);
+	if (hello) {
+		pbuf_put_u16(&b, 0); /* no secret */
+	}
+	preader_init(&r, b.data, b.len);
+	rc = hello ? proto_get_hello(&r, &m) : proto_get_welcome(&r, &w);
+	pbuf_fini(&b);
+	return rc;
+}
+
+Test(proto_msg, hostname_and_path_lengths_are_bounded)
+{
+	cr_assert_eq(string_rc(true, 0), 0);
+	cr_assert_eq(string_rc(true, PROTO_HOST_MAX), 0);
+	cr_assert_eq(string_rc(true, PROTO_HOST_MAX + 1), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "hostname") != NULL);
+	cr_assert_eq(string_rc(false, PROTO_PATH_MAX), 0);
+	cr_assert_eq(string_rc(false, PROTO_PATH_MAX + 1), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "path") != NULL);
+}
+
+static int
+secret_rc(uint32_t slen, size_t have)
+{
+	struct proto_hello m;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	pbuf_put_bytes(&b, (uint8_t[24]){ 0 }, 24);
+	pbuf_put_u16(&b, 2);
+	pbuf_put_bytes(&b, "h1", 2);
+	pbuf_put_u16(&b, (uint16_t)slen);
+	pbuf_put_bytes(&b, keybytes, have);
+	preader_init(&r, b.data, b.len);
+	rc = proto_get_hello(&r, &m);
+	if (rc == 0 && (m.secret_len != slen ||
+	    (slen > 0 && memcmp(m.secret, keybytes, slen) != 0))) {
+		rc = -1;
+	}
+	pbuf_fini(&b);
+	return rc;
+}
+
+Test(proto_msg, hello_secret_is_bounded_and_must_fit_the_frame)
+{
+	cr_assert_eq(secret_rc(0, 0), 0);
+	cr_assert_eq(secret_rc(PROTO_SECRET_MAX, PROTO_SECRET_MAX), 0);
+	cr_assert_eq(secret_rc(PROTO_SECRET_MAX + 1, PROTO_SECRET_MAX + 1),
+	    CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "hello.secret") != NULL);
+	cr_assert_eq(secret_rc(10, 9), CXLP_E_PROTO, "secret past the frame");
+	cr_assert_eq(secret_rc(10, 11), CXLP_E_PROTO, "trailing bytes");
+}
+
+static int
+results_rc(uint32_t n, uint32_t max)
+{
+	struct proto_result res[8], out[8];
+	uint32_t got;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	memset(res, 0, sizeof(res));
+	pbuf_init(&b);
+	proto_put_results(&b, n, res);
+	preader_init(&r, b.data, b.len);
+	rc = proto_get_results(&r, out, max, &got);
+	pbuf_fini(&b);
+	return rc;
+}
+
+Test(proto_msg, result_count_is_bounded_by_max)
+{
+	cr_assert_eq(results_rc(0, 4), 0);
+	cr_assert_eq(results_rc(4, 4), 0);
+	cr_assert_eq(results_rc(5, 4), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "results.n") != NULL);
+}
+
+Test(proto_msg, stats_count_is_bounded_by_stats_max)
+{
+	uint64_t v[PROTO_STATS_MAX + 1] = { 0 }, out[PROTO_STATS_MAX];
+	uint32_t n;
+	struct preader r;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_stats(&b, PROTO_STATS_MAX, v);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_stats(&r, out, PROTO_STATS_MAX, &n), 0);
+	pbuf_reset(&b);
+	proto_put_stats(&b, PROTO_STATS_MAX + 1, v);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_stats(&r, out, PROTO_STATS_MAX, &n),
+	    CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "stats.n") != NULL);
+	pbuf_fini(&b);
+}
+
+/* sessions_rc -- n entries whose hosts are host_len bytes, with flags. */
+static int
+sessions_rc(uint32_t n, uint32_t host_len, uint32_t flags)
+{
+	struct proto_session_info *out = NULL;
+	uint32_t got = 7;
+	struct preader r;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	pbuf_put_u32(&b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		pbuf_put_bytes(&b, keybytes, 12); /* id, pid */
+		pbuf_put_u32(&b, flags);
+		pbuf_put_bytes(&b, keybytes, 24); /* times, counts */
+		pbuf_put_u16(&b, (uint16_t)host_len);
+		pbuf_put_bytes(&b, keybytes, host_len);
+	}
+	preader_init(&r, b.data, b.len);
+	rc = proto_get_sessions(&r, &out, &got);
+	cr_assert_eq(out == NULL, rc != 0 || n == 0);
+	cr_assert_eq(got, rc == 0 ? n : 0);
+	free(out);
+	pbuf_fini(&b);
+	return rc;
+}
+
+Test(proto_msg, session_count_is_bounded_by_sessions_max)
+{
+	cr_assert_eq(sessions_rc(0, 5, 0), 0);
+	cr_assert_eq(sessions_rc(PROTO_SESSIONS_MAX, 0, 0), 0);
+	cr_assert_eq(sessions_rc(PROTO_SESSIONS_MAX + 1, 0, 0),
+	    CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "sessions.n") != NULL, "%s",
+	    cxlp_errormsg());
+}
+
+Test(proto_msg, session_host_length_and_flags_are_bounded)
+{
+	cr_assert_eq(sessions_rc(3, PROTO_HOST_MAX, PROTO_SESS_ATTACHED), 0);
+	cr_assert_eq(sessions_rc(3, PROTO_HOST_MAX + 1, 0), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "session.host") != NULL, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(sessions_rc(1, 4, PROTO_SESS_DETACHED), 0);
+	cr_assert_eq(sessions_rc(1, 4, 4), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "session.flags") != NULL, "%s",
+	    cxlp_errormsg());
+}
+
+Test(proto_msg, a_huge_session_count_in_a_short_frame_allocates_nothing)
+{
+	static const uint32_t counts[] = { 2, PROTO_SESSIONS_MAX, UINT32_MAX };
+	struct proto_session_info *v;
+	uint32_t n;
+	struct preader r;
+	struct pbuf b;
+
+	for (size_t i = 0; i < 3; i++) {
+		pbuf_init(&b);
+		pbuf_put_u32(&b, counts[i]);
+		pbuf_put_bytes(&b, keybytes, 60); /* one entry and a bit */
+		calloc_bytes = 0;
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_sessions(&r, &v, &n), CXLP_E_PROTO);
+		cr_assert_null(v);
+		cr_assert_eq(calloc_bytes, 0, "count %u allocated %zu bytes",
+		    counts[i], calloc_bytes);
+		pbuf_fini(&b);
+	}
+}
+
+/* ---- reserved bits and zero locs ---- */
+
+Test(proto_msg, reserved_flag_bits_are_rejected)
+{
+	struct proto_hello m = { .flags = 2 }, hm;
+	struct proto_key *k;
+	struct proto_reg *g;
+	uint32_t flags, n;
+	struct preader r;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_hello(&b, &m);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_hello(&r, &hm), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "hello.flags") != NULL);
+	pbuf_reset(&b);
+	proto_put_keys(&b, 2, 1, (const void *[]){ "k" }, (size_t[]){ 1 });
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_keys(&r, &flags, &k, &n), CXLP_E_PROTO);
+	cr_assert_null(k);
+	pbuf_reset(&b);
+	proto_put_regs(&b, 4, 1, &(struct proto_reg){ { keybytes, 1 }, 1, 2,
+	    3 });
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_regs(&r, &flags, &g, &n), CXLP_E_PROTO);
+	cr_assert_null(g);
+	pbuf_fini(&b);
+}
+
+Test(proto_msg, result_flags_status_and_loc_are_checked)
+{
+	struct proto_result out[1];
+	uint32_t n;
+	struct preader r;
+	struct pbuf b;
+	static const struct {
+		int32_t status;
+		uint32_t flags;
+		uint32_t region;
+		int rc;
+	} rows[] = {
+		{ 0, PROTO_R_NEW, 1, 0 },
+		{ 0, 2, 1, CXLP_E_PROTO },           /* reserved flag bit */
+		{ 1, 0, 0, CXLP_E_PROTO },           /* positive status */
+		{ CXLP_E_NOTFOUND, 0, 0, 0 },        /* error, zero loc */
+		{ CXLP_E_NOTFOUND, 0, 9, CXLP_E_PROTO }, /* error with a loc */
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		pbuf_init(&b);
+		pbuf_put_u32(&b, 1);
+		pbuf_put_u32(&b, (uint32_t)rows[i].status);
+		pbuf_put_u32(&b, rows[i].flags);
+		pbuf_put_u32(&b, rows[i].region);
+		pbuf_put_bytes(&b, (uint8_t[36]){ 0 }, 36);
+		preader_init(&r, b.data, b.len);
+		cr_assert_eq(proto_get_results(&r, out, 1, &n), rows[i].rc,
+		    "row %zu", i);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto_msg, error_results_are_encoded_with_a_zero_loc)
+{
+	struct proto_result res = { CXLP_E_PINNED, 0, { 1, 2, 3, 4, 5, 6 } },
+			    out;
+	uint32_t n;
+	struct preader r;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_results(&b, 1, &res);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_results(&r, &out, 1, &n), 0);
+	cr_assert_eq(out.status, CXLP_E_PINNED);
+	cr_assert_eq(out.loc.region, 0);
+	cr_assert_eq(out.loc.len, 0);
+	pbuf_fini(&b);
+}
+
+/* ---- lying counts ---- */
+
+Test(proto_msg, a_huge_count_in_a_short_frame_allocates_nothing)
+{
+	static const uint32_t counts[] = { CXLP_BATCH_MAX, 1000, UINT32_MAX };
+	struct proto_key *k;
+	struct proto_reg *g;
+	uint32_t flags, n;
+	struct preader r;
+	struct pbuf b;
+
+	for (size_t i = 0; i < 3; i++) {
+		pbuf_init(&b);
+		pbuf_put_u32(&b, 0);
+		pbuf_put_u32(&b, counts[i]);
+		pbuf_put_u16(&b, 5);
+		pbuf_put_bytes(&b, "hello", 5);
+		calloc_bytes = 0;
+		preader_init(&r, b.data, b.len);
+		cr_assert_neq(proto_get_keys(&r, &flags, &k, &n), 0);
+		preader_init(&r, b.data, b.len);
+		cr_assert_neq(proto_get_regs(&r, &flags, &g, &n), 0);
+		cr_assert_eq(calloc_bytes, 0, "count %u allocated %zu bytes",
+		    counts[i], calloc_bytes);
+		pbuf_fini(&b);
+	}
+	/* The wrapper sees the codec's allocations at all. */
+	calloc_bytes = 0;
+	cr_assert_eq(keys_rc(CXLP_BATCH_MAX, 1), 0);
+	cr_assert_geq(calloc_bytes, CXLP_BATCH_MAX * sizeof(struct proto_key));
+}
+
+/* ---- random and mutated frames ---- */
+
+static void
+mutate(struct pbuf *b)
+{
+	switch (rnd_below(5)) {
+	case 0: /* flip a few bytes */
+		for (uint32_t i = 1 + rnd_below(4); i > 0; i--) {
+			b->data[rnd_below((uint32_t)b->len)] ^=
+			    (uint8_t)(1 + rnd_below(255));
+		}
+		break;
+	case 1: /* cut */
+		b->len = rnd_below((uint32_t)b->len + 1);
+		break;
+	case 2: /* append garbage */
+		pbuf_put_bytes(b, keybytes + rnd_below(1000),
+		    1 + rnd_below(64));
+		break;
+	case 3: /* overwrite a length-sized field with an extreme value */
+		if (b->len >= PROTO_REQ_HDR_LEN + 6) {
+			size_t at = PROTO_REP_HDR_LEN + rnd_below(
+			    (uint32_t)(b->len - PROTO_REP_HDR_LEN - 3));
+
+			memset(b->data + at, rnd_below(2) ? 0xff : 0, 2);
+		}
+		break;
+	default: /* all random after a valid magic and version */
+		rnd_fill(b->data + 6, b->len - 6);
+		break;
+	}
+}
+
+Test(proto_msg, mutated_frames_decode_safely_and_canonically)
+{
+	for (int i = 0; i < 20000; i++) {
+		const struct msg_type *t = &msg_types[rnd_below(MSG_NTYPES)];
+		uint8_t *copy;
+		struct pbuf b;
+
+		pbuf_init(&b);
+		t->build(&b);
+		mutate(&b);
+		copy = malloc(b.len + 1);
+		cr_assert_not_null(copy);
+		memcpy(copy, b.data, b.len);
+		cr_assert_eq(proto_check_frame(copy, b.len), 0,
+		    "iteration %d (%s): decoded frame re-encodes differently",
+		    i, t->name);
+		free(copy);
+		pbuf_fini(&b);
+	}
+}
+
+Test(proto_msg, random_bytes_into_every_body_decoder_never_crash)
+{
+	uint8_t buf[512];
+
+	for (int i = 0; i < 5000; i++) {
+		size_t len = rnd_below(sizeof(buf));
+		uint8_t *f = malloc(len + 1);
+
+		cr_assert_not_null(f);
+		rnd_fill(buf, len);
+		if (len >= 8 && rnd_below(2)) {
+			buf[4 + rnd_below(4)] = 0; /* keep counts small */
+		}
+		memcpy(f, buf, len);
+		for (size_t t = 0; t < MSG_NTYPES; t++) {
+			/* Skip the header: feed the bytes as a body. */
+			struct pbuf b;
+
+			pbuf_init(&b);
+			msg_types[t].build(&b);
+			b.len = msg_types[t].request ? PROTO_REQ_HDR_LEN :
+			    PROTO_REP_HDR_LEN;
+			if (b.len == PROTO_REP_HDR_LEN) {
+				memset(b.data + 16, 0, 4); /* status 0 */
+			}
+			pbuf_put_bytes(&b, f, len);
+			(void)decode_exact(&msg_types[t], b.data, b.len);
+			pbuf_fini(&b);
+		}
+		cr_assert_eq(proto_check_frame(f, len), 0);
+		free(f);
+	}
+}

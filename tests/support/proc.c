@@ -1,0 +1,181 @@
+/*
+ * proc.c -- child processes for tests (see proc.h): the fork/exec/pipe
+ * plumbing that the crash, integration and soak tests each need, written
+ * once. Two shapes cover them: a child the test talks to over a pair of
+ * pipes while it runs (itest-worker), and a tool run to completion with its
+ * output kept in a file for the failure message (pool-inspect check).
+ * Pipes are close-on-exec, so a child never holds another child's pipe
+ * ends and each sees EOF when the test closes its own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+void
+test_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+bool
+test_file_has(const char *path, const char *needle)
+{
+	char buf[65536];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (f == NULL) {
+		return false;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, needle) != NULL;
+}
+
+int
+test_run_logged(const char *path, const char *const argv[],
+    const char *out_path)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		return -1;
+	}
+	if (pid == 0) {
+		int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (fd >= 0) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+			close(fd);
+		}
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+		return -1;
+	}
+	return WEXITSTATUS(status);
+}
+
+int
+test_inspect_check(const char *pool, const char *out_path)
+{
+	const char *bin = getenv("CXLP_POOL_INSPECT");
+	const char *const argv[] = { "pool-inspect", "check", pool, NULL };
+
+	if (bin == NULL) {
+		return -1;
+	}
+	return test_run_logged(bin, argv, out_path);
+}
+
+/* fits -- an snprintf result r wrote all of it into room bytes */
+static int
+fits(int r, size_t room)
+{
+	return r >= 0 && (size_t)r < room ? 0 : -1;
+}
+
+int
+test_worker_path(char *out, size_t n, const char *rel)
+{
+	const char *env = getenv("CXLP_ITEST_WORKER");
+	ssize_t k;
+	char *dir_end;
+
+	if (env != NULL && env[0] != '\0') {
+		return fits(snprintf(out, n, "%s", env), n);
+	}
+	k = readlink("/proc/self/exe", out, n - 1);
+	if (k <= 0) {
+		return -1;
+	}
+	out[k] = '\0';
+	dir_end = strrchr(out, '/');
+	if (dir_end == NULL) {
+		return -1;
+	}
+	dir_end++;
+	return fits(snprintf(dir_end, n - (size_t)(dir_end - out), "%s", rel),
+	    n - (size_t)(dir_end - out));
+}
+
+/* in the child: stdin from go, stdout to out, then exec; never returns */
+static void
+exec_on_pipes(const char *path, const char *const argv[], const int go[2],
+    const int out[2])
+{
+	if (dup2(go[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0) {
+		_exit(127);
+	}
+	execv(path, (char *const *)argv);
+	_exit(127);
+}
+
+int
+test_child_spawn(struct test_child *c, const char *path,
+    const char *const argv[])
+{
+	int go[2], out[2];
+
+	c->pid = -1;
+	c->go_fd = c->out_fd = -1;
+	if (pipe2(go, O_CLOEXEC) != 0) {
+		return -1;
+	}
+	if (pipe2(out, O_CLOEXEC) != 0) {
+		goto err_go;
+	}
+	c->pid = fork();
+	if (c->pid < 0) {
+		goto err_out;
+	}
+	if (c->pid == 0) {
+		exec_on_pipes(path, argv, go, out);
+	}
+	close(go[0]);
+	close(out[1]);
+	c->go_fd = go[1];
+	c->out_fd = out[0];
+	return 0;
+
+err_out:
+	close(out[0]);
+	close(out[1]);
+err_go:
+	close(go[0]);
+	close(go[1]);
+	return -1;
+}
+
+bool
+test_child_read(struct test_child *c, void *buf, size_t n)
+{
+	unsigned char *p = buf;
+
+	while (n > 0) {
+		ssize_t k = read(c->out_fd, p, n);
+
+		if (k < 0 && errno == EINTR) {
+			continue;
+		}
+		if (k <= 0) {
+			return false;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}

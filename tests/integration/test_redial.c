@@ -7,6 +7,7 @@
  * requests; a new connection passes. Without the redial every call after
  * the stall would time out for good.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "itest.h"
@@ -138,5 +139,82 @@ Test(redial, timeouts_with_answers_between_keep_the_connection)
 	}
 	cr_assert_eq(kv_stats(h).redials, 0, "timeouts that were not in a "
 	    "row replaced a working connection");
+	cxlp_close(&h);
+}
+
+#define NTHREADS 8
+#define ROUNDS 40
+
+struct caller {
+	struct cxlp_handler *h;
+	uint32_t id;
+	int failures;
+};
+
+/* Each thread stores its own keys; every call must land, whether it
+ * started before the stall, during it or after the redial. Thread 1 stalls
+ * the connection halfway through its rounds, so the stall falls while
+ * the others are busy too. */
+static void *
+caller_main(void *arg)
+{
+	struct caller *c = arg;
+	char prefix[16];
+
+	snprintf(prefix, sizeof(prefix), "t%u", c->id);
+	for (uint32_t k = 0; k < ROUNDS; k++) {
+		char key[32];
+		size_t kl = kv_key(key, sizeof(key), prefix, k);
+		cxlp_page_t pg;
+		bool stored = false;
+		void *buf;
+
+		if (c->id == 1 && k == ROUNDS / 2) {
+			proxy_stall_seen(px);
+		}
+		if (cxlp_alloc(c->h, &pg, &buf) != 0) {
+			c->failures++;
+			continue;
+		}
+		kv_fill(buf, 128, c->id, k);
+		if (cxlp_store(c->h, key, kl, pg, 128, 0, &stored) != 0 ||
+		    !stored || cxlp_healthcheck(c->h) != 0) {
+			c->failures++;
+		}
+	}
+	return NULL;
+}
+
+Test(redial, calls_from_many_threads_move_to_the_fresh_connection)
+{
+	struct cxlp_handler *h = itest_connect_via_proxy(TIMEOUT_MS, 6);
+	struct caller c[NTHREADS];
+	pthread_t t[NTHREADS];
+	struct cxlp_stats st;
+
+	for (uint32_t i = 0; i < NTHREADS; i++) {
+		c[i] = (struct caller){ .h = h, .id = i + 1 };
+		cr_assert_eq(pthread_create(&t[i], NULL, caller_main, &c[i]),
+		    0);
+	}
+	for (int i = 0; i < NTHREADS; i++) {
+		pthread_join(t[i], NULL);
+		cr_assert_eq(c[i].failures, 0, "thread %d: %d calls failed",
+		    i, c[i].failures);
+	}
+	st = kv_stats(h);
+	cr_assert_geq(st.redials, 1, "the stall never hit a call");
+	cr_assert_eq(st.sessions, 1);
+	cr_assert_eq(st.keys, NTHREADS * ROUNDS);
+	cr_assert_eq(st.pages_registered, NTHREADS * ROUNDS);
+	cr_assert_eq(st.pages_unresolved, 0);
+	for (uint32_t i = 0; i < NTHREADS; i++) {
+		char prefix[16];
+
+		snprintf(prefix, sizeof(prefix), "t%u", i + 1);
+		for (uint32_t k = 0; k < ROUNDS; k++) {
+			cr_assert_eq(itest_get_check(h, prefix, k), i + 1);
+		}
+	}
 	cxlp_close(&h);
 }

@@ -66,81 +66,27 @@ itest_get_check(struct cxlp_handler *h, const char *prefix, uint32_t key)
 	return writer;
 }
 
-/* worker_path -- $CXLP_ITEST_WORKER (scripts/test.sh points it at a
- * ThreadSanitizer build), else itest-worker beside the test executable. */
-static void
-worker_path(char *out, size_t n)
-{
-	const char *env = getenv("CXLP_ITEST_WORKER");
-	ssize_t k;
-	char *slash;
-
-	if (env != NULL && env[0] != '\0') {
-		snprintf(out, n, "%s", env);
-		return;
-	}
-	k = readlink("/proc/self/exe", out, n - 1);
-	cr_assert_gt(k, 0);
-	out[k] = '\0';
-	slash = strrchr(out, '/');
-	cr_assert_not_null(slash);
-	snprintf(slash + 1, n - (size_t)(slash + 1 - out), "itest-worker");
-}
-
 void
-itest_spawn(struct itest_child *c, const char *role, const char *arg)
+itest_spawn(struct test_child *c, const char *role, const char *arg)
 {
+	const char *argv[] = {"itest-worker", role, srv.url, arg, NULL};
 	char path[4096];
-	int go[2], out[2];
 
-	worker_path(path, sizeof(path));
-	cr_assert_eq(pipe(go), 0);
-	cr_assert_eq(pipe(out), 0);
-	c->pid = fork();
-	cr_assert_geq(c->pid, 0);
-	if (c->pid == 0) {
-		dup2(go[0], STDIN_FILENO);
-		dup2(out[1], STDOUT_FILENO);
-		close(go[0]);
-		close(go[1]);
-		close(out[0]);
-		close(out[1]);
-		execl(path, "itest-worker", role, srv.url, arg, (char *)NULL);
-		_exit(127);
-	}
-	close(go[0]);
-	close(out[1]);
-	c->go_fd = go[1];
-	c->out_fd = out[0];
+	cr_assert_eq(test_worker_path(path, sizeof(path), "itest-worker"), 0);
+	cr_assert_eq(test_child_spawn(c, path, argv), 0, "cannot start %s",
+	    path);
 }
 
 void
-itest_go(struct itest_child *c)
+itest_go(struct test_child *c)
 {
 	cr_assert_eq(write(c->go_fd, "g", 1), 1);
 	close(c->go_fd);
 	c->go_fd = -1;
 }
 
-bool
-itest_read(struct itest_child *c, void *buf, size_t n)
-{
-	uint8_t *p = buf;
-
-	while (n > 0) {
-		ssize_t k = read(c->out_fd, p, n);
-
-		if (k <= 0) {
-			return false;
-		}
-		p += k;
-		n -= (size_t)k;
-	}
-	return true;
-}
-
 int
-itest_wait(struct itest_child *c)
+itest_wait(struct test_child *c)
 {
 	if (c->go_fd >= 0) {
 		close(c->go_fd);

@@ -14,6 +14,7 @@
 
 #include "cxlpool.h"
 #include "kvtest.h"
+#include "proc.h"
 #include "proxy.h"
 #include "server.h"
 
@@ -66,20 +67,13 @@ uint32_t itest_get_check(struct cxlp_handler *h, const char *prefix,
 /*
  * Children are itest-worker processes (worker.c), exec'd fresh: a test
  * cannot fork a child that uses nng. A child blocks until itest_go, plays
- * its role, and writes results that the parent reads with itest_read.
+ * its role, and writes results that the parent reads with test_child_read
+ * (proc.h).
  */
-struct itest_child {
-	pid_t pid;
-	int go_fd;  /* parent -> child stdin: one byte releases it */
-	int out_fd; /* child stdout -> parent: results */
-};
-
 /* itest_spawn -- start itest-worker ROLE srv.url arg. */
-void itest_spawn(struct itest_child *c, const char *role, const char *arg);
-void itest_go(struct itest_child *c);
-/* itest_read -- read exactly n bytes from the child; false on EOF. */
-bool itest_read(struct itest_child *c, void *buf, size_t n);
+void itest_spawn(struct test_child *c, const char *role, const char *arg);
+void itest_go(struct test_child *c);
 /* itest_wait -- reap; exit code, or 128 + signal. */
-int itest_wait(struct itest_child *c);
+int itest_wait(struct test_child *c);
 
 #endif

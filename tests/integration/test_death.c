@@ -40,24 +40,11 @@ wait_sessions(struct cxlp_handler *h, uint64_t want)
 static void
 assert_pool_checks(void)
 {
-	const char *bin = getenv("CXLP_POOL_INSPECT");
 	char log[128];
-	pid_t pid;
 	int rc;
 
-	cr_assert_not_null(bin, "CXLP_POOL_INSPECT not set");
 	snprintf(log, sizeof(log), "/tmp/cxlp-death-%d.check", getpid());
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-		execl(bin, "pool-inspect", "check", srv.pool, (char *)NULL);
-		_exit(127);
-	}
-	rc = kv_wait_child(pid);
+	rc = test_inspect_check(srv.pool, log);
 	if (rc != 0) {
 		char cmd[256];
 
@@ -130,20 +117,20 @@ assert_back_to(struct cxlp_handler *h, const struct cxlp_stats *st0)
 static uint32_t
 kill_mid_batch(const char *prefix, uint32_t min_acks, unsigned max_us)
 {
-	struct itest_child c;
+	struct test_child c;
 	uint32_t acked = 0, a;
 
 	itest_spawn(&c, "store-loop", prefix);
 	itest_go(&c);
 	while (acked < min_acks) {
-		cr_assert(itest_read(&c, &a, sizeof(a)), "store-loop died "
+		cr_assert(test_child_read(&c, &a, sizeof(a)), "store-loop died "
 		    "early");
 		acked = a;
 	}
 	usleep((useconds_t)(max_us > 0 ? (unsigned)rand() % max_us : 0));
 	kill(c.pid, SIGKILL);
 	/* acknowledgements written before the kill still count */
-	while (itest_read(&c, &a, sizeof(a))) {
+	while (test_child_read(&c, &a, sizeof(a))) {
 		acked = a;
 	}
 	cr_assert_eq(itest_wait(&c), 128 + SIGKILL);
@@ -184,13 +171,13 @@ Test(death, killed_holder_releases_pins_and_unregistered_pages)
 	struct cxlp_handler *h = itest_connect();
 	struct cxlp_stats st0, st;
 	struct hold_report r;
-	struct itest_child c;
+	struct test_child c;
 
 	itest_put(h, "mine", 1, 1, 64);
 	st0 = kv_stats(h);
 	itest_spawn(&c, "hold", "held:mine-1");
 	itest_go(&c);
-	cr_assert(itest_read(&c, &r, sizeof(r)), "holder failed (exit %d)",
+	cr_assert(test_child_read(&c, &r, sizeof(r)), "holder failed (exit %d)",
 	    itest_wait(&c));
 	st = kv_stats(h);
 	cr_assert_eq(st.pins, r.pins);

@@ -88,7 +88,7 @@ Test(pins, batch_pin_stops_at_the_first_missing_key)
 
 Test(pins, pins_of_a_killed_handler_are_released)
 {
-	struct itest_child c;
+	struct test_child c;
 	struct cxlp_handler *h;
 	struct cxlp_stats st;
 	char b;
@@ -98,7 +98,7 @@ Test(pins, pins_of_a_killed_handler_are_released)
 	h = itest_connect();
 	itest_put(h, "p", 1, 1, 64);
 	itest_go(&c);
-	cr_assert(itest_read(&c, &b, 1), "child did not pin");
+	cr_assert(test_child_read(&c, &b, 1), "child did not pin");
 	cr_assert_rc(cxlp_delete(h, "p-1", 3), CXLP_E_PINNED);
 	kill(c.pid, SIGKILL);
 	itest_wait(&c);

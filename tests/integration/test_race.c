@@ -17,7 +17,7 @@ TestSuite(race, .init = itest_start, .fini = itest_stop, .timeout = 120);
 static void
 run_race(struct race_result *r)
 {
-	struct itest_child c[NPROC];
+	struct test_child c[NPROC];
 	char arg[16];
 
 	for (int w = 0; w < NPROC; w++) {
@@ -28,7 +28,7 @@ run_race(struct race_result *r)
 		itest_go(&c[w]);
 	}
 	for (int w = 0; w < NPROC; w++) {
-		cr_assert(itest_read(&c[w], &r[w], sizeof(r[w])),
+		cr_assert(test_child_read(&c[w], &r[w], sizeof(r[w])),
 		    "writer %d died", w);
 		cr_assert_eq(itest_wait(&c[w]), 0, "writer %d failed", w);
 	}

@@ -8,7 +8,7 @@ TestSuite(roundtrip, .init = itest_start, .fini = itest_stop, .timeout = 60);
 
 Test(roundtrip, bytes_stored_by_one_process_are_read_by_another)
 {
-	struct itest_child c;
+	struct test_child c;
 	unsigned n = 50;
 	struct cxlp_handler *h;
 
@@ -57,7 +57,7 @@ Test(roundtrip, missing_key_is_not_found)
 
 Test(roundtrip, reader_mapping_of_a_foreign_region_is_read_only)
 {
-	struct itest_child c;
+	struct test_child c;
 	struct cxlp_handler *h;
 
 	itest_spawn(&c, "write-foreign", "rt-1");

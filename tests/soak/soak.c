@@ -49,6 +49,7 @@
 #include "cxlpool.h"
 #include "kvtest.h"
 #include "pool.h"
+#include "proc.h"
 #include "server.h"
 #include "soak.h"
 
@@ -329,22 +330,8 @@ workers_close(void)
 static int
 run_inspect_check(void)
 {
-	const char *bin = getenv("CXLP_POOL_INSPECT");
-	pid_t pid;
-	int st;
+	int st = test_inspect_check(S.srv.pool, "/dev/null");
 
-	if (bin == NULL) {
-		return fail("CXLP_POOL_INSPECT not set");
-	}
-	pid = fork();
-	if (pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-
-		dup2(fd, STDOUT_FILENO);
-		execl(bin, "pool-inspect", "check", S.srv.pool, (char *)NULL);
-		_exit(127);
-	}
-	st = kv_wait_child(pid);
 	return st == 0 ? 0 : fail("pool-inspect check %s: exit %d",
 	    S.srv.pool, st);
 }

@@ -22,6 +22,16 @@
  * align its regions at least that coarsely. pmem2 error codes (<= -100000)
  * are folded into -EINVAL or -errno, with pmem2's message kept in
  * cxlp_errormsg().
+ * Huge pages [pmap_advise_huge]: a random lookup in a big index touches
+ * two random 4 KiB pages (slot, key record), and their TLB misses and
+ * page walks cost as much as the cache misses. devdax aligned to 2 MiB
+ * maps with PMD pages by itself. A tmpfs file gets 2 MiB pages only if
+ * its mount's huge= option (not shmem_enabled, which governs the
+ * kernel's internal shm mount: memfd, SysV, shared anonymous; only its
+ * deny and force apply to every tmpfs) lets it, and for huge=advise only
+ * in a range given MADV_HUGEPAGE, whose virtual start is 2 MiB-aligned
+ * with its file offset. libpmem2 aligns mappings of >= 2 MiB to 2 MiB,
+ * so a pool mapped from offset 0 qualifies; we check rather than trust.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,11 +40,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include "err.h"
+#include "log.h"
 #include "map.h"
 
 #ifndef MADV_POPULATE_READ
@@ -43,6 +56,8 @@
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
+
+#define HUGE_PAGE (2ull << 20) /* PMD page on x86-64 and arm64 (4 KiB) */
 
 struct pmap {
 	struct pmem2_map *map;
@@ -56,6 +71,10 @@ struct pmap {
 	bool is_volatile;
 	bool fence_only;    /* tmpfs: persist is a fence (see above) */
 	pmem2_persist_fn persist;
+	uint64_t off;       /* file offset of addr */
+	dev_t dev;          /* st_dev of the file: finds its tmpfs mount */
+	enum pmap_huge huge; /* last pmap_advise_huge choice */
+	char huge_setting[64]; /* what decided it */
 };
 
 /* a pmem2 return code as a cxlpool one */
@@ -206,6 +225,8 @@ pmap_open(struct pmap **out, const char *path, uint64_t off, uint64_t len,
 		goto err_close;
 	}
 	m->devdax = S_ISCHR(st.st_mode);
+	m->off = off;
+	m->dev = st.st_dev;
 	m->is_volatile = m->devdax || sfs.f_type == TMPFS_MAGIC;
 	m->fence_only = !m->devdax && sfs.f_type == TMPFS_MAGIC;
 	if ((rc = map_source(m, path, fd, off, len)) != 0) {
@@ -346,4 +367,174 @@ pmap_file_create(const char *path, uint64_t size)
 	}
 	close(fd);
 	return rc;
+}
+
+/* the bracketed word of shmem_enabled ("never", "deny", ...), or "" */
+static void
+shmem_enabled(char *out, size_t n)
+{
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/shmem_enabled",
+	    "re");
+	char line[128], *a, *b;
+
+	out[0] = '\0';
+	if (f == NULL) {
+		return;
+	}
+	if (fgets(line, sizeof(line), f) != NULL &&
+	    (a = strchr(line, '[')) != NULL &&
+	    (b = strchr(a, ']')) != NULL) {
+		*b = '\0';
+		snprintf(out, n, "%s", a + 1);
+	}
+	fclose(f);
+}
+
+/* the value of huge= in a mount's super options; "never" when absent */
+static void
+huge_opt(const char *opts, char *out, size_t n)
+{
+	const char *h = opts;
+
+	snprintf(out, n, "never");
+	while ((h = strstr(h, "huge=")) != NULL) {
+		if (h == opts || h[-1] == ',') {
+			snprintf(out, n, "%.*s", (int)strcspn(h + 5, ","),
+			    h + 5);
+			return;
+		}
+		h += 5;
+	}
+}
+
+/* the huge= option of the tmpfs mount of dev, from /proc/self/mountinfo
+ * ("36 35 0:38 / /dev/shm rw - tmpfs tmpfs rw,huge=advise") */
+static void
+tmpfs_huge(dev_t dev, char *out, size_t n)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, *sep, opts[512];
+	unsigned maj, min;
+	size_t cap = 0;
+
+	snprintf(out, n, "never");
+	if (f == NULL) {
+		return;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		if (sscanf(line, "%*u %*u %u:%u", &maj, &min) == 2 &&
+		    makedev(maj, min) == dev &&
+		    (sep = strstr(line, " - ")) != NULL &&
+		    sscanf(sep + 3, "%*s %*s %511s", opts) == 1) {
+			huge_opt(opts, out, n);
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+}
+
+/* what the media and its settings allow, before looking at the range */
+static enum pmap_huge
+huge_policy(struct pmap *m)
+{
+	char *why = m->huge_setting, shm[32], mnt[32];
+	size_t n = sizeof(m->huge_setting);
+
+	if (m->devdax) {
+		snprintf(why, n, "devdax align %llu",
+		    (unsigned long long)m->align);
+		return m->align >= HUGE_PAGE ? PMAP_HUGE_DEVDAX :
+		    PMAP_HUGE_NONE;
+	}
+	if (!m->fence_only) {
+		snprintf(why, n, "not tmpfs");
+		return PMAP_HUGE_NONE;
+	}
+	shmem_enabled(shm, sizeof(shm));
+	if (strcmp(shm, "deny") == 0 || strcmp(shm, "force") == 0) {
+		snprintf(why, n, "shmem_enabled=%s", shm);
+		return shm[0] == 'f' ? PMAP_HUGE_ADVISED : PMAP_HUGE_NONE;
+	}
+	tmpfs_huge(m->dev, mnt, sizeof(mnt));
+	snprintf(why, n, "tmpfs huge=%s", mnt);
+	return strcmp(mnt, "never") == 0 ? PMAP_HUGE_NONE : PMAP_HUGE_ADVISED;
+}
+
+/* give [off, off + len) of the file MADV_HUGEPAGE; the choice */
+static enum pmap_huge
+advise_range(struct pmap *m, uint64_t off, uint64_t len)
+{
+	uint64_t end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
+	uint64_t lo, hi;
+	size_t n = strlen(m->huge_setting);
+	char *why = m->huge_setting + n;
+
+	n = sizeof(m->huge_setting) - n;
+	off = off > m->off ? off : m->off;
+	end = end < m->off + m->len ? end : m->off + m->len;
+	lo = (off + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+	hi = end & ~(HUGE_PAGE - 1);
+	if (((uintptr_t)m->addr - m->off) % HUGE_PAGE != 0) {
+		snprintf(why, n, ", mapping not 2 MiB-aligned");
+		return PMAP_HUGE_NONE;
+	}
+	if (lo >= hi) {
+		snprintf(why, n, ", no whole 2 MiB page in the range");
+		return PMAP_HUGE_NONE;
+	}
+	if (madvise((char *)m->addr + (lo - m->off), hi - lo,
+	    MADV_HUGEPAGE) != 0) {
+		snprintf(why, n, ", madvise: %s", strerror(errno));
+		return PMAP_HUGE_NONE;
+	}
+	return PMAP_HUGE_ADVISED;
+}
+
+/* pmap_advise_huge -- see map.h */
+enum pmap_huge
+pmap_advise_huge(struct pmap *m, uint64_t off, uint64_t len)
+{
+	static int logged;
+
+	m->huge = huge_policy(m);
+	if (m->huge == PMAP_HUGE_ADVISED) {
+		m->huge = advise_range(m, off, len);
+	}
+	if (!__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED)) {
+		log_info("pool mapping, %llu bytes at offset %llu: %s (%s)",
+		    (unsigned long long)len, (unsigned long long)off,
+		    m->huge == PMAP_HUGE_NONE ? "4 KiB pages" :
+		    m->huge == PMAP_HUGE_DEVDAX ? "2 MiB pages, devdax" :
+		    "2 MiB pages advised", m->huge_setting);
+	}
+	return m->huge;
+}
+
+/* pmap_huge -- see map.h */
+enum pmap_huge
+pmap_huge(const struct pmap *m)
+{
+	return m->huge;
+}
+
+/* pmap_huge_setting -- see map.h */
+const char *
+pmap_huge_setting(const struct pmap *m)
+{
+	return m->huge_setting;
+}
+
+/* pmap_huge_name -- see map.h */
+const char *
+pmap_huge_name(enum pmap_huge h)
+{
+	static const char *const names[] = {
+		[PMAP_HUGE_NONE] = "base pages",
+		[PMAP_HUGE_DEVDAX] = "devdax PMD",
+		[PMAP_HUGE_ADVISED] = "advised",
+	};
+
+	return (unsigned)h < sizeof(names) / sizeof(names[0]) ?
+	    names[h] : "unknown";
 }

@@ -65,4 +65,33 @@ int pmap_prefault(const struct pmap *m);
  * with -EEXIST if it exists). */
 int pmap_file_create(const char *path, uint64_t size);
 
+/* Page size that backs a range, as chosen by pmap_advise_huge. */
+enum pmap_huge {
+	PMAP_HUGE_NONE = 0,    /* base pages: huge ones not possible here */
+	PMAP_HUGE_DEVDAX = 1,  /* devdax aligned to >= 2 MiB: PMD-mapped by
+	                        * the device already */
+	PMAP_HUGE_ADVISED = 2, /* tmpfs whose setting honours the advice:
+	                        * MADV_HUGEPAGE given, so pages first touched
+	                        * from now on are 2 MiB */
+};
+
+/* pmap_advise_huge -- back [off, off + len) of the file (offsets in the
+ * file, inside the mapping; trimmed inward to 2 MiB) with huge pages
+ * where the media and its setting allow it: devdax aligned to >= 2 MiB
+ * already is; a tmpfs file is when its mount has huge=advise, always or
+ * within_size, or shmem_enabled is force (and deny forbids it), given
+ * MADV_HUGEPAGE. Elsewhere (disk files, tmpfs huge=never, a mapping not
+ * 2 MiB-aligned) a silent no-op. Logs the choice at info level once per
+ * process. Pages already touched keep their size. Returns the choice,
+ * which pmap_huge() reports later; never fails. */
+enum pmap_huge pmap_advise_huge(struct pmap *m, uint64_t off, uint64_t len);
+/* pmap_huge -- the last pmap_advise_huge choice (PMAP_HUGE_NONE before). */
+enum pmap_huge pmap_huge(const struct pmap *m);
+/* pmap_huge_setting -- what decided that choice, e.g. "tmpfs huge=never",
+ * "shmem_enabled=deny", "devdax align 2097152", "not tmpfs"; "" before
+ * pmap_advise_huge. Owned by m. */
+const char *pmap_huge_setting(const struct pmap *m);
+/* pmap_huge_name -- "base pages", "devdax PMD", "advised" ("unknown"). */
+const char *pmap_huge_name(enum pmap_huge h);
+
 #endif /* CXLP_MAP_H */

@@ -156,6 +156,7 @@ attach(struct pool *p, bool fresh)
 
 	p->align = sb->align;
 	p->data_off = a[POOL_AREA_DATA].off;
+	(void)pmap_advise_huge(p->map, 0, p->data_off); /* index + key heap */
 	p->rtab = (void *)(p->base + a[POOL_AREA_REGION].off);
 	p->nregions = (uint32_t)a[POOL_AREA_REGION].count;
 	p->stab = (void *)(p->base + a[POOL_AREA_SESSION].off);

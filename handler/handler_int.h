@@ -146,8 +146,6 @@ struct own_region {
 	struct proto_loc loc; /* id, gen, region_off, region_len */
 	struct pmap *map;     /* owned */
 	uint8_t *base;        /* pmap_addr(map) */
-	pthread_t prefault;   /* background prefault thread */
-	bool prefault_started;
 };
 
 /* One cached mapping, keyed by region id; own entries borrow their map. */
@@ -196,6 +194,10 @@ struct cxlp_handler {
 	uint64_t nforeign;
 
 	struct direct *direct; /* NULL: direct reads off */
+
+	/* regions.c: the thread that prefaults regions added after connect
+	 * and foreign regions as they are mapped; NULL until first needed */
+	struct prefaulter *prefaulter;
 };
 
 /* h_call -- client_call that reattaches once on CXLP_E_SESSION. */

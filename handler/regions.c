@@ -18,27 +18,205 @@
  * Own regions are also indexed by local index (the high half of a page
  * handle) in h->own, guarded by h->page_lock with the page table. New
  * regions are requested under h->expand_lock so that two threads finding
- * every region full make one REGION_ALLOC, not two. The first touch of
- * shared pages is slow (~1 GB/s here against ~15 GB/s warm), so regions
- * are prefaulted: the first one inside cxlp_connect, the ones auto-expand
- * adds by a background thread, since alloc is the hot path.
+ * every region full make one REGION_ALLOC, not two.
+ *
+ * The first touch of a shared page is slow, so every mapping is
+ * prefaulted before it is used hard: the first own region inside
+ * cxlp_connect, regions added later and foreign regions by one
+ * background thread per handler (the prefaulter), since alloc and
+ * retrieve are the hot path. A prefault is two steps. The kernel's
+ * populate (pmap_prefault: MADV_POPULATE_WRITE/_READ) allocates the
+ * pages and fills this process's page table. Then one load per system
+ * page from user space: under a hypervisor that shadows guest page
+ * tables (this VM), populate leaves the shadow empty, and the first user
+ * access to each page still exits to the hypervisor, ~5-10 us per 4 KiB
+ * page; a write-populated, dirty PTE lets a load install a writable
+ * shadow entry (bench/README.md, "data path"). On bare metal the loads
+ * cost a few ms per GiB. The background walk runs from the top of a
+ * region down, since the page table hands out pages from the bottom up:
+ * a writer that starts at once meets the walk half way instead of racing
+ * it page by page.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
 #include "map.h"
 
+/* One queued prefault; the mapping outlives the prefaulter (both end in
+ * regions_fini, the prefaulter first). */
+struct pf_job {
+	const struct pmap *map;
+	struct pf_job *next;
+};
+
+struct prefaulter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct pf_job *head, *tail; /* own regions first, then foreign */
+	pthread_t tid;
+	int stop; /* atomic: end the current walk and the thread */
+};
+
+/* One load per system page of [p, p + len), from the top down; stop (may
+ * be NULL) is polled every 64 pages. The loads' values are unused, and the
+ * application may be storing into the lower pages of an own region at
+ * the same time: harmless for the bytes, but a race by the letter, so
+ * this function is kept out of ThreadSanitizer's view. */
+__attribute__((no_sanitize("thread"))) static void
+touch_pages(const volatile uint8_t *p, size_t len, const int *stop)
+{
+	long sys = sysconf(_SC_PAGESIZE);
+	size_t step = sys > 0 ? (size_t)sys : 4096;
+	size_t n = len / step;
+	uint8_t sink = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (i % 64 == 0 && stop != NULL &&
+		    __atomic_load_n(stop, __ATOMIC_RELAXED)) {
+			break;
+		}
+		sink ^= p[(n - 1 - i) * step];
+	}
+	(void)sink;
+}
+
+/* Populate m's pages and load each once (see the top of this file). */
+static void
+prefault_walk(const struct pmap *m, const int *stop)
+{
+	(void)pmap_prefault(m); /* best effort: the loads fault them anyway */
+	touch_pages(pmap_addr(m), pmap_len(m), stop);
+}
+
 static void *
 prefault_main(void *arg)
 {
-	struct own_region *r = arg;
+	struct prefaulter *pf = arg;
 
-	(void)pmap_prefault(r->map);
+	pthread_mutex_lock(&pf->lock);
+	while (!__atomic_load_n(&pf->stop, __ATOMIC_RELAXED)) {
+		struct pf_job *j = pf->head;
+
+		if (j == NULL) {
+			pthread_cond_wait(&pf->cond, &pf->lock);
+			continue;
+		}
+		pf->head = j->next;
+		if (pf->head == NULL) {
+			pf->tail = NULL;
+		}
+		pthread_mutex_unlock(&pf->lock);
+		prefault_walk(j->map, &pf->stop);
+		free(j);
+		pthread_mutex_lock(&pf->lock);
+	}
+	pthread_mutex_unlock(&pf->lock);
 	return NULL;
+}
+
+static struct prefaulter *
+prefaulter_new(void)
+{
+	struct prefaulter *pf = calloc(1, sizeof(*pf));
+
+	if (pf == NULL) {
+		return NULL;
+	}
+	pthread_mutex_init(&pf->lock, NULL);
+	pthread_cond_init(&pf->cond, NULL);
+	if (pthread_create(&pf->tid, NULL, prefault_main, pf) != 0) {
+		pthread_cond_destroy(&pf->cond);
+		pthread_mutex_destroy(&pf->lock);
+		free(pf);
+		return NULL;
+	}
+	return pf;
+}
+
+/* End pf's thread (a walk stops within 64 pages), drop what is still
+ * queued, free pf. */
+static void
+prefaulter_end(struct prefaulter *pf)
+{
+	pthread_mutex_lock(&pf->lock);
+	__atomic_store_n(&pf->stop, 1, __ATOMIC_RELAXED);
+	pthread_cond_signal(&pf->cond);
+	pthread_mutex_unlock(&pf->lock);
+	pthread_join(pf->tid, NULL);
+	while (pf->head != NULL) {
+		struct pf_job *j = pf->head;
+
+		pf->head = j->next;
+		free(j);
+	}
+	pthread_cond_destroy(&pf->cond);
+	pthread_mutex_destroy(&pf->lock);
+	free(pf);
+}
+
+/* h's prefaulter, started on first use (two racing callers: one wins,
+ * the other ends its own); NULL without memory or a thread. Takes none
+ * of h's locks, so callers may hold any of them. */
+static struct prefaulter *
+prefaulter_get(struct cxlp_handler *h)
+{
+	struct prefaulter *pf = __atomic_load_n(&h->prefaulter,
+	    __ATOMIC_ACQUIRE);
+	struct prefaulter *mine;
+
+	if (pf != NULL || (mine = prefaulter_new()) == NULL) {
+		return pf;
+	}
+	if (__atomic_compare_exchange_n(&h->prefaulter, &pf, mine, false,
+	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		return mine;
+	}
+	prefaulter_end(mine);
+	return pf;
+}
+
+/* Queue a prefault of m (own regions ahead of foreign ones). Best effort:
+ * without memory or a thread, m is simply faulted in on first use. m must
+ * stay mapped until regions_fini. */
+static void
+prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own)
+{
+	struct pf_job *j = calloc(1, sizeof(*j));
+	struct prefaulter *pf = prefaulter_get(h);
+
+	if (j == NULL || pf == NULL) {
+		log_info("region prefault: no memory or thread, pages "
+		    "fault on first use");
+		free(j);
+		return;
+	}
+	j->map = m;
+	pthread_mutex_lock(&pf->lock);
+	if (own || pf->head == NULL) {
+		j->next = pf->head;
+		pf->head = j;
+		pf->tail = pf->tail != NULL ? pf->tail : j;
+	} else {
+		pf->tail->next = j;
+		pf->tail = j;
+	}
+	pthread_cond_signal(&pf->cond);
+	pthread_mutex_unlock(&pf->lock);
+}
+
+/* End h's prefaulter, if any; before any mapping is closed. */
+static void
+prefaulter_stop(struct cxlp_handler *h)
+{
+	if (h->prefaulter != NULL) {
+		prefaulter_end(h->prefaulter);
+		h->prefaulter = NULL;
+	}
 }
 
 static struct rmap_ent **
@@ -175,9 +353,6 @@ err_free:
 static void
 own_free(struct own_region *r)
 {
-	if (r->prefault_started) {
-		pthread_join(r->prefault, NULL);
-	}
 	pmap_close(&r->map);
 	free(r);
 }
@@ -262,10 +437,9 @@ regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
 		goto err_unmap;
 	}
 	if (pg == NULL) {
-		(void)pmap_prefault(r->map); /* at connect: off the hot path */
+		prefault_walk(r->map, NULL); /* in connect: off the hot path */
 	} else {
-		r->prefault_started = pthread_create(&r->prefault, NULL,
-		    prefault_main, r) == 0;
+		prefault_queue(h, r->map, true);
 	}
 	log_info("region %u gen %u: %llu bytes at %llu", loc.region, loc.gen,
 	    (unsigned long long)loc.region_len,
@@ -300,6 +474,7 @@ regions_init(struct cxlp_handler *h)
 void
 regions_fini(struct cxlp_handler *h)
 {
+	prefaulter_stop(h);
 	for (int i = 0; i < RMAP_BUCKETS; i++) {
 		while (h->rmap[i] != NULL) {
 			struct rmap_ent *e = h->rmap[i];
@@ -399,6 +574,7 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
     const void **data)
 {
 	struct rmap_ent *e = calloc(1, sizeof(*e)), *cur;
+	const struct pmap *fresh = NULL;
 	int rc;
 
 	if (e == NULL) {
@@ -422,6 +598,7 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
 		    cur->gen);
 	} else if (*data == NULL) {
 		rmap_put(h, e);
+		fresh = e->map; /* retired, never closed, before close */
 		e = NULL;
 		*data = rmap_lookup(h, loc);
 	}
@@ -429,6 +606,9 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
 	if (e != NULL) {
 		pmap_close(&e->map);
 		free(e);
+	}
+	if (fresh != NULL) {
+		prefault_queue(h, fresh, false);
 	}
 	return rc;
 }

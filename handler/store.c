@@ -215,6 +215,29 @@ store_park(struct cxlp_handler *h, const struct batch *b,
 	pthread_mutex_unlock(&h->page_lock);
 }
 
+/* Step 3: persist every page's [0, len). Pages handed out one after the
+ * other are adjacent, so runs of full pages in one mapping persist as one
+ * range: one msync per run instead of one per page on media where a
+ * persist is msync (a fence on tmpfs either way). */
+static void
+store_persist(const struct batch *b)
+{
+	size_t i = 0;
+
+	while (i < b->n) {
+		size_t len = b->regs[i].len, j = i + 1;
+
+		while (j < b->n && b->maps[j] == b->maps[i] &&
+		    b->addr[j] == b->addr[i] + len && b->regs[j].len > 0) {
+			len += b->regs[j++].len;
+		}
+		if (len > 0) {
+			pmap_persist(b->maps[i], b->addr[i], len);
+		}
+		i = j;
+	}
+}
+
 static int
 store_register(struct cxlp_handler *h, struct batch *b, unsigned flags,
     uint32_t *got)
@@ -265,10 +288,8 @@ cxlp_batch_store(struct cxlp_handler *h, size_t n, const void *const keys[],
 	}
 	for (size_t i = 0; i < n; i++) {
 		stored[i] = false;
-		if (lens[i] > 0) {
-			pmap_persist(b.maps[i], b.addr[i], lens[i]);
-		}
 	}
+	store_persist(&b);
 	rc = store_register(h, &b, flags, &got);
 	if (outcome_unknown(rc)) {
 		store_park(h, &b, pages);

@@ -50,6 +50,7 @@ struct csock {
 };
 
 struct client {
+	pthread_mutex_t redial_lock; /* one redial at a time */
 	pthread_mutex_t lock; /* guards cur and every csock's idle and refs */
 	struct csock *cur;    /* where new calls go */
 	char *url;
@@ -200,6 +201,7 @@ client_open(struct client **out, const char *url, unsigned timeout_ms,
 		return rc;
 	}
 	pthread_mutex_init(&cl->lock, NULL);
+	pthread_mutex_init(&cl->redial_lock, NULL);
 	cl->next_id = 1;
 	cl->timeout_ms = timeout_ms;
 	cl->retries = retries;
@@ -220,6 +222,7 @@ client_close(struct client **clp)
 	}
 	cl = *clp;
 	csock_put(cl, cl->cur);
+	pthread_mutex_destroy(&cl->redial_lock);
 	pthread_mutex_destroy(&cl->lock);
 	free(cl->url);
 	free(cl);
@@ -401,29 +404,37 @@ retryable(int rc)
 }
 
 /* Replace cs, on which requests keep timing out, by a freshly dialed
- * socket, unless another call did so already. A dial that cannot even
- * start keeps the old socket (the next timeout tries again). */
+ * socket, unless another call did so already. Calls that find the same
+ * stall wait for the first one's redial instead of dialing sockets they
+ * would throw away (closing a socket whose ipc dial is still under way
+ * can leave nng 1.5 unable to complete later dials in the process). A
+ * dial that cannot even start keeps the old socket (the next timeout
+ * tries again). */
 static void
 redial(struct client *cl, struct csock *cs)
 {
-	struct csock *fresh, *old = NULL;
+	struct csock *fresh, *old;
+	bool mine;
 
+	pthread_mutex_lock(&cl->redial_lock);
+	pthread_mutex_lock(&cl->lock);
+	mine = cl->cur == cs;
+	pthread_mutex_unlock(&cl->lock);
+	if (!mine) {
+		pthread_mutex_unlock(&cl->redial_lock);
+		return;
+	}
 	if (csock_open(&fresh, cl->url, NNG_FLAG_NONBLOCK) != 0) {
+		pthread_mutex_unlock(&cl->redial_lock);
 		log_info("client: cannot redial %s: %s", cl->url,
 		    cxlp_errormsg());
 		return;
 	}
 	pthread_mutex_lock(&cl->lock);
-	if (cl->cur == cs) {
-		old = cs;
-		cl->cur = fresh;
-		fresh = NULL;
-	}
+	old = cl->cur;
+	cl->cur = fresh;
 	pthread_mutex_unlock(&cl->lock);
-	if (fresh != NULL) {
-		csock_free(fresh);
-		return;
-	}
+	pthread_mutex_unlock(&cl->redial_lock);
 	__atomic_fetch_add(&cl->redials, 1, __ATOMIC_RELAXED);
 	log_info("client: no reply on this connection %u times in a row, "
 	    "dialed %s afresh", REDIAL_AFTER, cl->url);

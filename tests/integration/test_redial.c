@@ -149,7 +149,19 @@ struct caller {
 	struct cxlp_handler *h;
 	uint32_t id;
 	int failures;
+	int first_rc;          /* the first failure's code and message */
+	char first_msg[160];
 };
+
+static void
+caller_failed(struct caller *c, int rc)
+{
+	if (c->failures++ == 0) {
+		c->first_rc = rc;
+		snprintf(c->first_msg, sizeof(c->first_msg), "%s",
+		    cxlp_errormsg());
+	}
+}
 
 /* Each thread stores its own keys; every call must land, whether it
  * started before the stall, during it or after the redial. Thread 1 stalls
@@ -172,14 +184,17 @@ caller_main(void *arg)
 		if (c->id == 1 && k == ROUNDS / 2) {
 			proxy_stall_seen(px);
 		}
-		if (cxlp_alloc(c->h, &pg, &buf) != 0) {
-			c->failures++;
+		int rc = cxlp_alloc(c->h, &pg, &buf);
+
+		if (rc != 0) {
+			caller_failed(c, rc);
 			continue;
 		}
 		kv_fill(buf, 128, c->id, k);
-		if (cxlp_store(c->h, key, kl, pg, 128, 0, &stored) != 0 ||
-		    !stored || cxlp_healthcheck(c->h) != 0) {
-			c->failures++;
+		if ((rc = cxlp_store(c->h, key, kl, pg, 128, 0,
+		    &stored)) != 0 || (rc = stored ? 0 : -1) != 0 ||
+		    (rc = cxlp_healthcheck(c->h)) != 0) {
+			caller_failed(c, rc);
 		}
 	}
 	return NULL;
@@ -199,8 +214,9 @@ Test(redial, calls_from_many_threads_move_to_the_fresh_connection)
 	}
 	for (int i = 0; i < NTHREADS; i++) {
 		pthread_join(t[i], NULL);
-		cr_assert_eq(c[i].failures, 0, "thread %d: %d calls failed",
-		    i, c[i].failures);
+		cr_assert_eq(c[i].failures, 0, "thread %d: %d calls failed, "
+		    "the first with %d (%s)", i, c[i].failures,
+		    c[i].first_rc, c[i].first_msg);
 	}
 	st = kv_stats(h);
 	cr_assert_geq(st.redials, 1, "the stall never hit a call");

@@ -57,10 +57,12 @@ struct req {
 	struct proto_hello hello;
 	uint64_t len, page_size;
 	uint32_t region, gen;
+	/* per key, one allocation (batch_new) */
 	struct proto_result *res;
 	uint64_t *slots;     /* index slot of each key found (res[i] ok) */
+	uint64_t *hash;      /* index hash of each key (pool_kv_hash) */
+	struct occ *occ;     /* scratch for nth */
 	unsigned *nth;       /* pin changes: occurrence number of each key */
-	struct occ *occ;     /* scratch for it */
 };
 
 struct occ {
@@ -128,17 +130,41 @@ res_ok(struct req *rq, uint32_t i, const struct pool_kv *kv, uint32_t flags)
 	kv_loc(rq->ms->pool, kv, &rq->res[i].loc);
 }
 
+/* The per-key arrays of a batch of n keys, in one block (rq->res owns
+ * it), and every key's index hash, computed here before any lock. */
 static int
-results_new(struct req *rq, bool pin)
+batch_new(struct req *rq, bool regs)
 {
-	rq->res = calloc(rq->n, sizeof(*rq->res));
-	rq->slots = calloc(rq->n, sizeof(*rq->slots));
-	rq->nth = calloc(rq->n, sizeof(*rq->nth));
-	rq->occ = calloc(rq->n, sizeof(*rq->occ));
-	if (rq->res == NULL || rq->slots == NULL || rq->nth == NULL ||
-	    rq->occ == NULL) {
+	size_t n = rq->n;
+	size_t sz = n * (sizeof(*rq->res) + sizeof(*rq->slots) +
+	    sizeof(*rq->hash) + sizeof(*rq->occ) + sizeof(*rq->nth));
+	uint8_t *b = calloc(1, sz > 0 ? sz : 1);
+
+	if (b == NULL) {
 		return cxlp_fail(-ENOMEM, "no memory for %u results", rq->n);
 	}
+	rq->res = (void *)b;
+	rq->slots = (void *)(b += n * sizeof(*rq->res));
+	rq->hash = (void *)(b += n * sizeof(*rq->slots));
+	rq->occ = (void *)(b += n * sizeof(*rq->hash));
+	rq->nth = (void *)(b + n * sizeof(*rq->occ));
+	for (uint32_t i = 0; i < rq->n; i++) {
+		const struct proto_key *k = regs ? &rq->regs[i].key :
+		    &rq->keys[i];
+
+		rq->hash[i] = pool_kv_hash(k->data, k->len);
+	}
+	return 0;
+}
+
+/* Under the op's lock, before its per-key loop: room for the pins it may
+ * take, and the index warmed for its keys, so that the probes' cache and
+ * TLB misses overlap instead of coming one at a time (pool_kv_prefetch).
+ * insert: the keys are about to be registered. */
+static int
+results_new(struct req *rq, bool pin, bool insert)
+{
+	pool_kv_prefetch(rq->ms->pool, rq->hash, rq->n, insert);
 	return pin ? ms_pins_reserve(rq->ms, rq->n) : 0;
 }
 
@@ -243,13 +269,17 @@ dec_region_free(struct req *rq)
 static int
 dec_regs(struct req *rq)
 {
-	return proto_get_regs(&rq->body, &rq->flags, &rq->regs, &rq->n);
+	int rc = proto_get_regs(&rq->body, &rq->flags, &rq->regs, &rq->n);
+
+	return rc != 0 ? rc : batch_new(rq, true);
 }
 
 static int
 dec_keys(struct req *rq)
 {
-	return proto_get_keys(&rq->body, &rq->flags, &rq->keys, &rq->n);
+	int rc = proto_get_keys(&rq->body, &rq->flags, &rq->keys, &rq->n);
+
+	return rc != 0 ? rc : batch_new(rq, false);
 }
 
 /* ---- apply functions (ms->lock held) ----------------------------------- */
@@ -334,7 +364,7 @@ ap_register(struct req *rq)
 {
 	bool pin = (rq->flags & PROTO_F_PIN) != 0;
 	unsigned added = 0, failed = 0;
-	int rc = results_new(rq, pin);
+	int rc = results_new(rq, pin, true);
 
 	if (rc != 0) {
 		return rc;
@@ -395,7 +425,7 @@ static int
 ap_lookup(struct req *rq)
 {
 	bool pin = (rq->flags & PROTO_F_PIN) != 0;
-	int rc = results_new(rq, pin);
+	int rc = results_new(rq, pin, false);
 
 	if (rc != 0) {
 		return rc;
@@ -413,7 +443,7 @@ static int
 ap_pin(struct req *rq)
 {
 	uint32_t m;
-	int rc = results_new(rq, true);
+	int rc = results_new(rq, true, false);
 
 	if (rc != 0) {
 		return rc;
@@ -430,7 +460,7 @@ ap_pin(struct req *rq)
 static int
 ap_unpin(struct req *rq)
 {
-	int rc = results_new(rq, false);
+	int rc = results_new(rq, false, false);
 
 	if (rc != 0) {
 		return rc;
@@ -471,7 +501,7 @@ static int
 ap_delete(struct req *rq)
 {
 	unsigned failed = 0;
-	int rc = results_new(rq, false);
+	int rc = results_new(rq, false, false);
 
 	if (rc != 0) {
 		return rc;
@@ -793,9 +823,6 @@ ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame, size_t len,
 	}
 	free(rq.keys);
 	free(rq.regs);
-	free(rq.res);
-	free(rq.slots);
-	free(rq.nth);
-	free(rq.occ);
+	free(rq.res); /* and the other per-key arrays (batch_new) */
 	return reply->err;
 }

@@ -131,6 +131,27 @@ pool_kv_insert(struct pool *p, uint64_t owner, const void *key,
 	return 0;
 }
 
+/* pool_kv_hash -- see pool.h */
+uint64_t
+pool_kv_hash(const void *key, size_t klen)
+{
+	return kvindex_hash(key, klen);
+}
+
+/* pool_kv_prefetch -- see pool.h; two passes, so that the slot loads
+ * of the second find the lines the first one asked for */
+void
+pool_kv_prefetch(const struct pool *p, const uint64_t *h, size_t n,
+    bool write)
+{
+	for (size_t i = 0; i < n; i++) {
+		kvindex_prefetch(&p->kv, h[i], write);
+	}
+	for (size_t i = 0; i < n; i++) {
+		kvindex_prefetch_key(&p->kv, h[i]);
+	}
+}
+
 /* pool_kv_lookup -- see pool.h */
 int
 pool_kv_lookup(const struct pool *p, const void *key, size_t klen,

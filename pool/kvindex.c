@@ -116,6 +116,7 @@
 
 #include "err.h"
 #include "kvindex.h"
+#include "pool_int.h" /* kvindex_hash, kvindex_prefetch* */
 
 /* kvindex_init -- see kvindex.h */
 void
@@ -216,6 +217,41 @@ kvindex_probe(const struct kvindex *kv, const void *key, size_t klen,
 		}
 	}
 	return 0;
+}
+
+/* kvindex_hash -- the hash kvindex_probe computes for key; see pool_int.h */
+uint64_t
+kvindex_hash(const void *key, size_t klen)
+{
+	return XXH3_64bits(key, klen);
+}
+
+/* kvindex_prefetch -- see pool_int.h */
+void
+kvindex_prefetch(const struct kvindex *kv, uint64_t hash, bool write)
+{
+	const struct kv_slot *s = &kv->slots[hash & (kv->nslots - 1)];
+
+	if (write) {
+		__builtin_prefetch(s, 1, 3);
+	} else {
+		__builtin_prefetch(s, 0, 3);
+	}
+}
+
+/* kvindex_prefetch_key -- see pool_int.h */
+void
+kvindex_prefetch_key(const struct kvindex *kv, uint64_t hash)
+{
+	const struct kv_slot *s = &kv->slots[hash & (kv->nslots - 1)];
+	uint64_t w = load_word(s);
+
+	/* only a hint: a word read torn or stale costs a wasted prefetch */
+	if (kv_state(w) == KV_LIVE && s->tag == hash >> 32 &&
+	    s->key < kv->heap->ngran) {
+		__builtin_prefetch(kv->heap->base +
+		    (uint64_t)s->key * KV_GRANULE, 0, 3);
+	}
 }
 
 /* the key in slot i is found by a probe (design note 2) */

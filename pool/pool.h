@@ -124,6 +124,16 @@ struct pool_kv {
 int pool_kv_insert(struct pool *p, uint64_t owner, const void *key,
     size_t klen, uint32_t region, uint64_t off, uint64_t len,
     struct pool_kv *out, bool *inserted);
+/* pool_kv_hash -- the index hash of key, for pool_kv_prefetch. */
+uint64_t pool_kv_hash(const void *key, size_t klen);
+/* pool_kv_prefetch -- warm the index for a batch of n keys whose hashes
+ * are h[0..n) before working through it: every home slot, then the key
+ * record of every live home slot with a matching tag, so that the cache
+ * misses overlap instead of coming one per key. write: the keys are about
+ * to be inserted. A hint: changes nothing; call under the lock the
+ * following operations take. */
+void pool_kv_prefetch(const struct pool *p, const uint64_t *h, size_t n,
+    bool write);
 /* pool_kv_lookup -- 0 and *out, or CXLP_E_NOTFOUND. */
 int pool_kv_lookup(const struct pool *p, const void *key, size_t klen,
     struct pool_kv *out);

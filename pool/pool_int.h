@@ -103,6 +103,20 @@ int session_rebuild(struct pool *p, bool repair);
  * nkeys, sums); with repair, entries that do not link are removed. */
 int kv_rebuild(struct pool *p, bool repair);
 
+/* kvindex.c: batch helpers. A probe's cost is a cache and TLB miss on
+ * the key's home slot (and, for a live slot, one on its key record); a
+ * batch warms them all first so the misses overlap. Hints only: they
+ * change nothing and may be skipped. */
+/* kvindex_hash -- the hash kvindex_probe uses for key (XXH3_64bits). */
+uint64_t kvindex_hash(const void *key, size_t klen);
+/* kvindex_prefetch -- prefetch the home slot of hash (write: for an
+ * insert that will store into it). */
+void kvindex_prefetch(const struct kvindex *kv, uint64_t hash, bool write);
+/* kvindex_prefetch_key -- if the home slot of hash is LIVE with hash's
+ * tag, prefetch the key record it points at. Reads the slot: call after
+ * kvindex_prefetch of the whole batch. Lock-free safe (a hint). */
+void kvindex_prefetch_key(const struct kvindex *kv, uint64_t hash);
+
 /* pintab.c */
 /* pintab_rebuild -- index the valid live pin records; with repair, free
  * the others on media (pintab.c design note 4). After kv_rebuild. */

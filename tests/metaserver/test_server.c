@@ -126,6 +126,28 @@ Test(server, serves_hello_over_ipc_and_exits_0_on_sigterm)
 	cr_assert_eq(test_server_stop(&srv), 0);
 }
 
+/* rep0 hands requests to the waiting workers in turn, so each of the 9
+ * serves some of these; a worker that took a request and never answered
+ * would time one out, and one that did not leave its loop on shutdown
+ * would hang the stop. */
+Test(server, every_worker_serves_and_stops)
+{
+	const char *const args[] = { "--workers", "9", "--log-level",
+		"info", NULL };
+	struct raw_client c;
+
+	cr_assert_eq(test_server_start(&srv, POOL_SIZE, args), 0);
+	cr_assert(log_eventually_has(&srv, "op=start workers=9"));
+	cr_assert_eq(raw_open(&c, srv.url), 0);
+	cr_assert_eq(raw_hello(&c), 0);
+	for (int i = 0; i < 3 * 9; i++) {
+		cr_assert_eq(raw_request(&c, PROTO_OP_HEARTBEAT, NULL, NULL, 0,
+		    NULL), 0, "request %d", i);
+	}
+	raw_close(&c);
+	cr_assert_eq(test_server_stop(&srv), 0);
+}
+
 Test(server, bad_flags_exit_2_and_help_exits_0)
 {
 	static const char *const bad[][3] = {

@@ -1,8 +1,9 @@
 /*
  * echo.c -- the floor: an nng REQ/REP round trip of a 64-byte frame
  * between two processes, built exactly like the real pair (a rep0 server
- * with four context workers driven by aio callbacks, as metaserver/
- * server.c; a req0 client sending and receiving on a context with
+ * with four context workers, each a thread waiting on callback-less recv
+ * and send aios, as metaserver/server.c; a req0 client sending and
+ * receiving on a context with
  * nng_aio_wait, resend timer off, as handler/client.c). A store or
  * retrieve cannot be faster than this, so the latency section reports its
  * ops against it. This is the only file in bench/ that includes nng.
@@ -11,6 +12,7 @@
  * (a fresh process: nng must not be inherited across fork); it prints
  * "ready" once listening and exits when its stdin closes.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,33 +27,30 @@
 #define ECHO_WORKERS 4
 
 struct eworker {
-	nng_aio *aio;
 	nng_ctx ctx;
-	bool sending;
+	nng_aio *recv, *send;
+	pthread_t thread;
 };
 
-static void
-eworker_cb(void *arg)
+/* Echo each request back until the socket closes. */
+static void *
+eworker_main(void *arg)
 {
 	struct eworker *w = arg;
-	int rv = nng_aio_result(w->aio);
 
-	if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
-		if (w->sending) {
-			nng_msg_free(nng_aio_get_msg(w->aio));
+	for (;;) {
+		nng_ctx_recv(w->ctx, w->recv);
+		nng_aio_wait(w->recv);
+		if (nng_aio_result(w->recv) != 0) {
+			return NULL;
 		}
-		return;
+		nng_aio_set_msg(w->send, nng_aio_get_msg(w->recv));
+		nng_ctx_send(w->ctx, w->send);
+		nng_aio_wait(w->send);
+		if (nng_aio_result(w->send) != 0) {
+			nng_msg_free(nng_aio_get_msg(w->send));
+		}
 	}
-	if (!w->sending && rv == 0) {
-		w->sending = true; /* echo the same message back */
-		nng_ctx_send(w->ctx, w->aio);
-		return;
-	}
-	if (w->sending && rv != 0) {
-		nng_msg_free(nng_aio_get_msg(w->aio));
-	}
-	w->sending = false;
-	nng_ctx_recv(w->ctx, w->aio);
 }
 
 /* echo_server_main -- serve echoes on url until stdin closes; exit code. */
@@ -68,11 +67,13 @@ echo_server_main(const char *url)
 		return 1;
 	}
 	for (int i = 0; i < ECHO_WORKERS; i++) {
-		if (nng_aio_alloc(&w[i].aio, eworker_cb, &w[i]) != 0 ||
-		    nng_ctx_open(&w[i].ctx, s) != 0) {
+		if (nng_aio_alloc(&w[i].recv, NULL, NULL) != 0 ||
+		    nng_aio_alloc(&w[i].send, NULL, NULL) != 0 ||
+		    nng_ctx_open(&w[i].ctx, s) != 0 ||
+		    pthread_create(&w[i].thread, NULL, eworker_main,
+		    &w[i]) != 0) {
 			return 1;
 		}
-		nng_ctx_recv(w[i].ctx, w[i].aio);
 	}
 	printf("ready\n");
 	fflush(stdout);
@@ -80,8 +81,9 @@ echo_server_main(const char *url)
 	}
 	nng_close(s);
 	for (int i = 0; i < ECHO_WORKERS; i++) {
-		nng_aio_stop(w[i].aio);
-		nng_aio_free(w[i].aio);
+		pthread_join(w[i].thread, NULL);
+		nng_aio_free(w[i].recv);
+		nng_aio_free(w[i].send);
 	}
 	return 0;
 }

@@ -29,6 +29,7 @@ static struct {
 	atomic_bool ready;
 	uint64_t at;        /* 0: never */
 	bool tear;
+	bool armed;         /* counting at all: at or count_path set */
 	const char *count_path;
 	atomic_uint_fast64_t n;
 } cp = { .inited = ATOMIC_FLAG_INIT };
@@ -49,6 +50,9 @@ init(void)
 {
 	const char *at, *mode;
 
+	if (atomic_load(&cp.ready)) {
+		return; /* the common case: no read-modify-write */
+	}
 	if (atomic_flag_test_and_set(&cp.inited)) {
 		while (!atomic_load(&cp.ready)) {
 			/* another thread is reading the environment */
@@ -63,15 +67,18 @@ init(void)
 	if (cp.count_path != NULL) {
 		atexit(write_count);
 	}
+	cp.armed = cp.at != 0 || cp.count_path != NULL;
 	atomic_store(&cp.ready, true);
 }
 
-/* the number of this point, counting from 1 */
-static uint64_t
-next_point(void)
+/* Is this point the one to die at? Points are counted from 1, and only
+ * when a test asks (CXLP_CRASH_AT or CXLP_CRASH_COUNT): otherwise a point
+ * costs one load. */
+static bool
+at_crash_point(void)
 {
 	init();
-	return atomic_fetch_add(&cp.n, 1) + 1;
+	return cp.armed && atomic_fetch_add(&cp.n, 1) + 1 == cp.at;
 }
 
 static void
@@ -85,7 +92,7 @@ die(void)
 void
 crashpt_range(void *addr, size_t len)
 {
-	if (next_point() != cp.at) {
+	if (!at_crash_point()) {
 		return;
 	}
 	if (cp.tear && len >= 16) {
@@ -100,7 +107,7 @@ crashpt_range(void *addr, size_t len)
 void
 crashpt_store8(uint64_t *dst, uint64_t v)
 {
-	if (next_point() != cp.at) {
+	if (!at_crash_point()) {
 		return;
 	}
 	if (!cp.tear) {

@@ -8,6 +8,11 @@
  * executable; this section runs it on a sparse pool file in /dev/shm and
  * turns its "row" lines into the table, the JSON and the targets. The
  * server's CPU per looked-up key comes from the batch section.
+ * The page size behind the metadata decides how the lookup cost grows
+ * (a lookup touches two random pages), so the section also prints the
+ * THP settings the helper ran with, what the pool chose
+ * (pmap_advise_huge) and, per row, the share of the metadata's resident
+ * memory mapped with 2 MiB pages (ShmemPmdMapped / Rss from smaps).
  */
 #include <libgen.h>
 #include <stdlib.h>
@@ -17,8 +22,13 @@
 #include "bench.h"
 
 struct irow {
-	unsigned long long keys, slots;
-	double ins, hit, miss, slot_b, rec_b, dram_b;
+	unsigned long long keys, slots, pmd_kb, rss_kb;
+	double ins, hit, miss, slot_b, rec_b, dram_b, bhit;
+};
+
+/* the helper's "thp" line: shmem_enabled, the pool's choice, why */
+struct ithp {
+	char shmem[32], choice[16], setting[96];
 };
 
 #define IROWS 8
@@ -33,47 +43,92 @@ helper_path(const struct bench *b, char *out, size_t n)
 	free(dup);
 }
 
+/* a "meta KEYS PMD_KB RSS_KB" line, for the row of KEYS */
+static void
+read_meta(const char *line, struct irow *rows, int n)
+{
+	unsigned long long keys, pmd, rss;
+
+	if (sscanf(line, "meta %llu %llu %llu", &keys, &pmd, &rss) == 3 &&
+	    n > 0 && rows[n - 1].keys == keys) {
+		rows[n - 1].pmd_kb = pmd;
+		rows[n - 1].rss_kb = rss;
+	}
+}
+
 static int
-read_rows(struct child *c, struct irow *rows, int *nrows)
+read_rows(struct child *c, struct irow *rows, int *nrows, struct ithp *t)
 {
 	char line[256];
+	int off = 0;
 
 	*nrows = 0;
-	while (*nrows < IROWS && child_line(c, line, sizeof(line)) == 0) {
+	snprintf(t->shmem, sizeof(t->shmem), "?");
+	snprintf(t->choice, sizeof(t->choice), "?");
+	t->setting[0] = '\0';
+	while (child_line(c, line, sizeof(line)) == 0) {
 		struct irow *r = &rows[*nrows];
 
-		if (sscanf(line, "row %llu %lf %lf %lf %lf %lf %lf %llu",
-		    &r->keys, &r->ins, &r->hit, &r->miss, &r->slot_b,
-		    &r->rec_b, &r->dram_b, &r->slots) == 8) {
+		if (sscanf(line, "thp %31s %15s %n", t->shmem, t->choice,
+		    &off) == 2 && off > 0) {
+			snprintf(t->setting, sizeof(t->setting), "%s",
+			    line + off);
+		} else if (*nrows < IROWS && sscanf(line, "row %llu %lf %lf "
+		    "%lf %lf %lf %lf %llu %lf", &r->keys, &r->ins, &r->hit,
+		    &r->miss, &r->slot_b, &r->rec_b, &r->dram_b, &r->slots,
+		    &r->bhit) == 9) {
+			r->pmd_kb = r->rss_kb = 0;
 			(*nrows)++;
+		} else {
+			read_meta(line, rows, *nrows);
 		}
 	}
 	return *nrows > 0 ? 0 : -1;
 }
 
 static void
-print_rows(struct bench *b, const struct irow *rows, int n)
+print_thp(struct bench *b, const struct ithp *t)
+{
+	printf("# THP: shmem_enabled=%s; pool metadata: %s pages (%s)\n",
+	    t->shmem, t->choice, t->setting);
+	jw_begin(&b->json, "index_thp", '{');
+	jw_str(&b->json, "shmem_enabled", t->shmem);
+	jw_str(&b->json, "metadata_pages", t->choice);
+	jw_str(&b->json, "setting", t->setting);
+	jw_end(&b->json, '}');
+}
+
+static void
+print_rows(struct bench *b, const struct irow *rows, int n,
+    const struct ithp *t)
 {
 	printf("\n## index: in-process pool_kv_lookup on a /dev/shm pool, "
 	    "%d-byte keys\n", BENCH_KEY_LEN);
-	printf("%10s %9s %9s %9s %8s %8s %8s %9s\n", "keys", "insert ns",
-	    "hit ns", "miss ns", "slot B", "rec B", "DRAM B", "slots");
+	print_thp(b, t);
+	printf("%10s %9s %9s %9s %9s %8s %8s %8s %9s %8s\n", "keys",
+	    "insert ns", "hit ns", "miss ns", "bhit ns", "slot B", "rec B",
+	    "DRAM B", "slots", "meta 2M");
 	jw_begin(&b->json, "index", '[');
 	for (int i = 0; i < n; i++) {
 		const struct irow *r = &rows[i];
 
-		printf("%10llu %9.0f %9.0f %9.0f %8.1f %8.1f %8.1f %9llu\n",
-		    r->keys, r->ins, r->hit, r->miss, r->slot_b, r->rec_b,
-		    r->dram_b, r->slots);
+		printf("%10llu %9.0f %9.0f %9.0f %9.0f %8.1f %8.1f %8.1f "
+		    "%9llu %7.0f%%\n", r->keys, r->ins, r->hit, r->miss,
+		    r->bhit, r->slot_b, r->rec_b, r->dram_b, r->slots,
+		    r->rss_kb == 0 ? 0.0 :
+		    100.0 * (double)r->pmd_kb / (double)r->rss_kb);
 		jw_begin(&b->json, NULL, '{');
 		jw_int(&b->json, "keys", (long long)r->keys);
 		jw_num(&b->json, "insert_ns", r->ins);
 		jw_num(&b->json, "lookup_hit_ns", r->hit);
 		jw_num(&b->json, "lookup_miss_ns", r->miss);
+		jw_num(&b->json, "lookup_hit_batch256_ns", r->bhit);
 		jw_num(&b->json, "slot_bytes_per_key", r->slot_b);
 		jw_num(&b->json, "record_bytes_per_key", r->rec_b);
 		jw_num(&b->json, "dram_bytes_per_key", r->dram_b);
 		jw_int(&b->json, "slots", (long long)r->slots);
+		jw_int(&b->json, "meta_pmd_kb", (long long)r->pmd_kb);
+		jw_int(&b->json, "meta_rss_kb", (long long)r->rss_kb);
 		jw_end(&b->json, '}');
 	}
 	jw_end(&b->json, ']');
@@ -90,7 +145,11 @@ index_targets(struct bench *b, const struct irow *rows, int n)
 
 	snprintf(what, sizeof(what), "lookup ns at %llu keys / at %llu keys",
 	    hi->keys, lo->keys);
-	target_add(b, what, hi->hit / lo->hit, 1.5, "x", true, NULL);
+	target_add(b, what, hi->hit / lo->hit, 1.5, "x", true, "one by one");
+	snprintf(what, sizeof(what), "batch-256 lookup ns, %llu / %llu keys",
+	    hi->keys, lo->keys);
+	target_add(b, what, hi->bhit / lo->bhit, 1.5, "x", true,
+	    "pool_kv_prefetch first");
 	snprintf(note, sizeof(note), "at this fill %.0f B; + key heap DRAM "
 	    "%.0f B", hi->slot_b + hi->rec_b, hi->dram_b);
 	target_add(b, "index metadata per key at full load", full, limit, "B",
@@ -104,6 +163,7 @@ index_section(struct bench *b)
 	char helper[1024], pool[96], maxk[24], look[24];
 	const char *argv[] = { helper, pool, maxk, look, NULL };
 	struct irow rows[IROWS];
+	struct ithp thp;
 	struct child c;
 	int n, rc;
 
@@ -115,13 +175,13 @@ index_section(struct bench *b)
 	if (child_spawn(&c, argv) != 0) {
 		return -1;
 	}
-	rc = read_rows(&c, rows, &n);
+	rc = read_rows(&c, rows, &n, &thp);
 	if (child_wait(&c) != 0) {
 		rc = -1;
 	}
 	unlink(pool); /* the helper removes it; this covers a crash */
 	if (rc == 0) {
-		print_rows(b, rows, n);
+		print_rows(b, rows, n, &thp);
 		index_targets(b, rows, n);
 	}
 	return rc;

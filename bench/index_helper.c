@@ -7,14 +7,24 @@
  * registers keys one by one with pool_kv_insert (the metaserver's own
  * call, persists included), and at each checkpoint (10^4, 10^5, ...)
  * times random lookups of present keys (hits) and of absent keys
- * (misses), and reports the index's bytes per key. It is a separate
- * executable because it links the pool library, whose error functions
- * are also libcxlpool's public ones: one process must not carry both.
+ * (misses), one by one and, for hits, also in batches of 256 the way
+ * the metaserver serves a batch (pool_kv_prefetch of the whole batch
+ * first, so that its cache and TLB misses overlap), and reports the
+ * index's bytes per key. It is a separate executable because it links
+ * the pool library, whose error functions are also libcxlpool's public
+ * ones: one process must not carry both.
  * cxlpool-bench runs it and reads its "row" lines:
- *   row KEYS INSERT_NS HIT_NS MISS_NS SLOT_B REC_B DRAM_B SLOTS
+ *   row KEYS INSERT_NS HIT_NS MISS_NS SLOT_B REC_B DRAM_B SLOTS BHIT_NS
+ * and, so that the numbers can be read, the page size behind the
+ * metadata (index + key heap): once, the THP settings and what the pool
+ * chose (pmap_advise_huge), and after each row how much of the metadata's
+ * resident memory is mapped with 2 MiB pages (/proc/self/smaps):
+ *   thp SHMEM_ENABLED POOL_CHOICE SETTING...
+ *   meta KEYS PMD_KB RSS_KB
  * Usage: cxlpool-bench-index POOLPATH MAXKEYS LOOKUPS
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +33,13 @@
 
 #include "err.h"
 #include "pool.h"
-#include "pool_int.h"
+#include "pool_int.h" /* the metadata mapping, for its page-size report */
 
 #define KEY_LEN 32
 #define KEY_BUF 40
 #define PAGE 64u
+#define CHUNK 512u /* lookups per timed chunk */
+#define BATCH 256u /* keys per batch, as the batch section's */
 
 static uint64_t
 ns_now(void)
@@ -61,25 +73,69 @@ round_up(uint64_t v, uint64_t a)
 	return (v + a - 1) / a * a;
 }
 
-/* Average ns of m lookups of random keys among the first n (tag 1 =
- * present) or absent ones (tag 2). Keys are made before the clock. */
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* lookups [lo, hi) as the metaserver does a batch: hash every key,
+ * pool_kv_prefetch them all (slots, then key records), then look up */
+static size_t
+lookup_batch(struct pool *p, char (*keys)[KEY_BUF], size_t lo, size_t hi,
+    unsigned tag)
+{
+	uint64_t h[BATCH] = { 0 };
+	struct pool_kv kv;
+	size_t bad = 0;
+
+	for (size_t i = lo; i < hi; i++) {
+		h[i - lo] = pool_kv_hash(keys[i], KEY_LEN);
+	}
+	pool_kv_prefetch(p, h, hi - lo, false);
+	for (size_t i = lo; i < hi; i++) {
+		int rc = pool_kv_lookup(p, keys[i], KEY_LEN, &kv);
+
+		bad += (rc == 0) != (tag == 1);
+	}
+	return bad;
+}
+
+/* ns per lookup of m lookups of random keys among the first n (tag 1 =
+ * present) or absent ones (tag 2), one by one or (batch) in batches of
+ * BATCH, timed in chunks of CHUNK: the median chunk, so that a chunk in
+ * which the process was preempted (this box runs other work) does not
+ * count. Keys are made before the clock. */
 static double
 time_lookups(struct pool *p, uint64_t n, size_t m, unsigned tag,
-    char (*keys)[KEY_BUF], size_t *bad)
+    bool batch, char (*keys)[KEY_BUF], double *chunk_ns, size_t *bad)
 {
-	uint64_t seed = 88172645463325252ull + n, t0;
+	uint64_t seed = 88172645463325252ull + n + batch;
+	size_t nchunks = (m + CHUNK - 1) / CHUNK;
 	struct pool_kv kv;
 
 	for (size_t i = 0; i < m; i++) {
 		key_of(keys[i], tag, rnd(&seed) % n);
 	}
-	t0 = ns_now();
-	for (size_t i = 0; i < m; i++) {
-		int rc = pool_kv_lookup(p, keys[i], KEY_LEN, &kv);
+	for (size_t c = 0; c < nchunks; c++) {
+		size_t lo = c * CHUNK, hi = lo + CHUNK < m ? lo + CHUNK : m;
+		uint64_t t0 = ns_now();
 
-		*bad += (rc == 0) != (tag == 1);
+		for (size_t i = lo; i < hi && batch; i += BATCH) {
+			*bad += lookup_batch(p, keys, i,
+			    i + BATCH < hi ? i + BATCH : hi, tag);
+		}
+		for (size_t i = lo; i < hi && !batch; i++) {
+			int rc = pool_kv_lookup(p, keys[i], KEY_LEN, &kv);
+
+			*bad += (rc == 0) != (tag == 1);
+		}
+		chunk_ns[c] = (double)(ns_now() - t0) / (double)(hi - lo);
 	}
-	return (double)(ns_now() - t0) / (double)m;
+	qsort(chunk_ns, nchunks, sizeof(*chunk_ns), cmp_double);
+	return chunk_ns[nchunks / 2];
 }
 
 static int
@@ -114,8 +170,60 @@ open_pool(struct pool **p, const char *path, uint64_t maxkeys,
 	return rc;
 }
 
+/* the THP settings the run sees and what the pool chose for its
+ * metadata: "thp never advised tmpfs huge=advise" */
 static void
-report(struct pool *p, uint64_t n, double ins, double hit, double miss)
+report_thp(const struct pool *p)
+{
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/shmem_enabled",
+	    "re");
+	char line[128] = "", *a, *e;
+
+	if (f != NULL) {
+		if (fgets(line, sizeof(line), f) == NULL) {
+			line[0] = '\0';
+		}
+		fclose(f);
+	}
+	a = strchr(line, '[');
+	e = a != NULL ? strchr(a, ']') : NULL;
+	if (e != NULL) {
+		*e = '\0';
+	}
+	printf("thp %s %s %s\n", e != NULL ? a + 1 : "?",
+	    pmap_huge(p->map) == PMAP_HUGE_NONE ? "base" : "huge",
+	    pmap_huge_setting(p->map));
+}
+
+/* ShmemPmdMapped and Rss, kB, of the mappings that hold [lo, hi) */
+static void
+report_meta(uint64_t n, uintptr_t lo, uintptr_t hi)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	unsigned long long pmd = 0, rss = 0, v;
+	uintptr_t a, b;
+	bool in = false;
+	char line[256];
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &a, &b) == 2) {
+			in = a < hi && b > lo;
+		} else if (in && sscanf(line, "Rss: %llu", &v) == 1) {
+			rss += v;
+		} else if (in && sscanf(line, "ShmemPmdMapped: %llu",
+		    &v) == 1) {
+			pmd += v;
+		}
+	}
+	if (f != NULL) {
+		fclose(f);
+	}
+	printf("meta %llu %llu %llu\n", (unsigned long long)n, pmd, rss);
+}
+
+static void
+report(struct pool *p, uint64_t n, double ins, double hit, double miss,
+    double bhit)
 {
 	struct pool_stats st;
 	double slot_b, rec_b, dram_b;
@@ -125,9 +233,10 @@ report(struct pool *p, uint64_t n, double ins, double hit, double miss)
 	rec_b = (double)p->heap.used * KV_GRANULE / (double)n;
 	/* keyheap DRAM: a next link (4 B) and a live bit per granule */
 	dram_b = (double)p->heap.ngran * (4.0 + 1.0 / 8) / (double)n;
-	printf("row %llu %.1f %.1f %.1f %.1f %.1f %.1f %llu\n",
+	printf("row %llu %.1f %.1f %.1f %.1f %.1f %.1f %llu %.1f\n",
 	    (unsigned long long)n, ins, hit, miss, slot_b, rec_b, dram_b,
-	    (unsigned long long)st.index_slots);
+	    (unsigned long long)st.index_slots, bhit);
+	report_meta(n, (uintptr_t)p->base, (uintptr_t)p->base + p->data_off);
 	fflush(stdout);
 }
 
@@ -141,6 +250,7 @@ main(int argc, char **argv)
 	size_t m, bad = 0;
 	char (*keys)[KEY_BUF];
 	char key[KEY_BUF];
+	double *chunk_ns;
 	bool ins;
 
 	if (argc != 4) {
@@ -152,12 +262,15 @@ main(int argc, char **argv)
 	m = strtoul(argv[3], NULL, 10);
 	next = maxkeys < next ? maxkeys : next;
 	keys = calloc(m, KEY_BUF);
-	if (keys == NULL || maxkeys == 0 ||
+	chunk_ns = calloc(m / CHUNK + 1, sizeof(*chunk_ns));
+	if (keys == NULL || chunk_ns == NULL || maxkeys == 0 || m == 0 ||
 	    open_pool(&p, argv[1], maxkeys, &r, &owner) != 0) {
 		free(keys);
+		free(chunk_ns);
 		unlink(argv[1]);
 		return 1;
 	}
+	report_thp(p);
 	t0 = ns_now();
 	while (n < maxkeys && bad == 0) {
 		key_of(key, 1, n);
@@ -166,10 +279,14 @@ main(int argc, char **argv)
 		if (++n == next) {
 			double insert_ns = (double)(ns_now() - t0) /
 			    (double)(n - prev);
-			double hit = time_lookups(p, n, m, 1, keys, &bad);
-			double miss = time_lookups(p, n, m, 2, keys, &bad);
+			double hit = time_lookups(p, n, m, 1, false, keys,
+			    chunk_ns, &bad);
+			double miss = time_lookups(p, n, m, 2, false, keys,
+			    chunk_ns, &bad);
+			double bhit = time_lookups(p, n, m, 1, true, keys,
+			    chunk_ns, &bad);
 
-			report(p, n, insert_ns, hit, miss);
+			report(p, n, insert_ns, hit, miss, bhit);
 			next = next * 10 < maxkeys ? next * 10 : maxkeys;
 			prev = n;
 			t0 = ns_now();
@@ -182,5 +299,6 @@ main(int argc, char **argv)
 	pool_close(&p);
 	unlink(argv[1]);
 	free(keys);
+	free(chunk_ns);
 	return bad == 0 ? 0 : 1;
 }

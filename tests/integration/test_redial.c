@@ -13,6 +13,7 @@
 #include "itest.h"
 #include "proto.h"
 #include "proxy.h"
+#include "worker.h"
 
 #define TIMEOUT_MS 200
 #define NB 8
@@ -232,5 +233,32 @@ Test(redial, calls_from_many_threads_move_to_the_fresh_connection)
 			cr_assert_eq(itest_get_check(h, prefix, k), i + 1);
 		}
 	}
+	cxlp_close(&h);
+}
+
+/* The same in an itest-worker process, so that scripts/test.sh's
+ * ThreadSanitizer pass (a TSan-built worker) watches the socket swap and
+ * its reference counts under many threads. */
+Test(redial, worker_threads_ride_through_a_stall)
+{
+	struct test_child c;
+	struct stall_result r;
+	struct cxlp_handler *h;
+	char ready = 0;
+
+	itest_spawn(&c, "stall-threads", px_url);
+	itest_go(&c);
+	cr_assert(test_child_read(&c, &ready, 1) && ready == STALL_READY,
+	    "the worker did not get halfway (exit %d)", itest_wait(&c));
+	proxy_stall_seen(px);
+	cr_assert(test_child_read(&c, &r, sizeof(r)), "no result (exit %d)",
+	    itest_wait(&c));
+	cr_assert_eq(itest_wait(&c), 0);
+	cr_assert_eq(r.failures, 0, "%u calls failed", r.failures);
+	cr_assert_geq(r.redials, 1, "the stall never hit the worker");
+	cr_assert_eq(r.unresolved, 0);
+	h = itest_connect();
+	cr_assert_eq(kv_stats(h).keys, r.stored, "stored keys went missing "
+	    "or appeared twice");
 	cxlp_close(&h);
 }

@@ -15,11 +15,15 @@
  *                                       reporting the count acknowledged
  *   itest-worker crash-storer URL WRITER  store in a loop while the
  *                                       metaserver is killed (test_kill)
+ *   itest-worker stall-threads URL PROXY_URL  8 threads store through the
+ *                                       proxy across a connection stall
+ *                                       (test_redial.c, run under TSan)
  *   itest-worker hold URL PREFIX:FOREIGN  store and pin keys, pin FOREIGN,
  *                                       allocate pages it never registers
  *                                       (two regions' worth), report, wait
  *                                       to be killed
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -411,6 +415,111 @@ crash_storer(int argc, char **argv)
 	return rc;
 }
 
+/* ---- stall-threads ---- */
+
+static struct {
+	struct cxlp_handler *h;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned halfway;     /* threads past their first STALL_HALF keys */
+	struct stall_result r;
+} stall = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER };
+
+static bool
+stall_store(uint32_t writer, uint32_t k)
+{
+	char key[32];
+	size_t kl = kv_key(key, sizeof(key), "st", writer * 100000 + k);
+	cxlp_page_t pg;
+	bool stored = false;
+	void *buf;
+
+	if (cxlp_alloc(stall.h, &pg, &buf) != 0) {
+		return false;
+	}
+	kv_fill(buf, 128, writer, k);
+	return cxlp_store(stall.h, key, kl, pg, 128, 0, &stored) == 0 &&
+	    stored && cxlp_healthcheck(stall.h) == 0;
+}
+
+static uint64_t
+stall_redials(void)
+{
+	struct cxlp_stats st;
+
+	return cxlp_stats(stall.h, &st) == 0 ? st.redials : 0;
+}
+
+/* Store STALL_HALF keys, report halfway, then store until the handler
+ * has replaced its connection (at most 2000 keys) and STALL_HALF more. */
+static void *
+stall_thread(void *arg)
+{
+	uint32_t writer = (uint32_t)(uintptr_t)arg, k = 0, fails = 0;
+	uint32_t end = 2 * STALL_HALF;
+
+	for (; k < end; k++) {
+		fails += !stall_store(writer, k);
+		if (k + 1 == STALL_HALF) {
+			pthread_mutex_lock(&stall.lock);
+			stall.halfway++;
+			pthread_cond_broadcast(&stall.cond);
+			pthread_mutex_unlock(&stall.lock);
+		}
+		if (k + 1 == end && end < 2000 && stall_redials() == 0) {
+			end++;
+		}
+	}
+	pthread_mutex_lock(&stall.lock);
+	stall.r.failures += fails;
+	stall.r.stored += k - fails;
+	pthread_mutex_unlock(&stall.lock);
+	return NULL;
+}
+
+static int
+stall_threads(int argc, char **argv)
+{
+	pthread_t t[STALL_THREADS];
+	struct cxlp_stats st;
+	char ready = STALL_READY;
+	int rc = 0;
+
+	(void)argc;
+	stall.h = kv_connect_timeout(argv[0], 200, 6);
+	if (stall.h == NULL) {
+		return 100;
+	}
+	for (uintptr_t i = 0; i < STALL_THREADS; i++) {
+		if (pthread_create(&t[i], NULL, stall_thread,
+		    (void *)(i + 1)) != 0) {
+			return 101;
+		}
+	}
+	pthread_mutex_lock(&stall.lock);
+	while (stall.halfway < STALL_THREADS) {
+		pthread_cond_wait(&stall.cond, &stall.lock);
+	}
+	pthread_mutex_unlock(&stall.lock);
+	if (write(STDOUT_FILENO, &ready, 1) != 1) {
+		rc = 33;
+	}
+	for (int i = 0; i < STALL_THREADS; i++) {
+		pthread_join(t[i], NULL);
+	}
+	if (cxlp_stats(stall.h, &st) == 0) {
+		stall.r.redials = st.redials;
+		stall.r.unresolved = st.pages_unresolved;
+	}
+	if (rc == 0 && write(STDOUT_FILENO, &stall.r, sizeof(stall.r)) !=
+	    sizeof(stall.r)) {
+		rc = 33;
+	}
+	cxlp_close(&stall.h);
+	return rc;
+}
+
 static const struct role {
 	const char *name;
 	int nargs;
@@ -423,6 +532,7 @@ static const struct role {
 	{ "store-loop", 1, store_loop },
 	{ "hold", 1, hold },
 	{ "crash-storer", 1, crash_storer },
+	{ "stall-threads", 1, stall_threads },
 };
 
 int

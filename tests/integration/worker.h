@@ -34,6 +34,20 @@ struct hold_report {
 /* crash-storer (tests/crash/test_kill.c): keys w<WRITER>-<i> stored in
  * batches; on stdout: CRASH_READY once connected, the index of each key
  * stored true, then CRASH_END and a struct crash_result. */
+/* stall-threads: STALL_THREADS threads store STALL_HALF keys each, the
+ * worker writes STALL_READY, then they store until the connection was
+ * replaced and STALL_HALF more each; then a struct stall_result. */
+#define STALL_THREADS 8
+#define STALL_HALF 20
+#define STALL_READY 's'
+
+struct stall_result {
+	uint32_t failures;  /* calls that failed, all threads */
+	uint32_t stored;    /* keys stored, all threads */
+	uint64_t redials;   /* from cxlp_stats */
+	uint64_t unresolved;
+};
+
 #define CRASH_BATCH 8
 #define CRASH_KEYS_MAX 12000
 #define CRASH_END 0xffffffffu

@@ -18,9 +18,11 @@ struct kv_hdr {
 	uint32_t len;
 };
 
-struct cxlp_handler *
-kv_connect(const char *url, size_t page_size, size_t region_size,
-    bool auto_expand)
+/* Connect with the given geometry; timeout_ms 0 keeps the library's
+ * timeout and retries. */
+static struct cxlp_handler *
+connect_with(const char *url, size_t page_size, size_t region_size,
+    bool auto_expand, unsigned timeout_ms, unsigned retries)
 {
 	struct cxlp_config *cfg = NULL;
 	struct cxlp_handler *h = NULL;
@@ -33,13 +35,30 @@ kv_connect(const char *url, size_t page_size, size_t region_size,
 	rc = rc ? rc : cxlp_config_set_page_size(cfg, page_size);
 	rc = rc ? rc : cxlp_config_set_region_size(cfg, region_size);
 	rc = rc ? rc : cxlp_config_set_auto_expand(cfg, auto_expand);
+	if (timeout_ms != 0) {
+		rc = rc ? rc : cxlp_config_set_timeout_ms(cfg, timeout_ms);
+		rc = rc ? rc : cxlp_config_set_retries(cfg, retries);
+	}
 	rc = rc ? rc : cxlp_connect(&h, cfg);
 	if (rc != 0) {
-		fprintf(stderr, "kv_connect %s: %s (%s)\n", url,
+		fprintf(stderr, "connect %s: %s (%s)\n", url,
 		    cxlp_strerror(rc), cxlp_errormsg());
 	}
 	cxlp_config_delete(&cfg);
 	return h;
+}
+
+struct cxlp_handler *
+kv_connect(const char *url, size_t page_size, size_t region_size,
+    bool auto_expand)
+{
+	return connect_with(url, page_size, region_size, auto_expand, 0, 0);
+}
+
+struct cxlp_handler *
+kv_connect_timeout(const char *url, unsigned timeout_ms, unsigned retries)
+{
+	return connect_with(url, 4096, 4u << 20, true, timeout_ms, retries);
 }
 
 static uint8_t

@@ -17,6 +17,10 @@
  * region_size bytes; NULL (reason on stderr) on failure. */
 struct cxlp_handler *kv_connect(const char *url, size_t page_size,
     size_t region_size, bool auto_expand);
+/* kv_connect_timeout -- kv_connect with 4 KiB pages in 4 MiB regions and
+ * the given request timeout and retries. */
+struct cxlp_handler *kv_connect_timeout(const char *url, unsigned timeout_ms,
+    unsigned retries);
 
 /* kv_fill -- write a pattern that encodes (writer, key) into buf. */
 void kv_fill(void *buf, size_t len, uint32_t writer, uint32_t key);

@@ -18,23 +18,15 @@
 #include <unistd.h>
 
 #include "cxlpool.h"
-#include "server.h"
+#include "handler_fixture.h"
 
 /* Under ASan, check for leaks at the end of each test: Criterion would not
  * fail a test for LeakSanitizer's report at exit. */
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define leak_check() __lsan_do_recoverable_leak_check()
-#else
-#define leak_check() 0
-#endif
 
 #define PAGE (64u << 10)
 #define REGION (2u << 20)
 #define PAGES_PER_REGION (REGION / PAGE)
 
-static struct test_server srv;
-static struct cxlp_config *cfg;
 
 static void
 sleep_ms(long ms)
@@ -71,36 +63,10 @@ wait_stopped(pid_t pid)
 static void
 setup(void)
 {
-	cxlp_set_log_fn(NULL, NULL, CXLP_LOG_OFF);
-	cr_assert_eq(test_server_start(&srv, 256u << 20, NULL), 0,
-	    "metaserver did not start");
-	cr_assert_eq(cxlp_config_new(&cfg), 0);
-	cr_assert_eq(cxlp_config_set_server(cfg, srv.url), 0);
-	cr_assert_eq(cxlp_config_set_region_size(cfg, REGION), 0);
-	cr_assert_eq(cxlp_config_set_page_size(cfg, PAGE), 0);
+	hfx_start(PAGE, REGION);
 }
 
-static void
-teardown(void)
-{
-	cxlp_config_delete(&cfg);
-	test_server_stop(&srv);
-	cr_assert_eq(leak_check(), 0, "leaks (see stderr)");
-}
-
-TestSuite(handler, .init = setup, .fini = teardown, .timeout = 100);
-
-static struct cxlp_handler *
-connect_ok(void)
-{
-	struct cxlp_handler *h = NULL;
-	int rc = cxlp_connect(&h, cfg);
-
-	cr_assert_eq(rc, 0, "connect: %s (%s)", cxlp_strerror(rc),
-	    cxlp_errormsg());
-	cr_assert_not_null(h);
-	return h;
-}
+TestSuite(handler, .init = setup, .fini = hfx_stop, .timeout = 100);
 
 static struct cxlp_stats
 stats_ok(struct cxlp_handler *h)
@@ -160,7 +126,7 @@ assert_bytes(const void *data, size_t len, int seed)
 
 Test(handler, connect_then_close_frees_the_handler)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	struct cxlp_stats st = stats_ok(h);
 
 	cr_assert_eq(cxlp_healthcheck(h), 0);
@@ -177,7 +143,7 @@ Test(handler, connect_then_close_frees_the_handler)
 
 Test(handler, alloc_takes_a_second_region_when_the_first_is_full)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	void *bufs[PAGES_PER_REGION + 1];
 	struct cxlp_stats st;
 
@@ -203,7 +169,7 @@ Test(handler, alloc_without_auto_expand_reports_nospace_when_full)
 	void *buf;
 
 	cr_assert_eq(cxlp_config_set_auto_expand(cfg, false), 0);
-	h = connect_ok();
+	h = hfx_connect();
 	for (unsigned i = 0; i < PAGES_PER_REGION; i++) {
 		alloc_ok(h, NULL);
 	}
@@ -219,7 +185,7 @@ Test(handler, alloc_past_max_regions_reports_nospace)
 	void *buf;
 
 	cr_assert_eq(cxlp_config_set_max_regions(cfg, 2), 0);
-	h = connect_ok();
+	h = hfx_connect();
 	for (unsigned i = 0; i < 2 * PAGES_PER_REGION; i++) {
 		alloc_ok(h, NULL);
 	}
@@ -230,7 +196,7 @@ Test(handler, alloc_past_max_regions_reports_nospace)
 
 Test(handler, free_then_free_again_is_badpage)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	cxlp_page_t pg = alloc_ok(h, NULL);
 
 	cr_assert_eq(cxlp_free(h, pg), 0);
@@ -243,7 +209,7 @@ Test(handler, free_then_free_again_is_badpage)
 
 Test(handler, store_then_retrieve_gives_my_own_bytes_in_place)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	const void *data = NULL;
 	cxlp_page_t pg;
 	size_t len = 0;
@@ -265,7 +231,7 @@ Test(handler, store_then_retrieve_gives_my_own_bytes_in_place)
 
 Test(handler, retrieve_of_a_missing_key_is_notfound)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	const void *data;
 	size_t len;
 
@@ -276,7 +242,7 @@ Test(handler, retrieve_of_a_missing_key_is_notfound)
 
 Test(handler, a_second_store_of_a_key_keeps_the_first_and_frees_its_page)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	const void *data;
 	cxlp_page_t p1, p2;
 	size_t len;
@@ -296,7 +262,7 @@ Test(handler, a_second_store_of_a_key_keeps_the_first_and_frees_its_page)
 
 Test(handler, a_batch_with_a_key_twice_registers_the_first_page_only)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	const void *keys[3] = {"a", "b", "a"};
 	size_t klens[3] = {1, 1, 1}, lens[3] = {10, 20, 30};
 	cxlp_page_t pages[3];
@@ -319,7 +285,7 @@ Test(handler, a_batch_with_a_key_twice_registers_the_first_page_only)
 
 Test(handler, a_refused_batch_leaves_every_page_with_the_caller)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	const void *keys[2] = {"x", "y"};
 	size_t klens[2] = {1, 1}, lens[2] = {1, 1};
 	cxlp_page_t pages[2];
@@ -356,7 +322,7 @@ Test(handler, a_refused_batch_leaves_every_page_with_the_caller)
 
 Test(handler, stats_page_counts_add_up)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	cxlp_page_t pg;
 	struct cxlp_stats st;
 
@@ -382,7 +348,7 @@ Test(handler, stats_page_counts_add_up)
 
 Test(handler, delete_of_my_key_frees_its_page)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	struct cxlp_stats st;
 
 	cr_assert(put(h, "gone", NULL, 10, 0));
@@ -397,7 +363,7 @@ Test(handler, delete_of_my_key_frees_its_page)
 
 Test(handler, a_pinned_key_refuses_delete_until_unpinned)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	const void *keys[3] = {"p1", "missing", "p2"};
 	size_t klens[3] = {2, 7, 2};
 	size_t np = 99;
@@ -420,7 +386,7 @@ Test(handler, a_pinned_key_refuses_delete_until_unpinned)
 
 Test(handler, another_handler_reads_my_bytes_through_a_readonly_map)
 {
-	struct cxlp_handler *w = connect_ok(), *r = connect_ok();
+	struct cxlp_handler *w = hfx_connect(), *r = hfx_connect();
 	const void *data;
 	size_t len;
 	int st[2];
@@ -446,14 +412,14 @@ Test(handler, another_handler_reads_my_bytes_through_a_readonly_map)
 
 Test(handler, close_with_unregistered_pages_gives_the_region_back)
 {
-	struct cxlp_handler *h = connect_ok(), *h2;
+	struct cxlp_handler *h = hfx_connect(), *h2;
 	struct cxlp_stats st;
 
 	for (int i = 0; i < 3; i++) {
 		alloc_ok(h, NULL);
 	}
 	cxlp_close(&h);
-	h2 = connect_ok();
+	h2 = hfx_connect();
 	st = stats_ok(h2);
 	cr_assert_eq(st.regions, 1);
 	cr_assert_eq(st.sessions, 1);
@@ -473,7 +439,7 @@ Test(handler, a_lost_register_reply_keeps_the_page_until_resolved)
 
 	cr_assert_eq(cxlp_config_set_timeout_ms(cfg, 500), 0);
 	cr_assert_eq(cxlp_config_set_retries(cfg, 1), 0);
-	h = connect_ok();
+	h = hfx_connect();
 	pg = alloc_ok(h, &buf);
 	memset(buf, 0x5a, 100);
 	cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
@@ -542,7 +508,7 @@ worker_main(void *arg)
 
 Test(handler, many_threads_share_one_handler)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	pthread_t th[4];
 	struct worker w[4];
 	struct cxlp_stats st;

@@ -23,14 +23,8 @@
 
 #include "cxlpool.h"
 #include "handler_int.h"
-#include "server.h"
+#include "handler_fixture.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define leak_check() __lsan_do_recoverable_leak_check()
-#else
-#define leak_check() 0
-#endif
 
 #define PAGE (64u << 10)
 #define REGION (4u << 20)
@@ -38,41 +32,14 @@
 #define SYS_PAGE 4096u
 #define WAIT_S 60
 
-static struct test_server srv;
-static struct cxlp_config *cfg;
 
 static void
 setup(void)
 {
-	cxlp_set_log_fn(NULL, NULL, CXLP_LOG_OFF);
-	cr_assert_eq(test_server_start(&srv, 256u << 20, NULL), 0,
-	    "metaserver did not start");
-	cr_assert_eq(cxlp_config_new(&cfg), 0);
-	cr_assert_eq(cxlp_config_set_server(cfg, srv.url), 0);
-	cr_assert_eq(cxlp_config_set_region_size(cfg, REGION), 0);
-	cr_assert_eq(cxlp_config_set_page_size(cfg, PAGE), 0);
+	hfx_start(PAGE, REGION);
 }
 
-static void
-teardown(void)
-{
-	cxlp_config_delete(&cfg);
-	test_server_stop(&srv);
-	cr_assert_eq(leak_check(), 0, "leaks (see stderr)");
-}
-
-TestSuite(prefault, .init = setup, .fini = teardown, .timeout = 120);
-
-static struct cxlp_handler *
-connect_ok(void)
-{
-	struct cxlp_handler *h = NULL;
-	int rc = cxlp_connect(&h, cfg);
-
-	cr_assert_eq(rc, 0, "connect: %s (%s)", cxlp_strerror(rc),
-	    cxlp_errormsg());
-	return h;
-}
+TestSuite(prefault, .init = setup, .fini = hfx_stop, .timeout = 120);
 
 /* How many 4 KiB pages of [addr, addr + len) are present in this
  * process's page table; -1 if pagemap cannot be read. */
@@ -197,7 +164,7 @@ check_pages(struct cxlp_handler *h, size_t n)
 
 Test(prefault, first_region_is_resident_when_connect_returns)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	cxlp_page_t pg;
 	void *base;
 
@@ -211,7 +178,7 @@ Test(prefault, first_region_is_resident_when_connect_returns)
 
 Test(prefault, added_region_is_prefaulted_in_the_background)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	cxlp_page_t pg[NPAGES + 1];
 	void *buf;
 
@@ -230,7 +197,7 @@ Test(prefault, added_region_is_prefaulted_in_the_background)
 
 Test(prefault, bytes_written_during_the_prefault_read_back_intact)
 {
-	struct cxlp_handler *h = connect_ok();
+	struct cxlp_handler *h = hfx_connect();
 	/* the second region is written while its prefault may still run */
 	void *base = store_pages(h, 2 * NPAGES);
 
@@ -242,7 +209,7 @@ Test(prefault, bytes_written_during_the_prefault_read_back_intact)
 
 Test(prefault, foreign_region_is_prefaulted_after_first_retrieve)
 {
-	struct cxlp_handler *w = connect_ok(), *r = connect_ok();
+	struct cxlp_handler *w = hfx_connect(), *r = hfx_connect();
 	struct cxlp_stats st;
 	const void *data;
 	size_t len;
@@ -266,7 +233,7 @@ Test(prefault, close_ends_a_prefault_in_progress)
 	void *buf;
 
 	cr_assert_eq(cxlp_config_set_region_size(cfg, 64u << 20), 0);
-	h = connect_ok();
+	h = hfx_connect();
 	for (size_t i = 0; i <= (64u << 20) / PAGE; i++) {
 		cr_assert_eq(cxlp_alloc(h, &pg[i > NPAGES ? NPAGES : i], &buf),
 		    0, "alloc %zu", i);

@@ -1,0 +1,48 @@
+/*
+ * handler_fixture.c -- see handler_fixture.h.
+ */
+#include <criterion/criterion.h>
+
+#include "handler_fixture.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define leak_check() __lsan_do_recoverable_leak_check()
+#else
+#define leak_check() 0
+#endif
+
+struct test_server srv;
+struct cxlp_config *cfg;
+
+void
+hfx_start(size_t page_size, size_t region_size)
+{
+	cxlp_set_log_fn(NULL, NULL, CXLP_LOG_OFF);
+	cr_assert_eq(test_server_start(&srv, 256u << 20, NULL), 0,
+	    "metaserver did not start");
+	cr_assert_eq(cxlp_config_new(&cfg), 0);
+	cr_assert_eq(cxlp_config_set_server(cfg, srv.url), 0);
+	cr_assert_eq(cxlp_config_set_region_size(cfg, region_size), 0);
+	cr_assert_eq(cxlp_config_set_page_size(cfg, page_size), 0);
+}
+
+void
+hfx_stop(void)
+{
+	cxlp_config_delete(&cfg);
+	test_server_stop(&srv);
+	cr_assert_eq(leak_check(), 0, "leaks (see stderr)");
+}
+
+struct cxlp_handler *
+hfx_connect(void)
+{
+	struct cxlp_handler *h = NULL;
+	int rc = cxlp_connect(&h, cfg);
+
+	cr_assert_eq(rc, 0, "connect: %s (%s)", cxlp_strerror(rc),
+	    cxlp_errormsg());
+	cr_assert_not_null(h);
+	return h;
+}

@@ -104,7 +104,8 @@ ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid)
 	    (unsigned long long)peer_pid);
 }
 
-/* Forget pipe_id; returns its peer pid (0 unknown). sess_lock held. */
+/* Forget pipe_id, remembering it among the gone ones; returns its peer
+ * pid (0 unknown). sess_lock held. */
 static uint64_t
 pipe_forget(struct ms *ms, uint64_t pipe_id)
 {
@@ -112,11 +113,27 @@ pipe_forget(struct ms *ms, uint64_t pipe_id)
 		if (ms->pipes[i].id == pipe_id) {
 			uint64_t pid = ms->pipes[i].pid;
 
+			ms->gone[ms->gone_next++ % MS_GONE_PIPES] =
+			    ms->pipes[i];
 			ms->pipes[i] = ms->pipes[--ms->npipes];
 			return pid;
 		}
 	}
 	return 0;
+}
+
+/* ms_pipe_gone -- see ms_int.h. A request can still be in a worker's
+ * hands when its pipe's removal is handled; it must not bind its session
+ * to that pipe again, or nothing would ever detach the session. */
+const struct ms_pipe *
+ms_pipe_gone(const struct ms *ms, uint64_t pipe_id)
+{
+	for (size_t i = 0; i < MS_GONE_PIPES; i++) {
+		if (ms->gone[i].id == pipe_id && pipe_id != 0) {
+			return &ms->gone[i];
+		}
+	}
+	return NULL;
 }
 
 /* Detach or end one session whose pipe is gone; both locks held. */
@@ -127,6 +144,14 @@ pipe_lost(struct ms *ms, struct ms_sess *s, uint64_t pid, uint64_t now_ms)
 		sess_end_locked(ms, s, "peer_exited");
 		return;
 	}
+	ms_sess_detach(ms, s, pid, now_ms);
+}
+
+/* ms_sess_detach -- see ms_int.h; sess_lock held. */
+void
+ms_sess_detach(struct ms *ms, struct ms_sess *s, uint64_t pid,
+    uint64_t now_ms)
+{
 	s->detached = true;
 	s->deadline_ms = now_ms + ms->grace_ms;
 	s->peer_pid = pid; /* the reaper looks again: exit may still be on */

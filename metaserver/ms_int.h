@@ -170,6 +170,7 @@ struct ms_sess {
 };
 
 #define MS_SESS_BUCKETS 256
+#define MS_GONE_PIPES 64 /* removed pipes remembered (liveness.c) */
 
 struct ms_pipe {
 	uint64_t id;
@@ -186,6 +187,8 @@ struct ms {
 	size_t nsess;
 	struct ms_pipe *pipes;
 	size_t npipes, cap_pipes;
+	struct ms_pipe gone[MS_GONE_PIPES]; /* the last pipes removed */
+	unsigned gone_next;
 	uint64_t grace_ms;
 	bool closing; /* pipe events are ignored once set */
 	uint16_t secret_len;              /* 0: non-ipc peers need none */
@@ -246,6 +249,15 @@ void sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
 int ms_sess_load(struct ms *ms, uint64_t now_ms);
 void ms_sess_free_all(struct ms *ms);
 void sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why);
+/* Used by session.c (sess_lock held): */
+/* ms_pipe_gone -- pipe_id was removed lately: the entry (its peer pid), or
+ * NULL. */
+const struct ms_pipe *ms_pipe_gone(const struct ms *ms, uint64_t pipe_id);
+/* ms_sess_detach -- s lost its pipe (peer pid, 0 unknown): it ends at
+ * now + grace unless it speaks on a live pipe first, or earlier when the
+ * reaper finds its process gone. */
+void ms_sess_detach(struct ms *ms, struct ms_sess *s, uint64_t pid,
+    uint64_t now_ms);
 bool sess_alive(struct ms *ms, const struct ms_sess *s);
 /* sess_list_flags -- set v[i].flags (PROTO_SESS_*) from the shadow of
  * session v[i].id, for i < n; takes ms->sess_lock. */

@@ -97,10 +97,25 @@ sess_track(struct ms *ms, const struct pool_session *r)
 	return s;
 }
 
-/* Bind s to the pipe it just spoke on; a detached session is live again. */
+/* Bind s to the pipe it just spoke on; a detached session is live again.
+ * A request from a pipe already removed (it was queued before the
+ * removal) binds nothing: a detached session stays detached, a live one
+ * stays on its pipe, and a new one (HELLO) starts detached, so that each
+ * still ends when its process is gone or its grace runs out. */
 static void
-sess_bind(struct ms_sess *s, uint64_t pipe_id)
+sess_bind(struct ms *ms, struct ms_sess *s, uint64_t pipe_id)
 {
+	const struct ms_pipe *gone = ms_pipe_gone(ms, pipe_id);
+
+	if (gone != NULL) {
+		log_info("op=late_request session=%llu pipe=%llu",
+		    (unsigned long long)s->id, (unsigned long long)pipe_id);
+		if (!s->detached && s->pipe == 0) {
+			s->pipe = pipe_id;
+			ms_sess_detach(ms, s, gone->pid, ms_now_ms());
+		}
+		return;
+	}
 	if (s->detached) {
 		log_info("op=reattach session=%llu pipe=%llu",
 		    (unsigned long long)s->id, (unsigned long long)pipe_id);
@@ -200,7 +215,7 @@ hello_reattach(struct ms *ms, const struct proto_req_hdr *h,
 	}
 	s->pid = m->pid;
 	s->start_time = m->start_time;
-	sess_bind(s, pipe_id);
+	sess_bind(ms, s, pipe_id);
 	ms_sess_unlock(ms);
 	*out = s;
 	return 0;
@@ -237,7 +252,7 @@ hello_repeated(struct ms *ms, const struct proto_req_hdr *h,
 	ms_sess_lock(ms);
 	s = hello_find(ms, h->token, m);
 	if (s != NULL) {
-		sess_bind(s, pipe_id);
+		sess_bind(ms, s, pipe_id);
 		log_info("op=hello_again session=%llu pid=%u",
 		    (unsigned long long)s->id, m->pid);
 	}
@@ -283,7 +298,7 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	s = sess_track(ms, &r);
 	if (s != NULL) {
 		s->hello_nonce = h->token;
-		sess_bind(s, pipe_id);
+		sess_bind(ms, s, pipe_id);
 	}
 	ms_sess_unlock(ms);
 	if (s == NULL) {
@@ -370,7 +385,7 @@ sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
 			    "with that token", (unsigned long long)h->session);
 			break;
 		}
-		sess_bind(s, pipe_id);
+		sess_bind(ms, s, pipe_id);
 		rc = h->req_id == 0 ? RC_NEW : rc_begin(&s->rc, h->req_id,
 		    reply);
 		if (rc != RC_WAIT) {

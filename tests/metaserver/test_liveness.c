@@ -94,6 +94,57 @@ Test(liveness, a_detached_session_that_speaks_again_is_not_reaped)
 	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
 }
 
+/* A request still in a worker's hands when its pipe's removal is handled
+ * (the process sent it, then died) must not bind its session to the dead
+ * pipe: nothing would ever detach the session again. */
+Test(liveness, a_request_served_after_its_pipe_went_does_not_reattach)
+{
+	struct cl a;
+	uint64_t t0 = ms_now_ms();
+
+	hello(&a, 1);
+	ms_pipe_added(&ms, 1, (uint64_t)getpid());
+	ms_pipe_removed(&ms, 1, t0);
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0,
+	    "the late request itself is still served");
+	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS), 1, "the late request "
+	    "bound the session to its dead pipe");
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
+}
+
+Test(liveness, a_hello_served_after_its_pipe_went_starts_detached)
+{
+	struct cl a;
+	uint64_t t0;
+
+	ms_pipe_added(&ms, 3, (uint64_t)getpid());
+	ms_pipe_removed(&ms, 3, ms_now_ms());
+	hello(&a, 3);
+	t0 = ms_now_ms();
+	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS), 1, "a session made on a "
+	    "dead pipe would never end");
+}
+
+Test(liveness, a_late_request_on_an_old_pipe_leaves_a_live_session_alone)
+{
+	struct cl a;
+	uint64_t t0 = ms_now_ms();
+
+	ms_pipe_added(&ms, 1, (uint64_t)getpid());
+	ms_pipe_added(&ms, 2, (uint64_t)getpid());
+	hello(&a, 1);
+	a.pipe = 2; /* the handler dialed afresh */
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	ms_pipe_removed(&ms, 1, t0);
+	a.pipe = 1; /* one request still queued from the old connection */
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(ms_reap(&ms, t0 + 100 * GRACE_MS), 0);
+	/* still bound to pipe 2: its loss detaches the session */
+	ms_pipe_removed(&ms, 2, t0);
+	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS), 1);
+}
+
 Test(liveness, sessions_survive_a_restart_and_reattach_with_their_regions)
 {
 	struct cl a;

@@ -54,18 +54,23 @@ teardown(void)
 
 TestSuite(direct, .init = setup, .fini = teardown, .timeout = 100);
 
+/* A handler on url; timeout_ms 0 keeps the library's timeout. */
 static struct cxlp_handler *
-connect_ok(bool direct)
+connect_to(const char *url, bool direct, unsigned timeout_ms)
 {
 	struct cxlp_config *cfg = NULL;
 	struct cxlp_handler *h = NULL;
 	int rc;
 
 	cr_assert_eq(cxlp_config_new(&cfg), 0);
-	cr_assert_eq(cxlp_config_set_server(cfg, px_url), 0);
+	cr_assert_eq(cxlp_config_set_server(cfg, url), 0);
 	cr_assert_eq(cxlp_config_set_region_size(cfg, REGION), 0);
 	cr_assert_eq(cxlp_config_set_page_size(cfg, PAGE), 0);
 	cr_assert_eq(cxlp_config_set_direct_reads(cfg, direct), 0);
+	if (timeout_ms != 0) {
+		cr_assert_eq(cxlp_config_set_timeout_ms(cfg, timeout_ms), 0);
+		cr_assert_eq(cxlp_config_set_retries(cfg, 6), 0);
+	}
 	rc = cxlp_connect(&h, cfg);
 	cxlp_config_delete(&cfg);
 	cr_assert_eq(rc, 0, "connect: %s (%s)", cxlp_strerror(rc),
@@ -109,7 +114,7 @@ retrieve_ok(struct cxlp_handler *h, const char *key, unsigned flags,
 
 Test(direct, unpinned_retrieve_and_exists_send_the_server_nothing)
 {
-	struct cxlp_handler *w = connect_ok(true), *r = connect_ok(true);
+	struct cxlp_handler *w = connect_to(px_url, true, 0), *r = connect_to(px_url, true, 0);
 	const void *keys[3] = { "a@model@1", "absent", "b@model@1" };
 	size_t klen[3] = { 9, 6, 9 }, lens[3];
 	const void *data[3];
@@ -143,7 +148,7 @@ Test(direct, unpinned_retrieve_and_exists_send_the_server_nothing)
 
 Test(direct, with_direct_reads_off_lookups_go_to_the_server)
 {
-	struct cxlp_handler *w = connect_ok(false), *r = connect_ok(false);
+	struct cxlp_handler *w = connect_to(px_url, false, 0), *r = connect_to(px_url, false, 0);
 	const void *data;
 	size_t len;
 
@@ -161,7 +166,7 @@ Test(direct, with_direct_reads_off_lookups_go_to_the_server)
 
 Test(direct, pinned_retrieve_still_pins_through_the_server)
 {
-	struct cxlp_handler *w = connect_ok(true), *r = connect_ok(true);
+	struct cxlp_handler *w = connect_to(px_url, true, 0), *r = connect_to(px_url, true, 0);
 
 	store_ok(w, "p@model@3", 100, 1);
 	retrieve_ok(r, "p@model@3", CXLP_RETRIEVE_PIN, 100, 1);
@@ -215,8 +220,8 @@ churn_reader(void *arg)
 
 Test(direct, readers_see_whole_values_while_another_handler_churns_keys)
 {
-	struct cxlp_handler *w = connect_ok(true);
-	struct churn c = { connect_ok(true), 0, 0, 0 };
+	struct cxlp_handler *w = connect_to(px_url, true, 0);
+	struct churn c = { connect_to(px_url, true, 0), 0, 0, 0 };
 	pthread_t t[2];
 	char key[32];
 
@@ -243,24 +248,6 @@ Test(direct, readers_see_whole_values_while_another_handler_churns_keys)
 	cxlp_close(&w);
 }
 
-static struct cxlp_handler *
-connect_direct_to_server(void)
-{
-	struct cxlp_config *cfg = NULL;
-	struct cxlp_handler *h = NULL;
-
-	cr_assert_eq(cxlp_config_new(&cfg), 0);
-	cr_assert_eq(cxlp_config_set_server(cfg, srv.url), 0);
-	cr_assert_eq(cxlp_config_set_region_size(cfg, REGION), 0);
-	cr_assert_eq(cxlp_config_set_page_size(cfg, PAGE), 0);
-	cr_assert_eq(cxlp_config_set_timeout_ms(cfg, 500), 0);
-	cr_assert_eq(cxlp_config_set_retries(cfg, 6), 0);
-	cr_assert_eq(cxlp_connect(&h, cfg), 0, "connect: %s",
-	    cxlp_errormsg());
-	cxlp_config_delete(&cfg);
-	return h;
-}
-
 /* Long enough for the next lookup to look at the pool path again. */
 static void
 past_recheck(void)
@@ -271,7 +258,7 @@ past_recheck(void)
 Test(direct, a_pool_created_anew_under_the_path_is_not_read_through_the_old_one)
 {
 	const char *size_args[] = {"--size", "128M", NULL};
-	struct cxlp_handler *h = connect_direct_to_server();
+	struct cxlp_handler *h = connect_to(srv.url, true, 500);
 	const void *data = NULL;
 	size_t len = 0;
 	int rc;

@@ -406,8 +406,14 @@ add_targets(struct bctx *c, unsigned nprocs)
 	char note[96];
 
 	if (c->b->ms_pid > 0 && st->ran) {
+		if (c->b->echo256_srv_us > 0) {
+			snprintf(note, sizeof(note), "nng echo of these frame "
+			    "sizes alone: %.3f us/key", c->b->echo256_srv_us /
+			    256);
+		}
 		target_add(c->b, "server CPU per registered key, batch 256",
-		    st->srv_us_key, 0.5, "us", true, NULL);
+		    st->srv_us_key, 0.5, "us", true,
+		    c->b->echo256_srv_us > 0 ? note : NULL);
 		target_add(c->b, "server CPU per looked-up key, batch 256",
 		    rt->srv_us_key, 0.3, "us", true, NULL);
 	}

@@ -59,6 +59,8 @@ struct bench {
 	struct target targets[BENCH_TARGETS_MAX];
 	int ntargets;
 	double echo_p50_us;      /* set by the echo section, 0 if not run */
+	double echo256_srv_us;   /* its server CPU per REGISTER-256-sized
+	                          * round trip, us; 0 if not run */
 	int failures;            /* sections that could not run */
 };
 

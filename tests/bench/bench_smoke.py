@@ -10,7 +10,8 @@ import math
 import subprocess
 import sys
 
-SECTIONS = ("echo", "latency", "batch", "datapath", "index", "targets")
+SECTIONS = ("echo", "echo_register256", "latency", "batch", "datapath",
+            "index", "targets")
 
 
 def fail(msg, out=None):
@@ -49,6 +50,9 @@ def main():
     if doc.get("failed_sections") != 0 or not doc.get("quick"):
         fail("failed_sections=%r quick=%r" %
              (doc.get("failed_sections"), doc.get("quick")))
+    for echo in ("echo", "echo_register256"):
+        if doc[echo]["n"] <= 0 or doc[echo]["reply_bytes"] <= 0:
+            fail("%s did not run" % echo)
     for op in ("store", "retrieve", "exists", "delete"):
         if doc["latency"][op]["n"] <= 0 or doc["latency"][op]["errors"]:
             fail("latency %s did not run cleanly" % op)

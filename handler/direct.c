@@ -171,6 +171,9 @@ direct_open(struct cxlp_handler *h)
 	    h->pool_path, (unsigned long long)d->kr.nslots);
 	d->check_ms = mono_ms() + RECHECK_MS;
 	h->direct = d;
+	/* a first lookup would otherwise fault on every metadata page it
+	 * meets: two per key at first, ~10 us each on a shadow-paging VM */
+	regions_prefault_meta(h, d->map);
 }
 
 /* direct_invalidate -- turn direct reads off for good (the session is

@@ -21,21 +21,14 @@
  * every region full make one REGION_ALLOC, not two.
  *
  * The first touch of a shared page is slow, so every mapping is
- * prefaulted before it is used hard: the first own region inside
- * cxlp_connect, regions added later and foreign regions by one
- * background thread per handler (the prefaulter), since alloc and
- * retrieve are the hot path. A prefault is two steps. The kernel's
- * populate (pmap_prefault: MADV_POPULATE_WRITE/_READ) allocates the
- * pages and fills this process's page table. Then one load per system
- * page from user space: under a hypervisor that shadows guest page
- * tables (this VM), populate leaves the shadow empty, and the first user
- * access to each page still exits to the hypervisor, ~5-10 us per 4 KiB
- * page; a write-populated, dirty PTE lets a load install a writable
- * shadow entry (bench/README.md, "data path"). On bare metal the loads
- * cost a few ms per GiB. The background walk runs from the top of a
- * region down, since the page table hands out pages from the bottom up:
- * a writer that starts at once meets the walk half way instead of racing
- * it page by page.
+ * prefaulted before it is used hard (pmap_prefault_walk: populate, then
+ * one load per page, from the top down; pool/prefault.c says why both):
+ * the first own region inside cxlp_connect; regions added later, foreign
+ * regions and the pool's metadata (direct reads) by one background
+ * thread per handler (the prefaulter), since alloc and retrieve are the
+ * hot path. Own regions go to the front of its queue. The metadata walk
+ * loads only the pages the pool file backs, so the key heap's holes stay
+ * holes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -48,50 +41,20 @@
 #include "map.h"
 
 /* One queued prefault; the mapping outlives the prefaulter (both end in
- * regions_fini, the prefaulter first). */
+ * regions_fini, the prefaulter first; the metadata mapping after it). */
 struct pf_job {
 	const struct pmap *map;
+	bool backed_only;
 	struct pf_job *next;
 };
 
 struct prefaulter {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct pf_job *head, *tail; /* own regions first, then foreign */
+	struct pf_job *head, *tail; /* own regions first, then the rest */
 	pthread_t tid;
 	int stop; /* atomic: end the current walk and the thread */
 };
-
-/* One load per system page of [p, p + len), from the top down; stop (may
- * be NULL) is polled every 64 pages. The loads' values are unused, and the
- * application may be storing into the lower pages of an own region at
- * the same time: harmless for the bytes, but a race by the letter, so
- * this function is kept out of ThreadSanitizer's view. */
-__attribute__((no_sanitize("thread"))) static void
-touch_pages(const volatile uint8_t *p, size_t len, const int *stop)
-{
-	long sys = sysconf(_SC_PAGESIZE);
-	size_t step = sys > 0 ? (size_t)sys : 4096;
-	size_t n = len / step;
-	uint8_t sink = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (i % 64 == 0 && stop != NULL &&
-		    __atomic_load_n(stop, __ATOMIC_RELAXED)) {
-			break;
-		}
-		sink ^= p[(n - 1 - i) * step];
-	}
-	(void)sink;
-}
-
-/* Populate m's pages and load each once (see the top of this file). */
-static void
-prefault_walk(const struct pmap *m, const int *stop)
-{
-	(void)pmap_prefault(m); /* best effort: the loads fault them anyway */
-	touch_pages(pmap_addr(m), pmap_len(m), stop);
-}
 
 static void *
 prefault_main(void *arg)
@@ -111,7 +74,7 @@ prefault_main(void *arg)
 			pf->tail = NULL;
 		}
 		pthread_mutex_unlock(&pf->lock);
-		prefault_walk(j->map, &pf->stop);
+		pmap_prefault_walk(j->map, j->backed_only, &pf->stop);
 		free(j);
 		pthread_mutex_lock(&pf->lock);
 	}
@@ -184,18 +147,20 @@ prefaulter_get(struct cxlp_handler *h)
  * without memory or a thread, m is simply faulted in on first use. m must
  * stay mapped until regions_fini. */
 static void
-prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own)
+prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own,
+    bool backed_only)
 {
 	struct pf_job *j = calloc(1, sizeof(*j));
 	struct prefaulter *pf = prefaulter_get(h);
 
 	if (j == NULL || pf == NULL) {
-		log_info("region prefault: no memory or thread, pages "
-		    "fault on first use");
+		log_info("prefault: no memory or thread, pages fault on "
+		    "first use");
 		free(j);
 		return;
 	}
 	j->map = m;
+	j->backed_only = backed_only;
 	pthread_mutex_lock(&pf->lock);
 	if (own || pf->head == NULL) {
 		j->next = pf->head;
@@ -207,6 +172,13 @@ prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own)
 	}
 	pthread_cond_signal(&pf->cond);
 	pthread_mutex_unlock(&pf->lock);
+}
+
+/* regions_prefault_meta -- see handler_int.h */
+void
+regions_prefault_meta(struct cxlp_handler *h, const struct pmap *m)
+{
+	prefault_queue(h, m, false, true);
 }
 
 /* End h's prefaulter, if any; before any mapping is closed. */
@@ -437,9 +409,10 @@ regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
 		goto err_unmap;
 	}
 	if (pg == NULL) {
-		prefault_walk(r->map, NULL); /* in connect: off the hot path */
+		/* in connect: off the hot path */
+		pmap_prefault_walk(r->map, false, NULL);
 	} else {
-		prefault_queue(h, r->map, true);
+		prefault_queue(h, r->map, true, false);
 	}
 	log_info("region %u gen %u: %llu bytes at %llu", loc.region, loc.gen,
 	    (unsigned long long)loc.region_len,
@@ -608,7 +581,7 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
 		free(e);
 	}
 	if (fresh != NULL) {
-		prefault_queue(h, fresh, false);
+		prefault_queue(h, fresh, false, false);
 	}
 	return rc;
 }

@@ -336,17 +336,25 @@ pmap_persist(const struct pmap *m, const void *addr, size_t len)
 	}
 }
 
-/* pmap_prefault -- see map.h */
+/* pmap_populate -- see map.h */
 int
-pmap_prefault(const struct pmap *m)
+pmap_populate(const struct pmap *m, uint64_t off, uint64_t len)
 {
 	int advice = m->writable ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
 
-	if (madvise(m->addr, m->len, advice) != 0) {
+	cxlp_assert(off <= m->len && len <= m->len - off);
+	if (len != 0 && madvise((char *)m->addr + off, len, advice) != 0) {
 		return cxlp_fail(-errno, "madvise populate: %s",
 		    strerror(errno));
 	}
 	return 0;
+}
+
+/* pmap_prefault -- see map.h */
+int
+pmap_prefault(const struct pmap *m)
+{
+	return pmap_populate(m, 0, m->len);
 }
 
 /* pmap_file_create -- see map.h */

@@ -58,8 +58,21 @@ bool pmap_is_volatile(const struct pmap *m);
 void pmap_persist(const struct pmap *m, const void *addr, size_t len);
 
 /* pmap_prefault -- populate the whole mapping's pages now, off the hot
- * path (MADV_POPULATE_WRITE / _READ). Best effort; returns 0 or -errno. */
+ * path (MADV_POPULATE_WRITE / _READ). Best effort; returns 0 or -errno.
+ * On a sparse file this allocates its holes. */
 int pmap_prefault(const struct pmap *m);
+/* pmap_populate -- the same for [off, off + len) of the mapping. */
+int pmap_populate(const struct pmap *m, uint64_t off, uint64_t len);
+
+/* pmap_prefault_walk (prefault.c) -- populate, then load one byte of each
+ * system page from the top of the mapping down (a hypervisor that
+ * shadows page tables maps a page for user space only on a user access).
+ * With backed_only, only the pages the file already backs (mincore: in
+ * the page cache), so a sparse file's holes stay holes; all of a device
+ * DAX mapping, which has none. stop (may be NULL) is polled every 64
+ * pages: the walk ends early once it is nonzero. */
+void pmap_prefault_walk(const struct pmap *m, bool backed_only,
+    const int *stop);
 
 /* pmap_file_create -- create path as a sparse file of size bytes (fails
  * with -EEXIST if it exists). */

@@ -3,7 +3,9 @@
  * region is in the handler's page table when cxlp_connect returns, a
  * region added by auto-expand and a foreign region mapped by a retrieve
  * get there in the background, and the bytes stay intact while the
- * background walk runs over pages being written.
+ * background walk runs over pages being written. The metadata mapping of
+ * direct reads gets exactly the pages the pool file backs into the page
+ * table, in the background, and allocates none of its holes.
  *
  * "In the page table" is read from /proc/self/pagemap (bit 63, present),
  * one entry per 4 KiB page of the range: exact per page, unlike smaps,
@@ -75,6 +77,68 @@ wait_present(const void *addr, size_t len)
 	struct timespec ts = {0, 20 * 1000000L};
 
 	for (int i = 0; i < WAIT_S * 50 && got != want && got >= 0; i++) {
+		nanosleep(&ts, NULL);
+		got = present_pages(addr, len);
+	}
+	return got;
+}
+
+/* Pages of the file at path within [0, len) that the file backs (tmpfs:
+ * allocated), from SEEK_DATA/SEEK_HOLE. */
+static long
+backed_pages(const char *path, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	off_t off = 0, data, hole;
+	long n = 0;
+
+	cr_assert_geq(fd, 0, "open %s", path);
+	while (off < (off_t)len && (data = lseek(fd, off, SEEK_DATA)) >= 0 &&
+	    data < (off_t)len) {
+		hole = lseek(fd, data, SEEK_HOLE);
+		cr_assert_gt(hole, data);
+		hole = hole > (off_t)len ? (off_t)len : hole;
+		n += (long)((hole - data) / SYS_PAGE);
+		off = hole;
+	}
+	close(fd);
+	return n;
+}
+
+/* The read-only mapping of path from offset 0 in this process (direct
+ * reads' metadata mapping; foreign regions map at other offsets): its
+ * address and *len, or NULL. */
+static const void *
+meta_mapping(const char *path, size_t *len)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512], perms[8], file[256];
+	unsigned long lo, hi, off;
+	const void *found = NULL;
+
+	cr_assert_not_null(f);
+	while (found == NULL && fgets(line, sizeof(line), f) != NULL) {
+		file[0] = '\0';
+		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255s", &lo, &hi,
+		    perms, &off, file) == 5 && strcmp(perms, "r--s") == 0 &&
+		    off == 0 && strcmp(file, path) == 0) {
+			found = (const void *)lo;
+			*len = hi - lo;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* Wait until want pages of [addr, addr + len) are present; returns the
+ * last count. */
+static long
+wait_present_n(const void *addr, size_t len, long want)
+{
+	struct timespec ts = {0, 20 * 1000000L};
+	long got = present_pages(addr, len);
+
+	for (int i = 0; i < WAIT_S * 50 && got < want && got >= 0; i++) {
 		nanosleep(&ts, NULL);
 		got = present_pages(addr, len);
 	}
@@ -240,4 +304,32 @@ Test(prefault, close_ends_a_prefault_in_progress)
 	}
 	cxlp_close(&h); /* must not wait for, or crash in, the walk */
 	cr_assert_null(h);
+}
+
+Test(prefault, metadata_backed_pages_are_prefaulted_and_holes_stay_holes)
+{
+	struct cxlp_handler *w = hfx_connect(), *r;
+	size_t len = 0, rlen = 0;
+	const void *meta;
+	long before, present;
+
+	(void)store_pages(w, NPAGES);
+	cr_assert_not_null(meta_mapping(srv.pool, &len), "direct reads are "
+	    "on by default");
+	cxlp_close(&w); /* the server writes no more metadata from here */
+	cr_assert_null(meta_mapping(srv.pool, &rlen), "close unmaps it");
+	before = backed_pages(srv.pool, len);
+	cr_assert_lt(before, (long)(len / SYS_PAGE),
+	    "the key heap has holes, or this test proves nothing");
+	r = hfx_connect();
+	meta = meta_mapping(srv.pool, &rlen);
+	cr_assert_not_null(meta);
+	cr_assert_eq(rlen, len);
+	present = wait_present_n(meta, len, before);
+	cr_assert_eq(present, before, "metadata pages present %ld, the "
+	    "file backs %ld", present, before);
+	cr_assert_eq(backed_pages(srv.pool, len), before,
+	    "the prefault allocated holes of the pool file");
+	(void)check_pages(r, NPAGES); /* direct reads find every key */
+	cxlp_close(&r);
 }

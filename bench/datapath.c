@@ -10,6 +10,7 @@
  * retrieved page into a warm private buffer, so both directions move the
  * same bytes as the memcpy baseline.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@
 /* bytes per batch_store / batch_retrieve: one round trip per 16 MiB, the
  * size of a long prompt's KV for one layer group; the page count follows */
 #define DP_BATCH_BYTES (16u << 20)
+#define DP_THREADS_MAX 2 /* writers sharing the handler, "2 writers" row */
 
 struct dp {
 	struct bench *b;
@@ -41,71 +43,130 @@ gbs(size_t bytes, uint64_t ns)
 	return ns == 0 ? 0 : (double)bytes / (double)ns;
 }
 
-static double
-dp_memcpy(struct dp *d)
+/* memcpy of every stride-th batch from batch first into dst */
+static size_t
+copy_batches(struct dp *d, size_t first, size_t stride)
 {
-	uint64_t t0 = now_ns();
+	for (size_t i = first * d->batch; i < d->npages;
+	    i += stride * d->batch) {
+		size_t n = d->npages - i < d->batch ? d->npages - i : d->batch;
 
-	for (size_t i = 0; i < d->npages; i++) {
-		memcpy(d->dst + i * d->page, d->src, d->page);
+		for (size_t k = 0; k < n; k++) {
+			memcpy(d->dst + (i + k) * d->page, d->src, d->page);
+		}
 	}
-	return gbs(d->npages * d->page, now_ns() - t0);
+	return 0;
 }
 
-/* write + batch_store of every page, d->batch at a time */
-static double
-dp_store(struct dp *d)
+/* write + batch_store of every stride-th batch from batch first; returns
+ * the errors */
+static size_t
+store_batches(struct dp *d, size_t first, size_t stride)
 {
-	uint64_t t0 = now_ns();
+	size_t errors = 0;
 
-	for (size_t i = 0; i < d->npages; i += d->batch) {
+	for (size_t i = first * d->batch; i < d->npages;
+	    i += stride * d->batch) {
 		size_t n = d->npages - i < d->batch ? d->npages - i : d->batch;
 		void *buf;
 
 		for (size_t k = 0; k < n; k++) {
 			if (cxlp_alloc(d->h, &d->pages[i + k], &buf) != 0) {
-				d->errors++;
-				return 0;
+				return errors + 1;
 			}
 			memcpy(buf, d->src, d->page);
 			d->lens[i + k] = d->page;
 		}
 		if (cxlp_batch_store(d->h, n, d->kp + i, d->kl + i,
 		    d->pages + i, d->lens + i, 0, d->stored + i) != 0) {
-			d->errors++;
+			errors++;
 		}
 		for (size_t k = 0; k < n; k++) {
-			d->errors += !d->stored[i + k];
+			errors += !d->stored[i + k];
 		}
 	}
-	return gbs(d->npages * d->page, now_ns() - t0);
+	return errors;
 }
 
-/* batch_retrieve + read of every page, d->batch at a time */
-static double
-dp_retrieve(struct dp *d)
-{
-	uint64_t t0 = now_ns();
+typedef size_t (*dp_work_fn)(struct dp *d, size_t first, size_t stride);
 
-	for (size_t i = 0; i < d->npages; i += d->batch) {
+struct dp_thread {
+	struct dp *d;
+	dp_work_fn fn;
+	size_t first, stride, errors;
+	pthread_t tid;
+};
+
+static void *
+dp_thread_main(void *arg)
+{
+	struct dp_thread *t = arg;
+
+	t->errors = t->fn(t->d, t->first, t->stride);
+	return NULL;
+}
+
+/* fn over every batch, by nthr threads taking every nthr-th batch (one
+ * handler, shared, as the threads of an engine share it); GB/s */
+static double
+dp_parallel(struct dp *d, unsigned nthr, dp_work_fn fn)
+{
+	struct dp_thread t[DP_THREADS_MAX];
+	uint64_t t0 = now_ns();
+	unsigned started = 0;
+
+	for (unsigned i = 0; i < nthr; i++) {
+		t[i] = (struct dp_thread){ .d = d, .fn = fn, .first = i,
+			.stride = nthr };
+		if (nthr == 1) {
+			dp_thread_main(&t[i]);
+		} else if (pthread_create(&t[i].tid, NULL, dp_thread_main,
+		    &t[i]) != 0) {
+			t[i].errors = d->npages; /* this share never ran */
+		} else {
+			started |= 1u << i;
+		}
+	}
+	for (unsigned i = 0; i < nthr; i++) {
+		if (started & (1u << i)) {
+			pthread_join(t[i].tid, NULL);
+		}
+	}
+	uint64_t ns = now_ns() - t0;
+
+	for (unsigned i = 0; i < nthr; i++) {
+		d->errors += t[i].errors;
+	}
+	return gbs(d->npages * d->page, ns);
+}
+
+/* batch_retrieve + read of every stride-th batch from batch first;
+ * returns the errors */
+static size_t
+retrieve_batches(struct dp *d, size_t first, size_t stride)
+{
+	size_t errors = 0;
+
+	for (size_t i = first * d->batch; i < d->npages;
+	    i += stride * d->batch) {
 		size_t n = d->npages - i < d->batch ? d->npages - i : d->batch;
 
 		if (cxlp_batch_retrieve(d->h, n, d->kp + i, d->kl + i, 0,
 		    d->data + i, d->lens + i, d->status + i) != 0) {
-			d->errors++;
+			errors++;
 			continue;
 		}
 		for (size_t k = 0; k < n; k++) {
 			if (d->status[i + k] != 0 ||
 			    d->lens[i + k] != d->page) {
-				d->errors++;
+				errors++;
 				continue;
 			}
 			memcpy(d->dst + (i + k) * d->page, d->data[i + k],
 			    d->page);
 		}
 	}
-	return gbs(d->npages * d->page, now_ns() - t0);
+	return errors;
 }
 
 static void
@@ -169,18 +230,58 @@ dp_free(struct dp *d)
 	free(d->stored);
 }
 
-/* Both passes for one page size; prints a row per pass. */
+/* the better of two memcpy passes by nthr threads */
+static double
+dp_memcpy(struct dp *d, unsigned nthr)
+{
+	double a = dp_parallel(d, nthr, copy_batches);
+	double b = dp_parallel(d, nthr, copy_batches);
+
+	return a > b ? a : b;
+}
+
+/* One table row and JSON object: pass, nthr threads, against mc. */
+static void
+dp_row(struct dp *d, const char *pass, unsigned nthr, double mc,
+    double st, double rt, double conn_ms)
+{
+	struct jw *j = &d->b->json;
+
+	printf("%6zu KiB %5zu %-10s %9.2f %9.2f %9.2f %6.0f%% %6.0f%%",
+	    d->page >> 10, d->batch, pass, mc, st, rt, 100 * st / mc,
+	    100 * rt / mc);
+	if (conn_ms > 0) {
+		printf(" %8.0f\n", conn_ms); /* connect + prefault */
+	} else {
+		printf("\n");
+	}
+	jw_begin(j, NULL, '{');
+	jw_int(j, "page_bytes", (long long)d->page);
+	jw_str(j, "pass", pass);
+	jw_int(j, "threads", nthr);
+	jw_int(j, "total_bytes", (long long)(d->npages * d->page));
+	jw_int(j, "batch_pages", (long long)d->batch);
+	jw_num(j, "memcpy_gbs", mc);
+	jw_num(j, "write_store_gbs", st);
+	jw_num(j, "retrieve_read_gbs", rt);
+	jw_num(j, "connect_ms", conn_ms);
+	jw_end(j, '}');
+}
+
+/* The passes for one page size: first use and steady by one thread,
+ * steady by two sharing the handler; a row each. */
 static int
 dp_run(struct bench *b, size_t page, size_t total)
 {
 	struct dp d = { .b = b, .page = page };
-
-	d.batch = DP_BATCH_BYTES / page > 0 ? DP_BATCH_BYTES / page : 1;
-	d.batch = d.batch < total / page ? d.batch : total / page;
-	double mc, mc2, st[2], rt[2], conn_ms;
+	double st[3], rt[3], mc1, mc2, conn_ms;
+	static const char *const pass[3] = { "first use", "steady",
+		"2 threads" };
 	uint64_t t0;
 	int rc = -1;
 
+	d.batch = DP_BATCH_BYTES / page > 0 ? DP_BATCH_BYTES / page : 1;
+	d.batch = d.batch < total / page ? d.batch : total / page;
 	if (dp_alloc(&d, total) != 0) {
 		goto out;
 	}
@@ -189,41 +290,26 @@ dp_run(struct bench *b, size_t page, size_t total)
 		goto out;
 	}
 	conn_ms = (double)(now_ns() - t0) / 1e6;
-	for (int pass = 0; pass < 2; pass++) {
-		st[pass] = dp_store(&d);
-		rt[pass] = dp_retrieve(&d);
+	for (unsigned p = 0; p < 3; p++) {
+		unsigned nthr = p == 2 ? DP_THREADS_MAX : 1;
+
+		st[p] = dp_parallel(&d, nthr, store_batches);
+		rt[p] = dp_parallel(&d, nthr, retrieve_batches);
 		dp_delete(&d);
 	}
-	mc = dp_memcpy(&d);
-	mc2 = dp_memcpy(&d); /* the better of two passes */
-	mc = mc > mc2 ? mc : mc2;
-	for (int pass = 0; pass < 2; pass++) {
-		printf("%6zu KiB %5zu %-10s %9.2f %9.2f %9.2f %6.0f%% "
-		    "%6.0f%%", page >> 10, d.batch,
-		    pass == 0 ? "first use" : "steady", mc,
-		    st[pass], rt[pass], 100 * st[pass] / mc,
-		    100 * rt[pass] / mc);
-		if (pass == 0) {
-			printf(" %8.0f\n", conn_ms); /* connect + prefault */
-		} else {
-			printf("\n");
-		}
-		jw_begin(&b->json, NULL, '{');
-		jw_int(&b->json, "page_bytes", (long long)page);
-		jw_str(&b->json, "pass", pass == 0 ? "first_use" : "steady");
-		jw_int(&b->json, "total_bytes", (long long)total);
-		jw_int(&b->json, "batch_pages", (long long)d.batch);
-		jw_num(&b->json, "memcpy_gbs", mc);
-		jw_num(&b->json, "write_store_gbs", st[pass]);
-		jw_num(&b->json, "retrieve_read_gbs", rt[pass]);
-		jw_num(&b->json, "connect_ms", conn_ms);
-		jw_end(&b->json, '}');
+	mc1 = dp_memcpy(&d, 1);
+	mc2 = dp_memcpy(&d, DP_THREADS_MAX);
+	for (unsigned p = 0; p < 3; p++) {
+		dp_row(&d, pass[p], p == 2 ? DP_THREADS_MAX : 1,
+		    p == 2 ? mc2 : mc1, st[p], rt[p], p == 0 ? conn_ms : 0);
 	}
 	if (page == (64u << 10)) {
 		target_add(b, "write+batch_store 64 KiB / memcpy, first use",
-		    st[0] / mc, 0.8, "x", false, NULL);
+		    st[0] / mc1, 0.8, "x", false, NULL);
 		target_add(b, "write+batch_store 64 KiB / memcpy, steady",
-		    st[1] / mc, 0.8, "x", false, NULL);
+		    st[1] / mc1, 0.8, "x", false, NULL);
+		target_add(b, "the same, 2 threads / 2-thread memcpy",
+		    st[2] / mc2, 0.8, "x", false, "steady; one handler");
 	}
 	rc = d.errors == 0 ? 0 : -1;
 	if (d.errors > 0) {

@@ -29,8 +29,18 @@
  * the whole pool file (foreign regions are read through it), so this
  * opens nothing new. The handler's own config switch is
  * cxlp_config_set_direct_reads (default on).
+ *
+ * A first lookup would fault on each metadata page it meets (two per key
+ * at first; ~10 us each under a shadow-paging hypervisor). So a walker
+ * thread maps in, after connect, the pages the pool file already backs
+ * (pmap_prefault_walk with backed_only: the key heap's holes stay holes).
+ * It runs at SCHED_IDLE: it only saves later faults, some on pages no
+ * lookup will ever touch, so it must not take a core from the
+ * application. direct_close stops it before unmapping.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -53,6 +63,9 @@ struct direct {
 	ino_t ino;
 	uint64_t check_ms; /* atomic: next identity check, monotonic ms */
 	bool off;          /* atomic: turned off after open */
+	pthread_t walker;  /* prefaults map; valid if walking */
+	bool walking;
+	int stop;          /* atomic: end the walk */
 };
 
 static uint64_t
@@ -138,6 +151,17 @@ meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
 	return 0;
 }
 
+static void *
+walker_main(void *arg)
+{
+	struct direct *d = arg;
+	struct sched_param sp = { .sched_priority = 0 };
+
+	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+	pmap_prefault_walk(d->map, true, &d->stop);
+	return NULL;
+}
+
 /* direct_open -- see handler_int.h */
 void
 direct_open(struct cxlp_handler *h)
@@ -170,10 +194,8 @@ direct_open(struct cxlp_handler *h)
 	log_info("direct reads on: %s, %llu index slots",
 	    h->pool_path, (unsigned long long)d->kr.nslots);
 	d->check_ms = mono_ms() + RECHECK_MS;
+	d->walking = pthread_create(&d->walker, NULL, walker_main, d) == 0;
 	h->direct = d;
-	/* a first lookup would otherwise fault on every metadata page it
-	 * meets: two per key at first, ~10 us each on a shadow-paging VM */
-	regions_prefault_meta(h, d->map);
 }
 
 /* direct_invalidate -- turn direct reads off for good (the session is
@@ -220,6 +242,11 @@ void
 direct_close(struct cxlp_handler *h)
 {
 	if (h->direct != NULL) {
+		if (h->direct->walking) {
+			__atomic_store_n(&h->direct->stop, 1,
+			    __ATOMIC_RELAXED);
+			pthread_join(h->direct->walker, NULL);
+		}
 		pmap_close(&h->direct->map);
 		free(h->direct);
 		h->direct = NULL;

@@ -195,9 +195,8 @@ struct cxlp_handler {
 
 	struct direct *direct; /* NULL: direct reads off */
 
-	/* regions.c: the thread that prefaults regions added after connect,
-	 * foreign regions as they are mapped and the metadata mapping of
-	 * direct reads; NULL until first needed */
+	/* regions.c: the thread that prefaults regions added after connect
+	 * and foreign regions as they are mapped; NULL until first needed */
 	struct prefaulter *prefaulter;
 };
 
@@ -221,10 +220,6 @@ int regions_expand(struct cxlp_handler *h);
 int regions_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
     const void **data);
 uint64_t regions_foreign_count(struct cxlp_handler *h);
-/* regions_prefault_meta -- queue a background prefault of m's pages that
- * the pool file backs (m: the metadata mapping; it must stay mapped until
- * regions_fini). */
-void regions_prefault_meta(struct cxlp_handler *h, const struct pmap *m);
 /* regions_own_find -- local index of my region (id, gen) or -1. Caller
  * holds page_lock. */
 int regions_own_find(const struct cxlp_handler *h, uint32_t region,
@@ -246,8 +241,7 @@ uint8_t *regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
 void direct_open(struct cxlp_handler *h);
 /* direct_invalidate -- direct reads off for good, logged with why. */
 void direct_invalidate(struct cxlp_handler *h, const char *why);
-/* direct_close -- unmap; NULL-safe. After regions_fini (the prefaulter
- * may be walking the mapping until then). */
+/* direct_close -- end the metadata walker, unmap; NULL-safe. */
 void direct_close(struct cxlp_handler *h);
 /* direct_lookup_batch -- answer unpinned LOOKUP/EXISTS for keys (already
  * validated) from shared memory: res[i] (status 0 and loc, or

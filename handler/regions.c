@@ -23,12 +23,11 @@
  * The first touch of a shared page is slow, so every mapping is
  * prefaulted before it is used hard (pmap_prefault_walk: populate, then
  * one load per page, from the top down; pool/prefault.c says why both):
- * the first own region inside cxlp_connect; regions added later, foreign
- * regions and the pool's metadata (direct reads) by one background
- * thread per handler (the prefaulter), since alloc and retrieve are the
- * hot path. Own regions go to the front of its queue. The metadata walk
- * loads only the pages the pool file backs, so the key heap's holes stay
- * holes.
+ * the first own region inside cxlp_connect, regions added later and
+ * foreign regions by one background thread per handler (the
+ * prefaulter), since alloc and retrieve are the hot path. Own regions go
+ * to the front of its queue. (The metadata mapping of direct reads has a
+ * walker of its own: direct.c.)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -41,17 +40,16 @@
 #include "map.h"
 
 /* One queued prefault; the mapping outlives the prefaulter (both end in
- * regions_fini, the prefaulter first; the metadata mapping after it). */
+ * regions_fini, the prefaulter first). */
 struct pf_job {
 	const struct pmap *map;
-	bool backed_only;
 	struct pf_job *next;
 };
 
 struct prefaulter {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct pf_job *head, *tail; /* own regions first, then the rest */
+	struct pf_job *head, *tail; /* own regions first, then foreign */
 	pthread_t tid;
 	int stop; /* atomic: end the current walk and the thread */
 };
@@ -74,7 +72,7 @@ prefault_main(void *arg)
 			pf->tail = NULL;
 		}
 		pthread_mutex_unlock(&pf->lock);
-		pmap_prefault_walk(j->map, j->backed_only, &pf->stop);
+		pmap_prefault_walk(j->map, false, &pf->stop);
 		free(j);
 		pthread_mutex_lock(&pf->lock);
 	}
@@ -147,20 +145,18 @@ prefaulter_get(struct cxlp_handler *h)
  * without memory or a thread, m is simply faulted in on first use. m must
  * stay mapped until regions_fini. */
 static void
-prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own,
-    bool backed_only)
+prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own)
 {
 	struct pf_job *j = calloc(1, sizeof(*j));
 	struct prefaulter *pf = prefaulter_get(h);
 
 	if (j == NULL || pf == NULL) {
-		log_info("prefault: no memory or thread, pages fault on "
-		    "first use");
+		log_info("region prefault: no memory or thread, pages "
+		    "fault on first use");
 		free(j);
 		return;
 	}
 	j->map = m;
-	j->backed_only = backed_only;
 	pthread_mutex_lock(&pf->lock);
 	if (own || pf->head == NULL) {
 		j->next = pf->head;
@@ -172,13 +168,6 @@ prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own,
 	}
 	pthread_cond_signal(&pf->cond);
 	pthread_mutex_unlock(&pf->lock);
-}
-
-/* regions_prefault_meta -- see handler_int.h */
-void
-regions_prefault_meta(struct cxlp_handler *h, const struct pmap *m)
-{
-	prefault_queue(h, m, false, true);
 }
 
 /* End h's prefaulter, if any; before any mapping is closed. */
@@ -412,7 +401,7 @@ regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
 		/* in connect: off the hot path */
 		pmap_prefault_walk(r->map, false, NULL);
 	} else {
-		prefault_queue(h, r->map, true, false);
+		prefault_queue(h, r->map, true);
 	}
 	log_info("region %u gen %u: %llu bytes at %llu", loc.region, loc.gen,
 	    (unsigned long long)loc.region_len,
@@ -581,7 +570,7 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
 		free(e);
 	}
 	if (fresh != NULL) {
-		prefault_queue(h, fresh, false, false);
+		prefault_queue(h, fresh, false);
 	}
 	return rc;
 }

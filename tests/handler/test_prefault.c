@@ -5,7 +5,8 @@
  * get there in the background, and the bytes stay intact while the
  * background walk runs over pages being written. The metadata mapping of
  * direct reads gets exactly the pages the pool file backs into the page
- * table, in the background, and allocates none of its holes.
+ * table, in the background, and allocates none of its holes; close stops
+ * that walk before it unmaps.
  *
  * "In the page table" is read from /proc/self/pagemap (bit 63, present),
  * one entry per 4 KiB page of the range: exact per page, unlike smaps,
@@ -332,4 +333,19 @@ Test(prefault, metadata_backed_pages_are_prefaulted_and_holes_stay_holes)
 	    "the prefault allocated holes of the pool file");
 	(void)check_pages(r, NPAGES); /* direct reads find every key */
 	cxlp_close(&r);
+}
+
+Test(prefault, close_ends_the_metadata_walk)
+{
+	/* a 2 GiB pool: ~5k backed metadata pages, a walk of tens of ms
+	 * here, so each close below meets it running */
+	test_server_stop(&srv);
+	cr_assert_eq(test_server_start(&srv, 2ull << 30, NULL), 0);
+	cr_assert_eq(cxlp_config_set_server(cfg, srv.url), 0);
+	for (int i = 0; i < 10; i++) {
+		struct cxlp_handler *h = hfx_connect();
+
+		cxlp_close(&h); /* must stop the walk before unmapping */
+		cr_assert_null(h);
+	}
 }

@@ -7,7 +7,9 @@
  * cxlpool-bench-index (index_helper.c), which sits next to this
  * executable; this section runs it on a sparse pool file in /dev/shm and
  * turns its "row" lines into the table, the JSON and the targets. The
- * server's CPU per looked-up key comes from the batch section.
+ * server's CPU per looked-up key comes from the batch section. "dhit"
+ * and "dbhit" are the same hits the way a handler's direct reads make
+ * them (kvread_lookup, kvread_lookup_batch: lock-free, seqlock-checked).
  * The page size behind the metadata decides how the lookup cost grows
  * (a lookup touches two random pages), so the section also prints the
  * THP settings the helper ran with, what the pool chose
@@ -24,6 +26,7 @@
 struct irow {
 	unsigned long long keys, slots, pmd_kb, rss_kb;
 	double ins, hit, miss, slot_b, rec_b, dram_b, bhit;
+	double dhit, dbhit; /* direct reads (kvread): one by one, batched */
 };
 
 /* the helper's "thp" line: shmem_enabled, the pool's choice, why */
@@ -74,9 +77,9 @@ read_rows(struct child *c, struct irow *rows, int *nrows, struct ithp *t)
 			snprintf(t->setting, sizeof(t->setting), "%s",
 			    line + off);
 		} else if (*nrows < IROWS && sscanf(line, "row %llu %lf %lf "
-		    "%lf %lf %lf %lf %llu %lf", &r->keys, &r->ins, &r->hit,
-		    &r->miss, &r->slot_b, &r->rec_b, &r->dram_b, &r->slots,
-		    &r->bhit) == 9) {
+		    "%lf %lf %lf %lf %llu %lf %lf %lf", &r->keys, &r->ins,
+		    &r->hit, &r->miss, &r->slot_b, &r->rec_b, &r->dram_b,
+		    &r->slots, &r->bhit, &r->dhit, &r->dbhit) == 11) {
 			r->pmd_kb = r->rss_kb = 0;
 			(*nrows)++;
 		} else {
@@ -105,16 +108,17 @@ print_rows(struct bench *b, const struct irow *rows, int n,
 	printf("\n## index: in-process pool_kv_lookup on a /dev/shm pool, "
 	    "%d-byte keys\n", BENCH_KEY_LEN);
 	print_thp(b, t);
-	printf("%10s %9s %9s %9s %9s %8s %8s %8s %9s %8s\n", "keys",
-	    "insert ns", "hit ns", "miss ns", "bhit ns", "slot B", "rec B",
-	    "DRAM B", "slots", "meta 2M");
+	printf("%10s %9s %9s %9s %9s %9s %9s %8s %8s %8s %9s %8s\n", "keys",
+	    "insert ns", "hit ns", "miss ns", "bhit ns", "dhit ns",
+	    "dbhit ns", "slot B", "rec B", "DRAM B", "slots", "meta 2M");
 	jw_begin(&b->json, "index", '[');
 	for (int i = 0; i < n; i++) {
 		const struct irow *r = &rows[i];
 
-		printf("%10llu %9.0f %9.0f %9.0f %9.0f %8.1f %8.1f %8.1f "
-		    "%9llu %7.0f%%\n", r->keys, r->ins, r->hit, r->miss,
-		    r->bhit, r->slot_b, r->rec_b, r->dram_b, r->slots,
+		printf("%10llu %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f %8.1f "
+		    "%8.1f %8.1f %9llu %7.0f%%\n", r->keys, r->ins, r->hit,
+		    r->miss, r->bhit, r->dhit, r->dbhit, r->slot_b, r->rec_b,
+		    r->dram_b, r->slots,
 		    r->rss_kb == 0 ? 0.0 :
 		    100.0 * (double)r->pmd_kb / (double)r->rss_kb);
 		jw_begin(&b->json, NULL, '{');
@@ -123,6 +127,8 @@ print_rows(struct bench *b, const struct irow *rows, int n,
 		jw_num(&b->json, "lookup_hit_ns", r->hit);
 		jw_num(&b->json, "lookup_miss_ns", r->miss);
 		jw_num(&b->json, "lookup_hit_batch256_ns", r->bhit);
+		jw_num(&b->json, "direct_hit_ns", r->dhit);
+		jw_num(&b->json, "direct_hit_batch256_ns", r->dbhit);
 		jw_num(&b->json, "slot_bytes_per_key", r->slot_b);
 		jw_num(&b->json, "record_bytes_per_key", r->rec_b);
 		jw_num(&b->json, "dram_bytes_per_key", r->dram_b);
@@ -150,6 +156,10 @@ index_targets(struct bench *b, const struct irow *rows, int n)
 	    hi->keys, lo->keys);
 	target_add(b, what, hi->bhit / lo->bhit, 1.5, "x", true,
 	    "pool_kv_prefetch first");
+	snprintf(note, sizeof(note), "direct reads: %.0f ns one by one, "
+	    "%.0f batched, at %llu keys", hi->dhit, hi->dbhit, hi->keys);
+	target_add(b, "direct-read batch lookup ns, 10^7 / 10^4 keys",
+	    hi->dbhit / lo->dbhit, 1.5, "x", true, note);
 	snprintf(note, sizeof(note), "at this fill %.0f B; + key heap DRAM "
 	    "%.0f B", hi->slot_b + hi->rec_b, hi->dram_b);
 	target_add(b, "index metadata per key at full load", full, limit, "B",

@@ -10,11 +10,15 @@
  * (misses), one by one and, for hits, also in batches of 256 the way
  * the metaserver serves a batch (pool_kv_prefetch of the whole batch
  * first, so that its cache and TLB misses overlap), and reports the
- * index's bytes per key. It is a separate executable because it links
+ * index's bytes per key. Hits are also timed the way a handler's direct
+ * reads look keys up (kvread over the same mapping, lock-free), one by
+ * one and through kvread_lookup_batch. It is a separate executable
+ * because it links
  * the pool library, whose error functions are also libcxlpool's public
  * ones: one process must not carry both.
  * cxlpool-bench runs it and reads its "row" lines:
  *   row KEYS INSERT_NS HIT_NS MISS_NS SLOT_B REC_B DRAM_B SLOTS BHIT_NS
+ *       DHIT_NS DBHIT_NS
  * and, so that the numbers can be read, the page size behind the
  * metadata (index + key heap): once, the THP settings and what the pool
  * chose (pmap_advise_huge), and after each row how much of the metadata's
@@ -32,8 +36,9 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "kvread.h"
 #include "pool.h"
-#include "pool_int.h" /* the metadata mapping, for its page-size report */
+#include "pool_int.h" /* the metadata mapping: page sizes, kvread */
 
 #define KEY_LEN 32
 #define KEY_BUF 40
@@ -54,6 +59,9 @@ ns_now(void)
 static void
 key_of(char *buf, unsigned tag, uint64_t i)
 {
+	/* KEY_LEN bytes count: the NUL and the padding after the 29
+	 * characters are part of the key, so they must be zero every time */
+	memset(buf, 0, KEY_BUF);
 	snprintf(buf, KEY_BUF, "m7b@w%02u@t%03u@%016llx", 77u, tag % 1000,
 	    (unsigned long long)(i * 0x9e3779b97f4a7c15ull));
 }
@@ -103,35 +111,84 @@ lookup_batch(struct pool *p, char (*keys)[KEY_BUF], size_t lo, size_t hi,
 	return bad;
 }
 
-/* ns per lookup of m lookups of random keys among the first n (tag 1 =
- * present) or absent ones (tag 2), one by one or (batch) in batches of
- * BATCH, timed in chunks of CHUNK: the median chunk, so that a chunk in
- * which the process was preempted (this box runs other work) does not
- * count. Keys are made before the clock. */
-static double
-time_lookups(struct pool *p, uint64_t n, size_t m, unsigned tag,
-    bool batch, char (*keys)[KEY_BUF], double *chunk_ns, size_t *bad)
+/* How lookups are made: through the pool (the metaserver's calls) or
+ * through kvread (a handler's direct reads), one by one or in batches. */
+enum lmode { POOL_ONE, POOL_BATCH, READ_ONE, READ_BATCH };
+
+struct lctx {
+	struct pool *p;
+	struct kvread kr;
+	char (*keys)[KEY_BUF];
+};
+
+/* keys [lo, hi) through kvread_lookup_batch; returns the wrong answers */
+static size_t
+read_batch(struct lctx *x, size_t lo, size_t hi, unsigned tag)
 {
-	uint64_t seed = 88172645463325252ull + n + batch;
-	size_t nchunks = (m + CHUNK - 1) / CHUNK;
+	const void *kp[BATCH] = { 0 };
+	size_t kl[BATCH] = { 0 }, bad = 0;
+	struct kvread_loc l[BATCH];
+	int rc[BATCH];
+
+	for (size_t i = lo; i < hi; i++) {
+		kp[i - lo] = x->keys[i];
+		kl[i - lo] = KEY_LEN;
+	}
+	kvread_lookup_batch(&x->kr, hi - lo, kp, kl, l, rc);
+	for (size_t i = lo; i < hi; i++) {
+		bad += (rc[i - lo] == 0) != (tag == 1);
+	}
+	return bad;
+}
+
+/* lookups [lo, hi) in mode; returns the wrong answers */
+static size_t
+lookup_range(struct lctx *x, enum lmode mode, size_t lo, size_t hi,
+    unsigned tag)
+{
+	struct kvread_loc l;
 	struct pool_kv kv;
+	size_t bad = 0;
+
+	for (size_t i = lo; i < hi; i += BATCH) {
+		size_t end = i + BATCH < hi ? i + BATCH : hi;
+
+		if (mode == POOL_BATCH) {
+			bad += lookup_batch(x->p, x->keys, i, end, tag);
+		} else if (mode == READ_BATCH) {
+			bad += read_batch(x, i, end, tag);
+		}
+		for (size_t k = i; k < end && mode == POOL_ONE; k++) {
+			bad += (pool_kv_lookup(x->p, x->keys[k], KEY_LEN,
+			    &kv) == 0) != (tag == 1);
+		}
+		for (size_t k = i; k < end && mode == READ_ONE; k++) {
+			bad += (kvread_lookup(&x->kr, x->keys[k], KEY_LEN,
+			    &l) == 0) != (tag == 1);
+		}
+	}
+	return bad;
+}
+
+/* ns per lookup of m lookups of random keys among the first n (tag 1 =
+ * present) or absent ones (tag 2) in mode, timed in chunks of CHUNK: the
+ * median chunk, so that a chunk in which the process was preempted (this
+ * box runs other work) does not count. Keys are made before the clock. */
+static double
+time_lookups(struct lctx *x, uint64_t n, size_t m, unsigned tag,
+    enum lmode mode, double *chunk_ns, size_t *bad)
+{
+	uint64_t seed = 88172645463325252ull + n + (uint64_t)mode;
+	size_t nchunks = (m + CHUNK - 1) / CHUNK;
 
 	for (size_t i = 0; i < m; i++) {
-		key_of(keys[i], tag, rnd(&seed) % n);
+		key_of(x->keys[i], tag, rnd(&seed) % n);
 	}
 	for (size_t c = 0; c < nchunks; c++) {
 		size_t lo = c * CHUNK, hi = lo + CHUNK < m ? lo + CHUNK : m;
 		uint64_t t0 = ns_now();
 
-		for (size_t i = lo; i < hi && batch; i += BATCH) {
-			*bad += lookup_batch(p, keys, i,
-			    i + BATCH < hi ? i + BATCH : hi, tag);
-		}
-		for (size_t i = lo; i < hi && !batch; i++) {
-			int rc = pool_kv_lookup(p, keys[i], KEY_LEN, &kv);
-
-			*bad += (rc == 0) != (tag == 1);
-		}
+		*bad += lookup_range(x, mode, lo, hi, tag);
 		chunk_ns[c] = (double)(ns_now() - t0) / (double)(hi - lo);
 	}
 	qsort(chunk_ns, nchunks, sizeof(*chunk_ns), cmp_double);
@@ -222,8 +279,7 @@ report_meta(uint64_t n, uintptr_t lo, uintptr_t hi)
 }
 
 static void
-report(struct pool *p, uint64_t n, double ins, double hit, double miss,
-    double bhit)
+report(struct pool *p, uint64_t n, double ins, const double t[5])
 {
 	struct pool_stats st;
 	double slot_b, rec_b, dram_b;
@@ -233,24 +289,36 @@ report(struct pool *p, uint64_t n, double ins, double hit, double miss,
 	rec_b = (double)p->heap.used * KV_GRANULE / (double)n;
 	/* keyheap DRAM: a next link (4 B) and a live bit per granule */
 	dram_b = (double)p->heap.ngran * (4.0 + 1.0 / 8) / (double)n;
-	printf("row %llu %.1f %.1f %.1f %.1f %.1f %.1f %llu %.1f\n",
-	    (unsigned long long)n, ins, hit, miss, slot_b, rec_b, dram_b,
-	    (unsigned long long)st.index_slots, bhit);
+	printf("row %llu %.1f %.1f %.1f %.1f %.1f %.1f %llu %.1f %.1f %.1f\n",
+	    (unsigned long long)n, ins, t[0], t[1], slot_b, rec_b, dram_b,
+	    (unsigned long long)st.index_slots, t[2], t[3], t[4]);
 	report_meta(n, (uintptr_t)p->base, (uintptr_t)p->base + p->data_off);
 	fflush(stdout);
+}
+
+/* the lookup figures at n keys: hit, miss, batched hit through the pool;
+ * hit and batched hit through kvread */
+static void
+measure(struct lctx *x, uint64_t n, size_t m, double *chunk_ns,
+    size_t *bad, double t[5])
+{
+	t[0] = time_lookups(x, n, m, 1, POOL_ONE, chunk_ns, bad);
+	t[1] = time_lookups(x, n, m, 2, POOL_ONE, chunk_ns, bad);
+	t[2] = time_lookups(x, n, m, 1, POOL_BATCH, chunk_ns, bad);
+	t[3] = time_lookups(x, n, m, 1, READ_ONE, chunk_ns, bad);
+	t[4] = time_lookups(x, n, m, 1, READ_BATCH, chunk_ns, bad);
 }
 
 int
 main(int argc, char **argv)
 {
-	struct pool *p = NULL;
+	struct lctx x = { 0 };
 	struct pool_region r;
 	struct pool_kv kv;
 	uint64_t maxkeys, owner = 0, n = 0, prev = 0, next = 10000, t0;
 	size_t m, bad = 0;
-	char (*keys)[KEY_BUF];
-	char key[KEY_BUF];
-	double *chunk_ns;
+	char key[KEY_BUF], why[200];
+	double *chunk_ns, t[5];
 	bool ins;
 
 	if (argc != 4) {
@@ -261,32 +329,32 @@ main(int argc, char **argv)
 	maxkeys = strtoull(argv[2], NULL, 10);
 	m = strtoul(argv[3], NULL, 10);
 	next = maxkeys < next ? maxkeys : next;
-	keys = calloc(m, KEY_BUF);
+	x.keys = calloc(m, KEY_BUF);
 	chunk_ns = calloc(m / CHUNK + 1, sizeof(*chunk_ns));
-	if (keys == NULL || chunk_ns == NULL || maxkeys == 0 || m == 0 ||
-	    open_pool(&p, argv[1], maxkeys, &r, &owner) != 0) {
-		free(keys);
+	if (x.keys == NULL || chunk_ns == NULL || maxkeys == 0 || m == 0 ||
+	    open_pool(&x.p, argv[1], maxkeys, &r, &owner) != 0) {
+		free(x.keys);
 		free(chunk_ns);
 		unlink(argv[1]);
 		return 1;
 	}
-	report_thp(p);
+	if (kvread_init(&x.kr, x.p->sb, x.p->base, x.p->data_off, why,
+	    sizeof(why)) != 0) {
+		fprintf(stderr, "index: kvread: %s\n", why);
+		bad = 1;
+	}
+	report_thp(x.p);
 	t0 = ns_now();
 	while (n < maxkeys && bad == 0) {
 		key_of(key, 1, n);
-		bad += pool_kv_insert(p, owner, key, KEY_LEN, r.id,
+		bad += pool_kv_insert(x.p, owner, key, KEY_LEN, r.id,
 		    r.off + n * PAGE, PAGE, &kv, &ins) != 0 || !ins;
 		if (++n == next) {
 			double insert_ns = (double)(ns_now() - t0) /
 			    (double)(n - prev);
-			double hit = time_lookups(p, n, m, 1, false, keys,
-			    chunk_ns, &bad);
-			double miss = time_lookups(p, n, m, 2, false, keys,
-			    chunk_ns, &bad);
-			double bhit = time_lookups(p, n, m, 1, true, keys,
-			    chunk_ns, &bad);
 
-			report(p, n, insert_ns, hit, miss, bhit);
+			measure(&x, n, m, chunk_ns, &bad, t);
+			report(x.p, n, insert_ns, t);
 			next = next * 10 < maxkeys ? next * 10 : maxkeys;
 			prev = n;
 			t0 = ns_now();
@@ -296,9 +364,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "index: %zu wrong answers at %llu keys: %s\n",
 		    bad, (unsigned long long)n, cxlp_errormsg());
 	}
-	pool_close(&p);
+	pool_close(&x.p);
 	unlink(argv[1]);
-	free(keys);
+	free(x.keys);
 	free(chunk_ns);
 	return bad == 0 ? 0 : 1;
 }

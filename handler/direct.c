@@ -253,31 +253,44 @@ direct_close(struct cxlp_handler *h)
 	}
 }
 
-/* one key: 0 (res filled), or KVREAD_ASK */
-static int
-direct_one(struct direct *d, const void *key, size_t klen,
-    struct proto_result *res)
+/* the pool is still the one formatted when we mapped it (a pool being
+ * reformatted in place clears its magic first) */
+static bool
+magic_intact(const struct direct *d)
 {
 	const uint64_t *magic = pmap_addr(d->map);
-	struct kvread_loc l;
-	int rc;
 
-	/* a pool being reformatted in place clears its magic first */
-	if (__atomic_load_n(magic, __ATOMIC_ACQUIRE) != d->magic) {
-		return KVREAD_ASK;
+	return __atomic_load_n(magic, __ATOMIC_ACQUIRE) == d->magic;
+}
+
+/* res and ask of keys[0..n), n <= KVREAD_BATCH, from the index: answers
+ * are kept only if the magic held before and after the lookups */
+static void
+direct_chunk(struct direct *d, size_t n, const void *const keys[],
+    const size_t key_lens[], struct proto_result res[], bool ask[])
+{
+	struct kvread_loc l[KVREAD_BATCH];
+	int rc[KVREAD_BATCH];
+	bool intact = magic_intact(d);
+
+	if (intact) {
+		kvread_lookup_batch(&d->kr, n, keys, key_lens, l, rc);
+		intact = magic_intact(d);
 	}
-	rc = kvread_lookup(&d->kr, key, klen, &l);
-	if (rc == KVREAD_ASK) {
-		return rc;
+	for (size_t i = 0; i < n; i++) {
+		ask[i] = !intact || rc[i] == KVREAD_ASK;
+		if (ask[i]) {
+			continue;
+		}
+		memset(&res[i], 0, sizeof(res[i]));
+		res[i].status = rc[i];
+		if (rc[i] == 0) {
+			res[i].loc = (struct proto_loc){ .region = l[i].region,
+			    .gen = l[i].gen, .region_off = l[i].region_off,
+			    .region_len = l[i].region_len, .off = l[i].off,
+			    .len = l[i].len };
+		}
 	}
-	memset(res, 0, sizeof(*res));
-	res->status = rc;
-	if (rc == 0) {
-		res->loc = (struct proto_loc){ .region = l.region,
-		    .gen = l.gen, .region_off = l.region_off,
-		    .region_len = l.region_len, .off = l.off, .len = l.len };
-	}
-	return 0;
 }
 
 /* direct_lookup_batch -- see handler_int.h */
@@ -289,12 +302,18 @@ direct_lookup_batch(struct cxlp_handler *h, size_t n,
 	struct direct *d = h->direct;
 	size_t nask = 0;
 
-	if (d != NULL && !direct_usable(h, d)) {
-		d = NULL;
+	if (d == NULL || !direct_usable(h, d)) {
+		for (size_t i = 0; i < n; i++) {
+			ask[i] = true;
+		}
+		return n;
+	}
+	for (size_t i = 0; i < n; i += KVREAD_BATCH) {
+		size_t k = n - i < KVREAD_BATCH ? n - i : KVREAD_BATCH;
+
+		direct_chunk(d, k, keys + i, key_lens + i, res + i, ask + i);
 	}
 	for (size_t i = 0; i < n; i++) {
-		ask[i] = d == NULL ||
-		    direct_one(d, keys[i], key_lens[i], &res[i]) != 0;
 		nask += ask[i];
 	}
 	return nask;

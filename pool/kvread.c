@@ -292,12 +292,12 @@ read_region(const struct kvread *r, const struct kv_slot *body,
 	return KVREAD_ASK;
 }
 
-/* kvread_lookup -- see kvread.h */
-int
-kvread_lookup(const struct kvread *r, const void *key, size_t klen,
-    struct kvread_loc *out)
+/* the lookup of key whose hash is known */
+static int
+lookup_hashed(const struct kvread *r, const void *key, size_t klen,
+    uint64_t hash, struct kvread_loc *out)
 {
-	uint64_t hash = XXH3_64bits(key, klen), slot = 0;
+	uint64_t slot = 0;
 	struct kv_slot body;
 
 	for (unsigned t = 0; t < KVREAD_RESTARTS; t++) {
@@ -314,4 +314,54 @@ kvread_lookup(const struct kvread *r, const void *key, size_t klen,
 		}
 	}
 	return KVREAD_ASK;
+}
+
+/* kvread_lookup -- see kvread.h */
+int
+kvread_lookup(const struct kvread *r, const void *key, size_t klen,
+    struct kvread_loc *out)
+{
+	return lookup_hashed(r, key, klen, XXH3_64bits(key, klen), out);
+}
+
+/* Prefetch the key record the home slot of hash names, if it looks like
+ * the key's: only a hint (a torn or stale read wastes one prefetch), so
+ * plain relaxed loads and a bounds check suffice. */
+static void
+prefetch_key(const struct kvread *r, uint64_t hash)
+{
+	const struct kv_slot *s = &r->slots[hash & (r->nslots - 1)];
+	uint64_t w = ld64(&s->word);
+	uint32_t ref = ld32(&s->key);
+
+	if (kv_state(w) == KV_LIVE &&
+	    ld32(&s->tag) == (uint32_t)(hash >> 32) && ref < r->ngran) {
+		__builtin_prefetch(r->heap + (uint64_t)ref * KV_GRANULE, 0, 3);
+	}
+}
+
+/* kvread_lookup_batch -- see kvread.h */
+void
+kvread_lookup_batch(const struct kvread *r, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    struct kvread_loc out[], int rc[])
+{
+	uint64_t hash[KVREAD_BATCH];
+
+	for (size_t i = 0; i < n; i += KVREAD_BATCH) {
+		size_t k = n - i < KVREAD_BATCH ? n - i : KVREAD_BATCH;
+
+		for (size_t j = 0; j < k; j++) {
+			hash[j] = XXH3_64bits(keys[i + j], key_lens[i + j]);
+			__builtin_prefetch(&r->slots[hash[j] &
+			    (r->nslots - 1)], 0, 3);
+		}
+		for (size_t j = 0; j < k; j++) {
+			prefetch_key(r, hash[j]);
+		}
+		for (size_t j = 0; j < k; j++) {
+			rc[i + j] = lookup_hashed(r, keys[i + j],
+			    key_lens[i + j], hash[j], &out[i + j]);
+		}
+	}
 }

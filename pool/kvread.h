@@ -18,6 +18,8 @@
 #define KVREAD_SPINS 64u
 /* whole lookups repeated after a slot/region mismatch, then KVREAD_ASK */
 #define KVREAD_RESTARTS 4u
+/* keys whose cache misses kvread_lookup_batch overlaps at a time */
+#define KVREAD_BATCH 64u
 
 /* The metadata area as a reader sees it: const pointers into a mapping of
  * [0, meta_len) of the pool, and the geometry to bound every read by. */
@@ -58,5 +60,16 @@ int kvread_init(struct kvread *r, const struct pool_sb *sb, const void *meta,
  * metaserver. Sets no error message (hot path). Thread-safe. */
 int kvread_lookup(const struct kvread *r, const void *key, size_t klen,
     struct kvread_loc *out);
+
+/* kvread_lookup_batch -- kvread_lookup of keys[i] (key_lens[i] bytes,
+ * checked by the caller) for i < n: rc[i], and out[i] where rc[i] is 0.
+ * Per KVREAD_BATCH keys it hashes them and prefetches their home slots,
+ * then the key records those slots name, then looks them up, so the
+ * batch's cache misses overlap instead of following one another (two
+ * dependent misses per hit in a big index). Thread-safe; sets no error
+ * message. */
+void kvread_lookup_batch(const struct kvread *r, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    struct kvread_loc out[], int rc[]);
 
 #endif /* CXLP_POOL_KVREAD_H */

@@ -191,6 +191,50 @@ Test(kvread, reports_absent_keys_as_not_found)
 	meta_fini(&m);
 }
 
+Test(kvread, batch_lookups_answer_as_single_ones)
+{
+	enum { NB = 3 * KVREAD_BATCH + 5 }; /* several chunks and a tail */
+	static char keys[NB][KH_KEY_MAX];
+	const void *kp[NB];
+	size_t kl[NB];
+	struct kvread_loc out[NB], one;
+	int rc[NB];
+	unsigned seed = 7, hits = 0;
+	struct meta m;
+
+	meta_setup(&m, 1024);
+	region_put(&m, 0, POOL_REGION_OWNED, 5, 0);
+	for (unsigned i = 0; i < NB; i++) {
+		/* lengths 1..KH_KEY_MAX; every third key stored; some
+		 * entries repeat an earlier key */
+		unsigned src = i % 7 == 6 ? i / 2 : i;
+
+		kl[i] = 1 + (src * 37u) % KH_KEY_MAX;
+		memset(keys[i], 'a' + (int)(src % 26), kl[i]);
+		snprintf(keys[i], kl[i] < 12 ? kl[i] : 12, "%u", src);
+		kp[i] = keys[i];
+		if (src == i && i % 3 == 0) {
+			put_ok(&m, keys[i], kl[i], (struct kv_val){ 0, 5,
+			    (uint32_t)rand_r(&seed) % (2 * ALIGN / PS), i });
+		}
+	}
+	kvread_lookup_batch(&m.kr, NB, kp, kl, out, rc);
+	for (unsigned i = 0; i < NB; i++) {
+		int want = kvread_lookup(&m.kr, kp[i], kl[i], &one);
+
+		cr_assert_eq(rc[i], want, "key %u: batch %d, single %d", i,
+		    rc[i], want);
+		if (want == 0) {
+			hits++;
+			cr_assert_eq(memcmp(&out[i], &one, sizeof(one)), 0,
+			    "key %u: batch and single locations differ", i);
+		}
+	}
+	cr_assert_gt(hits, NB / 4, "the batch had hits and misses");
+	cr_assert_lt(hits, NB);
+	meta_fini(&m);
+}
+
 Test(kvread, asks_the_server_while_the_slot_stays_mid_write)
 {
 	struct meta m;
@@ -372,6 +416,41 @@ check_found(struct stress *st, unsigned i, const struct kvread_loc *l,
 	}
 }
 
+/* one lookup's outcome for key i (ghost: i >= NKEYS), found while the
+ * key's version moved from v0 to v1 */
+static void
+tally(struct stress *st, unsigned i, int rc, const struct kvread_loc *l,
+    uint32_t v0, uint32_t v1)
+{
+	bool ghost = i >= NKEYS;
+
+	if (rc == KVREAD_ASK) {
+		__atomic_fetch_add(&st->asks, 1, __ATOMIC_RELAXED);
+	} else if (rc == CXLP_E_NOTFOUND) {
+		__atomic_fetch_add(&st->misses, 1, __ATOMIC_RELAXED);
+	} else if (rc != 0 || ghost) {
+		stress_bad(st, ghost ? "ghost key found" : "bad rc", i % NKEYS,
+		    l, v0, v1);
+	} else {
+		__atomic_fetch_add(&st->hits, 1, __ATOMIC_RELAXED);
+		check_found(st, i, l, v0, v1);
+	}
+}
+
+static uint32_t
+version_now(struct stress *st, unsigned i)
+{
+	return i >= NKEYS ? 0 : __atomic_load_n(&st->ver[i], __ATOMIC_ACQUIRE);
+}
+
+/* key i of the stress set: k-<i> for i < NKEYS, else a ghost never
+ * stored */
+static size_t
+stress_key(char *buf, size_t n, unsigned i)
+{
+	return key_of(buf, n, i >= NKEYS ? "ghost" : "k", i % NKEYS);
+}
+
 static void *
 reader_main(void *arg)
 {
@@ -381,26 +460,40 @@ reader_main(void *arg)
 
 	while (!__atomic_load_n(&st->done, __ATOMIC_ACQUIRE)) {
 		unsigned i = (unsigned)rand_r(&seed) % (2 * NKEYS);
-		bool ghost = i >= NKEYS;
-		size_t kl = key_of(key, sizeof(key), ghost ? "ghost" : "k",
-		    i % NKEYS);
-		uint32_t v0 = ghost ? 0 :
-		    __atomic_load_n(&st->ver[i], __ATOMIC_ACQUIRE);
+		size_t kl = stress_key(key, sizeof(key), i);
+		uint32_t v0 = version_now(st, i);
 		struct kvread_loc l;
 		int rc = kvread_lookup(&st->m.kr, key, kl, &l);
-		uint32_t v1 = ghost ? 0 :
-		    __atomic_load_n(&st->ver[i], __ATOMIC_ACQUIRE);
 
-		if (rc == KVREAD_ASK) {
-			__atomic_fetch_add(&st->asks, 1, __ATOMIC_RELAXED);
-		} else if (rc == CXLP_E_NOTFOUND) {
-			__atomic_fetch_add(&st->misses, 1, __ATOMIC_RELAXED);
-		} else if (rc != 0 || ghost) {
-			stress_bad(st, ghost ? "ghost key found" : "bad rc",
-			    i % NKEYS, &l, v0, v1);
-		} else {
-			__atomic_fetch_add(&st->hits, 1, __ATOMIC_RELAXED);
-			check_found(st, i, &l, v0, v1);
+		tally(st, i, rc, &l, v0, version_now(st, i));
+	}
+	return NULL;
+}
+
+/* the same through kvread_lookup_batch: every key, ghosts included, in
+ * one batch (prefetch hints read slots mid-write too) */
+static void *
+batch_reader_main(void *arg)
+{
+	struct stress *st = arg;
+	char keys[2 * NKEYS][64];
+	const void *kp[2 * NKEYS];
+	size_t kl[2 * NKEYS];
+	struct kvread_loc l[2 * NKEYS];
+	int rc[2 * NKEYS];
+	uint32_t v0[2 * NKEYS];
+
+	for (unsigned i = 0; i < 2 * NKEYS; i++) {
+		kl[i] = stress_key(keys[i], sizeof(keys[i]), i);
+		kp[i] = keys[i];
+	}
+	while (!__atomic_load_n(&st->done, __ATOMIC_ACQUIRE)) {
+		for (unsigned i = 0; i < 2 * NKEYS; i++) {
+			v0[i] = version_now(st, i);
+		}
+		kvread_lookup_batch(&st->m.kr, 2 * NKEYS, kp, kl, l, rc);
+		for (unsigned i = 0; i < 2 * NKEYS; i++) {
+			tally(st, i, rc[i], &l[i], v0[i], version_now(st, i));
 		}
 	}
 	return NULL;
@@ -418,7 +511,8 @@ Test(kvread, readers_see_only_whole_values_a_key_had_while_a_writer_churns)
 		region_put(&st->m, g, POOL_REGION_OWNED, 1, 2 * g);
 	}
 	for (int k = 0; k < NREADERS; k++) {
-		cr_assert_eq(pthread_create(&r[k], NULL, reader_main, st), 0);
+		cr_assert_eq(pthread_create(&r[k], NULL, k % 2 ?
+		    batch_reader_main : reader_main, st), 0);
 	}
 	cr_assert_eq(pthread_create(&w, NULL, writer_main, st), 0);
 	pthread_join(w, NULL);

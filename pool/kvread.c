@@ -70,6 +70,14 @@
  *
  * 6. Only the metaserver writes; nothing here stores to shared memory, so
  *    the mapping can be (and in the handler is) read-only.
+ *
+ * 7. Batches [kvread_lookup_batch]: a hit in a big index is two dependent
+ *    cache (and TLB) misses, home slot then key record. A batch first
+ *    hashes its keys and prefetches every home slot, then reads each home
+ *    slot's word, tag and record reference as a hint and prefetches that
+ *    record, then does the lookups above; the misses of a batch overlap.
+ *    The hints are plain loads bounds-checked on the heap and never
+ *    trusted: a torn or stale hint only wastes a prefetch.
  */
 #include <errno.h>
 #include <string.h>

@@ -47,6 +47,7 @@ struct csock {
 	struct cctx *idle; /* contexts not in use */
 	unsigned refs;     /* the client's (while current) + calls' */
 	unsigned stalls;   /* atomic: timeouts in a row, any call */
+	bool replaced;     /* redial swapped it out (under the lock) */
 };
 
 struct client {
@@ -163,16 +164,52 @@ csock_get(struct client *cl)
 	return cs;
 }
 
-/* Drop a reference; the last one closes the socket. */
+static void *
+closer_main(void *arg)
+{
+	csock_free(arg);
+	return NULL;
+}
+
+/* Close a replaced socket off the caller's thread. nng 1.5's nng_close
+ * of a socket whose peer had stalled was seen to block for good, inside
+ * nng, waiting for its pipes and dialers to go (tests/python test_errors,
+ * the silent-server case: about 1 run in 30 under load). The call that
+ * drops the last reference must not hang on it, so a detached thread
+ * closes it; if that close never returns, one socket and one thread are
+ * lost, not the caller. Without a thread, it is closed here. */
+static void
+csock_retire(struct csock *cs)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	bool started = false;
+
+	if (pthread_attr_init(&attr) == 0) {
+		started = pthread_attr_setdetachstate(&attr,
+		    PTHREAD_CREATE_DETACHED) == 0 &&
+		    pthread_create(&t, &attr, closer_main, cs) == 0;
+		pthread_attr_destroy(&attr);
+	}
+	if (!started) {
+		csock_free(cs);
+	}
+}
+
+/* Drop a reference; the last one closes the socket (a replaced one in
+ * the background). */
 static void
 csock_put(struct client *cl, struct csock *cs)
 {
-	bool last;
+	bool last, replaced;
 
 	pthread_mutex_lock(&cl->lock);
 	last = --cs->refs == 0;
+	replaced = cs->replaced;
 	pthread_mutex_unlock(&cl->lock);
-	if (last) {
+	if (last && replaced) {
+		csock_retire(cs);
+	} else if (last) {
 		csock_free(cs);
 	}
 }
@@ -432,6 +469,7 @@ redial(struct client *cl, struct csock *cs)
 	}
 	pthread_mutex_lock(&cl->lock);
 	old = cl->cur;
+	old->replaced = true;
 	cl->cur = fresh;
 	pthread_mutex_unlock(&cl->lock);
 	pthread_mutex_unlock(&cl->redial_lock);

@@ -34,13 +34,14 @@
  * at first; ~10 us each under a shadow-paging hypervisor). So a walker
  * thread maps in, after connect, the pages the pool file already backs
  * (pmap_prefault_walk with backed_only: the key heap's holes stay holes).
- * It runs at SCHED_IDLE: it only saves later faults, some on pages no
- * lookup will ever touch, so it must not take a core from the
- * application. direct_close stops it before unmapping.
+ * It runs at normal priority: at SCHED_IDLE it would cost the
+ * application nothing on a busy box, but a starved thread inside
+ * madvise or a fault holds the process's mmap lock, and every mmap,
+ * munmap and thread start of the application would wait for it.
+ * direct_close stops it before unmapping.
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -155,9 +156,7 @@ static void *
 walker_main(void *arg)
 {
 	struct direct *d = arg;
-	struct sched_param sp = { .sched_priority = 0 };
 
-	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
 	pmap_prefault_walk(d->map, true, &d->stop);
 	return NULL;
 }

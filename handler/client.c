@@ -47,7 +47,6 @@ struct csock {
 	struct cctx *idle; /* contexts not in use */
 	unsigned refs;     /* the client's (while current) + calls' */
 	unsigned stalls;   /* atomic: timeouts in a row, any call */
-	bool replaced;     /* redial swapped it out (under the lock) */
 };
 
 struct client {
@@ -171,13 +170,15 @@ closer_main(void *arg)
 	return NULL;
 }
 
-/* Close a replaced socket off the caller's thread. nng 1.5's nng_close
- * of a socket whose peer had stalled was seen to block for good, inside
- * nng, waiting for its pipes and dialers to go (tests/python test_errors,
- * the silent-server case: about 1 run in 30 under load). The call that
- * drops the last reference must not hang on it, so a detached thread
- * closes it; if that close never returns, one socket and one thread are
- * lost, not the caller. Without a thread, it is closed here. */
+/* Close cs off the caller's thread. nng 1.5's nng_close was seen to
+ * block for good, inside nng, waiting for the socket's pipes and dialers
+ * to go: on a replaced socket whose peer had stalled (tests/python
+ * test_errors, silent-server case) and on the socket a redial had made,
+ * at cxlp_close (handler test of a lost register reply); about 1 run in
+ * 12 of those suites under load. Neither a call nor cxlp_close may hang
+ * on it, so a detached thread closes the socket; if that close never
+ * returns, one socket and one thread are lost, not the caller. Without a
+ * thread, it is closed here. */
 static void
 csock_retire(struct csock *cs)
 {
@@ -196,21 +197,17 @@ csock_retire(struct csock *cs)
 	}
 }
 
-/* Drop a reference; the last one closes the socket (a replaced one in
- * the background). */
+/* Drop a reference; the last one closes the socket, in the background. */
 static void
 csock_put(struct client *cl, struct csock *cs)
 {
-	bool last, replaced;
+	bool last;
 
 	pthread_mutex_lock(&cl->lock);
 	last = --cs->refs == 0;
-	replaced = cs->replaced;
 	pthread_mutex_unlock(&cl->lock);
-	if (last && replaced) {
+	if (last) {
 		csock_retire(cs);
-	} else if (last) {
-		csock_free(cs);
 	}
 }
 
@@ -246,9 +243,9 @@ client_open(struct client **out, const char *url, unsigned timeout_ms,
 	return 0;
 }
 
-/* client_close -- close the socket (aborting calls in flight) and free.
- * No call may be in flight or start on cl any more. NULL-safe; sets
- * *clp = NULL. */
+/* client_close -- close the socket (in the background: csock_retire)
+ * and free. No call may be in flight or start on cl any more. NULL-safe;
+ * sets *clp = NULL. */
 void
 client_close(struct client **clp)
 {
@@ -469,7 +466,6 @@ redial(struct client *cl, struct csock *cs)
 	}
 	pthread_mutex_lock(&cl->lock);
 	old = cl->cur;
-	old->replaced = true;
 	cl->cur = fresh;
 	pthread_mutex_unlock(&cl->lock);
 	pthread_mutex_unlock(&cl->redial_lock);

@@ -13,6 +13,7 @@ CXLP_PY_C_READER path of the C reader helper (tests/python/c_reader.c);
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import subprocess
@@ -222,4 +223,7 @@ def main() -> None:
         i = argv.index("--c-reader")
         os.environ["CXLP_PY_C_READER"] = argv[i + 1]
         del argv[i:i + 2]
+    # a test file that hangs prints every thread's Python stack before
+    # meson's 120 s timeout kills it (the line tells which call hung)
+    faulthandler.dump_traceback_later(100, exit=False)
     unittest.main(argv=argv, verbosity=2)

@@ -19,6 +19,7 @@
 
 #include "cxlpool.h"
 #include "handler_fixture.h"
+#include "rawclient.h"
 
 /* Under ASan, check for leaks at the end of each test: Criterion would not
  * fail a test for LeakSanitizer's report at exit. */
@@ -467,6 +468,34 @@ Test(handler, a_lost_register_reply_keeps_the_page_until_resolved)
 		cr_assert_eq(st.pages_free, PAGES_PER_REGION);
 	}
 	cxlp_close(&h);
+}
+
+/* nng 1.5.2 wedges its reaper, and with it every later nng_close in the
+ * process, when a socket is closed just as a message arrives on it
+ * (handler/client.c, csock_retire). Late replies from a stalled server are
+ * such messages: each round here lets calls time out against a stopped
+ * server (one: the socket stays; two: the close redials), wakes it and
+ * closes the handler at once, as the late replies come in. nng must still
+ * close sockets in this process afterwards. */
+Test(handler, closing_as_late_replies_arrive_leaves_nng_working)
+{
+	struct cxlp_stats st;
+
+	cr_assert_eq(cxlp_config_set_timeout_ms(cfg, 100), 0);
+	cr_assert_eq(cxlp_config_set_retries(cfg, 0), 0);
+	for (int round = 0; round < 12; round++) {
+		struct cxlp_handler *h = hfx_connect();
+
+		cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
+		wait_stopped(srv.pid);
+		for (int i = 0; i <= round % 2; i++) {
+			cr_assert_eq(cxlp_stats(h, &st), CXLP_E_TIMEOUT);
+		}
+		cr_assert_eq(kill(srv.pid, SIGCONT), 0);
+		cxlp_close(&h);
+	}
+	cr_assert_eq(raw_nng_usable(20000), 0, "nng cannot close sockets "
+	    "in this process any more");
 }
 
 struct worker {

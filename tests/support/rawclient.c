@@ -3,11 +3,16 @@
  * nng's own resend turned off so a test sees each frame exactly once.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
 
 #include "rawclient.h"
@@ -217,6 +222,99 @@ raw_register(struct raw_client *c, const char *key, uint32_t region,
 	pbuf_fini(&b);
 	if (rc == 0 && n != 1) {
 		rc = CXLP_E_PROTO;
+	}
+	return rc;
+}
+
+struct probe {
+	pthread_mutex_t lock;
+	pthread_cond_t done_cond;
+	int rc;
+	bool done;
+};
+
+/* One inproc round trip, then close both ends: the closes wait for nng's
+ * reaper to destroy the pipe between them. */
+static int
+probe_round_trip(void)
+{
+	static unsigned seq;
+	char url[64], buf[16];
+	nng_socket rep, req;
+	size_t len = sizeof(buf);
+	int rv;
+
+	snprintf(url, sizeof(url), "inproc://raw-nng-usable-%d-%u",
+	    (int)getpid(), __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+	if ((rv = nng_rep0_open(&rep)) != 0) {
+		return -rv;
+	}
+	if ((rv = nng_req0_open(&req)) != 0) {
+		nng_close(rep);
+		return -rv;
+	}
+	nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 5000);
+	nng_socket_set_ms(rep, NNG_OPT_RECVTIMEO, 5000);
+	if ((rv = nng_listen(rep, url, NULL, 0)) == 0 &&
+	    (rv = nng_dial(req, url, NULL, 0)) == 0 &&
+	    (rv = nng_send(req, "ping", 4, 0)) == 0 &&
+	    (rv = nng_recv(rep, buf, &len, 0)) == 0 &&
+	    (rv = nng_send(rep, buf, len, 0)) == 0) {
+		len = sizeof(buf);
+		rv = nng_recv(req, buf, &len, 0);
+	}
+	nng_close(req);
+	nng_close(rep);
+	return -rv;
+}
+
+static void *
+probe_main(void *arg)
+{
+	struct probe *pr = arg;
+	int rc = probe_round_trip();
+
+	pthread_mutex_lock(&pr->lock);
+	pr->rc = rc;
+	pr->done = true;
+	pthread_cond_signal(&pr->done_cond);
+	pthread_mutex_unlock(&pr->lock);
+	return NULL;
+}
+
+int
+raw_nng_usable(unsigned deadline_ms)
+{
+	/* static: a wedged probe thread may outlive this call */
+	static struct probe pr = { PTHREAD_MUTEX_INITIALIZER,
+		PTHREAD_COND_INITIALIZER, 0, false };
+	struct timespec until;
+	pthread_t t;
+	int rc = 0;
+
+	pthread_mutex_lock(&pr.lock);
+	pr.done = false;
+	pthread_mutex_unlock(&pr.lock);
+	if (pthread_create(&t, NULL, probe_main, &pr) != 0) {
+		return -EAGAIN;
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += deadline_ms / 1000;
+	until.tv_nsec += (long)(deadline_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&pr.lock);
+	while (!pr.done && rc == 0) {
+		rc = pthread_cond_timedwait(&pr.done_cond, &pr.lock, &until);
+	}
+	rc = pr.done ? pr.rc : -ETIMEDOUT;
+	pthread_mutex_unlock(&pr.lock);
+	if (rc != -ETIMEDOUT) {
+		pthread_join(t, NULL);
+	} else {
+		pthread_detach(t);
 	}
 	return rc;
 }

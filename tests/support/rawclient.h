@@ -38,6 +38,13 @@ int raw_request(struct raw_client *c, uint16_t op, const struct pbuf *body,
 
 /* raw_hello -- open a session (fills c->session/token). */
 int raw_hello(struct raw_client *c);
+
+/* raw_nng_usable -- whether nng still works in this process: a req/rep
+ * pair over inproc exchanges a message and both sockets close within
+ * deadline_ms (a close needs nng's reaper thread, which nng 1.5.2 can
+ * wedge for good; handler/client.c csock_retire). 0, or -ETIMEDOUT (the
+ * helper thread is left behind), or another negative error. */
+int raw_nng_usable(unsigned deadline_ms);
 /* raw_region -- REGION_ALLOC of len bytes with page_size pages. */
 int raw_region(struct raw_client *c, uint64_t len, uint64_t page_size,
     struct proto_loc *loc);

@@ -26,7 +26,9 @@
  * Signals: SIGINT and SIGTERM are blocked in every thread (the mask is set
  * before nng starts any) and taken synchronously by sigwait in the main
  * thread, which then closes the socket, stops the workers and the reaper,
- * and closes the pool.
+ * and closes the pool. If nng does not close the socket within
+ * CLOSE_DEADLINE_S (an nng 1.5.2 hang: sock_close_within), the process
+ * exits without the rest, leaving the pool as a kill -9 would.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -42,6 +44,8 @@
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
+
+#define CLOSE_DEADLINE_S 5 /* for nng_close at shutdown */
 
 struct worker {
 	struct server *srv;
@@ -62,6 +66,7 @@ struct server {
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond;
 	bool stopping;
+	bool sock_closed; /* nng_close returned (server_stop) */
 };
 
 /* A peer on this pipe is protected by file permissions (ipc) or lives in
@@ -355,23 +360,80 @@ server_start(struct server *srv, const struct ms_config *cfg)
 	return rc;
 }
 
-/* Take the server down; safe after a partial server_start. */
-static void
+static void *
+sock_closer_main(void *arg)
+{
+	struct server *srv = arg;
+
+	nng_close(srv->sock);
+	pthread_mutex_lock(&srv->stop_lock);
+	srv->sock_closed = true;
+	pthread_cond_broadcast(&srv->stop_cond);
+	pthread_mutex_unlock(&srv->stop_lock);
+	return NULL;
+}
+
+/* nng_close of the socket, waited for at most CLOSE_DEADLINE_S. nng 1.5.2
+ * can block in it for good: a request that arrives just as its connection
+ * is closed loses its receive (the ipc transport resubmits a read on an
+ * aio the close has stopped), and nng's reaper thread waits for that
+ * receive forever (seen in 3 of 12 SIGTERMs with three handlers sending;
+ * handler/client.c csock_retire has the client side). Returns whether the
+ * close finished; if not, its thread is left behind. */
+static bool
+sock_close_within(struct server *srv)
+{
+	struct timespec until;
+	pthread_t t;
+	bool closed;
+
+	if (pthread_create(&t, NULL, sock_closer_main, srv) != 0) {
+		nng_close(srv->sock);
+		return true;
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += CLOSE_DEADLINE_S;
+	pthread_mutex_lock(&srv->stop_lock);
+	while (!srv->sock_closed && pthread_cond_timedwait(&srv->stop_cond,
+	    &srv->stop_lock, &until) == 0) {
+	}
+	closed = srv->sock_closed;
+	pthread_mutex_unlock(&srv->stop_lock);
+	if (closed) {
+		pthread_join(t, NULL);
+	} else {
+		pthread_detach(t);
+	}
+	return closed;
+}
+
+/* Take the server down; safe after a partial server_start. Returns false
+ * if nng did not let go of the socket: the workers may then still be
+ * running, so the pool must be left as it is (every change to it is
+ * durable when made, as after kill -9). */
+static bool
 server_stop(struct server *srv)
 {
 	ms_sess_lock(&srv->ms);
 	srv->ms.closing = true; /* pipe events stop detaching sessions */
 	ms_sess_unlock(&srv->ms);
-	nng_close(srv->sock);
+	if (!sock_close_within(srv)) {
+		log_err("op=shutdown msg=\"nng did not close the socket in "
+		    "%d s (nng 1.5.2 can hang there when a request arrives as "
+		    "its connection closes); exiting without waiting for it\"",
+		    CLOSE_DEADLINE_S);
+		return false;
+	}
 	workers_stop(srv);
 	if (srv->reaper_started) {
 		pthread_mutex_lock(&srv->stop_lock);
 		srv->stopping = true;
-		pthread_cond_signal(&srv->stop_cond);
+		pthread_cond_broadcast(&srv->stop_cond);
 		pthread_mutex_unlock(&srv->stop_lock);
 		pthread_join(srv->reaper, NULL);
 	}
 	nng_fini(); /* waits for nng's threads, pipe callbacks included */
+	return true;
 }
 
 /* ms_serve -- open the pool, listen, serve until SIGINT/SIGTERM. Returns
@@ -415,8 +477,9 @@ ms_serve(const struct ms_config *cfg)
 		print_ready(cfg);
 		log_info("op=shutdown signal=%d", wait_signal());
 	}
-	server_stop(&srv);
-	ms_fini(&srv.ms);
+	if (server_stop(&srv)) {
+		ms_fini(&srv.ms);
+	}
 	explicit_bzero(srv.ms.secret, sizeof(srv.ms.secret));
 	return rc == 0 ? 0 : 1;
 }

@@ -140,23 +140,50 @@ test_server_kill(struct test_server *s, int sig)
 	}
 }
 
-int
-test_server_stop(struct test_server *s)
+/* SIGTERM s and reap it, waiting at most ms (0: for ever); if it is
+ * still running then, SIGKILL it. Returns its exit status as waitpid gave
+ * it, or -1 if it had to be killed or could not be reaped. */
+static int
+term_and_reap(struct test_server *s, unsigned ms)
 {
 	int status = -1;
 
-	if (s->pid > 0) {
-		kill(s->pid, SIGCONT); /* a test may have stopped it */
-		kill(s->pid, SIGTERM);
-		if (waitpid(s->pid, &status, 0) < 0) {
-			status = -1;
+	kill(s->pid, SIGCONT); /* a test may have stopped it */
+	kill(s->pid, SIGTERM);
+	for (unsigned waited = 0; ms > 0 && waited < ms; waited += 10) {
+		pid_t r = waitpid(s->pid, &status, WNOHANG);
+
+		if (r != 0) {
+			s->pid = 0;
+			return r == -1 ? -1 : status;
 		}
-		s->pid = 0;
+		test_sleep_ms(10);
 	}
+	if (ms > 0) {
+		kill(s->pid, SIGKILL);
+	}
+	if (waitpid(s->pid, &status, 0) < 0 || ms > 0) {
+		status = -1;
+	}
+	s->pid = 0;
+	return status;
+}
+
+int
+test_server_stop_within(struct test_server *s, unsigned ms)
+{
+	int status = s->pid > 0 ? term_and_reap(s, ms) : -1;
+
 	unlink(s->pool);
 	unlink(s->url + strlen("ipc://"));
 	if (status == 0) {
 		unlink(s->log);
 	}
 	return status;
+}
+
+int
+test_server_stop(struct test_server *s)
+{
+	return test_server_stop_within(s, 0);
 }

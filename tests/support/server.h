@@ -36,6 +36,9 @@ void test_server_kill(struct test_server *s, int sig);
 /* test_server_stop -- SIGTERM, reap, remove pool, socket and log. Returns
  * the exit status (0 for a clean stop). */
 int test_server_stop(struct test_server *s);
+/* test_server_stop_within -- the same, but a server still running ms
+ * milliseconds after the SIGTERM is killed with SIGKILL and -1 returned. */
+int test_server_stop_within(struct test_server *s, unsigned ms);
 
 /* test_server_log_has -- the server's stderr contains needle. */
 bool test_server_log_has(const struct test_server *s, const char *needle);

@@ -1,8 +1,8 @@
 /*
  * bench.h -- cxlpool-bench's shared pieces: the run context, timing and
  * statistics, /proc CPU accounting, child processes, the JSON writer and
- * the target summary. Each section (echo.c, latency.c, batch.c,
- * datapath.c, index.c) is one function over a struct bench.
+ * the target summary. Each section (echo.c, dispatch.c, latency.c,
+ * batch.c, datapath.c, index.c) is one function over a struct bench.
  */
 #ifndef CXLP_BENCH_H
 #define CXLP_BENCH_H
@@ -61,6 +61,8 @@ struct bench {
 	double echo_p50_us;      /* set by the echo section, 0 if not run */
 	double echo256_srv_us;   /* its server CPU per REGISTER-256-sized
 	                          * round trip, us; 0 if not run */
+	double dispatch_reg_us;  /* ms_dispatch's time per registered key
+	                          * at batch 256, us; 0 if not run */
 	int failures;            /* sections that could not run */
 };
 
@@ -100,6 +102,14 @@ int child_spawn(struct child *c, const char *const argv[]);
 int child_wait(struct child *c);
 /* child_line -- read one line (without the newline) into buf; 0 or -1. */
 int child_line(struct child *c, char *buf, size_t n);
+/* helper_run -- run the helper program name, which sits next to our own
+ * executable, with args (NULL-terminated, at most 6) on the pool file
+ * pool (its first argument), handing each line it prints to on_line; then
+ * remove pool (the helper removes it itself; this covers a crash). 0 if
+ * it ran and exited 0, else -1. */
+int helper_run(const struct bench *b, const char *name, const char *pool,
+    const char *const args[], void (*on_line)(const char *line, void *arg),
+    void *arg);
 
 /* bench_connect -- a handler on url with this page and region size; 0 or
  * a negative cxlp error (message on stderr). */
@@ -116,6 +126,7 @@ bool section_on(const struct bench *b, const char *name);
 /* ---- sections --------------------------------------------------------- */
 
 int echo_section(struct bench *b);
+int dispatch_section(struct bench *b);
 int latency_section(struct bench *b);
 int batch_section(struct bench *b);
 int datapath_section(struct bench *b);

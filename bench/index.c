@@ -16,7 +16,6 @@
  * (pmap_advise_huge) and, per row, the share of the metadata's resident
  * memory mapped with 2 MiB pages (ShmemPmdMapped / Rss from smaps).
  */
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,16 +35,6 @@ struct ithp {
 
 #define IROWS 8
 
-static void
-helper_path(const struct bench *b, char *out, size_t n)
-{
-	char *dup = strdup(b->self);
-
-	snprintf(out, n, "%s/cxlpool-bench-index",
-	    dup != NULL ? dirname(dup) : ".");
-	free(dup);
-}
-
 /* a "meta KEYS PMD_KB RSS_KB" line, for the row of KEYS */
 static void
 read_meta(const char *line, struct irow *rows, int n)
@@ -59,34 +48,34 @@ read_meta(const char *line, struct irow *rows, int n)
 	}
 }
 
-static int
-read_rows(struct child *c, struct irow *rows, int *nrows, struct ithp *t)
+/* What the helper printed so far. */
+struct iread {
+	struct irow rows[IROWS];
+	int n;
+	struct ithp thp;
+};
+
+/* one line of the helper's: thp, row or meta */
+static void
+read_line(const char *line, void *arg)
 {
-	char line[256];
+	struct iread *rd = arg;
+	struct ithp *t = &rd->thp;
+	struct irow *r = &rd->rows[rd->n < IROWS ? rd->n : IROWS - 1];
 	int off = 0;
 
-	*nrows = 0;
-	snprintf(t->shmem, sizeof(t->shmem), "?");
-	snprintf(t->choice, sizeof(t->choice), "?");
-	t->setting[0] = '\0';
-	while (child_line(c, line, sizeof(line)) == 0) {
-		struct irow *r = &rows[*nrows];
-
-		if (sscanf(line, "thp %31s %15s %n", t->shmem, t->choice,
-		    &off) == 2 && off > 0) {
-			snprintf(t->setting, sizeof(t->setting), "%s",
-			    line + off);
-		} else if (*nrows < IROWS && sscanf(line, "row %llu %lf %lf "
-		    "%lf %lf %lf %lf %llu %lf %lf %lf", &r->keys, &r->ins,
-		    &r->hit, &r->miss, &r->slot_b, &r->rec_b, &r->dram_b,
-		    &r->slots, &r->bhit, &r->dhit, &r->dbhit) == 11) {
-			r->pmd_kb = r->rss_kb = 0;
-			(*nrows)++;
-		} else {
-			read_meta(line, rows, *nrows);
-		}
+	if (sscanf(line, "thp %31s %15s %n", t->shmem, t->choice,
+	    &off) == 2 && off > 0) {
+		snprintf(t->setting, sizeof(t->setting), "%s", line + off);
+	} else if (rd->n < IROWS && sscanf(line, "row %llu %lf %lf %lf %lf "
+	    "%lf %lf %llu %lf %lf %lf", &r->keys, &r->ins, &r->hit,
+	    &r->miss, &r->slot_b, &r->rec_b, &r->dram_b, &r->slots, &r->bhit,
+	    &r->dhit, &r->dbhit) == 11) {
+		r->pmd_kb = r->rss_kb = 0;
+		rd->n++;
+	} else {
+		read_meta(line, rd->rows, rd->n);
 	}
-	return *nrows > 0 ? 0 : -1;
 }
 
 static void
@@ -170,29 +159,19 @@ index_targets(struct bench *b, const struct irow *rows, int n)
 int
 index_section(struct bench *b)
 {
-	char helper[1024], pool[96], maxk[24], look[24];
-	const char *argv[] = { helper, pool, maxk, look, NULL };
-	struct irow rows[IROWS];
-	struct ithp thp;
-	struct child c;
-	int n, rc;
+	char pool[96], maxk[24], look[24];
+	const char *args[] = { maxk, look, NULL };
+	struct iread rd = { .n = 0, .thp = { "?", "?", "" } };
 
-	helper_path(b, helper, sizeof(helper));
 	snprintf(pool, sizeof(pool), "/dev/shm/cxlpool-bench-index-%d.pool",
 	    (int)getpid());
 	snprintf(maxk, sizeof(maxk), "%u", b->quick ? 20000u : 10000000u);
 	snprintf(look, sizeof(look), "%u", b->quick ? 2000u : 200000u);
-	if (child_spawn(&c, argv) != 0) {
+	if (helper_run(b, "cxlpool-bench-index", pool, args, read_line,
+	    &rd) != 0 || rd.n == 0) {
 		return -1;
 	}
-	rc = read_rows(&c, rows, &n, &thp);
-	if (child_wait(&c) != 0) {
-		rc = -1;
-	}
-	unlink(pool); /* the helper removes it; this covers a crash */
-	if (rc == 0) {
-		print_rows(b, rows, n, &thp);
-		index_targets(b, rows, n);
-	}
-	return rc;
+	print_rows(b, rd.rows, rd.n, &rd.thp);
+	index_targets(b, rd.rows, rd.n);
+	return 0;
 }

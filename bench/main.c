@@ -44,6 +44,7 @@ static const struct section {
 	int (*run)(struct bench *b);
 } sections[] = {
 	{ "echo", echo_section },
+	{ "dispatch", dispatch_section },
 	{ "latency", latency_section },
 	{ "batch", batch_section },
 	{ "datapath", datapath_section },
@@ -66,7 +67,8 @@ usage(FILE *f)
 	    "  --quick             tiny counts (smoke test)\n"
 	    "  --json FILE         write the results as JSON ('-': stdout,\n"
 	    "                      tables then go to stderr)\n"
-	    "  --only SECTION      echo|latency|batch|datapath|index\n"
+	    "  --only SECTION      echo|dispatch|latency|batch|datapath|"
+	    "index\n"
 	    "  --procs N           batch: only N handler processes (1,2,4,8)"
 	    "\n"
 	    "  --batch N           batch: only batch size N (1,16,64,256,1024)"

@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -260,6 +261,38 @@ child_wait(struct child *c)
 	c->pid = 0;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 +
 	    WTERMSIG(status);
+}
+
+/* helper_run -- see bench.h */
+int
+helper_run(const struct bench *b, const char *name, const char *pool,
+    const char *const args[], void (*on_line)(const char *line, void *arg),
+    void *arg)
+{
+	char path[1024], line[256];
+	const char *argv[8] = { path, pool };
+	char *dup = strdup(b->self);
+	struct child c;
+	int status, n = 2;
+
+	snprintf(path, sizeof(path), "%s/%s",
+	    dup != NULL ? dirname(dup) : ".", name);
+	free(dup);
+	for (int i = 0; args[i] != NULL && n < 7; i++) {
+		argv[n++] = args[i];
+	}
+	if (child_spawn(&c, argv) != 0) {
+		return -1;
+	}
+	while (child_line(&c, line, sizeof(line)) == 0) {
+		on_line(line, arg);
+	}
+	status = child_wait(&c);
+	unlink(pool);
+	if (status != 0) {
+		fprintf(stderr, "%s exited with status %d\n", name, status);
+	}
+	return status == 0 ? 0 : -1;
 }
 
 /* ---- JSON --------------------------------------------------------------- */

@@ -10,8 +10,8 @@ import math
 import subprocess
 import sys
 
-SECTIONS = ("echo", "echo_register256", "latency", "batch", "datapath",
-            "index", "targets")
+SECTIONS = ("echo", "echo_register256", "dispatch", "latency", "batch",
+            "datapath", "index", "targets")
 
 
 def fail(msg, out=None):
@@ -53,6 +53,9 @@ def main():
     for echo in ("echo", "echo_register256"):
         if doc[echo]["n"] <= 0 or doc[echo]["reply_bytes"] <= 0:
             fail("%s did not run" % echo)
+    if sorted(r["op"] for r in doc["dispatch"]) != ["delete", "register"] \
+            or any(r["ns_per_key_p50"] <= 0 for r in doc["dispatch"]):
+        fail("dispatch rows missing or not positive")
     for op in ("store", "retrieve", "exists", "delete"):
         if doc["latency"][op]["n"] <= 0 or doc["latency"][op]["errors"]:
             fail("latency %s did not run cleanly" % op)

@@ -28,7 +28,8 @@
  * thread, which then closes the socket, stops the workers and the reaper,
  * and closes the pool. If nng does not close the socket within
  * CLOSE_DEADLINE_S (an nng 1.5.2 hang: sock_close_within), the process
- * exits without the rest, leaving the pool as a kill -9 would.
+ * exits without waiting for nng: it still stops the reaper and, once the
+ * workers have ended, closes the pool (server_stop).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -45,7 +46,8 @@
 #include "log.h"
 #include "ms_int.h"
 
-#define CLOSE_DEADLINE_S 5 /* for nng_close at shutdown */
+#define CLOSE_DEADLINE_S 10 /* for nng_close at shutdown */
+#define JOIN_DEADLINE_S 5   /* then for the workers */
 
 struct worker {
 	struct server *srv;
@@ -407,32 +409,70 @@ sock_close_within(struct server *srv)
 	return closed;
 }
 
-/* Take the server down; safe after a partial server_start. Returns false
- * if nng did not let go of the socket: the workers may then still be
- * running, so the pool must be left as it is (every change to it is
- * durable when made, as after kill -9). */
-static bool
-server_stop(struct server *srv)
+static void
+reaper_stop(struct server *srv)
 {
-	ms_sess_lock(&srv->ms);
-	srv->ms.closing = true; /* pipe events stop detaching sessions */
-	ms_sess_unlock(&srv->ms);
-	if (!sock_close_within(srv)) {
-		log_err("op=shutdown msg=\"nng did not close the socket in "
-		    "%d s (nng 1.5.2 can hang there when a request arrives as "
-		    "its connection closes); exiting without waiting for it\"",
-		    CLOSE_DEADLINE_S);
-		return false;
-	}
-	workers_stop(srv);
 	if (srv->reaper_started) {
 		pthread_mutex_lock(&srv->stop_lock);
 		srv->stopping = true;
 		pthread_cond_broadcast(&srv->stop_cond);
 		pthread_mutex_unlock(&srv->stop_lock);
 		pthread_join(srv->reaper, NULL);
+		srv->reaper_started = false;
 	}
-	nng_fini(); /* waits for nng's threads, pipe callbacks included */
+}
+
+/* After an nng_close that did not return: the workers end by themselves
+ * once nng has closed their contexts, which it does before it waits for
+ * the pipes. Whether they all did within JOIN_DEADLINE_S. */
+static bool
+workers_ended_within(struct server *srv)
+{
+	struct timespec until;
+	bool all = true;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += JOIN_DEADLINE_S;
+	for (unsigned i = 0; i < srv->nworkers; i++) {
+		struct worker *w = &srv->w[i];
+
+		if (w->started && pthread_timedjoin_np(w->thread, NULL,
+		    &until) != 0) {
+			all = false;
+		}
+		w->started = false;
+	}
+	return all;
+}
+
+/* Take the server down; safe after a partial server_start. Returns false
+ * if a worker may still be running (nng kept the socket and the worker
+ * its context): the pool must then be left as it is (every change to it
+ * is durable when made, as after kill -9). */
+static bool
+server_stop(struct server *srv)
+{
+	bool closed;
+
+	ms_sess_lock(&srv->ms);
+	srv->ms.closing = true; /* pipe events stop detaching sessions */
+	ms_sess_unlock(&srv->ms);
+	closed = sock_close_within(srv);
+	reaper_stop(srv);
+	if (closed) {
+		workers_stop(srv);
+		nng_fini(); /* waits for nng's threads, pipe callbacks too */
+		return true;
+	}
+	log_err("op=shutdown msg=\"nng did not close the socket in %d s "
+	    "(nng 1.5.2 can hang there when a request arrives as its "
+	    "connection closes); exiting without waiting for it\"",
+	    CLOSE_DEADLINE_S);
+	if (!workers_ended_within(srv)) {
+		log_err("op=shutdown msg=\"a worker is still running; the "
+		    "pool is left as a kill -9 would leave it\"");
+		return false;
+	}
 	return true;
 }
 

@@ -21,9 +21,12 @@
  *    FREE -> LIVE     [pool_pin_change +1, no record: slot, word and
  *                      checksum written and persisted while session
  *                      reads 0, then session stored]
- *    count +-1        [pool_pin_change: word stored]
- *    LIVE -> FREE     [pool_pin_change -1 of the last pin,
- *                      pool_pin_release_session: session = 0]
+ *    count +-1        [pool_pin_change: word stored; -1 of the last pin
+ *                      leaves the record live with count 0, "retired",
+ *                      so that its stamp still answers a replay (3)]
+ *    LIVE -> FREE     [pool_pin_release_session; retired records when
+ *                      free ones run short, pool_pin_reserve:
+ *                      session = 0]
  *    A crash before the publish leaves a free record whose body nobody
  *    reads; after it, the change is whole. So every pin acknowledged
  *    (its request answered after the store was persisted) survives, and
@@ -34,18 +37,22 @@
  *    the last request that changed the record and hits how many times it
  *    did (a batch may name a key twice); the nth change a request asks
  *    for on a record is skipped if the record already shows that request
- *    with hits >= n [pool_pin_change]. This is exact unless another
- *    request of the same session changed the same record between the
- *    first run and the replay, or the first run freed the record (its
- *    replay then gets CXLP_E_NOTPINNED: an answer changed, nothing
- *    applied twice).
+ *    with hits >= n [pool_pin_change]. The release of a session's last
+ *    pin on a key keeps its record (retired), so the replay of that
+ *    unpin after a restart is recognized too, not refused as
+ *    CXLP_E_NOTPINNED. This is exact unless another request of the same
+ *    session changed the same record between the first run and the
+ *    replay, or the record was freed in between (its session ended, or
+ *    free records ran short and retired ones were reclaimed): then the
+ *    replay's answer may change, but nothing is applied twice.
  *
  * 4. Recovery [pintab_rebuild]: a live record is kept iff its checksum
- *    holds, its count is > 0, its session has a live record (the end of
- *    a session removes the session record first, then its pins: a crash
- *    in between leaves pins this step drops), its slot holds a live key,
- *    and no earlier record names the same (session, slot). Others are
- *    freed (repair) or skipped (read-only; pool_check reports them).
+ *    holds, its session has a live record (the end of a session removes
+ *    the session record first, then its pins: a crash in between leaves
+ *    pins this step drops), it is retired or its slot holds a live key
+ *    (a pinned key cannot be deleted; a retired record's key may have
+ *    been), and no earlier record names the same (session, slot). Others
+ *    are freed (repair) or skipped (read-only; pool_check reports them).
  *
  * 5. Invariant (checked by pool_check): live records are valid as in 4,
  *    and the DRAM counters match the media.
@@ -99,6 +106,7 @@ pin_link(struct pool *p, uint32_t i)
 	p->pin.live[i] = 1;
 	p->pin.records++;
 	p->pin.pins += pin_count(p->ptab[i].word);
+	p->pin.retired += pin_count(p->ptab[i].word) == 0;
 }
 
 static void
@@ -115,6 +123,7 @@ pin_unlink(struct pool *p, uint32_t i)
 	p->pin.live[i] = 0;
 	p->pin.records--;
 	p->pin.pins -= pin_count(p->ptab[i].word);
+	p->pin.retired -= pin_count(p->ptab[i].word) == 0;
 }
 
 /* the key at slot is live and links to a live region */
@@ -136,14 +145,11 @@ pintab_rec_problem(const struct pool *p, const struct pool_pinrec *r)
 	if (layout_pinrec_checksum(r->session, r->slot) != r->checksum) {
 		return "checksum mismatch";
 	}
-	if (pin_count(r->word) == 0) {
-		return "count 0";
-	}
 	if (pool_session_get(p, r->session, &s) != 0) {
 		return "its session has no record";
 	}
-	if (!slot_is_key(p, r->slot)) {
-		return "its slot holds no live key";
+	if (pin_count(r->word) > 0 && !slot_is_key(p, r->slot)) {
+		return "it pins a slot that holds no live key";
 	}
 	return NULL;
 }
@@ -168,7 +174,7 @@ pintab_alloc(struct pool *p)
 	}
 	memset(p->pin.head, 0xff, nb * sizeof(*p->pin.head));
 	p->pin.nfree = 0;
-	p->pin.records = p->pin.pins = 0;
+	p->pin.records = p->pin.pins = p->pin.retired = 0;
 	return 0;
 }
 
@@ -217,10 +223,34 @@ pintab_fini(struct pool *p)
 	memset(&p->pin, 0, sizeof(p->pin));
 }
 
+/* record i stops being live: media first, then DRAM */
+static void
+pin_free(struct pool *p, uint32_t i)
+{
+	pin_unlink(p, i);
+	pool_store8(p, &p->ptab[i].session, 0);
+	p->pin.free[p->pin.nfree++] = i;
+}
+
+/* Free every retired record (note 2): their replay stamps are given up
+ * for room. */
+static void
+pin_reclaim(struct pool *p)
+{
+	for (uint32_t i = 0; i < p->npins && p->pin.retired > 0; i++) {
+		if (p->pin.live[i] && pin_count(p->ptab[i].word) == 0) {
+			pin_free(p, i);
+		}
+	}
+}
+
 /* pool_pin_reserve -- see pool_ext.h */
 int
-pool_pin_reserve(const struct pool *p, size_t n)
+pool_pin_reserve(struct pool *p, size_t n)
 {
+	if (n > p->pin.nfree && p->pin.retired > 0 && !p->rdonly) {
+		pin_reclaim(p);
+	}
 	if (n > p->pin.nfree) {
 		return cxlp_fail(CXLP_E_NOSPACE, "pin table full: %u of %u "
 		    "records free, %zu asked for", p->pin.nfree, p->npins, n);
@@ -234,13 +264,14 @@ pin_new(struct pool *p, uint64_t session, uint64_t slot, uint64_t req)
 {
 	struct pool_pinrec *r;
 	uint32_t i;
+	int rc;
 
 	if (!slot_is_key(p, slot)) {
 		return cxlp_fail(-EINVAL, "pin: slot %llu holds no live key",
 		    (unsigned long long)slot);
 	}
-	if (p->pin.nfree == 0) {
-		return pool_pin_reserve(p, 1);
+	if (p->pin.nfree == 0 && (rc = pool_pin_reserve(p, 1)) != 0) {
+		return rc;
 	}
 	i = p->pin.free[--p->pin.nfree];
 	r = &p->ptab[i];
@@ -253,16 +284,8 @@ pin_new(struct pool *p, uint64_t session, uint64_t slot, uint64_t req)
 	return 0;
 }
 
-/* record i stops being live: media first, then DRAM */
-static void
-pin_free(struct pool *p, uint32_t i)
-{
-	pin_unlink(p, i);
-	pool_store8(p, &p->ptab[i].session, 0);
-	p->pin.free[p->pin.nfree++] = i;
-}
-
-/* count +- 1 on live record i for req (note 2, 3) */
+/* count +- 1 on live record i for req (note 2, 3); the last pin's
+ * release retires the record */
 static int
 pin_step(struct pool *p, uint32_t i, int delta, uint64_t req)
 {
@@ -273,18 +296,25 @@ pin_step(struct pool *p, uint32_t i, int delta, uint64_t req)
 		return cxlp_fail(CXLP_E_NOSPACE, "pin: %u pins on one key",
 		    count);
 	}
-	if (delta < 0 && count == 1) {
-		pin_free(p, i);
-		return 0;
+	if (delta < 0 && count == 0) {
+		return cxlp_fail(CXLP_E_NOTPINNED, "session %llu holds no pin "
+		    "on slot %llu", (unsigned long long)p->ptab[i].session,
+		    (unsigned long long)p->ptab[i].slot);
+	}
+	if (delta > 0 && count == 0 && !slot_is_key(p, p->ptab[i].slot)) {
+		return cxlp_fail(-EINVAL, "pin: slot %llu holds no live key",
+		    (unsigned long long)p->ptab[i].slot);
 	}
 	if (req != 0 && pin_stamp(w) == (req & PIN_STAMP_MASK)) {
 		hits = pin_hits(w) < PIN_HITS_MAX ? pin_hits(w) + 1 :
 		    PIN_HITS_MAX;
 	}
 	p->pin.pins -= count;
+	p->pin.retired -= count == 0;
 	count = delta > 0 ? count + 1 : count - 1;
 	pool_store8(p, &p->ptab[i].word, pin_word(count, hits, req));
 	p->pin.pins += count;
+	p->pin.retired += count == 0;
 	return 0;
 }
 
@@ -350,7 +380,7 @@ int
 pool_pin_next(const struct pool *p, uint64_t *cursor, struct pool_pin *out)
 {
 	for (uint64_t i = *cursor; i < p->npins; i++) {
-		if (p->pin.live[i]) {
+		if (p->pin.live[i] && pin_count(p->ptab[i].word) > 0) {
 			out->session = p->ptab[i].session;
 			out->slot = p->ptab[i].slot;
 			out->count = pin_count(p->ptab[i].word);

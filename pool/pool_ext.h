@@ -25,9 +25,11 @@ struct pool_pin {
 };
 
 /* pool_pin_reserve -- at least n pin records are free, so that n later
- * pool_pin_change(+1) calls cannot fail for want of a record. Returns 0,
- * or CXLP_E_NOSPACE. Changes nothing. */
-int pool_pin_reserve(const struct pool *p, size_t n);
+ * pool_pin_change(+1) calls cannot fail for want of a record; if too few
+ * are, the retired ones (records of released pins, kept to recognize
+ * replays: pintab.c note 2) are freed first. Returns 0, or
+ * CXLP_E_NOSPACE. Changes no pin. */
+int pool_pin_reserve(struct pool *p, size_t n);
 /* pool_pin_change -- session takes (delta +1) or releases (delta -1) one
  * pin on slot, durably, on behalf of request req; nth counts this slot's
  * occurrences in the request so far (1 for the first). If the record
@@ -44,8 +46,8 @@ uint32_t pool_pin_held(const struct pool *p, uint64_t session,
 /* pool_pin_release_session -- drop every pin session holds, durably;
  * returns how many pins that was. */
 uint64_t pool_pin_release_session(struct pool *p, uint64_t session);
-/* pool_pin_next -- iterate live pin records: *cursor = 0 first; 1 per
- * record, 0 at the end. */
+/* pool_pin_next -- iterate the records that hold pins (not the retired
+ * ones): *cursor = 0 first; 1 per record, 0 at the end. */
 int pool_pin_next(const struct pool *p, uint64_t *cursor,
     struct pool_pin *out);
 /* pool_pin_max -- size of the pin table (records). */

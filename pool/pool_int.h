@@ -35,8 +35,9 @@ struct pin_dram {
 	uint32_t *free;   /* stack of free record numbers */
 	uint32_t nfree;
 	uint8_t *live;    /* per record: validated and indexed */
-	uint64_t records; /* live records */
+	uint64_t records; /* live records, retired ones included */
 	uint64_t pins;    /* sum of their counts */
+	uint64_t retired; /* live records of count 0 (pintab.c note 2) */
 };
 
 struct pool {
@@ -123,8 +124,8 @@ void kvindex_prefetch_key(const struct kvindex *kv, uint64_t hash);
 int pintab_rebuild(struct pool *p, bool repair);
 /* pintab_fini -- free the DRAM index. */
 void pintab_fini(struct pool *p);
-/* pintab_rec_problem -- why a live pin record is invalid (checksum, count,
- * session, slot) or NULL; pure. */
+/* pintab_rec_problem -- why a live pin record is invalid (checksum,
+ * session, and for a record holding pins its slot) or NULL; pure. */
 const char *pintab_rec_problem(const struct pool *p,
     const struct pool_pinrec *r);
 

@@ -161,6 +161,41 @@ Test(liveness, sessions_survive_a_restart_and_reattach_with_their_regions)
 	cr_assert_eq(key1(&a, PROTO_OP_EXISTS, 0, "k"), 0);
 }
 
+/* An unpin of a key's last pin was applied and the server restarted
+ * before the handler saw the reply: the handler's retry, same request id,
+ * reaches a server with an empty reply cache and must still be answered
+ * with the first result (DESIGN: a retry is answered with the original
+ * result), while a new unpin finds no pin. */
+Test(liveness, the_last_unpin_replayed_after_a_restart_answers_ok)
+{
+	static const char *const key = "k";
+	struct proto_result res;
+	struct pbuf body, rep;
+	struct cl a;
+	uint32_t n = 0;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	pbuf_init(&body);
+	pbuf_init(&rep);
+	put_keys(&body, 0, 1, &key);
+	cr_assert_eq(call_id(&a, PROTO_OP_UNPIN, 700, &body, &rep, &res,
+	    &n), 0);
+	cr_assert_eq(res.status, 0);
+	ms_fini(&ms);
+	ms_open();
+	cr_assert_eq(hello_flags(&a, 3, PROTO_HELLO_REATTACH,
+	    (uint32_t)getpid(), 0), 0);
+	cr_assert_eq(call_id(&a, PROTO_OP_UNPIN, 700, &body, &rep, &res,
+	    &n), 0);
+	cr_assert_eq(res.status, 0, "the replay got %d", res.status);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), CXLP_E_NOTPINNED);
+	cr_assert_eq(key1(&a, PROTO_OP_DELETE, 0, "k"), 0);
+	pbuf_fini(&body);
+	pbuf_fini(&rep);
+}
+
 Test(liveness, sessions_that_do_not_come_back_after_a_restart_are_reaped)
 {
 	struct cl a, b;

@@ -118,6 +118,72 @@ Test(pintab, a_replayed_request_changes_nothing_it_already_changed)
 	cr_assert_eq(pool_pin_held(p, sess, a), 1);
 }
 
+/* The server applies an unpin of the last pin, crashes before it
+ * answers, and the handler sends the same request again to the restarted
+ * server (whose reply cache is gone): the replay must be recognized from
+ * the retired record, not refused as "no pin". */
+Test(pintab, the_last_unpin_replayed_after_a_reopen_is_recognized)
+{
+	uint64_t a = put("a", 0);
+	bool applied = true;
+
+	change(sess, a, +1, 1, 1, true);
+	change(sess, a, -1, 2, 1, true);
+	cr_assert_eq(pool_pin_held(p, sess, a), 0);
+	pool_close(&p);
+	open_pool();
+	change(sess, a, -1, 2, 1, false);
+	cr_assert_eq(pool_pin_held(p, sess, a), 0);
+	/* a new request finds no pin to release */
+	cr_assert_eq(pool_pin_change(p, sess, a, -1, 3, 1, &applied),
+	    CXLP_E_NOTPINNED);
+	cr_assert_not(applied);
+	/* the retired record takes a pin again, and lists only then */
+	change(sess, a, +1, 4, 1, true);
+	cr_assert_eq(pool_pin_held(p, sess, a), 1);
+	cr_assert_eq(pool_check(p, NULL, NULL), 0);
+}
+
+/* Retired records hold cells, not pins: a reserve that needs their cells
+ * frees them (their replays then lose their stamps), and the pin listing
+ * never shows them. */
+Test(pintab, retired_records_make_room_when_records_run_short)
+{
+	uint64_t a = put("a", 0), b = put("b", 1), cursor = 0;
+	struct pool_pin pin;
+	bool applied = true;
+
+	change(sess, a, +1, 1, 1, true);
+	change(sess, b, +1, 2, 1, true);
+	change(sess, a, -1, 3, 1, true);
+	cr_assert_eq(pool_pin_next(p, &cursor, &pin), 1);
+	cr_assert_eq(pin.slot, b);
+	cr_assert_eq(pool_pin_next(p, &cursor, &pin), 0);
+	cr_assert_eq(pool_pin_reserve(p, pool_pin_max(p) - 1), 0);
+	cr_assert_eq(pool_pin_reserve(p, pool_pin_max(p)), CXLP_E_NOSPACE);
+	cr_assert_eq(pool_pin_change(p, sess, a, -1, 3, 1, &applied),
+	    CXLP_E_NOTPINNED);
+	cr_assert_eq(pool_pin_held(p, sess, b), 1);
+	cr_assert_eq(pool_check(p, NULL, NULL), 0);
+}
+
+/* A key with only a retired record may be deleted; the record then names
+ * a dead slot, which is not a problem for the check, nor at open. */
+Test(pintab, a_retired_record_may_outlive_its_key)
+{
+	uint64_t a = put("a", 0);
+	struct pool_kv kv;
+
+	change(sess, a, +1, 1, 1, true);
+	change(sess, a, -1, 2, 1, true);
+	cr_assert_eq(pool_kv_remove(p, "a", 1, &kv), 0);
+	cr_assert_eq(pool_check(p, NULL, NULL), 0);
+	pool_close(&p);
+	open_pool();
+	cr_assert_eq(pool_check(p, NULL, NULL), 0);
+	change(sess, a, -1, 2, 1, false);
+}
+
 Test(pintab, unpin_without_a_pin_is_notpinned)
 {
 	uint64_t a = put("a", 0);

@@ -28,8 +28,8 @@
  * thread, which then closes the socket, stops the workers and the reaper,
  * and closes the pool. If nng does not close the socket within
  * CLOSE_DEADLINE_S (an nng 1.5.2 hang: sock_close_within), the process
- * exits without waiting for nng: it still stops the reaper and, once the
- * workers have ended, closes the pool (server_stop).
+ * still stops the reaper and waits for the workers, then exits without
+ * waiting for nng (server_stop).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -422,9 +422,8 @@ reaper_stop(struct server *srv)
 	}
 }
 
-/* After an nng_close that did not return: the workers end by themselves
- * once nng has closed their contexts, which it does before it waits for
- * the pipes. Whether they all did within JOIN_DEADLINE_S. */
+/* After an nng_close that did not return: wait up to JOIN_DEADLINE_S for
+ * the workers to end; whether they all did. */
 static bool
 workers_ended_within(struct server *srv)
 {
@@ -446,9 +445,12 @@ workers_ended_within(struct server *srv)
 }
 
 /* Take the server down; safe after a partial server_start. Returns false
- * if a worker may still be running (nng kept the socket and the worker
- * its context): the pool must then be left as it is (every change to it
- * is durable when made, as after kill -9). */
+ * if nng kept the socket: its threads may still call pipe_cb, so the
+ * caller must not free the server's state. Even then no change to the
+ * pool is cut short: the reaper is stopped and the workers are waited
+ * for (they end once nng has closed their contexts, which it does before
+ * it waits for the pipes); the pool is consistent after every change,
+ * as after kill -9, and is left mapped until exit. */
 static bool
 server_stop(struct server *srv)
 {
@@ -471,9 +473,8 @@ server_stop(struct server *srv)
 	if (!workers_ended_within(srv)) {
 		log_err("op=shutdown msg=\"a worker is still running; the "
 		    "pool is left as a kill -9 would leave it\"");
-		return false;
 	}
-	return true;
+	return false;
 }
 
 /* ms_serve -- open the pool, listen, serve until SIGINT/SIGTERM. Returns

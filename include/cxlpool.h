@@ -148,7 +148,10 @@ CXLP_API int cxlp_connect(struct cxlp_handler **out,
  * to NULL. Regions holding registered keys stay readable by others until
  * their last key is deleted; unregistered pages return to the pool with
  * their region. Every pointer obtained from this handler becomes invalid.
- * The caller must ensure no other thread is inside a call on *h. */
+ * The caller must ensure no other thread is inside a call on *h. The
+ * connection itself is closed by a short-lived background thread, which
+ * first waits (up to 60 s) for replies still owed on it after a timeout.
+ */
 CXLP_API void cxlp_close(struct cxlp_handler **h);
 
 /*

@@ -7,6 +7,7 @@
 #ifndef CXLP_BENCH_H
 #define CXLP_BENCH_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +55,7 @@ struct bench {
 	const char *only;        /* section name or NULL for all */
 	unsigned procs_only;     /* batch: only this process count (0 all) */
 	unsigned batch_only;     /* batch: only this batch size (0 all) */
+	const char *server_cpus; /* CPU list of the server side, or NULL */
 	char cmdline[1024];
 	struct jw json;
 	struct target targets[BENCH_TARGETS_MAX];
@@ -86,6 +88,18 @@ int cpu_read(pid_t pid, struct cpu_sample *s);
  * moved, else ticks. */
 double cpu_us(const struct cpu_sample *a, const struct cpu_sample *b);
 double cpu_ticks_us(const struct cpu_sample *a, const struct cpu_sample *b);
+
+/* ---- placement (placement.c) ------------------------------------------ */
+
+/* cpus_parse -- a CPU list ("1", "0-3", "0,2,4-7") into set, every CPU
+ * of it allowed to this process; 0, or -1 with the reason in why. */
+int cpus_parse(const char *list, cpu_set_t *set, char *why, size_t n);
+/* cpus_apply -- confine this process (its threads to come, its children)
+ * to list (checked with cpus_parse before: the caller may already be
+ * confined elsewhere); 0, or -1 with a message on stderr. */
+int cpus_apply(const char *list);
+/* cpus_of -- pid's allowed CPU list as /proc reports it; 0 or -1. */
+int cpus_of(pid_t pid, char *buf, size_t n);
 
 /* ---- child processes (util.c) ----------------------------------------- */
 

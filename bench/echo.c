@@ -11,7 +11,8 @@
  * section's server CPU per registered key. This is the only file in
  * bench/ that includes nng.
  *
- * The server runs in a child exec'ed as `cxlpool-bench --echo-server URL`
+ * The server runs in a child exec'ed as `cxlpool-bench --echo-server URL
+ * [CPUS]` (CPUS: --server-cpus, applied before nng starts a thread)
  * (a fresh process: nng must not be inherited across fork); it prints
  * "ready" once listening and exits when its stdin closes. A request's
  * first 4 bytes (little-endian) give the reply's length: the server cuts
@@ -234,9 +235,10 @@ echo_shape(struct child *c, const char *url, const struct eshape *sh,
 }
 
 static void
-echo_report(struct bench *b, const struct eres *r)
+echo_report(struct bench *b, const struct eres *r, const char *cpus)
 {
-	printf("\n## echo: nng REQ/REP round trip, ipc, two processes\n");
+	printf("\n## echo: nng REQ/REP round trip, ipc, two processes "
+	    "(echo server on CPUs %s)\n", cpus);
 	printf("%-24s %7s %7s %10s %10s %8s %12s %12s\n", "op", "req B",
 	    "rep B", "p50 us", "p99 us", "n", "srv cpu us", "cli cpu us");
 	for (size_t i = 0; i < NSHAPES; i++) {
@@ -255,6 +257,7 @@ echo_report(struct bench *b, const struct eres *r)
 		jw_int(&b->json, "reply_bytes", (long long)shapes[i].rep);
 		jw_num(&b->json, "server_cpu_us_per_rt", r[i].srv);
 		jw_num(&b->json, "client_cpu_us_per_rt", r[i].cli);
+		jw_str(&b->json, "server_cpus", cpus);
 		jw_end(&b->json, '}');
 	}
 }
@@ -267,10 +270,11 @@ echo_section(struct bench *b)
 {
 	size_t n = b->quick ? 50 : 5000, warm = b->quick ? 5 : 200;
 	char url[96];
-	const char *argv[] = { b->self, "--echo-server", url, NULL };
+	const char *argv[] = { b->self, "--echo-server", url, b->server_cpus,
+		NULL };
 	struct eres r[NSHAPES];
 	struct child c;
-	char line[64];
+	char line[64], cpus[128] = "?";
 	int rv = -1;
 
 	memset(r, 0, sizeof(r));
@@ -281,6 +285,7 @@ echo_section(struct bench *b)
 	}
 	if (child_line(&c, line, sizeof(line)) == 0 &&
 	    strcmp(line, "ready") == 0) {
+		(void)cpus_of(c.pid, cpus, sizeof(cpus));
 		rv = 0;
 		for (size_t i = 0; i < NSHAPES && rv == 0; i++) {
 			rv = echo_shape(&c, url, &shapes[i], n, warm, &r[i]);
@@ -291,7 +296,7 @@ echo_section(struct bench *b)
 	if (rv == 0) {
 		b->echo_p50_us = r[0].p50;
 		b->echo256_srv_us = r[1].srv;
-		echo_report(b, r);
+		echo_report(b, r, cpus);
 	}
 	return rv;
 }

@@ -33,7 +33,7 @@ struct ms_proc {
 };
 
 struct opts {
-	const char *server, *metaserver, *json;
+	const char *server, *metaserver, *json, *client_cpus;
 	const char *ms_args[MS_ARGS_MAX];
 	int nms_args;
 	long server_pid;
@@ -72,7 +72,27 @@ usage(FILE *f)
 	    "  --procs N           batch: only N handler processes (1,2,4,8)"
 	    "\n"
 	    "  --batch N           batch: only batch size N (1,16,64,256,1024)"
-	    "\n");
+	    "\n"
+	    "  --server-cpus LIST  run the servers the bench starts (metaserver,"
+	    "\n"
+	    "                      echo server) on these CPUs, e.g. 1 or 2-3\n"
+	    "  --client-cpus LIST  run the bench and its handler processes on"
+	    "\n"
+	    "                      these CPUs\n");
+}
+
+/* A CPU list flag is absent or valid here (the reason on stderr). */
+static bool
+cpus_valid(const char *list)
+{
+	cpu_set_t set;
+	char why[160];
+
+	if (list != NULL && cpus_parse(list, &set, why, sizeof(why)) != 0) {
+		fprintf(stderr, "cxlpool-bench: %s\n", why);
+		return false;
+	}
+	return true;
 }
 
 static int
@@ -84,6 +104,7 @@ parse(int argc, char **argv, struct opts *o, struct bench *b)
 		{ "quick", 0, NULL, 'q' }, { "json", 1, NULL, 'j' },
 		{ "only", 1, NULL, 'o' }, { "help", 0, NULL, 'h' },
 		{ "procs", 1, NULL, 'P' }, { "batch", 1, NULL, 'B' },
+		{ "server-cpus", 1, NULL, 'S' }, { "client-cpus", 1, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -104,9 +125,14 @@ parse(int argc, char **argv, struct opts *o, struct bench *b)
 		case 'o': b->only = optarg; break;
 		case 'P': b->procs_only = (unsigned)atoi(optarg); break;
 		case 'B': b->batch_only = (unsigned)atoi(optarg); break;
+		case 'S': b->server_cpus = optarg; break;
+		case 'C': o->client_cpus = optarg; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return 2;
 		}
+	}
+	if (!cpus_valid(b->server_cpus) || !cpus_valid(o->client_cpus)) {
+		return 2;
 	}
 	for (size_t i = 0; b->only != NULL && i < NSECTIONS; i++) {
 		if (strcmp(sections[i].name, b->only) == 0) {
@@ -199,6 +225,9 @@ ms_start(struct bench *b, const struct opts *o, struct ms_proc *m)
 			dup2(fd, STDERR_FILENO);
 			dup2(fd, STDOUT_FILENO);
 		}
+		if (b->server_cpus != NULL && cpus_apply(b->server_cpus) != 0) {
+			_exit(126);
+		}
 		execv(bin, (char *const *)argv);
 		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
 		_exit(127);
@@ -287,6 +316,23 @@ set_cmdline(struct bench *b, int argc, char **argv)
 	}
 }
 
+/* The CPUs this run and the metaserver were allowed, as /proc says. */
+static void
+placement_report(struct bench *b)
+{
+	char cli[128] = "?", srv[128] = "?";
+
+	(void)cpus_of(getpid(), cli, sizeof(cli));
+	if (b->ms_pid > 0) {
+		(void)cpus_of(b->ms_pid, srv, sizeof(srv));
+	}
+	printf("# CPUs: bench and handlers %s, metaserver %s\n", cli, srv);
+	jw_begin(&b->json, "placement", '{');
+	jw_str(&b->json, "client_cpus", cli);
+	jw_str(&b->json, "server_cpus", srv);
+	jw_end(&b->json, '}');
+}
+
 /* Run the selected sections; returns how many failed. */
 static int
 run_sections(struct bench *b)
@@ -319,6 +365,9 @@ bench_main(int argc, char **argv, struct bench *b)
 		return rc == 1 ? 0 : 2;
 	}
 	set_cmdline(b, argc, argv);
+	if (o.client_cpus != NULL && cpus_apply(o.client_cpus) != 0) {
+		return 2;
+	}
 	if (o.json != NULL && strcmp(o.json, "-") == 0) {
 		json_fd = dup(STDOUT_FILENO); /* JSON alone on stdout */
 		dup2(STDERR_FILENO, STDOUT_FILENO);
@@ -336,6 +385,7 @@ bench_main(int argc, char **argv, struct bench *b)
 		return 1;
 	}
 	jw_str(&b->json, "server", b->url);
+	placement_report(b);
 	failed = run_sections(b);
 	print_targets(b);
 	jw_int(&b->json, "failed_sections", failed);
@@ -361,7 +411,11 @@ main(int argc, char **argv)
 		snprintf(self, sizeof(self), "%s", argv[0]);
 	}
 	signal(SIGPIPE, SIG_IGN);
-	if (argc == 3 && strcmp(argv[1], "--echo-server") == 0) {
+	if ((argc == 3 || argc == 4) &&
+	    strcmp(argv[1], "--echo-server") == 0) {
+		if (argc == 4 && cpus_apply(argv[3]) != 0) {
+			return 2;
+		}
 		return echo_server_main(argv[2]);
 	}
 	if (argc == 4 && strcmp(argv[1], "--batch-worker") == 0) {

@@ -3,10 +3,14 @@ exits 0 and prints one valid JSON document with every section in it.
 
 No timing is asserted: only that each section ran, produced numbers and
 reported no failures. The metaserver comes from $CXLP_METASERVER (set by
-tests/meson.build), so the run uses this build's server.
+tests/meson.build), so the run uses this build's server. A second run
+places the servers on one CPU and the bench on another (--server-cpus,
+--client-cpus) and checks, from the CPUs /proc reported for each process,
+that they ran there; a malformed CPU list is refused with exit status 2.
 """
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -32,18 +36,43 @@ def numbers_ok(value):
     return True
 
 
-def main():
-    exe = sys.argv[1]
-    proc = subprocess.run([exe, "--quick", "--json", "-"],
+def run_json(exe, *args):
+    """Run the bench with --quick --json - and args; (document, stderr)."""
+    proc = subprocess.run([exe, "--quick", "--json", "-"] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           timeout=280, check=False)
     err = proc.stderr.decode(errors="replace")
     if proc.returncode != 0:
-        fail("exit status %d" % proc.returncode, err)
+        fail("%s: exit status %d" % (" ".join(args), proc.returncode), err)
     try:
-        doc = json.loads(proc.stdout.decode())
+        return json.loads(proc.stdout.decode()), err
     except ValueError as e:
         fail("stdout is not valid JSON: %s" % e, proc.stdout.decode())
+
+
+def check_placement(exe):
+    """The servers on the highest allowed CPU, the bench on the lowest
+    (distinct on any machine with two); a bad list is refused."""
+    cpus = os.sched_getaffinity(0)
+    srv, cli = str(max(cpus)), str(min(cpus))
+    doc, _ = run_json(exe, "--only", "echo", "--server-cpus", srv,
+                      "--client-cpus", cli)
+    seen = (doc["placement"]["client_cpus"], doc["placement"]["server_cpus"],
+            doc["echo"]["server_cpus"])
+    if seen != (cli, srv, srv):
+        fail("placed bench, metaserver, echo server on CPUs %s, %s, %s; "
+             "/proc says %s" % (cli, srv, srv, ", ".join(seen)))
+    proc = subprocess.run([exe, "--quick", "--server-cpus", "1-0"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=60, check=False)
+    if proc.returncode != 2 or b"CPU list" not in proc.stderr:
+        fail("--server-cpus 1-0: exit %d" % proc.returncode,
+             proc.stderr.decode(errors="replace"))
+
+
+def main():
+    exe = sys.argv[1]
+    doc, err = run_json(exe)
     missing = [s for s in SECTIONS if s not in doc]
     if missing:
         fail("sections missing: %s" % ", ".join(missing))
@@ -67,6 +96,10 @@ def main():
         fail("a negative or non-finite number in the JSON")
     if "## targets" not in err:
         fail("the tables did not go to stderr with --json -", err)
+    if not doc["placement"]["client_cpus"] \
+            or doc["placement"]["server_cpus"] == "?":
+        fail("placement not reported: %r" % doc["placement"])
+    check_placement(exe)
     print("bench_smoke: ok (%d batch rows, %d targets)" %
           (len(doc["batch"]), len(doc["targets"])))
 

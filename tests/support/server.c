@@ -83,7 +83,11 @@ wait_ready(struct test_server *s)
 		}
 		test_sleep_ms(10);
 	}
-	fprintf(stderr, "test_server: no ready line in %s\n", s->log);
+	fprintf(stderr, "test_server: no ready line in %s; killed it\n",
+	    s->log);
+	kill(s->pid, SIGKILL); /* not left behind, half started */
+	waitpid(s->pid, NULL, 0);
+	s->pid = 0;
 	return -1;
 }
 

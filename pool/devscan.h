@@ -30,6 +30,11 @@ struct devscan_dev {
 	uint64_t devno;   /* device number (makedev(major, minor)), 0 unknown */
 	char mount[256];  /* fsdax: where it is mounted ("" if nowhere) */
 	bool mount_dax;   /* fsdax: that mount has the dax option */
+	bool persistent;  /* keeps its contents across a reboot: served by
+	                   * an NVDIMM (pmem) region, as every fsdax
+	                   * namespace and a pmem namespace in devdax mode
+	                   * are; false for device DAX over memory that does
+	                   * not (CXL RAM, soft-reserved "hmem" ranges) */
 };
 
 #define DEVSCAN_MAX 64 /* devices devscan_find looks through */

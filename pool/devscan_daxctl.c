@@ -2,7 +2,11 @@
  * devscan_daxctl.c -- DAX discovery through the libraries: device DAX
  * through libdaxctl, fsdax namespaces through libndctl. Both read /sys
  * only, so on a machine without DAX hardware they list nothing and report
- * no error; a pool then lives on a file. The libraries' own logging is
+ * no error; a pool then lives on a file. Which device DAX is persistent
+ * is learnt from libndctl too: the ones an NVDIMM region's dax devices
+ * name (a pmem namespace in devdax mode, CXL persistent memory through
+ * its nvdimm bridge); any other (CXL RAM, soft-reserved memory) is
+ * volatile. The libraries' own logging is
  * silenced: the library never prints (STYLE), and a scan that finds
  * nothing is not an error.
  */
@@ -86,6 +90,7 @@ record_fsdax(struct ndctl_namespace *ns, struct devscan_dev *d)
 	snprintf(d->path, sizeof(d->path), "/dev/%s",
 	    ndctl_namespace_get_block_device(ns));
 	d->kind = DEVSCAN_FSDAX;
+	d->persistent = true; /* a namespace of a pmem region */
 	d->size = pfn != NULL ? ndctl_pfn_get_size(pfn) :
 	    ndctl_namespace_get_size(ns);
 	d->align = 4096; /* files on the mount map at page granularity */
@@ -101,8 +106,50 @@ record_fsdax(struct ndctl_namespace *ns, struct devscan_dev *d)
 	devscan_mount_lookup(d);
 }
 
+/* The devdax entry of out[0..n) named devname ("dax0.0"), if any, is
+ * persistent. */
+static void
+mark_persistent(struct devscan_dev *out, size_t n, const char *devname)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (out[i].kind == DEVSCAN_DEVDAX &&
+		    strcmp(out[i].path + strlen("/dev/"), devname) == 0) {
+			out[i].persistent = true;
+		}
+	}
+}
+
+/* Every device DAX of a pmem region's enabled dax devices is persistent
+ * (out[0..n): the device DAX entries found so far). */
+static void
+mark_pmem_devdax(struct ndctl_region *region, struct devscan_dev *out,
+    size_t n)
+{
+	struct ndctl_dax *dax;
+
+	/* (<ndctl/ndctl.h>, which names the type numbers, does not build
+	 * outside ndctl's tree; the name is the same information) */
+	if (strcmp(ndctl_region_get_type_name(region), "pmem") != 0) {
+		return;
+	}
+	ndctl_dax_foreach(region, dax) {
+		struct daxctl_region *dr = ndctl_dax_is_enabled(dax) ?
+		    ndctl_dax_get_daxctl_region(dax) : NULL;
+		struct daxctl_dev *dev;
+
+		if (dr == NULL) {
+			continue;
+		}
+		daxctl_dev_foreach(dr, dev) {
+			mark_persistent(out, n, daxctl_dev_get_devname(dev));
+		}
+	}
+}
+
+/* fsdax namespaces into out; marks the persistent ones of the ndevdax
+ * device DAX entries already in out */
 static int
-scan_fsdax(struct devscan_dev *out, size_t max, size_t *found)
+scan_nd(struct devscan_dev *out, size_t max, size_t *found, size_t ndevdax)
 {
 	struct ndctl_namespace *ns;
 	struct ndctl_region *region;
@@ -117,6 +164,7 @@ scan_fsdax(struct devscan_dev *out, size_t max, size_t *found)
 	ndctl_set_log_priority(ctx, 0);
 	ndctl_bus_foreach(ctx, bus) {
 		ndctl_region_foreach(bus, region) {
+			mark_pmem_devdax(region, out, ndevdax);
 			ndctl_namespace_foreach(region, ns) {
 				if (!ndctl_namespace_is_active(ns) ||
 				    ndctl_namespace_get_mode(ns) !=
@@ -143,5 +191,5 @@ devscan_list(struct devscan_dev *out, size_t max, size_t *found)
 	if ((rc = scan_devdax(out, max, found)) != 0) {
 		return rc;
 	}
-	return scan_fsdax(out, max, found);
+	return scan_nd(out, max, found, *found < max ? *found : max);
 }

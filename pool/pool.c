@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "crashpt.h"
+#include "devscan.h"
 #include "err.h"
 #include "log.h"
 #include "pool_int.h"
@@ -99,12 +100,27 @@ plan(struct pool_sb *sb, const char *path, uint64_t size,
 	return 0;
 }
 
+/* Contents lost at a reboot: tmpfs, and device DAX unless an NVDIMM
+ * (pmem) region serves it (devscan.h: CXL RAM and soft-reserved memory
+ * keep nothing; a devdax pmem namespace keeps everything, like fsdax). */
+static bool
+media_volatile(const struct pool *p)
+{
+	struct devscan_dev d;
+
+	if (!pmap_is_volatile(p->map)) {
+		return false;
+	}
+	return !pmap_is_devdax(p->map) || devscan_find(p->path, &d) != 0 ||
+	    d.kind != DEVSCAN_DEVDAX || !d.persistent;
+}
+
 static void
 pool_format(struct pool *p, struct pool_sb *sb, bool fresh)
 {
 	uint64_t magic;
 
-	if (pmap_is_volatile(p->map)) {
+	if (media_volatile(p)) {
 		sb->flags |= POOL_SB_VOLATILE;
 	}
 	layout_seal(sb);
@@ -408,7 +424,7 @@ void
 pool_media(const struct pool *p, struct pool_media *m)
 {
 	m->devdax = pmap_is_devdax(p->map);
-	m->is_volatile = pmap_is_volatile(p->map);
+	m->is_volatile = media_volatile(p);
 	m->align = pmap_alignment(p->map);
 	m->granularity = pmap_gran_name(pmap_granularity(p->map));
 }

@@ -22,8 +22,9 @@ row_text(const struct devscan_dev *d)
 	if (d->numa_node >= 0) {
 		snprintf(node, sizeof(node), "%d", d->numa_node);
 	}
-	printf("%-16s  %-6s  %10s  %10s  %4s  %s%s\n", d->path,
-	    devscan_kind_name(d->kind), fmt_size(size, d->size),
+	printf("%-16s  %-6s  %-10s  %10s  %10s  %4s  %s%s\n", d->path,
+	    devscan_kind_name(d->kind),
+	    d->persistent ? "persistent" : "volatile", fmt_size(size, d->size),
 	    fmt_size(align, d->align), node,
 	    d->kind == DEVSCAN_FSDAX && d->mount[0] ? d->mount : "-",
 	    d->kind == DEVSCAN_FSDAX && d->mount[0] && !d->mount_dax ?
@@ -36,6 +37,7 @@ row_json(struct jw *w, const struct devscan_dev *d)
 	jw_obj(w, NULL);
 	jw_str(w, "path", d->path);
 	jw_str(w, "kind", devscan_kind_name(d->kind));
+	jw_bool(w, "persistent", d->persistent);
 	jw_u64(w, "size", d->size);
 	jw_u64(w, "align", d->align);
 	jw_i64(w, "numa_node", d->numa_node);
@@ -67,8 +69,8 @@ print(const struct inspect_opts *o, const struct devscan_dev *d, size_t n)
 		    "pools can live on files\n");
 		return;
 	}
-	printf("%-16s  %-6s  %10s  %10s  %4s  %s\n", "PATH", "KIND", "SIZE",
-	    "ALIGN", "NODE", "MOUNT");
+	printf("%-16s  %-6s  %-10s  %10s  %10s  %4s  %s\n", "PATH", "KIND",
+	    "MEDIA", "SIZE", "ALIGN", "NODE", "MOUNT");
 	for (size_t i = 0; i < n; i++) {
 		row_text(&d[i]);
 	}

@@ -111,11 +111,11 @@ worker_start(unsigned id)
 
 	/* a killed incarnation may have stored a batch it never reported:
 	 * the new one starts past those numbers, which become "maybe" */
-	for (unsigned k = 0; k < 32 && w->lives > 0 &&
+	for (unsigned k = 0; k < SOAK_RESTART_GAP && w->lives > 0 &&
 	    w->next + k < SOAK_PRIVATE_MAX; k++) {
 		S.priv[id][w->next + k] = K_MAYBE;
 	}
-	w->next += 32;
+	w->next += SOAK_RESTART_GAP;
 	snprintf(ids, sizeof(ids), "%u", id);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)now_ms() *
 	    31 + id * 7919 + w->lives);

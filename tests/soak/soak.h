@@ -12,6 +12,7 @@
 #define SOAK_SHARED 1500          /* shared keys, stored by everyone */
 #define SOAK_PRIVATE_MAX (1u << 20) /* private key numbers per worker id */
 #define SOAK_PRIVATE_LIVE 400     /* a worker deletes within this window */
+#define SOAK_RESTART_GAP 32       /* numbers skipped at each restart */
 #define SOAK_PAGE (16u << 10)     /* bytes */
 #define SOAK_REGION (2u << 20)    /* bytes */
 

@@ -5,7 +5,8 @@
  * Each step is one of: batch_store of shared keys (overlapping with every
  * other worker; sometimes with CXLP_STORE_PIN, unpinned right after),
  * batch_store of new private keys, deletes of private keys (of this or an
- * earlier, killed incarnation), batch_retrieve with pins of shared keys
+ * earlier, killed incarnation: random ones of the last SOAK_PRIVATE_LIVE
+ * numbers, and every older one, once), batch_retrieve with pins of shared keys
  * (bytes checked; the pins are held until the next retrieve, so a kill
  * usually finds some), or pages allocated and written but never
  * registered (freed a step later). Any wrong byte or unexpected error
@@ -33,6 +34,7 @@ struct wstate {
 	unsigned id;
 	uint32_t next;               /* next private key number */
 	uint32_t first;              /* first number of this incarnation */
+	uint32_t swept;              /* numbers below this left the window */
 	uint32_t pinned[BATCH_MAX];  /* shared keys held pinned */
 	unsigned npinned;
 	cxlp_page_t held[HELD_MAX];  /* allocated, never registered */
@@ -169,6 +171,30 @@ step_private(struct wstate *w)
 	}
 }
 
+/* Delete private key i of this worker id, telling the parent before and
+ * after. */
+static void
+delete_private(struct wstate *w, uint32_t i)
+{
+	char name[48];
+	int rc;
+
+	soak_private_key(name, sizeof(name), w->id, i);
+	emit(E_DELETING_PRIV, i);
+	rc = cxlp_delete(w->h, name, strlen(name));
+	if (rc == 0 || rc == CXLP_E_NOTFOUND) {
+		emit(E_DELETED_PRIV, i);
+	} else if (rc == CXLP_E_PERM || rc == CXLP_E_PINNED) {
+		emit(E_KEPT_PRIV, i); /* an earlier me not yet ended */
+	} else {
+		emit(E_UNKNOWN_PRIV, i);
+	}
+}
+
+/* A few random private keys of the live window, then every key that has
+ * left it: the live private keys stay within SOAK_PRIVATE_LIVE per
+ * worker, so the pool does not fill however long the soak runs (random
+ * picks alone leave about half of the keys behind). */
 static void
 step_delete(struct wstate *w)
 {
@@ -176,20 +202,10 @@ step_delete(struct wstate *w)
 	    w->next - SOAK_PRIVATE_LIVE : 0;
 
 	for (unsigned k = 1 + rnd(6); k > 0 && w->next > lo; k--) {
-		uint32_t i = lo + rnd(w->next - lo);
-		char name[48];
-		int rc;
-
-		soak_private_key(name, sizeof(name), w->id, i);
-		emit(E_DELETING_PRIV, i);
-		rc = cxlp_delete(w->h, name, strlen(name));
-		if (rc == 0 || rc == CXLP_E_NOTFOUND) {
-			emit(E_DELETED_PRIV, i);
-		} else if (rc == CXLP_E_PERM || rc == CXLP_E_PINNED) {
-			emit(E_KEPT_PRIV, i); /* an earlier me not yet ended */
-		} else {
-			emit(E_UNKNOWN_PRIV, i);
-		}
+		delete_private(w, lo + rnd(w->next - lo));
+	}
+	for (; w->swept < lo; w->swept++) {
+		delete_private(w, w->swept);
 	}
 }
 
@@ -329,6 +345,10 @@ soak_worker(int argc, char **argv)
 	w.id = (unsigned)atoi(argv[1]);
 	srand((unsigned)strtoull(argv[2], NULL, 10));
 	w.next = w.first = (uint32_t)strtoul(argv[3], NULL, 10);
+	/* the window an earlier incarnation left, and the numbers skipped
+	 * since, are swept by this one */
+	w.swept = w.first > SOAK_PRIVATE_LIVE + SOAK_RESTART_GAP ?
+	    w.first - SOAK_PRIVATE_LIVE - SOAK_RESTART_GAP : 0;
 	w.h = kv_connect(argv[0], SOAK_PAGE, SOAK_REGION, true);
 	if (w.h == NULL || w.id >= SOAK_WORKERS_MAX) {
 		return 30;

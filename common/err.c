@@ -5,6 +5,14 @@
  * as a sentence the operator can read. The sentence lives in a
  * _Thread_local buffer set at the failing line (PMDK's errormsg), so it
  * costs nothing on success and never races between threads.
+ *
+ * The buffer has an exported name (cxlp_errmsg_buf_, not part of the
+ * API) rather than a static one. A program that loads libcxlpool.so and
+ * also links this file itself (our test programs: the pool library and
+ * the test support use the codec) holds two copies; with one exported
+ * name the dynamic linker binds the library's copy to the program's
+ * buffer, so the program's cxlp_errormsg() shows why a libcxlpool call
+ * failed too. With a static buffer it read its own, empty one.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,7 +20,8 @@
 
 #include "err.h"
 
-static _Thread_local char errmsg[256];
+__attribute__((visibility("default"))) _Thread_local char
+    cxlp_errmsg_buf_[256];
 
 static const char *const names[] = {
 	[-(CXLP_E_BADMAGIC) - 1000] = "CXLP_E_BADMAGIC: not a cxlpool pool",
@@ -58,13 +67,13 @@ cxlp_strerror(int err)
 const char *
 cxlp_errormsg(void)
 {
-	return errmsg;
+	return cxlp_errmsg_buf_;
 }
 
 void
 cxlp_errmsg_clear(void)
 {
-	errmsg[0] = '\0';
+	cxlp_errmsg_buf_[0] = '\0';
 }
 
 int
@@ -73,7 +82,7 @@ cxlp_fail(int err, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+	vsnprintf(cxlp_errmsg_buf_, sizeof(cxlp_errmsg_buf_), fmt, ap);
 	va_end(ap);
 	return err;
 }

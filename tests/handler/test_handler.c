@@ -6,6 +6,7 @@
  * socket (tests/support/server.h) and stops it at the end.
  */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -176,6 +177,25 @@ Test(handler, alloc_without_auto_expand_reports_nospace_when_full)
 	}
 	cr_assert_eq(cxlp_alloc(h, &pg, &buf), CXLP_E_NOSPACE);
 	cr_assert_eq(stats_ok(h).own_regions, 1);
+	cxlp_close(&h);
+}
+
+/* This program links the codec (tests/support), and with it a copy of
+ * common/err.c of its own beside libcxlpool's. The reason a library call
+ * failed must still reach cxlp_errormsg() here: both copies write one
+ * buffer (common/err.c). It used to read its own, empty one, which hid
+ * every library message from the tests' failure output. */
+Test(handler, the_reason_of_a_library_failure_reaches_this_program)
+{
+	void *lib = dlopen("libcxlpool.so.0", RTLD_NOW | RTLD_NOLOAD);
+	struct cxlp_handler *h = hfx_connect();
+
+	cr_assert_not_null(lib, "%s", dlerror());
+	cr_assert_neq(dlsym(lib, "cxlp_errormsg"), (void *)cxlp_errormsg,
+	    "this program has no copy of err.c: the test proves nothing");
+	cr_assert_eq(cxlp_free(h, (cxlp_page_t)0x7777), CXLP_E_BADPAGE);
+	cr_assert_str_eq(cxlp_errormsg(), "page 0x7777: no such page");
+	dlclose(lib);
 	cxlp_close(&h);
 }
 

@@ -9,8 +9,12 @@
 #                   integration tests of build/ and by cxlp-soak
 #   4. fuzz         scripts/fuzz.sh: both libFuzzer targets, 30 s each
 #                   (needs clang, which install-deps.sh installs)
+#   5. soak         build/'s cxlp-soak in full (120 s, a kill every 1.5 s):
+#                   what piles up slowly (pages, regions, pins) shows only
+#                   in a run this long (the 15 s run of step 1 cannot fill
+#                   its pool)
 # Any test failure, sanitizer finding or fuzz crash fails the run.
-#   scripts/test.sh            all four
+#   scripts/test.sh            all five
 #   scripts/test.sh --quick    the plain build only
 #
 # Why TSan drives build/'s tests instead of its own: Criterion's runner
@@ -70,6 +74,13 @@ run_tsan() {
 	return $status
 }
 
+run_soak() {
+	echo "soak: cxlp-soak (120 s)"
+	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
+	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
+		build/tests/soak/cxlp-soak
+}
+
 rc=0
 run_suite build || rc=1
 if [ "${1:-}" != "--quick" ]; then
@@ -82,5 +93,6 @@ if [ "${1:-}" != "--quick" ]; then
 		echo "test.sh: clang not found: fuzzing skipped" >&2
 		rc=1
 	fi
+	run_soak || rc=1
 fi
 exit $rc

@@ -138,31 +138,15 @@ socket_opts(struct raw_client *c)
 	nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 20);
 }
 
-/* Sockets redial replaced, kept open to the end of the process: one
- * whose request timed out may still get its reply, and nng 1.5.2 wedges
- * every later close in the process if a socket is closed as a message
- * arrives (handler/client.c, csock_retire). */
-static struct raw_client retired[256];
-static unsigned nretired;
-
 /* redial -- replace client s's socket with a new one, keeping its session,
- * token and request ids; the new dial completes in the background. */
+ * token and request ids (raw_redial); the new dial completes in the
+ * background. */
 static void
 redial(struct run *r, int s)
 {
-	struct raw_client keep = r->c[s];
-
-	if (nretired < sizeof(retired) / sizeof(retired[0])) {
-		retired[nretired++] = sockets[s];
-	} else {
-		raw_close(&sockets[s]);
-	}
-	cr_assert_eq(raw_open_async(&sockets[s], srv.url), 0);
-	socket_opts(&sockets[s]);
-	r->c[s].sock = sockets[s].sock;
-	r->c[s].session = keep.session;
-	r->c[s].token = keep.token;
-	r->c[s].next_id = keep.next_id;
+	cr_assert_eq(raw_redial(&r->c[s], srv.url), 0);
+	socket_opts(&r->c[s]);
+	sockets[s].sock = r->c[s].sock;
 }
 
 /* Send op with body under session s and wait for the reply frame. When

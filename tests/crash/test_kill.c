@@ -281,13 +281,28 @@ Test(kill, a_session_that_comes_back_keeps_its_pins_and_regions)
 	struct raw_client a, other;
 	struct proto_loc reg;
 	struct proto_result res;
+	int rc;
 
 	raw_session(&a, &reg);
 	test_server_kill(&srv, SIGKILL);
 	cr_assert_eq(test_server_restart(&srv, grace_args), 0);
-	/* the same socket, the same session and token: it just goes on */
-	cr_assert_eq(raw_register(&a, "after", reg.region,
-	    reg.region_off + 4096, 16, &res), 0, "its region is still its");
+	/* the same session and token: it just goes on, on the same socket or,
+	 * when nng 1.5's ipc dialer never redials the restarted server (seen
+	 * once: a CI run hung here for good before sends had a timeout), on
+	 * one dialed afresh, as a handler does after repeated timeouts */
+	rc = raw_register(&a, "after", reg.region, reg.region_off + 4096, 16,
+	    &res);
+	if (rc != 0) {
+		cr_assert_eq(raw_redial(&a, srv.url), 0);
+		rc = raw_register(&a, "after", reg.region,
+		    reg.region_off + 4096, 16, &res);
+	}
+	cr_assert_eq(rc, 0, "its region is still its");
+	cr_assert_eq(res.status, 0);
+	/* and over a new connection too */
+	cr_assert_eq(raw_redial(&a, srv.url), 0);
+	cr_assert_eq(raw_register(&a, "after2", reg.region,
+	    reg.region_off + 8192, 16, &res), 0);
 	cr_assert_eq(res.status, 0);
 	cr_assert_eq(raw_open(&other, srv.url), 0);
 	cr_assert_eq(raw_hello(&other), 0);

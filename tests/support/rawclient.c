@@ -33,6 +33,9 @@ open_dial(struct raw_client *c, const char *url, int flags)
 	}
 	nng_socket_set_ms(*s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
 	nng_socket_set_ms(*s, NNG_OPT_RECVTIMEO, 10000);
+	/* a send waits for a pipe: bounded, since nng 1.5's ipc dialer may
+	 * never redial a restarted server (raw_redial) */
+	nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, 10000);
 	nng_socket_set_size(*s, NNG_OPT_RECVMAXSZ, PROTO_FRAME_MAX);
 	if ((rv = nng_dial(*s, url, NULL, flags)) != 0) {
 		nng_close(*s);
@@ -64,6 +67,35 @@ raw_close(struct raw_client *c)
 		free(c->sock);
 		c->sock = NULL;
 	}
+}
+
+/* Sockets raw_redial replaced, kept open to the end of the process: a
+ * reply owed on one may still arrive, and nng 1.5.2 wedges every later
+ * close in the process if a socket is closed as a message arrives
+ * (handler/client.c, csock_retire). Past the array's end they are
+ * closed. */
+static void *retired[256];
+static unsigned nretired;
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int
+raw_redial(struct raw_client *c, const char *url)
+{
+	struct raw_client fresh;
+	int rc = open_dial(&fresh, url, NNG_FLAG_NONBLOCK);
+
+	if (rc != 0) {
+		return rc;
+	}
+	pthread_mutex_lock(&retired_lock);
+	if (nretired < sizeof(retired) / sizeof(retired[0])) {
+		retired[nretired++] = c->sock;
+		c->sock = NULL;
+	}
+	pthread_mutex_unlock(&retired_lock);
+	raw_close(c);
+	c->sock = fresh.sock;
+	return 0;
 }
 
 int

@@ -24,6 +24,12 @@ int raw_open(struct raw_client *c, const char *url);
  * (requests wait for it): for a server that may be down right now. */
 int raw_open_async(struct raw_client *c, const char *url);
 void raw_close(struct raw_client *c);
+/* raw_redial -- replace c's socket by one dialed afresh (in the
+ * background, as raw_open_async), keeping its session, token and request
+ * ids: the way round nng 1.5's ipc dialer, which sometimes never redials
+ * a restarted server (a send then times out after 10 s). The old socket
+ * stays open to the end of the process. 0 or a negative error. */
+int raw_redial(struct raw_client *c, const char *url);
 
 /* raw_call -- send frame, receive the reply; *rep is malloc'd (caller
  * frees). */

@@ -106,19 +106,6 @@ record_fsdax(struct ndctl_namespace *ns, struct devscan_dev *d)
 	devscan_mount_lookup(d);
 }
 
-/* The devdax entry of out[0..n) named devname ("dax0.0"), if any, is
- * persistent. */
-static void
-mark_persistent(struct devscan_dev *out, size_t n, const char *devname)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (out[i].kind == DEVSCAN_DEVDAX &&
-		    strcmp(out[i].path + strlen("/dev/"), devname) == 0) {
-			out[i].persistent = true;
-		}
-	}
-}
-
 /* Every device DAX of a pmem region's enabled dax devices is persistent
  * (out[0..n): the device DAX entries found so far). */
 static void
@@ -141,7 +128,12 @@ mark_pmem_devdax(struct ndctl_region *region, struct devscan_dev *out,
 			continue;
 		}
 		daxctl_dev_foreach(dr, dev) {
-			mark_persistent(out, n, daxctl_dev_get_devname(dev));
+			long i = devscan_match(out, n,
+			    daxctl_dev_get_devname(dev), 0);
+
+			if (i >= 0) {
+				out[i].persistent = true;
+			}
 		}
 	}
 }

@@ -55,8 +55,10 @@ pbuf_reset(struct pbuf *b)
 	b->err = 0;
 }
 
-/* pbuf_reserve -- room for n more bytes, or false with b->err set. */
-static bool
+/* pbuf_reserve -- room for n more bytes, or false with b->err set. An
+ * encoder that knows its size reserves it first: one allocation instead
+ * of a doubling series of reallocs. */
+bool
 pbuf_reserve(struct pbuf *b, size_t n)
 {
 	size_t cap;

@@ -215,6 +215,7 @@ struct pbuf {
 void pbuf_init(struct pbuf *b);
 void pbuf_fini(struct pbuf *b); /* frees data; b may be reused after init */
 void pbuf_reset(struct pbuf *b); /* len = 0, err = 0, keeps the memory */
+bool pbuf_reserve(struct pbuf *b, size_t n); /* room for n more bytes */
 void pbuf_put_u16(struct pbuf *b, uint16_t v);
 void pbuf_put_u32(struct pbuf *b, uint32_t v);
 void pbuf_put_u64(struct pbuf *b, uint64_t v);

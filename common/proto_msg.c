@@ -183,6 +183,25 @@ proto_get_loc(struct preader *r, struct proto_loc *loc)
 
 /* ---- key batches ---- */
 
+/* Encoded size of n keys (0 when they cannot be encoded: the put then
+ * fails on its own with the precise error). */
+static size_t
+keys_size(size_t n, const size_t key_lens[])
+{
+	size_t sz = 0;
+
+	if (n > UINT32_MAX) {
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (key_lens[i] > UINT16_MAX) {
+			return 0;
+		}
+		sz += 2 + key_lens[i];
+	}
+	return sz;
+}
+
 /* proto_put_keys -- append flags, n and the keys. Writes any key it can
  * represent (so tests can build bad frames); n > UINT32_MAX or a length
  * > UINT16_MAX cannot be encoded and sets b->err to CXLP_E_BATCH or
@@ -196,6 +215,7 @@ proto_put_keys(struct pbuf *b, uint32_t flags, size_t n,
 	}
 	pbuf_put_u32(b, flags);
 	pbuf_put_u32(b, (uint32_t)n);
+	(void)pbuf_reserve(b, keys_size(n, key_lens));
 	for (size_t i = 0; i < n && b->err == 0; i++) {
 		if (key_lens[i] > UINT16_MAX) {
 			b->err = CXLP_E_KEYLEN;
@@ -253,6 +273,21 @@ proto_get_keys(struct preader *r, uint32_t *flags, struct proto_key **keys,
 
 /* ---- REGISTER ---- */
 
+/* Encoded size of a REGISTER's entries (0 when n cannot be encoded). */
+static size_t
+regs_size(size_t n, const struct proto_reg *regs)
+{
+	size_t sz = 0;
+
+	if (n > UINT32_MAX) {
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		sz += 2 + (size_t)regs[i].key.len + 20;
+	}
+	return sz;
+}
+
 /* proto_put_regs -- append a REGISTER body (same encoding limits as
  * proto_put_keys). */
 void
@@ -264,6 +299,7 @@ proto_put_regs(struct pbuf *b, uint32_t flags, size_t n,
 	}
 	pbuf_put_u32(b, flags);
 	pbuf_put_u32(b, (uint32_t)n);
+	(void)pbuf_reserve(b, regs_size(n, regs));
 	for (size_t i = 0; i < n && b->err == 0; i++) {
 		pbuf_put_u16(b, regs[i].key.len);
 		pbuf_put_bytes(b, regs[i].key.data, regs[i].key.len);

@@ -385,55 +385,66 @@ ctx_put(struct client *cl, struct csock *cs, struct cctx *c)
 	pthread_mutex_unlock(&cl->lock);
 }
 
-static int
-frame_build(struct client *cl, uint16_t op, uint64_t id,
-    const struct pbuf *body, nng_msg **out)
-{
-	struct proto_req_hdr hdr = {.version = PROTO_VERSION, .op = op,
-	    .req_id = id};
-	struct pbuf b;
-	int rv;
+/* What every attempt of one call sends: the same header (request id and
+ * the session as it was when the call began) and body. */
+struct frame {
+	struct proto_req_hdr hdr;
+	const struct pbuf *body; /* NULL: empty */
+};
 
-	client_get_session(cl, &hdr.session, &hdr.token);
-	pbuf_init(&b);
-	proto_put_req_hdr(&b, &hdr);
-	if (body != NULL) {
-		pbuf_put_bytes(&b, body->data, body->len);
-	}
-	if (b.err != 0 || (body != NULL && body->err != 0)) {
-		pbuf_fini(&b);
+/* The request message for one attempt, allocated at its exact size (the
+ * header, then the body: one copy of the body per attempt). */
+static int
+frame_build(const struct frame *f, nng_msg **out)
+{
+	const struct pbuf *body = f->body;
+	size_t blen = body != NULL ? body->len : 0;
+	uint16_t op = f->hdr.op;
+	struct pbuf h;
+	uint8_t *p;
+
+	*out = NULL;
+	pbuf_init(&h);
+	proto_put_req_hdr(&h, &f->hdr);
+	if (h.err != 0 || (body != NULL && body->err != 0)) {
+		pbuf_fini(&h);
 		return cxlp_fail(-ENOMEM, "client: cannot encode %s",
 		    proto_op_name(op));
 	}
-	rv = nng_msg_alloc(out, 0);
-	if (rv == 0 && (rv = nng_msg_append(*out, b.data, b.len)) != 0) {
-		nng_msg_free(*out);
-	}
-	pbuf_fini(&b);
-	if (rv != 0) {
+	cxlp_assert(h.len == PROTO_REQ_HDR_LEN);
+	if (nng_msg_alloc(out, h.len + blen) != 0) {
+		pbuf_fini(&h);
 		*out = NULL;
 		return cxlp_fail(-ENOMEM, "client: out of memory");
 	}
+	p = nng_msg_body(*out);
+	memcpy(p, h.data, h.len);
+	if (blen != 0) {
+		memcpy(p + h.len, body->data, blen);
+	}
+	pbuf_fini(&h);
 	return 0;
 }
 
-/* One send + receive on c. Returns 0 with *reply, CXLP_E_TIMEOUT, or
+/* One send + receive on c of a frame built afresh for this attempt (nng
+ * consumes what it sends). Returns 0 with *reply, CXLP_E_TIMEOUT, or
  * another error. */
 static int
-attempt(struct client *cl, struct cctx *c, nng_msg *req, nng_msg **reply)
+attempt(struct client *cl, struct cctx *c, const struct frame *f,
+    nng_msg **reply)
 {
-	nng_msg *dup;
+	nng_msg *req;
 	int rv;
 
-	if ((rv = nng_msg_dup(&dup, req)) != 0) {
-		return cxlp_fail(-ENOMEM, "client: out of memory");
+	if ((rv = frame_build(f, &req)) != 0) {
+		return rv;
 	}
-	nng_aio_set_msg(c->aio, dup);
+	nng_aio_set_msg(c->aio, req);
 	nng_aio_set_timeout(c->aio, (nng_duration)cl->timeout_ms);
 	nng_ctx_send(c->ctx, c->aio);
 	nng_aio_wait(c->aio);
 	if ((rv = nng_aio_result(c->aio)) != 0) {
-		nng_msg_free(dup);
+		nng_msg_free(req);
 		return cxlp_fail(nng_to_cxlp(rv), "client: send: %s",
 		    nng_strerror(rv));
 	}
@@ -574,8 +585,8 @@ sock_enter(struct client *cl, struct csock **csp, struct cctx **cp)
  * socket is current; a stalled socket is replaced before the attempt.
  * Returns attempt()'s result. */
 static int
-exchange(struct client *cl, uint16_t op, uint64_t id, nng_msg *req,
-    nng_msg **msg, unsigned retries)
+exchange(struct client *cl, const struct frame *f, nng_msg **msg,
+    unsigned retries)
 {
 	struct csock *cs = NULL;
 	struct cctx *c = NULL;
@@ -583,8 +594,10 @@ exchange(struct client *cl, uint16_t op, uint64_t id, nng_msg *req,
 
 	for (unsigned i = 0; i <= retries && retryable(rc); i++) {
 		if (i > 0) {
-			log_info("%s #%llu: %s, retry %u", proto_op_name(op),
-			    (unsigned long long)id, cxlp_errormsg(), i);
+			log_info("%s #%llu: %s, retry %u",
+			    proto_op_name(f->hdr.op),
+			    (unsigned long long)f->hdr.req_id, cxlp_errormsg(),
+			    i);
 		}
 		if (cs != NULL && csock_stalled(cs)) {
 			ctx_put(cl, cs, c);
@@ -594,7 +607,7 @@ exchange(struct client *cl, uint16_t op, uint64_t id, nng_msg *req,
 		if (cs == NULL && (rc = sock_enter(cl, &cs, &c)) != 0) {
 			return rc;
 		}
-		rc = attempt(cl, c, req, msg);
+		rc = attempt(cl, c, f, msg);
 		csock_note(cs, rc);
 	}
 	ctx_put(cl, cs, c);
@@ -606,32 +619,30 @@ static int
 call(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep, unsigned retries)
 {
-	uint64_t id = __atomic_fetch_add(&cl->next_id, 1, __ATOMIC_RELAXED);
-	nng_msg *req = NULL, *msg = NULL;
+	struct frame f = {.hdr = {.version = PROTO_VERSION, .op = op,
+	    .req_id = __atomic_fetch_add(&cl->next_id, 1, __ATOMIC_RELAXED)},
+	    .body = body};
+	nng_msg *msg = NULL;
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
-	if ((rc = frame_build(cl, op, id, body, &req)) != 0) {
-		return rc;
-	}
-	rc = exchange(cl, op, id, req, &msg, retries);
+	client_get_session(cl, &f.hdr.session, &f.hdr.token);
+	rc = exchange(cl, &f, &msg, retries);
 	if (rc == CXLP_E_TIMEOUT) {
 		rc = cxlp_fail(CXLP_E_TIMEOUT, "%s: no reply after %u tries of "
 		    "%u ms", proto_op_name(op), retries + 1, cl->timeout_ms);
 	}
 	if (rc != 0) {
-		goto out_req;
+		return rc;
 	}
-	rc = reply_check(msg, op, id, rep);
+	rc = reply_check(msg, op, f.hdr.req_id, rep);
 	if (rc != 0) {
 		nng_msg_free(msg);
 		memset(rep, 0, sizeof(*rep));
-		goto out_req;
+		return rc;
 	}
 	rep->msg = msg;
-out_req:
-	nng_msg_free(req);
-	return rc;
+	return 0;
 }
 
 /* client_call -- send op with body (NULL: empty) and wait for its reply,

@@ -257,6 +257,7 @@ handler_new(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	pthread_mutex_init(&h->page_lock, NULL);
 	pthread_rwlock_init(&h->map_lock, NULL);
 	pagetab_init(&h->pages);
+	scratch_cache_init(&h->scratch);
 	*out = h;
 	return 0;
 }
@@ -268,6 +269,7 @@ handler_free(struct cxlp_handler *h)
 	store_fini(h);
 	direct_close(h);
 	client_close(&h->cl);
+	scratch_cache_fini(&h->scratch);
 	pthread_rwlock_destroy(&h->map_lock);
 	pthread_mutex_destroy(&h->page_lock);
 	pthread_mutex_destroy(&h->expand_lock);

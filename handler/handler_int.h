@@ -29,6 +29,7 @@
 
 #include "cxlpool.h"
 #include "proto.h"
+#include "scratch.h"
 
 /* ---- config.c ----------------------------------------------------------- */
 
@@ -194,6 +195,8 @@ struct cxlp_handler {
 	uint64_t nforeign;
 
 	struct direct *direct; /* NULL: direct reads off */
+
+	struct scratch_cache scratch; /* batch calls' transient memory */
 
 	/* regions.c: the thread that prefaults regions added after connect
 	 * and foreign regions as they are mapped; NULL until first needed */

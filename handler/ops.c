@@ -13,64 +13,107 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
 
-/* One keys request (op, flags) and its results: exactly n of them when
- * exact, else at most n (PIN). Returns 0, *got and res[] or an error;
- * *res is malloc'd (caller frees) on success only. */
+/* The results of one call, res[0..n), in memory taken from the
+ * handler's scratch cache (scratch.c) until results_fini. */
+struct results {
+	struct cxlp_handler *h;
+	struct scratch *s;
+	struct proto_result *res;
+	uint32_t got;
+};
+
+/* Checks, then a scratch and an n-entry result array from it. */
 static int
-keys_call(struct cxlp_handler *h, uint16_t op, uint32_t flags, size_t n,
-    const void *const keys[], const size_t key_lens[], bool exact,
-    struct proto_result **res, uint32_t *got)
+results_init(struct cxlp_handler *h, uint16_t op, size_t n,
+    const void *const keys[], const size_t key_lens[], struct results *r)
 {
-	struct creply rep;
-	struct pbuf body;
 	int rc;
 
-	*res = NULL;
+	memset(r, 0, sizeof(*r));
 	if ((rc = h_check_open(h)) != 0 ||
 	    (rc = h_check_keys(n, keys, key_lens)) != 0) {
 		return rc;
 	}
-	*res = calloc(n, sizeof(**res));
-	if (*res == NULL) {
+	if ((r->s = scratch_get(&h->scratch)) == NULL ||
+	    (r->res = scratch_array(r->s, n, sizeof(*r->res))) == NULL) {
+		scratch_put(&h->scratch, r->s);
 		return cxlp_fail(-ENOMEM, "%s: out of memory",
 		    proto_op_name(op));
 	}
-	pbuf_init(&body);
-	proto_put_keys(&body, flags, n, keys, key_lens);
-	rc = h_call(h, op, &body, &rep);
-	pbuf_fini(&body);
+	r->h = h;
+	return 0;
+}
+
+/* results_fini -- give the memory back; r->res is gone afterwards. */
+static void
+results_fini(struct results *r)
+{
+	if (r->s != NULL) {
+		scratch_put(&r->h->scratch, r->s);
+	}
+	memset(r, 0, sizeof(*r));
+}
+
+/* One keys request (op, flags) encoded in s's body; its results go to
+ * res[]: exactly n of them when exact, else at most n (PIN). */
+static int
+keys_request(struct cxlp_handler *h, struct scratch *s, uint16_t op,
+    uint32_t flags, size_t n, const void *const keys[],
+    const size_t key_lens[], bool exact, struct proto_result res[],
+    uint32_t *got)
+{
+	struct pbuf *body = scratch_body(s);
+	struct creply rep;
+	int rc;
+
+	pbuf_reset(body);
+	proto_put_keys(body, flags, n, keys, key_lens);
+	rc = h_call(h, op, body, &rep);
 	if (rc == 0) {
-		rc = h_get_results(&rep, *res, n, exact, got);
+		rc = h_get_results(&rep, res, n, exact, got);
 		client_reply_fini(&rep);
 	}
-	if (rc != 0) {
-		free(*res);
-		*res = NULL;
+	return rc;
+}
+
+/* keys_call -- checks and one keys request; 0 with *r (release with
+ * results_fini) or an error with nothing to release. */
+static int
+keys_call(struct cxlp_handler *h, uint16_t op, uint32_t flags, size_t n,
+    const void *const keys[], const size_t key_lens[], bool exact,
+    struct results *r)
+{
+	int rc = results_init(h, op, n, keys, key_lens, r);
+
+	if (rc == 0 && (rc = keys_request(h, r->s, op, flags, n, keys,
+	    key_lens, exact, r->res, &r->got)) != 0) {
+		results_fini(r);
 	}
 	return rc;
 }
 
 /* Ask the server for the keys with ask[i] set and put its results in
- * res[i]; the others keep what the direct read found. */
+ * r->res[i]; the others keep what the direct read found. */
 static int
-ask_server(struct cxlp_handler *h, uint16_t op, size_t n,
+ask_server(struct results *r, uint16_t op, size_t n,
     const void *const keys[], const size_t key_lens[], const bool ask[],
-    size_t nask, struct proto_result res[])
+    size_t nask)
 {
-	const void **k = malloc(nask * sizeof(*k));
-	size_t *kl = malloc(nask * sizeof(*kl)), m = 0;
-	struct proto_result *sub = NULL;
+	const void **k = scratch_array(r->s, nask, sizeof(*k));
+	size_t *kl = scratch_array(r->s, nask, sizeof(*kl)), m = 0;
+	struct proto_result *sub = scratch_array(r->s, nask, sizeof(*sub));
 	uint32_t got;
-	int rc = -ENOMEM;
+	int rc;
 
-	if (k == NULL || kl == NULL) {
-		cxlp_fail(rc, "%s: out of memory", proto_op_name(op));
-		goto out;
+	if (k == NULL || kl == NULL || sub == NULL) {
+		return cxlp_fail(-ENOMEM, "%s: out of memory",
+		    proto_op_name(op));
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (ask[i]) {
@@ -78,16 +121,12 @@ ask_server(struct cxlp_handler *h, uint16_t op, size_t n,
 			kl[m++] = key_lens[i];
 		}
 	}
-	rc = keys_call(h, op, 0, nask, k, kl, true, &sub, &got);
+	rc = keys_request(r->h, r->s, op, 0, nask, k, kl, true, sub, &got);
 	for (size_t i = 0, j = 0; rc == 0 && i < n; i++) {
 		if (ask[i]) {
-			res[i] = sub[j++];
+			r->res[i] = sub[j++];
 		}
 	}
-	free(sub);
-out:
-	free(k);
-	free(kl);
 	return rc;
 }
 
@@ -95,35 +134,27 @@ out:
  * round trip for what they leave; same returns as keys_call. */
 static int
 lookup_call(struct cxlp_handler *h, uint16_t op, size_t n,
-    const void *const keys[], const size_t key_lens[],
-    struct proto_result **res)
+    const void *const keys[], const size_t key_lens[], struct results *r)
 {
-	uint32_t got;
 	size_t nask;
 	bool *ask;
 	int rc;
 
 	if (h == NULL || h->direct == NULL) {
-		return keys_call(h, op, 0, n, keys, key_lens, true, res, &got);
+		return keys_call(h, op, 0, n, keys, key_lens, true, r);
 	}
-	*res = NULL;
-	if ((rc = h_check_open(h)) != 0 ||
-	    (rc = h_check_keys(n, keys, key_lens)) != 0) {
+	if ((rc = results_init(h, op, n, keys, key_lens, r)) != 0) {
 		return rc;
 	}
-	*res = calloc(n, sizeof(**res));
-	ask = calloc(n, sizeof(*ask));
-	if (*res == NULL || ask == NULL) {
+	if ((ask = scratch_array(r->s, n, sizeof(*ask))) == NULL) {
 		rc = cxlp_fail(-ENOMEM, "%s: out of memory",
 		    proto_op_name(op));
-	} else if ((nask = direct_lookup_batch(h, n, keys, key_lens, *res,
+	} else if ((nask = direct_lookup_batch(h, n, keys, key_lens, r->res,
 	    ask)) > 0) {
-		rc = ask_server(h, op, n, keys, key_lens, ask, nask, *res);
+		rc = ask_server(r, op, n, keys, key_lens, ask, nask);
 	}
-	free(ask);
 	if (rc != 0) {
-		free(*res);
-		*res = NULL;
+		results_fini(r);
 	}
 	return rc;
 }
@@ -203,8 +234,7 @@ cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[], unsigned flags,
     const void *data[], size_t lens[], int status[])
 {
-	struct proto_result *res;
-	uint32_t got;
+	struct results r;
 	size_t nbad;
 	int rc;
 
@@ -214,18 +244,19 @@ cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
 	}
 	if (flags & CXLP_RETRIEVE_PIN) {
 		rc = keys_call(h, PROTO_OP_LOOKUP, PROTO_F_PIN, n, keys,
-		    key_lens, true, &res, &got);
+		    key_lens, true, &r);
 	} else {
-		rc = lookup_call(h, PROTO_OP_LOOKUP, n, keys, key_lens, &res);
+		rc = lookup_call(h, PROTO_OP_LOOKUP, n, keys, key_lens, &r);
 	}
 	if (rc != 0) {
 		return rc;
 	}
-	nbad = retrieve_resolve(h, n, res, data, lens, status);
+	nbad = retrieve_resolve(h, n, r.res, data, lens, status);
 	if (nbad > 0 && (flags & CXLP_RETRIEVE_PIN)) {
-		retrieve_unpin_failed(h, n, keys, key_lens, res, status, nbad);
+		retrieve_unpin_failed(h, n, keys, key_lens, r.res, status,
+		    nbad);
 	}
-	free(res);
+	results_fini(&r);
 	return 0;
 }
 
@@ -253,24 +284,26 @@ int
 cxlp_batch_exists(struct cxlp_handler *h, size_t n, const void *const keys[],
     const size_t key_lens[], bool exists[])
 {
-	struct proto_result *res;
+	struct results r;
 	int rc;
 
 	if (exists == NULL) {
 		return cxlp_fail(-EINVAL, "exists: exists is NULL");
 	}
-	rc = lookup_call(h, PROTO_OP_EXISTS, n, keys, key_lens, &res);
+	rc = lookup_call(h, PROTO_OP_EXISTS, n, keys, key_lens, &r);
 	if (rc != 0) {
 		return rc;
 	}
 	for (size_t i = 0; i < n; i++) {
-		exists[i] = res[i].status == 0;
-		if (res[i].status != 0 && res[i].status != CXLP_E_NOTFOUND &&
+		const struct proto_result *x = &r.res[i];
+
+		exists[i] = x->status == 0;
+		if (x->status != 0 && x->status != CXLP_E_NOTFOUND &&
 		    rc == 0) {
-			rc = result_status(&res[i], "exists");
+			rc = result_status(x, "exists");
 		}
 	}
-	free(res);
+	results_fini(&r);
 	return rc;
 }
 
@@ -311,25 +344,25 @@ int
 cxlp_batch_pin(struct cxlp_handler *h, size_t n, const void *const keys[],
     const size_t key_lens[], size_t *npinned)
 {
-	struct proto_result *res;
-	uint32_t got;
+	struct results r;
 	int rc;
 
 	if (npinned == NULL) {
 		return cxlp_fail(-EINVAL, "pin: npinned is NULL");
 	}
 	*npinned = 0;
-	rc = keys_call(h, PROTO_OP_PIN, 0, n, keys, key_lens, false, &res,
-	    &got);
+	rc = keys_call(h, PROTO_OP_PIN, 0, n, keys, key_lens, false, &r);
 	if (rc != 0) {
 		return rc;
 	}
-	rc = pin_results_check(res, got, n);
+	rc = pin_results_check(r.res, r.got, n);
 	if (rc == 0) {
-		*npinned = res[got - 1].status == 0 ? got : got - 1;
-		rc = result_status(&res[got - 1], "pin");
+		const struct proto_result *last = &r.res[r.got - 1];
+
+		*npinned = last->status == 0 ? r.got : r.got - 1;
+		rc = result_status(last, "pin");
 	}
-	free(res);
+	results_fini(&r);
 	return rc;
 }
 
@@ -348,22 +381,20 @@ int
 cxlp_batch_unpin(struct cxlp_handler *h, size_t n, const void *const keys[],
     const size_t key_lens[], int status[])
 {
-	struct proto_result *res;
-	uint32_t got;
+	struct results r;
 	int rc;
 
 	if (status == NULL) {
 		return cxlp_fail(-EINVAL, "unpin: status is NULL");
 	}
-	rc = keys_call(h, PROTO_OP_UNPIN, 0, n, keys, key_lens, true, &res,
-	    &got);
+	rc = keys_call(h, PROTO_OP_UNPIN, 0, n, keys, key_lens, true, &r);
 	if (rc != 0) {
 		return rc;
 	}
 	for (size_t i = 0; i < n; i++) {
-		status[i] = res[i].status;
+		status[i] = r.res[i].status;
 	}
-	free(res);
+	results_fini(&r);
 	return 0;
 }
 
@@ -403,25 +434,23 @@ int
 cxlp_batch_delete(struct cxlp_handler *h, size_t n, const void *const keys[],
     const size_t key_lens[], int status[])
 {
-	struct proto_result *res;
-	uint32_t got;
+	struct results r;
 	int rc;
 
 	if (status == NULL) {
 		return cxlp_fail(-EINVAL, "delete: status is NULL");
 	}
-	rc = keys_call(h, PROTO_OP_DELETE, 0, n, keys, key_lens, true, &res,
-	    &got);
+	rc = keys_call(h, PROTO_OP_DELETE, 0, n, keys, key_lens, true, &r);
 	if (rc != 0) {
 		return rc;
 	}
 	for (size_t i = 0; i < n; i++) {
-		status[i] = res[i].status;
+		status[i] = r.res[i].status;
 		if (status[i] == 0) {
-			delete_release(h, &res[i].loc);
+			delete_release(h, &r.res[i].loc);
 		}
 	}
-	free(res);
+	results_fini(&r);
 	return 0;
 }
 

@@ -38,6 +38,7 @@
 
 struct batch {
 	size_t n;
+	struct scratch *s;          /* where the arrays and the body live */
 	struct proto_reg *regs;     /* what REGISTER sends */
 	uint32_t *gens;             /* gen of each page's region */
 	struct proto_result *res;   /* what came back */
@@ -77,27 +78,31 @@ store_check_args(struct cxlp_handler *h, size_t n, const void *const keys[],
 }
 
 static void
-batch_fini(struct batch *b)
+batch_fini(struct cxlp_handler *h, struct batch *b)
 {
-	free(b->regs);
-	free(b->gens);
-	free(b->res);
-	free(b->addr);
-	free(b->maps);
+	scratch_put(&h->scratch, b->s);
+	b->s = NULL;
 }
 
 static int
-batch_init(struct batch *b, size_t n)
+batch_init(struct cxlp_handler *h, struct batch *b, size_t n)
 {
+	struct scratch *s = scratch_get(&h->scratch);
+
+	memset(b, 0, sizeof(*b));
+	if (s == NULL) {
+		return -ENOMEM;
+	}
 	b->n = n;
-	b->regs = calloc(n, sizeof(*b->regs));
-	b->gens = calloc(n, sizeof(*b->gens));
-	b->res = calloc(n, sizeof(*b->res));
-	b->addr = calloc(n, sizeof(*b->addr));
-	b->maps = calloc(n, sizeof(*b->maps));
+	b->s = s;
+	b->regs = scratch_array(s, n, sizeof(*b->regs));
+	b->gens = scratch_array(s, n, sizeof(*b->gens));
+	b->res = scratch_array(s, n, sizeof(*b->res));
+	b->addr = scratch_array(s, n, sizeof(*b->addr));
+	b->maps = scratch_array(s, n, sizeof(*b->maps));
 	if (b->regs == NULL || b->gens == NULL || b->res == NULL ||
 	    b->addr == NULL || b->maps == NULL) {
-		batch_fini(b);
+		batch_fini(h, b);
 		return cxlp_fail(-ENOMEM, "store: out of memory");
 	}
 	return 0;
@@ -242,16 +247,14 @@ static int
 store_register(struct cxlp_handler *h, struct batch *b, unsigned flags,
     uint32_t *got)
 {
+	struct pbuf *body = scratch_body(b->s);
 	struct creply rep;
-	struct pbuf body;
 	int rc;
 
 	*got = 0;
-	pbuf_init(&body);
-	proto_put_regs(&body, (flags & CXLP_STORE_PIN) ? PROTO_F_PIN : 0,
+	proto_put_regs(body, (flags & CXLP_STORE_PIN) ? PROTO_F_PIN : 0,
 	    b->n, b->regs);
-	rc = h_call(h, PROTO_OP_REGISTER, &body, &rep);
-	pbuf_fini(&body);
+	rc = h_call(h, PROTO_OP_REGISTER, body, &rep);
 	if (rc != 0) {
 		return rc;
 	}
@@ -279,7 +282,7 @@ cxlp_batch_store(struct cxlp_handler *h, size_t n, const void *const keys[],
 
 	rc = store_check_args(h, n, keys, key_lens, pages, lens, flags,
 	    stored);
-	if (rc != 0 || (rc = batch_init(&b, n)) != 0) {
+	if (rc != 0 || (rc = batch_init(h, &b, n)) != 0) {
 		return rc;
 	}
 	(void)store_resolve(h);
@@ -304,7 +307,7 @@ cxlp_batch_store(struct cxlp_handler *h, size_t n, const void *const keys[],
 	store_settle(h, &b, pages, got, stored);
 	rc = 0;
 out:
-	batch_fini(&b);
+	batch_fini(h, &b);
 	return rc;
 }
 

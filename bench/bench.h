@@ -125,10 +125,11 @@ int helper_run(const struct bench *b, const char *name, const char *pool,
     const char *const args[], void (*on_line)(const char *line, void *arg),
     void *arg);
 
-/* bench_connect -- a handler on url with this page and region size; 0 or
- * a negative cxlp error (message on stderr). */
+/* bench_connect -- a handler on url with this page and region size, and
+ * direct reads on or off; 0 or a negative cxlp error (message on
+ * stderr). */
 struct cxlp_handler;
-int bench_connect(const char *url, size_t page, size_t region,
+int bench_connect(const char *url, size_t page, size_t region, bool direct,
     struct cxlp_handler **h);
 
 /* ---- results ---------------------------------------------------------- */

@@ -286,7 +286,7 @@ dp_run(struct bench *b, size_t page, size_t total)
 		goto out;
 	}
 	t0 = now_ns();
-	if (bench_connect(b->url, page, total, &d.h) != 0) {
+	if (bench_connect(b->url, page, total, true, &d.h) != 0) {
 		goto out;
 	}
 	conn_ms = (double)(now_ns() - t0) / 1e6;

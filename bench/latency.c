@@ -122,7 +122,7 @@ latency_section(struct bench *b)
 	int rc = -1;
 
 	if (keys == NULL || us == NULL || src == NULL ||
-	    bench_connect(b->url, LAT_PAGE, LAT_REGION, &h) != 0) {
+	    bench_connect(b->url, LAT_PAGE, LAT_REGION, true, &h) != 0) {
 		goto out;
 	}
 	memset(src, 0xa5, LAT_PAGE);

@@ -462,7 +462,7 @@ section_on(const struct bench *b, const char *name)
 
 /* bench_connect -- connect a handler (caller closes it). */
 int
-bench_connect(const char *url, size_t page, size_t region,
+bench_connect(const char *url, size_t page, size_t region, bool direct,
     struct cxlp_handler **h)
 {
 	struct cxlp_config *cfg;
@@ -474,7 +474,8 @@ bench_connect(const char *url, size_t page, size_t region,
 	}
 	if ((rc = cxlp_config_set_server(cfg, url)) == 0 &&
 	    (rc = cxlp_config_set_page_size(cfg, page)) == 0 &&
-	    (rc = cxlp_config_set_region_size(cfg, region)) == 0) {
+	    (rc = cxlp_config_set_region_size(cfg, region)) == 0 &&
+	    (rc = cxlp_config_set_direct_reads(cfg, direct)) == 0) {
 		rc = cxlp_connect(h, cfg);
 	}
 	if (rc != 0) {

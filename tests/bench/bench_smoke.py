@@ -90,6 +90,13 @@ def main():
             fail("latency %s did not run cleanly" % op)
     if not doc["batch"] or any(r["errors"] for r in doc["batch"]):
         fail("batch rows missing or with errors")
+    ops = set(r["op"] for r in doc["batch"])
+    if ops != {"store", "retrieve", "exists", "lookup", "delete"}:
+        fail("batch ops: %s" % sorted(ops))
+    # lookups through the metaserver cost it CPU; direct reads cost none
+    lookup = [r for r in doc["batch"] if r["op"] == "lookup"]
+    if not any(r["server_cpu_us_per_key"] > 0 for r in lookup):
+        fail("lookup rows show no metaserver CPU: did they use it?")
     if not doc["datapath"] or not doc["index"] or not doc["targets"]:
         fail("datapath, index or targets empty")
     if not numbers_ok(doc):

@@ -140,6 +140,53 @@ class StoreAndRetrieve(ServerTestCase):
         self.assertEqual(h.batch_exists([self.key("a"), self.key("b")]),
                          [True, False])
 
+    def test_alloc_pages_hands_out_distinct_writable_pages(self) -> None:
+        h = self.handler()
+        pages = h.alloc_pages(40)
+        self.assertEqual(len({p.handle for p in pages}), 40)
+        self.assertEqual(h.stats().pages_allocated, 40)
+        for i, p in enumerate(pages):
+            p.buf[:4] = i.to_bytes(4, "little")
+        keys = [self.key(f"ap{i}") for i in range(40)]
+        self.assertEqual(h.batch_store(keys, pages, [4] * 40), [True] * 40)
+        for p in pages:
+            self.assertFalse(p.live)
+            with self.assertRaises(ValueError):  # the view was released
+                p.buf[0]
+        got = h.batch_retrieve(keys)
+        self.assertEqual([int.from_bytes(v, "little") for v in got],
+                         list(range(40)))
+        self.assertEqual(h.alloc_pages(0), [])
+
+    def test_alloc_pages_is_all_or_nothing_when_the_pool_is_full(
+            self) -> None:
+        h = self.handler(auto_expand=False, max_regions=1)
+        room = h.stats().pages_free
+        before = h.alloc_pages(room - 3)
+        with self.assertRaises(cxlpool.NoSpaceError):
+            h.alloc_pages(4)
+        st = h.stats()  # the 3 taken before the miss were given back
+        self.assertEqual((st.pages_allocated, st.pages_free),
+                         (room - 3, 3))
+        rest = h.alloc_pages(3)
+        for p in before + rest:
+            h.free(p)
+        self.assertEqual(h.stats().pages_free, room)
+
+    def test_batch_retrieve_mixes_views_errors_and_empty_values(
+            self) -> None:
+        h = self.handler()
+        self.put(h, self.key("a"), b"alpha")
+        self.put(h, self.key("e"), b"")
+        self.put(h, self.key("b"), b"beta")
+        got = h.batch_retrieve([self.key("a"), self.key("x"),
+                                self.key("e"), self.key("b")])
+        self.assertEqual(bytes(got[0]), b"alpha")
+        self.assertIsInstance(got[1], cxlpool.NotFoundError)
+        self.assertEqual(bytes(got[2]), b"")
+        self.assertEqual(bytes(got[3]), b"beta")
+        self.assertTrue(got[0].readonly and got[3].readonly)
+
     def test_free_gives_the_page_back(self) -> None:
         h = self.handler()
         page = h.alloc()

@@ -33,7 +33,16 @@ caller) and refuses new ones.
 
 Fork: a session belongs to the process that connected. In a forked child
 every call raises ClosedError and close() forgets the handler without
-calling ``cxlp_close`` (that would end the parent's session).
+calling ``cxlp_close`` (that would end the parent's session). A child is
+told by a fork generation bumped in ``os.register_at_fork``, not by
+calling getpid on every call (a system call per call).
+
+Cost: every Python-level step of a call is paid per page or per key, and
+in a connector that writes 64 KiB chunks it was more than the copy: a
+call enters through ``with session.call()`` (Session is its own context
+manager, no generator), locks are taken directly (the Condition is only
+for close's wait), and the batch paths export and invalidate a whole
+batch of views under one lock.
 """
 
 from __future__ import annotations
@@ -42,9 +51,8 @@ import ctypes
 import os
 import threading
 import weakref
-from contextlib import contextmanager
 from functools import partial
-from typing import Dict, Iterator, Set, Tuple
+from typing import Dict, List, Sequence, Set, Tuple
 
 from . import _lib
 from .errors import ClosedError, make
@@ -58,6 +66,34 @@ _ZOMBIES_LOCK = threading.Lock()
 _Entry = Tuple["weakref.ref[ctypes.Array[ctypes.c_ubyte]]",
                "weakref.ref[memoryview]"]
 
+# Bumped in every forked child: a session made before the fork sees a
+# generation that is not its own.
+_FORK_GEN = 0
+
+
+def _forked() -> None:
+    global _FORK_GEN
+    _FORK_GEN += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def _wrap(addr: int, size: int, readonly: bool
+          ) -> Tuple["ctypes.Array[ctypes.c_ubyte]", memoryview]:
+    """The ctypes array over size bytes at addr and the view handed out."""
+    arr = (ctypes.c_ubyte * size).from_address(addr)
+    raw = memoryview(arr)
+    try:
+        view = raw.cast("B")
+    finally:
+        raw.release()
+    if readonly:
+        writable = view
+        view = writable.toreadonly()
+        writable.release()
+    return arr, view
+
 
 class Session:
     """A connected C handler, its call count and its exported views."""
@@ -65,8 +101,10 @@ class Session:
     def __init__(self, handle: ctypes.c_void_p) -> None:
         self._h = handle
         self.pid = os.getpid()
+        self._fork_gen = _FORK_GEN
         self.page_size = int(_lib.lib().cxlp_page_size(handle))
-        self._cond = threading.Condition(threading.RLock())
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._state = _OPEN
         self._active = 0
         self._exports: Dict[int, _Entry] = {}
@@ -74,27 +112,30 @@ class Session:
 
     # -- calls ---------------------------------------------------------
 
-    @contextmanager
-    def call(self) -> Iterator[ctypes.c_void_p]:
-        """Run a C call on the handler: yields the handle.
+    def call(self) -> "Session":
+        """``with session.call() as h:`` runs a C call on the handler.
 
-        Raises ClosedError when the handler is closed or closing, or when
-        this process is not the one that connected (after fork).
+        Entering yields the handle; it raises ClosedError when the handler
+        is closed or closing, or when this process is not the one that
+        connected (after fork).
         """
-        with self._cond:
+        return self
+
+    def __enter__(self) -> ctypes.c_void_p:
+        with self._lock:
             if self._state != _OPEN:
                 raise make(ClosedError, "handler is closed")
-            if os.getpid() != self.pid:
+            if self._fork_gen != _FORK_GEN:
                 raise make(ClosedError, f"handler was connected by process "
                            f"{self.pid}; connect again in this process")
             self._active += 1
-        try:
-            yield self._h
-        finally:
-            with self._cond:
-                self._active -= 1
-                if self._active == 0:
-                    self._cond.notify_all()
+        return self._h
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._active -= 1
+            if self._active == 0 and self._state != _OPEN:
+                self._cond.notify_all()
 
     @property
     def is_open(self) -> bool:
@@ -110,22 +151,22 @@ class Session:
         Call inside call(), so that close() cannot run meanwhile. Returns
         (export id, view); the id names the view for invalidate().
         """
-        arr = (ctypes.c_ubyte * size).from_address(addr)
-        raw = memoryview(arr)
-        try:
-            view = raw.cast("B")
-        finally:
-            raw.release()
-        if readonly:
-            writable = view
-            view = writable.toreadonly()
-            writable.release()
-        with self._cond:
-            xid = self._next_id
-            self._next_id += 1
-            self._exports[xid] = (weakref.ref(arr, partial(self._gone, xid)),
-                                  weakref.ref(view))
-        return xid, view
+        return self.export_many([(addr, size)], readonly)[0]
+
+    def export_many(self, spans: Sequence[Tuple[int, int]],
+                    readonly: bool) -> List[Tuple[int, memoryview]]:
+        """export() of each (addr, size), registered under one lock."""
+        made = [_wrap(addr, size, readonly) for addr, size in spans]
+        out = []
+        with self._lock:
+            for arr, view in made:
+                xid = self._next_id
+                self._next_id += 1
+                self._exports[xid] = (weakref.ref(arr,
+                                                  partial(self._gone, xid)),
+                                      weakref.ref(view))
+                out.append((xid, view))
+        return out
 
     def invalidate(self, xid: int) -> None:
         """Release the view handed out under xid; later use raises.
@@ -133,23 +174,28 @@ class Session:
         A view that another object has a buffer of (e.g. numpy) cannot be
         released; it stays valid and keeps the session's mappings alive.
         """
-        with self._cond:
-            entry = self._exports.get(xid)
-        view = entry[1]() if entry is not None else None
-        if view is not None:
-            try:
-                view.release()
-            except BufferError:
-                pass
+        self.invalidate_many([xid])
+
+    def invalidate_many(self, xids: Sequence[int]) -> None:
+        """invalidate() of each xid, looked up under one lock."""
+        with self._lock:
+            entries = [self._exports.get(x) for x in xids]
+        for entry in entries:
+            view = entry[1]() if entry is not None else None
+            if view is not None:
+                try:
+                    view.release()
+                except BufferError:
+                    pass
 
     def live_views(self) -> int:
         """Number of tracked arrays still reachable from Python."""
-        with self._cond:
+        with self._lock:
             return len(self._exports)
 
     def _gone(self, xid: int, _ref: object) -> None:
         """Weakref callback: the array of xid died; maybe finish close."""
-        with self._cond:
+        with self._lock:
             self._exports.pop(xid, None)
             last = self._state == _CLOSED and not self._exports
         if last:
@@ -166,7 +212,7 @@ class Session:
         with self._cond:
             if self._state != _OPEN:
                 return
-            if os.getpid() != self.pid:
+            if self._fork_gen != _FORK_GEN:
                 self._state = _CLOSED
                 self._h = ctypes.c_void_p()
                 return
@@ -174,9 +220,8 @@ class Session:
             while self._active:
                 self._cond.wait()
             xids = list(self._exports)
-        for xid in xids:
-            self.invalidate(xid)
-        with self._cond:
+        self.invalidate_many(xids)
+        with self._lock:
             self._state = _CLOSED
             last = not self._exports
             if not last:
@@ -187,7 +232,7 @@ class Session:
 
     def _destroy(self) -> None:
         """cxlp_close the handler (once) and forget the zombie."""
-        with self._cond:
+        with self._lock:
             handle, self._h = self._h, ctypes.c_void_p()
         if handle:
             _lib.lib().cxlp_close(ctypes.byref(handle))

@@ -241,14 +241,40 @@ class Handler:
         Raises NoSpaceError when the owned regions are full and no region
         can be added (auto-expand off, max_regions reached, pool full).
         """
+        return self.alloc_pages(1)[0]
+
+    def alloc_pages(self, n: int) -> List[Page]:
+        """Take n free pages at once: alloc() n times, cheaper per page.
+
+        All or nothing: if page k cannot be had, the k pages taken are
+        given back and the error (NoSpaceError...) is raised.
+        """
+        n = _length(n, "n")
         session = self._s()
         with session.call() as h:
-            page = c_uint64()
-            addr = c_void_p()
-            check(_lib.lib().cxlp_alloc(h, byref(page), byref(addr)))
-            xid, view = session.export(addr.value or 0, session.page_size,
-                                       readonly=False)
-            return Page(session, page.value, view, xid)
+            handles, addrs = self._alloc_c(h, n)
+            made = session.export_many(
+                [(a, session.page_size) for a in addrs], readonly=False)
+            return [Page(session, pid, view, xid)
+                    for pid, (xid, view) in zip(handles, made)]
+
+    @staticmethod
+    def _alloc_c(h: c_void_p, n: int) -> Tuple[List[int], List[int]]:
+        """cxlp_alloc n times: (handles, addresses), or raise with every
+        page taken so far freed."""
+        alloc, page, addr = _lib.lib().cxlp_alloc, c_uint64(), c_void_p()
+        handles: List[int] = []
+        addrs: List[int] = []
+        for _ in range(n):
+            rc = alloc(h, byref(page), byref(addr))
+            if rc < 0:
+                err = error_from_code(rc)
+                for taken in handles:
+                    _lib.lib().cxlp_free(h, taken)
+                raise err
+            handles.append(page.value)
+            addrs.append(addr.value or 0)
+        return handles, addrs
 
     def free(self, page: Page) -> None:
         """Give back an allocated, unregistered page (cxlp_free)."""
@@ -268,7 +294,7 @@ class Handler:
         Refuses objects that are not pages of this session, pages already
         consumed or in use by another call, and a page named twice.
         """
-        with session._cond:
+        with session._lock:
             taken: List[Page] = []
             for i, page in enumerate(pages):
                 why = self._page_problem(session, page)
@@ -384,8 +410,7 @@ class Handler:
         Only success and CXLP_E_UNKNOWN consume the pages; any other error
         is one the C API returns before consuming any."""
         if err is None or isinstance(err, UnknownOutcomeError):
-            for p in pages:
-                p._consume()
+            _consume_all(pages)
         else:
             self._unclaim(pages)
         if isinstance(err, UnknownOutcomeError):
@@ -445,8 +470,15 @@ class Handler:
             flags = _lib.RETRIEVE_PIN if pin else 0
             check(_lib.lib().cxlp_batch_retrieve(h, n, kptrs, klens, flags,
                                                  data, sizes, status))
-            return [self._view(session, data[i], sizes[i]) if status[i] == 0
-                    else _key_error(status[i], bkeys[i]) for i in range(n)]
+            found = [i for i in range(n) if status[i] == 0 and sizes[i]]
+            views = session.export_many(
+                [(data[i] or 0, sizes[i]) for i in found], readonly=True)
+            out: List[Union[memoryview, CxlpError]] = [
+                memoryview(b"") if status[i] == 0 else
+                _key_error(status[i], bkeys[i]) for i in range(n)]
+            for i, (_, view) in zip(found, views):
+                out[i] = view
+            return out
 
     # -- lookups, pins, deletes ----------------------------------------
 
@@ -573,6 +605,16 @@ class _PyBuffer(ctypes.Structure):
                 ("format", ctypes.c_char_p), ("shape", c_void_p),
                 ("strides", c_void_p), ("suboffsets", c_void_p),
                 ("internal", c_void_p)]
+
+
+def _consume_all(pages: Sequence[Page]) -> None:
+    """Page._consume() of every page, their views released under one
+    lookup (the pages of one call share a session)."""
+    if not pages:
+        return
+    for p in pages:
+        p._state = _CONSUMED
+    pages[0]._session.invalidate_many([p._xid for p in pages])
 
 
 def address_of(view: Any) -> int:

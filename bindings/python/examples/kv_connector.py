@@ -67,7 +67,7 @@ class CxlKVConnector:
     def save(self, tokens: Sequence[int]) -> List[bool]:
         """Write each chunk into its page and store them in one batch."""
         keys = self.chunk_keys(tokens)
-        pages = [self.h.alloc() for _ in keys]
+        pages = self.h.alloc_pages(len(keys))
         try:
             for key, page in zip(keys, pages):
                 self.fake_kv(key, page.buf[:CHUNK_BYTES])

@@ -253,8 +253,13 @@ class Handler:
         session = self._s()
         with session.call() as h:
             handles, addrs = self._alloc_c(h, n)
-            made = session.export_many(
-                [(a, session.page_size) for a in addrs], readonly=False)
+            try:
+                made = session.export_many(
+                    [(a, session.page_size) for a in addrs], readonly=False)
+            except BaseException:
+                for taken in handles:
+                    _lib.lib().cxlp_free(h, taken)
+                raise
             return [Page(session, pid, view, xid)
                     for pid, (xid, view) in zip(handles, made)]
 

@@ -257,11 +257,16 @@ class Handler:
                 made = session.export_many(
                     [(a, session.page_size) for a in addrs], readonly=False)
             except BaseException:
-                for taken in handles:
-                    _lib.lib().cxlp_free(h, taken)
+                self._free_c(h, handles)
                 raise
             return [Page(session, pid, view, xid)
                     for pid, (xid, view) in zip(handles, made)]
+
+    @staticmethod
+    def _free_c(h: c_void_p, handles: Sequence[int]) -> None:
+        """cxlp_free pages this call took and will not hand out."""
+        for taken in handles:
+            _lib.lib().cxlp_free(h, taken)
 
     @staticmethod
     def _alloc_c(h: c_void_p, n: int) -> Tuple[List[int], List[int]]:
@@ -274,8 +279,7 @@ class Handler:
             rc = alloc(h, byref(page), byref(addr))
             if rc < 0:
                 err = error_from_code(rc)
-                for taken in handles:
-                    _lib.lib().cxlp_free(h, taken)
+                Handler._free_c(h, handles)
                 raise err
             handles.append(page.value)
             addrs.append(addr.value or 0)

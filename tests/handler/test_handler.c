@@ -578,3 +578,161 @@ Test(handler, many_threads_share_one_handler)
 	cr_assert_geq(st.own_regions, 7);
 	cxlp_close(&h);
 }
+
+/* Threads sharing one handler, each storing, reading back, checking and
+ * deleting batches of its own keys whose sizes change every round: the
+ * batch calls' reusable memory (handler/scratch.c) is taken and grown by
+ * many threads at once, and a request built in memory another thread also
+ * uses would store or read the wrong keys or bytes. */
+#define BT_THREADS 12
+#define BT_ROUNDS 40
+#define BT_MAX 150
+
+struct bthread {
+	struct cxlp_handler *h;
+	int id;
+	char why[160];
+};
+
+static size_t
+bt_batch_size(int id, int round)
+{
+	return 20 + (size_t)(id * 37 + round * 53) % (BT_MAX - 19);
+}
+
+/* store n pages stamped (id, round, i); 0 or -1 with why */
+static int
+bt_store(struct bthread *t, int round, size_t n, const void **kp,
+    const size_t *kl)
+{
+	cxlp_page_t pg[BT_MAX];
+	size_t lens[BT_MAX];
+	bool stored[BT_MAX];
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t stamp[3] = {(uint32_t)t->id, (uint32_t)round,
+			(uint32_t)i};
+		void *buf;
+
+		if (cxlp_alloc(t->h, &pg[i], &buf) != 0) {
+			snprintf(t->why, sizeof(t->why), "alloc: %s",
+			    cxlp_errormsg());
+			return -1;
+		}
+		memcpy(buf, stamp, sizeof(stamp));
+		lens[i] = sizeof(stamp) + i;
+	}
+	if (cxlp_batch_store(t->h, n, kp, kl, pg, lens, 0, stored) != 0) {
+		snprintf(t->why, sizeof(t->why), "store: %s", cxlp_errormsg());
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!stored[i]) {
+			snprintf(t->why, sizeof(t->why), "key %zu not stored", i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* read every key back and check its stamp and length */
+static int
+bt_check(struct bthread *t, int round, size_t n, const void **kp,
+    const size_t *kl)
+{
+	const void *data[BT_MAX];
+	size_t lens[BT_MAX];
+	int st[BT_MAX];
+	bool ex[BT_MAX];
+
+	if (cxlp_batch_retrieve(t->h, n, kp, kl, 0, data, lens, st) != 0 ||
+	    cxlp_batch_exists(t->h, n, kp, kl, ex) != 0) {
+		snprintf(t->why, sizeof(t->why), "read: %s", cxlp_errormsg());
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t want[3] = {(uint32_t)t->id, (uint32_t)round,
+			(uint32_t)i};
+
+		if (st[i] != 0 || !ex[i] || lens[i] != sizeof(want) + i ||
+		    memcmp(data[i], want, sizeof(want)) != 0) {
+			snprintf(t->why, sizeof(t->why), "round %d key %zu: "
+			    "status %d, exists %d, %zu bytes, wrong stamp %d",
+			    round, i, st[i], ex[i], lens[i], st[i] == 0 &&
+			    memcmp(data[i], want, sizeof(want)) != 0);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void *
+bt_main(void *arg)
+{
+	struct bthread *t = arg;
+	char keys[BT_MAX][40];
+	const void *kp[BT_MAX];
+	size_t kl[BT_MAX];
+	int st[BT_MAX];
+
+	for (int round = 0; round < BT_ROUNDS; round++) {
+		size_t n = bt_batch_size(t->id, round);
+
+		for (size_t i = 0; i < n; i++) {
+			kl[i] = (size_t)snprintf(keys[i], sizeof(keys[i]),
+			    "bt-%d-%d-%zu-%.*s", t->id, round, i,
+			    (int)(i % 17), "padding-padding-p");
+			kp[i] = keys[i];
+		}
+		if (bt_store(t, round, n, kp, kl) != 0 ||
+		    bt_check(t, round, n, kp, kl) != 0) {
+			return t;
+		}
+		if (cxlp_batch_delete(t->h, n, kp, kl, st) != 0) {
+			snprintf(t->why, sizeof(t->why), "delete: %s",
+			    cxlp_errormsg());
+			return t;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (st[i] != 0) {
+				snprintf(t->why, sizeof(t->why), "delete key "
+				    "%zu: %d", i, st[i]);
+				return t;
+			}
+		}
+	}
+	return NULL;
+}
+
+Test(handler, threads_with_large_batches_never_mix_their_requests)
+{
+	struct cxlp_handler *h[2];
+	struct bthread t[BT_THREADS];
+	pthread_t th[BT_THREADS];
+	struct cxlp_stats st;
+
+	h[0] = hfx_connect(); /* direct reads */
+	cr_assert_eq(cxlp_config_set_direct_reads(cfg, false), 0);
+	h[1] = hfx_connect(); /* every lookup through the server */
+	for (int i = 0; i < BT_THREADS; i++) {
+		t[i] = (struct bthread){.h = h[i % 2], .id = i};
+		cr_assert_eq(pthread_create(&th[i], NULL, bt_main, &t[i]), 0);
+	}
+	for (int i = 0; i < BT_THREADS; i++) {
+		void *rv;
+
+		pthread_join(th[i], &rv);
+		cr_expect_null(rv, "thread %d: %s", i, t[i].why);
+	}
+	for (int k = 0; k < 2; k++) {
+		st = stats_ok(h[k]);
+		cr_assert_eq(st.pages_registered, 0);
+		cr_assert_eq(st.pages_allocated, 0);
+		cxlp_close(&h[k]);
+	}
+	st = (struct cxlp_stats){0};
+	h[0] = hfx_connect();
+	st = stats_ok(h[0]);
+	cr_assert_eq(st.keys, 0, "%llu keys left", (unsigned long long)st.keys);
+	cxlp_close(&h[0]);
+}

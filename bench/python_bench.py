@@ -42,6 +42,8 @@ BATCHES = (16, 256, 1024)
 
 def find_metaserver(given: Optional[str]) -> str:
     """--metaserver, $CXLP_METASERVER, or the build tree's binary."""
+    if given is not None and not os.access(given, os.X_OK):
+        sys.exit(f"python_bench: --metaserver {given}: not an executable")
     for cand in (given, os.environ.get("CXLP_METASERVER"),
                  str(SRC / "build" / "metaserver" / "cxlpool-metaserver")):
         if cand and os.access(cand, os.X_OK):
@@ -61,10 +63,14 @@ class Server:
              "--log-level", "err"], stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         assert self.proc.stderr is not None
-        line = self.proc.stderr.readline()
-        if "ready" not in line:
-            self.stop()
-            sys.exit(f"python_bench: metaserver did not start: {line}")
+        seen = []
+        for line in self.proc.stderr:  # log lines, then the ready line
+            seen.append(line)
+            if "cxlpool-metaserver: ready" in line:
+                return
+        self.stop()
+        sys.exit("python_bench: metaserver did not start:\n" +
+                 "".join(seen))
 
     def stop(self) -> None:
         self.proc.terminate()

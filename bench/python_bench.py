@@ -43,7 +43,9 @@ BATCHES = (16, 256, 1024)
 def find_metaserver(given: Optional[str]) -> str:
     """--metaserver, $CXLP_METASERVER, or the build tree's binary."""
     if given is not None and not os.access(given, os.X_OK):
-        sys.exit(f"python_bench: --metaserver {given}: not an executable")
+        print(f"python_bench: --metaserver {given}: not an executable",
+              file=sys.stderr)
+        sys.exit(2)  # a usage error, as argparse's
     for cand in (given, os.environ.get("CXLP_METASERVER"),
                  str(SRC / "build" / "metaserver" / "cxlpool-metaserver")):
         if cand and os.access(cand, os.X_OK):

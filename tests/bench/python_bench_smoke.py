@@ -6,6 +6,10 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+import cxlp_test  # noqa: E402  (the binding's test fixtures)
 
 
 def fail(why: str, detail: str = "") -> None:
@@ -16,6 +20,9 @@ def fail(why: str, detail: str = "") -> None:
 
 
 def main() -> None:
+    # an ASan build of libcxlpool needs ASan's runtime preloaded into
+    # python3; the bench's own python3 child inherits it
+    cxlp_test.reexec_under_asan()
     script = sys.argv[1]
     proc = subprocess.run([sys.executable, "-B", script, "--quick",
                            "--json", "-"], stdout=subprocess.PIPE,

@@ -184,7 +184,7 @@ def _asan_runtime() -> Optional[str]:
     return None
 
 
-def _reexec_under_asan() -> None:
+def reexec_under_asan() -> None:
     """Re-run this test with the ASan runtime preloaded, if needed.
 
     A sanitizer build of libcxlpool cannot be dlopen()ed by a plain
@@ -217,7 +217,7 @@ def native_env() -> Dict[str, str]:
 def main() -> None:
     """unittest.main(), after taking ``--c-reader PATH`` off argv (and
     re-executing under ASan's runtime for a sanitizer build)."""
-    _reexec_under_asan()
+    reexec_under_asan()
     argv = list(sys.argv)
     if "--c-reader" in argv:
         i = argv.index("--c-reader")

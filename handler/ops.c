@@ -43,6 +43,7 @@ results_init(struct cxlp_handler *h, uint16_t op, size_t n,
 	if ((r->s = scratch_get(&h->scratch)) == NULL ||
 	    (r->res = scratch_array(r->s, n, sizeof(*r->res))) == NULL) {
 		scratch_put(&h->scratch, r->s);
+		memset(r, 0, sizeof(*r));
 		return cxlp_fail(-ENOMEM, "%s: out of memory",
 		    proto_op_name(op));
 	}

@@ -46,7 +46,7 @@ enum { OP_STORE, OP_RETRIEVE, OP_EXISTS, OP_LOOKUP, OP_DELETE };
 
 struct wctx {
 	struct cxlp_handler *h;
-	struct cxlp_handler *hs; /* direct reads off: lookups go to the server */
+	struct cxlp_handler *hs; /* direct reads off: lookups go to server */
 	unsigned id;
 	char (*keys)[BENCH_KEY_BUF];
 	const void **kp;

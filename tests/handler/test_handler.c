@@ -628,7 +628,8 @@ bt_store(struct bthread *t, int round, size_t n, const void **kp,
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!stored[i]) {
-			snprintf(t->why, sizeof(t->why), "key %zu not stored", i);
+			snprintf(t->why, sizeof(t->why), "key %zu not stored",
+			    i);
 			return -1;
 		}
 	}

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -53,6 +55,12 @@ def find_metaserver(given: Optional[str]) -> str:
     sys.exit("python_bench: no cxlpool-metaserver (--metaserver PATH)")
 
 
+def _die_with_parent() -> None:
+    """In the server child: SIGTERM when this bench dies, even by a crash
+    that skips its cleanup (PR_SET_PDEATHSIG)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+
+
 class Server:
     """A metaserver on a private 2 GiB pool, removed at exit."""
 
@@ -63,7 +71,8 @@ class Server:
         self.proc = subprocess.Popen(
             [exe, "--pool", self.pool, "--size", "2G", "--listen", self.url,
              "--log-level", "err"], stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            preexec_fn=_die_with_parent)
         assert self.proc.stderr is not None
         seen = []
         for line in self.proc.stderr:  # log lines, then the ready line

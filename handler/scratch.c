@@ -8,9 +8,9 @@
  * crosses its trim threshold (128 KiB unless the host changed it): the
  * free hands the pages back to the kernel (brk, or madvise in a thread's
  * arena) and the next call faults them in again, with TLB shootdowns
- * across the process's threads. On the 2-core test VM that cost 450-800
- * us of the caller's CPU per 1024-key batch_store, against ~130 us
- * without it (bench/README.md, session 6). A library must not change the
+ * across the process's threads. On the 2-core test VM a 1024-key
+ * batch_store took 600-900 us of the caller's CPU that way, against
+ * 110-165 us without it (bench/README.md, session 6). A library must not change the
  * host's malloc settings, so it keeps this memory itself.
  *
  * DESIGN NOTES

@@ -10,9 +10,12 @@
  * installs the shadow entry (writable, for a write-populated dirty PTE).
  * On bare metal the loads cost a few ms per GiB.
  *
- * The walk runs from the top of the mapping down: a handler hands out the
- * pages of a region from the bottom up, so a writer that starts at once
- * meets the walk half way instead of racing it page by page.
+ * The walk runs from the top of the mapping down, 64 pages at a time (a
+ * populate, then the loads): a handler hands out the pages of a region
+ * from the bottom up, so a writer that starts at once meets the walk half
+ * way instead of racing it page by page, and a stop request is seen
+ * within one chunk: a close does not wait for the populate of a whole
+ * region of many GiB.
  *
  * backed_only is for mappings of a file that another process grows into
  * (the pool's metadata, written by the metaserver alone): a tmpfs read
@@ -91,19 +94,18 @@ walk_backed(const struct pmap *m, size_t first, size_t n, size_t step)
 void
 pmap_prefault_walk(const struct pmap *m, bool backed_only, const int *stop)
 {
-	size_t step = sys_page(), n = pmap_len(m) / step;
+	size_t step = sys_page();
 
 	backed_only = backed_only && !pmap_is_devdax(m);
-	if (!backed_only) {
-		(void)pmap_prefault(m); /* best effort: the loads fault too */
-	}
-	for (size_t top = n; top > 0 && !stopped(stop);) {
+	for (size_t top = pmap_len(m) / step; top > 0 && !stopped(stop);) {
 		size_t k = top < CHUNK ? top : CHUNK;
 
 		top -= k;
 		if (backed_only) {
 			walk_backed(m, top, k, step);
 		} else {
+			/* best effort: the loads fault in what it leaves */
+			(void)pmap_populate(m, top * step, k * step);
 			load_pages(m, top, k, step);
 		}
 	}

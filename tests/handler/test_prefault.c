@@ -84,21 +84,21 @@ wait_present(const void *addr, size_t len)
 	return got;
 }
 
-/* Pages of the file at path within [0, len) that the file backs (tmpfs:
- * allocated), from SEEK_DATA/SEEK_HOLE. */
+/* Pages of the file at path within [from, from + len) that the file
+ * backs (tmpfs: allocated), from SEEK_DATA/SEEK_HOLE. */
 static long
-backed_pages(const char *path, size_t len)
+backed_pages(const char *path, size_t from, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	off_t off = 0, data, hole;
+	off_t off = (off_t)from, end = (off_t)(from + len), data, hole;
 	long n = 0;
 
 	cr_assert_geq(fd, 0, "open %s", path);
-	while (off < (off_t)len && (data = lseek(fd, off, SEEK_DATA)) >= 0 &&
-	    data < (off_t)len) {
+	while (off < end && (data = lseek(fd, off, SEEK_DATA)) >= 0 &&
+	    data < end) {
 		hole = lseek(fd, data, SEEK_HOLE);
 		cr_assert_gt(hole, data);
-		hole = hole > (off_t)len ? (off_t)len : hole;
+		hole = hole > end ? end : hole;
 		n += (long)((hole - data) / SYS_PAGE);
 		off = hole;
 	}
@@ -129,6 +129,27 @@ meta_mapping(const char *path, size_t *len)
 	}
 	fclose(f);
 	return found;
+}
+
+/* The file offset and length of this process's mapping that holds
+ * addr; asserts there is one. */
+static void
+mapping_of(const void *addr, size_t *off, size_t *len)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	unsigned long lo, hi, o;
+	bool found = false;
+
+	cr_assert_not_null(f);
+	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		found = sscanf(line, "%lx-%lx %*s %lx", &lo, &hi, &o) == 3 &&
+		    (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+	}
+	fclose(f);
+	cr_assert(found, "no mapping holds %p", addr);
+	*off = o;
+	*len = hi - lo;
 }
 
 /* Wait until want pages of [addr, addr + len) are present; returns the
@@ -297,14 +318,29 @@ Test(prefault, close_ends_a_prefault_in_progress)
 	cxlp_page_t pg[NPAGES + 1];
 	void *buf;
 
+	size_t off, len;
+
 	cr_assert_eq(cxlp_config_set_region_size(cfg, 64u << 20), 0);
 	h = hfx_connect();
 	for (size_t i = 0; i <= (64u << 20) / PAGE; i++) {
 		cr_assert_eq(cxlp_alloc(h, &pg[i > NPAGES ? NPAGES : i], &buf),
 		    0, "alloc %zu", i);
 	}
+	mapping_of(buf, &off, &len); /* the region just added */
+	cr_assert_eq(len, 64u << 20);
+	/* close once the walk has begun (it allocates the file's pages
+	 * from the top of the region down) */
+	for (time_t end = time(NULL) + WAIT_S;
+	    backed_pages(srv.pool, off, len) == 0 && time(NULL) < end;) {
+	}
+	cr_assert_gt(backed_pages(srv.pool, off, len), 0, "no walk began");
 	cxlp_close(&h); /* must not wait for, or crash in, the walk */
 	cr_assert_null(h);
+	/* The walk populates 64 pages at a time and checks for a stop
+	 * between them: the close must not have waited for the populate
+	 * of the whole region (16k pages). */
+	cr_assert_lt(backed_pages(srv.pool, off, len), (long)(len / SYS_PAGE),
+	    "the close waited for the whole region to be populated");
 }
 
 Test(prefault, metadata_backed_pages_are_prefaulted_and_holes_stay_holes)
@@ -319,7 +355,7 @@ Test(prefault, metadata_backed_pages_are_prefaulted_and_holes_stay_holes)
 	    "on by default");
 	cxlp_close(&w); /* the server writes no more metadata from here */
 	cr_assert_null(meta_mapping(srv.pool, &rlen), "close unmaps it");
-	before = backed_pages(srv.pool, len);
+	before = backed_pages(srv.pool, 0, len);
 	cr_assert_lt(before, (long)(len / SYS_PAGE),
 	    "the key heap has holes, or this test proves nothing");
 	r = hfx_connect();
@@ -329,7 +365,7 @@ Test(prefault, metadata_backed_pages_are_prefaulted_and_holes_stay_holes)
 	present = wait_present_n(meta, len, before);
 	cr_assert_eq(present, before, "metadata pages present %ld, the "
 	    "file backs %ld", present, before);
-	cr_assert_eq(backed_pages(srv.pool, len), before,
+	cr_assert_eq(backed_pages(srv.pool, 0, len), before,
 	    "the prefault allocated holes of the pool file");
 	(void)check_pages(r, NPAGES); /* direct reads find every key */
 	cxlp_close(&r);

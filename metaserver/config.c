@@ -188,7 +188,7 @@ static const struct flag flags[] = {
 	{ "workers", 1, "N", "concurrent request workers, 1..32 "
 	    "(default 4)", set_workers },
 	{ "grace-ms", 1, "MS", "reattach window of a disconnected "
-	    "session (default 10000)", set_grace },
+	    "session of another host (default 10000)", set_grace },
 	{ "index-slots", 1, "N", "KV index capacity when creating "
 	    "(default: from size)", set_slots },
 	{ "reformat", 0, NULL, "format the pool even if it is valid "

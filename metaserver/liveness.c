@@ -7,10 +7,18 @@
  * session last spoke on goes away, the session ends at once if its process
  * is gone (kill(pid, 0) says ESRCH, or /proc/<pid>/stat shows another
  * start time than the HELLO's: the pid was reused), since nothing can come
- * back for it. Otherwise (a tcp peer, or a live process whose connection
- * dropped) it is only detached and ends after the grace period unless it
- * speaks again: nng redials by itself, and a handler reattaches after a
- * metaserver restart. ms_reap ends detached sessions past their deadline.
+ * back for it. Otherwise it is only detached: nng redials by itself, and a
+ * handler reattaches after a metaserver restart.
+ *
+ * How long a detached session lasts depends on what the server can see.
+ * A process of this host (its pid known: from the ipc pipe, or from its
+ * HELLO's host and pid after a restart) keeps its session for as long as
+ * it runs, however long it stays silent: its mappings outlive its
+ * connection, so it may still be writing into the pages of its regions,
+ * and handing those to another handler would let the two write over
+ * each other. It ends when the process exits (or says BYE). A peer whose
+ * life the server cannot see (another host) ends after the grace period
+ * unless it speaks again. ms_reap ends what is due.
  *
  * No nng here: times are passed in, so tests drive the same code with a
  * fake clock.
@@ -57,6 +65,13 @@ proc_stat(uint64_t pid, char *state, uint64_t *start_time)
 	return true;
 }
 
+/* pid names a process of this host that peer_gone can look at. */
+static bool
+pid_checkable(uint64_t pid)
+{
+	return pid != 0 && pid <= INT32_MAX;
+}
+
 /* The process behind pid is gone: no such pid, a zombie (dead, not yet
  * reaped by its parent), or pid now names another process (start time). */
 static bool
@@ -65,7 +80,7 @@ peer_gone(uint64_t pid, uint64_t start_time)
 	uint64_t st = 0;
 	char state = '?';
 
-	if (pid == 0 || pid > INT32_MAX) {
+	if (!pid_checkable(pid)) {
 		return false;
 	}
 	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
@@ -155,9 +170,11 @@ ms_sess_detach(struct ms *ms, struct ms_sess *s, uint64_t pid,
 	s->detached = true;
 	s->deadline_ms = now_ms + ms->grace_ms;
 	s->peer_pid = pid; /* the reaper looks again: exit may still be on */
-	log_info("op=detach session=%llu pipe=%llu pid=%llu grace_ms=%llu",
-	    (unsigned long long)s->id, (unsigned long long)s->pipe,
-	    (unsigned long long)pid, (unsigned long long)ms->grace_ms);
+	log_info("op=detach session=%llu pipe=%llu pid=%llu until=%s "
+	    "grace_ms=%llu", (unsigned long long)s->id,
+	    (unsigned long long)s->pipe, (unsigned long long)pid,
+	    pid_checkable(pid) ? "exit" : "grace",
+	    (unsigned long long)ms->grace_ms);
 }
 
 /* ms_pipe_removed -- pipe_id is gone: each session that last spoke on it
@@ -197,6 +214,9 @@ end_reason(const struct ms_sess *s, uint64_t now_ms)
 	}
 	if (peer_gone(s->peer_pid, s->start_time)) {
 		return "peer_exited";
+	}
+	if (pid_checkable(s->peer_pid)) {
+		return NULL; /* it runs: it may still write its regions */
 	}
 	return s->deadline_ms <= now_ms ? "grace_expired" : NULL;
 }

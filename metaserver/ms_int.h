@@ -162,8 +162,8 @@ struct ms_sess {
 	uint64_t hello_nonce; /* the creating HELLO's nonce; 0 = none */
 	uint64_t pipe;        /* pipe it last spoke on; 0 = none */
 	uint64_t peer_pid;    /* detached: pid behind the lost pipe, or 0 */
-	bool detached;        /* its pipe is gone; ends at deadline */
-	uint64_t deadline_ms; /* monotonic ms */
+	bool detached;        /* its pipe is gone */
+	uint64_t deadline_ms; /* monotonic ms; ends then if peer_pid is 0 */
 	bool dead;            /* ended; freed when refs drops to 0 */
 	unsigned refs;        /* requests in flight */
 	struct rcache rc;
@@ -253,9 +253,10 @@ void sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why);
 /* ms_pipe_gone -- pipe_id was removed lately: the entry (its peer pid), or
  * NULL. */
 const struct ms_pipe *ms_pipe_gone(const struct ms *ms, uint64_t pipe_id);
-/* ms_sess_detach -- s lost its pipe (peer pid, 0 unknown): it ends at
- * now + grace unless it speaks on a live pipe first, or earlier when the
- * reaper finds its process gone. */
+/* ms_sess_detach -- s lost its pipe (peer pid, 0 unknown). The reaper
+ * ends it once it finds its process gone; a peer whose pid is unknown
+ * (another host) also ends at now + grace unless it speaks on a live pipe
+ * first (liveness.c). */
 void ms_sess_detach(struct ms *ms, struct ms_sess *s, uint64_t pid,
     uint64_t now_ms);
 bool sess_alive(struct ms *ms, const struct ms_sess *s);

@@ -12,10 +12,11 @@
  *     pages_total with none allocated or unresolved, and the pool holds
  *     exactly pages_registered keys of that handler: no page leaked (a
  *     key at a page its handler freed) and none doubly owned.
- * Also here: sessions a restarted server reloads end after --grace-ms
- * unless they come back (pins released, regions disowned), pins survive a
- * restart, and a volatile pool from another boot is refused with advice
- * to use --reformat.
+ * Also here: sessions of another host that a restarted server reloads end
+ * after --grace-ms unless they come back (pins released, regions
+ * disowned), while an idle handler of this host keeps its region however
+ * long it is silent; pins survive a restart, and a volatile pool from
+ * another boot is refused with advice to use --reformat.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -29,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cxlpool.h"
 #include "kvtest.h"
 #include "layout.h"
 #include "pool.h"
@@ -312,6 +314,69 @@ Test(kill, a_session_that_comes_back_keeps_its_pins_and_regions)
 	raw_close(&a);
 }
 
+static struct cxlp_handler *
+connect_small(void)
+{
+	struct cxlp_config *cfg;
+	struct cxlp_handler *h = NULL;
+
+	cr_assert_eq(cxlp_config_new(&cfg), 0);
+	cr_assert_eq(cxlp_config_set_server(cfg, srv.url), 0);
+	cr_assert_eq(cxlp_config_set_page_size(cfg, 4096), 0);
+	cr_assert_eq(cxlp_config_set_region_size(cfg, 4 * MiB), 0);
+	cr_assert_eq(cxlp_connect(&h, cfg), 0, "connect: %s",
+	    cxlp_errormsg());
+	cxlp_config_delete(&cfg);
+	return h;
+}
+
+static void
+store_filled(struct cxlp_handler *h, const char *key, int byte,
+    void **where)
+{
+	cxlp_page_t pg;
+	bool stored = false;
+
+	cr_assert_eq(cxlp_alloc(h, &pg, where), 0, "%s: alloc: %s", key,
+	    cxlp_errormsg());
+	memset(*where, byte, 4096);
+	cr_assert_eq(cxlp_store(h, key, strlen(key), pg, 4096, 0, &stored),
+	    0, "%s: store: %s", key, cxlp_errormsg());
+	cr_assert(stored, "%s not stored", key);
+}
+
+/* A handler that says nothing while the server restarts, and for many
+ * grace periods after, still maps its region read-write and may be
+ * writing into it: the region must stay its own, not go to the next
+ * handler that asks, or the two would write over each other's keys. */
+Test(kill, an_idle_handler_keeps_its_region_through_a_restart)
+{
+	const char *const short_grace[] = { "--grace-ms", "100", NULL };
+	struct cxlp_handler *a = connect_small(), *b;
+	void *pa, *pb;
+	const void *data;
+	size_t len;
+
+	test_server_kill(&srv, SIGKILL);
+	cr_assert_eq(test_server_restart(&srv, short_grace), 0);
+	test_sleep_ms(1000); /* ten grace periods; a says nothing */
+	b = connect_small();
+	store_filled(b, "from-b", 'B', &pb);
+	store_filled(a, "from-a", 'A', &pa);
+	cr_assert_neq(pa, pb);
+	cr_assert_eq(cxlp_retrieve(b, "from-b", 6, 0, &data, &len), 0);
+	cr_assert_eq(len, 4096);
+	for (size_t i = 0; i < len; i++) {
+		cr_assert_eq(((const uint8_t *)data)[i], 'B', "byte %zu of "
+		    "b's key was written by a", i);
+	}
+	cr_assert_not(test_server_log_has(&srv, "why=grace_expired"));
+	cxlp_close(&a);
+	cxlp_close(&b);
+}
+
+/* raw_hello names another host, so the server cannot see whether its
+ * process runs: the grace period decides. */
 Test(kill, a_session_that_does_not_come_back_ends_after_the_grace_period)
 {
 	const char *const short_grace[] = { "--grace-ms", "300", NULL };

@@ -1,6 +1,7 @@
 /*
  * test_liveness.c -- metaserver/liveness.c: sessions end when their pipe
- * goes and their process is dead, after a grace period otherwise, and
+ * goes and their process is dead, live on while a process of this host
+ * runs, end after a grace period when the peer's pid is unknown, and
  * across restarts; plus concurrent sessions. Driven through ms_dispatch
  * and hand-called pipe events (dispatch_fixture.h), no sockets.
  */
@@ -57,7 +58,10 @@ Test(liveness, a_reused_pid_with_another_start_time_counts_as_dead)
 	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
 }
 
-Test(liveness, a_live_process_is_detached_and_ends_after_the_grace_period)
+/* Its mappings outlive its connection: a process of this host that still
+ * runs may be writing into its regions, so its session (regions, pins)
+ * stays however long it is silent. */
+Test(liveness, a_live_process_of_this_host_keeps_its_session_while_it_runs)
 {
 	struct cl a, b;
 	struct proto_result res;
@@ -67,6 +71,29 @@ Test(liveness, a_live_process_is_detached_and_ends_after_the_grace_period)
 	client(&a, 1);
 	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
 	ms_pipe_added(&ms, 1, (uint64_t)getpid());
+	ms_pipe_removed(&ms, 1, t0);
+	cr_assert_eq(ms_reap(&ms, t0 + 1000 * GRACE_MS), 0);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 1);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 2);
+	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
+	a.pipe = 3; /* it speaks again, on a new connection */
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(reg_page(&a, 0, "k2", 1, &res), 0, "its region is "
+	    "still its own");
+}
+
+/* A peer whose process the server cannot see (pid unknown: another host)
+ * is given the grace period, then ended: pins released. */
+Test(liveness, a_peer_of_unknown_pid_ends_after_the_grace_period)
+{
+	struct cl a, b;
+	struct proto_result res;
+	uint64_t t0 = ms_now_ms();
+
+	hello(&b, 2);
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&ms, 1, 0);
 	ms_pipe_removed(&ms, 1, t0);
 	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS - 1), 0);
 	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 1);
@@ -103,7 +130,7 @@ Test(liveness, a_request_served_after_its_pipe_went_does_not_reattach)
 	uint64_t t0 = ms_now_ms();
 
 	hello(&a, 1);
-	ms_pipe_added(&ms, 1, (uint64_t)getpid());
+	ms_pipe_added(&ms, 1, 0);
 	ms_pipe_removed(&ms, 1, t0);
 	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0,
 	    "the late request itself is still served");
@@ -118,7 +145,7 @@ Test(liveness, a_hello_served_after_its_pipe_went_starts_detached)
 	struct cl a;
 	uint64_t t0;
 
-	ms_pipe_added(&ms, 3, (uint64_t)getpid());
+	ms_pipe_added(&ms, 3, 0);
 	ms_pipe_removed(&ms, 3, ms_now_ms());
 	hello(&a, 3);
 	t0 = ms_now_ms();
@@ -131,8 +158,8 @@ Test(liveness, a_late_request_on_an_old_pipe_leaves_a_live_session_alone)
 	struct cl a;
 	uint64_t t0 = ms_now_ms();
 
-	ms_pipe_added(&ms, 1, (uint64_t)getpid());
-	ms_pipe_added(&ms, 2, (uint64_t)getpid());
+	ms_pipe_added(&ms, 1, 0);
+	ms_pipe_added(&ms, 2, 0);
 	hello(&a, 1);
 	a.pipe = 2; /* the handler dialed afresh */
 	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);

@@ -216,18 +216,30 @@ Test(server, a_client_process_that_dies_has_its_session_ended)
 	cr_assert_eq(test_server_stop(&srv), 0);
 }
 
-Test(server, a_closed_connection_detaches_and_the_grace_period_ends_it)
+/* This process still runs, so its session outlives its connection and
+ * any number of grace periods; it comes back with its token. */
+Test(server, a_closed_connection_of_a_running_process_keeps_its_session)
 {
-	static const char *const args[] = { "--grace-ms", "200", NULL };
+	static const char *const args[] = { "--grace-ms", "100", NULL };
 	struct raw_client c;
+	uint64_t session, token;
 
 	cr_assert_eq(test_server_start(&srv, POOL_SIZE, args), 0);
 	cr_assert_eq(raw_open(&c, srv.url), 0);
 	cr_assert_eq(raw_hello(&c), 0);
+	session = c.session;
+	token = c.token;
 	raw_close(&c);
-	cr_assert(log_eventually_has(&srv, "op=detach"), "log %s", srv.log);
-	cr_assert(log_eventually_has(&srv, "why=grace_expired"), "log %s",
-	    srv.log);
+	cr_assert(log_eventually_has(&srv, "until=exit"), "log %s", srv.log);
+	sleep_ms(1000); /* ten grace periods, and the reaper's passes */
+	cr_assert_not(test_server_log_has(&srv, "why=grace_expired"),
+	    "log %s", srv.log);
+	cr_assert_eq(raw_open(&c, srv.url), 0);
+	c.session = session;
+	c.token = token;
+	cr_assert_eq(raw_request(&c, PROTO_OP_HEARTBEAT, NULL, NULL, 0, NULL),
+	    0);
+	raw_close(&c);
 	cr_assert_eq(test_server_stop(&srv), 0);
 }
 

@@ -77,8 +77,11 @@ insert_checks(const struct pool *p, uint64_t owner, const void *key,
 		return cxlp_fail(CXLP_E_PERM, "region %u is not owned by "
 		    "session %llu", region, (unsigned long long)owner);
 	}
+	/* a whole page: the region's length need not be a multiple of its
+	 * page size, and a partial last page is no page (region_link) */
 	if (off < r->off || off - r->off >= r->len ||
-	    (off - r->off) % r->page_size != 0) {
+	    (off - r->off) % r->page_size != 0 ||
+	    (off - r->off) / r->page_size >= r->len / r->page_size) {
 		return cxlp_fail(CXLP_E_BOUNDS, "offset %llu is not a page "
 		    "of region %u", (unsigned long long)off, region);
 	}

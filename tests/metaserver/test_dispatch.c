@@ -277,6 +277,29 @@ Test(dispatch, register_past_the_region_end_is_refused_with_bounds)
 	cr_assert_eq(res.status, CXLP_E_TOOBIG);
 }
 
+/* A page size need not divide the region: the partial page at its end
+ * (it would run into whatever follows the region) is no page. The server
+ * used to take it into the index and then abort on it. */
+Test(dispatch, register_at_a_partial_last_page_is_refused_with_bounds)
+{
+	const uint64_t page = 12288; /* 170 whole pages in 2 MiB, and 8 KiB */
+	struct cl a, b;
+	struct proto_loc loc;
+	struct proto_result res;
+
+	hello(&a, 1);
+	cr_assert_eq(region_alloc(&a, REGION_LEN, page, &loc), 0);
+	cr_assert_neq(loc.region_len % page, 0);
+	cr_assert_eq(reg1(&a, 0, "last", loc.region, loc.region_off +
+	    (loc.region_len / page) * page, 10, &res), 0);
+	cr_assert_eq(res.status, CXLP_E_BOUNDS);
+	cr_assert_eq(reg1(&a, 0, "whole", loc.region, loc.region_off +
+	    (loc.region_len / page - 1) * page, 10, &res), 0);
+	cr_assert_eq(res.status, 0, "the last whole page is a page");
+	hello(&b, 2);
+	cr_assert_eq(stat_of(&b, PROTO_STAT_KEYS), 1);
+}
+
 Test(dispatch, register_into_a_page_that_holds_a_key_is_refused_with_busy)
 {
 	struct cl a;

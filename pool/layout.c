@@ -47,7 +47,7 @@ default_slots(uint64_t size)
 	if (s < POOL_SLOTS_MIN) {
 		s = POOL_SLOTS_MIN;
 	}
-	return s;
+	return s < POOL_SLOTS_MAX ? s : POOL_SLOTS_MAX; /* pools > 2 TiB */
 }
 
 /* place one area of len bytes at *cursor; advance the cursor */
@@ -216,9 +216,14 @@ check_geometry(const struct pool_sb *sb, char *why, size_t n)
 			return -1;
 		}
 	}
-	if (!is_pow2(slots) || slots > POOL_SLOTS_MAX ||
-	    sb->area[POOL_AREA_HEAP].count > UINT32_MAX ||
-	    sb->area[POOL_AREA_PIN].count >= UINT32_MAX) {
+	/* the limits of the code that uses them: 32-bit record numbers,
+	 * KH_NIL, a pin hash of at most 2^31 buckets */
+	if (!is_pow2(slots) || slots < POOL_SLOTS_MIN ||
+	    slots > POOL_SLOTS_MAX ||
+	    sb->area[POOL_AREA_HEAP].count >= UINT32_MAX ||
+	    sb->area[POOL_AREA_PIN].count > (1ull << 31) ||
+	    sb->area[POOL_AREA_REGION].count > UINT32_MAX ||
+	    sb->area[POOL_AREA_SESSION].count > UINT32_MAX) {
 		snprintf(why, n, "bad index geometry (%llu slots)",
 		    (unsigned long long)slots);
 		return -1;

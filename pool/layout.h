@@ -34,7 +34,7 @@
 #define POOL_BYTES_PER_SLOT 4096u  /* default: one index slot per 4 KiB */
 #define POOL_HEAP_PER_SLOT 64u     /* key heap bytes per index slot */
 #define POOL_SLOTS_MIN 64u
-#define POOL_SLOTS_MAX (1ull << 30)
+#define POOL_SLOTS_MAX (1ull << 29) /* its key heap: < 2^32 granules */
 #define POOL_PINS_MIN 1024u        /* pin records, at least */
 #define POOL_SLOTS_PER_PIN 8u      /* default: one pin record per 8 slots */
 

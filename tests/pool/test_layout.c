@@ -68,6 +68,30 @@ Test(layout, plan_rejects_impossible_geometry)
 	cr_assert(strstr(why, "no data area") != NULL, "%s", why);
 }
 
+/* The largest index the plan allows is one the pool can open: its key
+ * heap's granules must stay below KH_NIL (2^32 - 1). A pool beyond 2 TiB
+ * gets that index, not a larger one. */
+Test(layout, the_largest_index_planned_validates)
+{
+	const uint64_t size = 8ull << 40; /* 8 TiB: sb only, no file */
+
+	cr_assert_eq(layout_plan(&sb, size, 0, 0, 0, why, 256), 0, "%s", why);
+	cr_assert_eq(sb.area[POOL_AREA_INDEX].count, POOL_SLOTS_MAX);
+	layout_seal(&sb);
+	cr_assert_eq(layout_validate(&sb, size, why, 256), 0, "%s", why);
+	cr_assert_eq(layout_plan(&sb, size, 0, 2 * POOL_SLOTS_MAX, 0, why,
+	    256), -EINVAL);
+}
+
+/* Fewer slots than any plan makes: the index code needs at least 4. */
+Test(layout, an_index_below_the_minimum_is_corrupt)
+{
+	sb.area[POOL_AREA_INDEX].count = 2;
+	layout_seal(&sb);
+	cr_assert_eq(layout_validate(&sb, sb.size, why, 256), CXLP_E_CORRUPT);
+	cr_assert(strstr(why, "index geometry") != NULL, "%s", why);
+}
+
 Test(layout, a_sealed_superblock_validates)
 {
 	cr_assert_eq(layout_validate(&sb, sb.size, why, sizeof(why)), 0, "%s",

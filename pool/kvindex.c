@@ -28,10 +28,19 @@
  * 3. Slot transitions, each by one aligned 8-byte store of the word:
  *    EMPTY|TOMB -> (odd) -> LIVE  [kvindex_put]
  *    LIVE -> TOMB                 [kvindex_drop]
- *    TOMB -> EMPTY                [trim, from kvindex_drop: only when the
- *                                  next slot is EMPTY, walking backwards,
- *                                  so no probe chain ever crosses an
- *                                  EMPTY; see 2]
+ *    TOMB -> EMPTY                [sweep, from kvindex_drop over the
+ *                                  deleted slot's cluster (the run of
+ *                                  non-EMPTY slots around it), and over
+ *                                  the table at open when tombstones are
+ *                                  many: a tombstone no LIVE key after
+ *                                  it in the cluster has its home at or
+ *                                  before, so no probe chain of a LIVE
+ *                                  key ever crosses an EMPTY; see 2.
+ *                                  Without it (only a tombstone just
+ *                                  before an EMPTY was emptied) a
+ *                                  table under delete+insert churn at
+ *                                  half load lost every EMPTY slot, and
+ *                                  each miss walked all of it]
  *    (odd) -> EMPTY|TOMB          [kvindex_recover, repair]
  *    LIVE, invalid -> TOMB        [kvindex_recover, repair]
  *    A slot is never rewritten while LIVE.
@@ -50,7 +59,9 @@
  *    from a is unreferenced, so the rebuild leaves it free.
  *
  * 5. Delete ordering [kvindex_drop]: store (seq + 2, TOMB) and persist:
- *    one store; then trim (3); then keyheap_free (DRAM). The record's
+ *    one store; then the sweep (3), one persisted store per tombstone it
+ *    empties (a crash between leaves tombstones, which are always safe);
+ *    then keyheap_free (DRAM). The record's
  *    bytes stay until reused, so a lock-free reader that loaded the slot
  *    before the delete reads a stale but whole key and then sees seq move.
  *
@@ -63,7 +74,7 @@
  *
  * 7. Capacity: inserts beyond max_live = 3/4 of nslots get
  *    CXLP_E_NOSPACE (as does a full key heap). Tombstones are reused by
- *    inserts (the first TOMB on the probe path) and trimmed by deletes.
+ *    inserts (the first TOMB on the probe path) and swept by deletes (3).
  *
  * 8. Space per key (achieved): a 32-byte slot at the 3/4 load limit costs
  *    42.7 bytes per key, plus a record of roundup(8 + klen, 16) <= klen +
@@ -351,25 +362,107 @@ kvindex_lookup(const struct kvindex *kv, const void *key, size_t klen,
 	return 0;
 }
 
-/* TOMB -> EMPTY backwards from i while the slot after is EMPTY (note 3) */
-static void
-trim(struct kvindex *kv, uint64_t i)
+/* slot x is EMPTY (even) */
+static bool
+slot_empty(const struct kvindex *kv, uint64_t x)
+{
+	uint64_t w = load_word(&kv->slots[x]);
+
+	return kv_state(w) == KV_EMPTY && !(kv_seq(w) & 1u);
+}
+
+/* How far back from slot x its key's probe starts: (x - home) mod nslots,
+ * home from the hash bits in its record (nslots <= 2^32: the low word).
+ * A slot mid-write or whose record does not read back may need any slot
+ * before it: nslots - 1. */
+static uint64_t
+probe_reach(const struct kvindex *kv, uint64_t x, uint64_t w)
 {
 	uint64_t mask = kv->nslots - 1;
+	const void *key;
+	size_t klen;
+	uint32_t hlo;
 
-	for (uint64_t step = 0; step < kv->nslots; step++) {
-		struct kv_slot *s = &kv->slots[i];
-		uint64_t w = load_word(s);
-		uint64_t nw = load_word(&kv->slots[(i + 1) & mask]);
-
-		if (kv_state(w) != KV_TOMB || (kv_seq(w) & 1u) ||
-		    kv_state(nw) != KV_EMPTY || (kv_seq(nw) & 1u)) {
-			return;
-		}
-		store_word(kv, s, kv_word(kv_seq(w) + 2, KV_EMPTY, 0), true);
-		kv->tombs--;
-		i = (i - 1) & mask;
+	if ((kv_seq(w) & 1u) || keyheap_read(kv->heap, kv->slots[x].key, &key,
+	    &klen, &hlo) != 0) {
+		return mask;
 	}
+	return (x - ((uint64_t)hlo & mask)) & mask;
+}
+
+/* TOMB -> EMPTY, persisted */
+static void
+untomb(struct kvindex *kv, uint64_t x, uint64_t w)
+{
+	store_word(kv, &kv->slots[x], kv_word(kv_seq(w) + 2, KV_EMPTY, 0),
+	    true);
+	kv->tombs--;
+}
+
+/* Walk n slots back from slot `last` (unrolled positions u = n - 1 .. 0,
+ * slot (last - (n - 1 - u)) mod nslots) and empty every tombstone at a
+ * position below `decide` that no probe needs: no LIVE key after it on the
+ * walk starts its probe at or before it (note 3). `start` tracks the
+ * earliest probe start of the LIVE slots passed. */
+static void
+sweep(struct kvindex *kv, uint64_t last, uint64_t n, uint64_t decide)
+{
+	uint64_t mask = kv->nslots - 1, start = UINT64_MAX;
+
+	for (uint64_t u = n; u-- > 0;) {
+		uint64_t x = (last - (n - 1 - u)) & mask;
+		uint64_t w = load_word(&kv->slots[x]);
+		uint64_t reach;
+
+		if (kv_state(w) == KV_LIVE || (kv_seq(w) & 1u)) {
+			reach = probe_reach(kv, x, w);
+			start = reach > u ? 0 : start < u - reach ? start :
+			    u - reach;
+		} else if (kv_state(w) == KV_TOMB && u < decide &&
+		    start > u) {
+			untomb(kv, x, w);
+		}
+	}
+}
+
+/* The same over the whole table: one lap that ends at an EMPTY slot, or
+ * with none, two laps (as below). */
+static void
+sweep_table(struct kvindex *kv)
+{
+	uint64_t z = 0;
+
+	while (z < kv->nslots && !slot_empty(kv, z)) {
+		z++;
+	}
+	if (z == kv->nslots) {
+		sweep(kv, 0, 2 * kv->nslots, kv->nslots);
+	} else {
+		sweep(kv, (z - 1) & (kv->nslots - 1), kv->nslots, kv->nslots);
+	}
+}
+
+/* Empty the tombstones no probe needs, in slot i's cluster (the run of
+ * non-EMPTY slots around it, between two EMPTY ones: no probe crosses an
+ * EMPTY slot, so none reaches into the cluster from outside). With no
+ * EMPTY slot anywhere, the whole table, walked twice round so that every
+ * probe that wraps is seen before the slots it passes. */
+static void
+sweep_cluster(struct kvindex *kv, uint64_t i)
+{
+	uint64_t mask = kv->nslots - 1, last = i, len = 1;
+
+	while (len <= kv->nslots && !slot_empty(kv, (last + 1) & mask)) {
+		last = (last + 1) & mask;
+		len++;
+	}
+	if (len > kv->nslots) {
+		sweep_table(kv);
+		return;
+	}
+	for (len = 1; !slot_empty(kv, (last - len) & mask); len++) {
+	}
+	sweep(kv, last, len, len);
 }
 
 /* kvindex_drop -- see kvindex.h */
@@ -384,7 +477,7 @@ kvindex_drop(struct kvindex *kv, uint64_t i)
 	store_word(kv, s, kv_word(kv_seq(s->word) + 2, KV_TOMB, 0), true);
 	kv->live--;
 	kv->tombs++;
-	trim(kv, i);
+	sweep_cluster(kv, i);
 	keyheap_free(kv->heap, s->key, klen);
 }
 
@@ -488,6 +581,9 @@ kvindex_recover(struct kvindex *kv, bool repair, uint64_t *dropped)
 		n += recover_slot(kv, i, repair);
 	}
 	keyheap_sweep(kv->heap);
+	if (repair && kv->tombs > kv->nslots / 16) {
+		sweep_table(kv); /* e.g. a pool written before sweeps (3) */
+	}
 	if (dropped != NULL) {
 		*dropped = n;
 	}

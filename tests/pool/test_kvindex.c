@@ -1,6 +1,7 @@
 /*
  * test_kvindex.c -- pool/kvindex.c over malloc'ed memory: insert, lookup,
- * remove, tombstone reuse and trimming, NOSPACE, recovery from a slot
+ * remove, tombstone reuse and sweeping (also under churn and at open),
+ * NOSPACE, recovery from a slot
  * caught mid-write or damaged, and a differential test against a naive
  * array model under random operations.
  */
@@ -146,11 +147,144 @@ Test(kvindex, deleting_every_key_leaves_no_tombstones)
 		cr_assert_eq(kvindex_remove(&kv, key, strlen(key), NULL), 0);
 	}
 	cr_assert_eq(kv.live, 0);
-	cr_assert_eq(kv.tombs, 0, "trimmed back to EMPTY");
+	cr_assert_eq(kv.tombs, 0, "swept back to EMPTY");
 	for (uint64_t i = 0; i < kv.nslots; i++) {
 		cr_assert_eq(kv_state(slots[i].word), KV_EMPTY);
 	}
 	cr_assert_eq(heap.used, 0);
+}
+
+static uint64_t
+empty_slots(void)
+{
+	uint64_t n = 0;
+
+	for (uint64_t i = 0; i < kv.nslots; i++) {
+		n += kv_state(slots[i].word) == KV_EMPTY;
+	}
+	return n;
+}
+
+/* What a miss costs: the slots a probe walks before an EMPTY one,
+ * averaged over every home slot. */
+static double
+miss_walk(void)
+{
+	uint64_t total = 0;
+
+	for (uint64_t h = 0; h < kv.nslots; h++) {
+		uint64_t n = 0;
+
+		while (n < kv.nslots && kv_state(slots[(h + n) %
+		    kv.nslots].word) != KV_EMPTY) {
+			n++;
+		}
+		total += n + 1;
+	}
+	return (double)total / (double)kv.nslots;
+}
+
+/* Keys "c<i>" for i < n; the pages are their numbers. */
+static void
+fill_keys(int n)
+{
+	char key[16];
+	bool ins;
+
+	for (int i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "c%d", i);
+		cr_assert_eq(put(key, (uint32_t)i, &ins), 0);
+		cr_assert(ins);
+	}
+}
+
+/* Every key c<i>, i in [from, to), is found with page i. */
+static void
+all_found(int from, int to)
+{
+	for (int i = from; i < to; i++) {
+		char key[16];
+		struct kv_val v;
+
+		snprintf(key, sizeof(key), "c%d", i);
+		cr_assert_eq(kvindex_lookup(&kv, key, strlen(key), &v, NULL), 0,
+		    "%s lost", key);
+		cr_assert_eq(v.page, (uint32_t)i);
+	}
+}
+
+/* A cache under LRU churn: delete the oldest key, store a new one, many
+ * times over at 70% load. Deletes must empty the tombstones no probe
+ * needs; with only a tombstone just before an EMPTY emptied, the table
+ * lost every EMPTY slot and each miss walked all of it. */
+Test(kvindex, churn_at_high_load_keeps_empty_slots)
+{
+	enum { NSLOTS = 1024, LIVE = 716, ROUNDS = 20 * NSLOTS };
+	char key[16];
+	bool ins;
+
+	setup(NSLOTS, NSLOTS * 64);
+	fill_keys(LIVE);
+	for (int r = 0; r < ROUNDS; r++) {
+		snprintf(key, sizeof(key), "c%d", r);
+		cr_assert_eq(kvindex_remove(&kv, key, strlen(key), NULL), 0);
+		snprintf(key, sizeof(key), "c%d", r + LIVE);
+		cr_assert_eq(put(key, (uint32_t)(r + LIVE), &ins), 0);
+		cr_assert(ins);
+	}
+	cr_assert_eq(kvindex_check(&kv, NULL, 0), 0);
+	cr_assert_eq(kv.live, LIVE);
+	cr_assert_geq(empty_slots(), NSLOTS / 16, "%llu EMPTY slots left of "
+	    "%d", (unsigned long long)empty_slots(), NSLOTS - LIVE);
+	cr_assert_leq(miss_walk(), 64, "a miss walks %.1f slots",
+	    miss_walk()); /* 31 here: the tombstones left are all needed */
+	cr_log_info("churn: %llu EMPTY slots, a miss walks %.1f",
+	    (unsigned long long)empty_slots(), miss_walk());
+	all_found(ROUNDS, ROUNDS + LIVE);
+}
+
+/* Every EMPTY slot made a tombstone (a pool churned before deletes swept):
+ * no EMPTY slot is left anywhere. */
+static void
+tomb_every_empty_slot(void)
+{
+	for (uint64_t i = 0; i < kv.nslots; i++) {
+		uint64_t w = slots[i].word;
+
+		if (kv_state(w) == KV_EMPTY) {
+			slots[i].word = kv_word(kv_seq(w) + 2, KV_TOMB, 0);
+		}
+	}
+	cr_assert_eq(empty_slots(), 0);
+}
+
+Test(kvindex, recovery_empties_the_tombstones_no_probe_needs)
+{
+	uint64_t dropped = 1;
+
+	setup(256, 256 * 64);
+	fill_keys(128);
+	tomb_every_empty_slot();
+	cr_assert_eq(kvindex_recover(&kv, true, &dropped), 0);
+	cr_assert_eq(dropped, 0);
+	cr_assert_geq(empty_slots(), 64, "%llu EMPTY slots",
+	    (unsigned long long)empty_slots());
+	cr_assert_eq(kvindex_check(&kv, NULL, 0), 0);
+	all_found(0, 128);
+}
+
+/* A delete in a table with no EMPTY slot sweeps the whole table. */
+Test(kvindex, a_delete_with_no_empty_slot_anywhere_sweeps_the_table)
+{
+	setup(256, 256 * 64);
+	fill_keys(128);
+	tomb_every_empty_slot();
+	kv.tombs = kv.nslots - kv.live;
+	cr_assert_eq(kvindex_remove(&kv, "c0", 2, NULL), 0);
+	cr_assert_geq(empty_slots(), 64, "%llu EMPTY slots",
+	    (unsigned long long)empty_slots());
+	cr_assert_eq(kvindex_check(&kv, NULL, 0), 0);
+	all_found(1, 128);
 }
 
 Test(kvindex, full_index_is_nospace)

@@ -242,7 +242,9 @@ CXLP_API int cxlp_batch_exists(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[], bool exists[]);
 
 /* cxlp_pin -- take one pin on key for this session. A pinned key cannot be
- * deleted. Pins are counted per session. Returns 0 or CXLP_E_NOTFOUND. */
+ * deleted. Pins are counted per session, up to 1048575 per key. Returns 0,
+ * CXLP_E_NOTFOUND, or CXLP_E_NOSPACE (this session holds the most pins
+ * one key takes, or the pool's pin table is full). */
 CXLP_API int cxlp_pin(struct cxlp_handler *h, const void *key,
     size_t key_len);
 
@@ -252,9 +254,10 @@ CXLP_API int cxlp_pin(struct cxlp_handler *h, const void *key,
 CXLP_API int cxlp_unpin(struct cxlp_handler *h, const void *key,
     size_t key_len);
 
-/* cxlp_batch_pin -- pin keys in order, stopping at the first missing key.
- * *npinned is the number of keys pinned (those before the miss). Returns 0
- * if all were pinned, CXLP_E_NOTFOUND if keys[*npinned] is missing. */
+/* cxlp_batch_pin -- pin keys in order, stopping at the first key that
+ * cannot be pinned. *npinned is the number of keys pinned (those before
+ * it). Returns 0 if all were pinned, else keys[*npinned]'s error as
+ * cxlp_pin's (CXLP_E_NOTFOUND if it is missing). */
 CXLP_API int cxlp_batch_pin(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[], size_t *npinned);
 

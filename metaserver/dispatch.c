@@ -200,14 +200,24 @@ occurrences(struct req *rq, uint32_t m)
 	}
 }
 
+/* What pin_results does with a change pool_pin_change refuses (an unpin
+ * without a pin, or a pin past PIN_COUNT_MAX on one key). */
+enum refused {
+	REFUSED_MARK, /* the key's result reports it; go on */
+	REFUSED_STOP, /* the same, and stop there (PIN: in order) */
+	REFUSED_KEEP, /* REGISTER: the key stays registered, unpinned, and
+	               * is reported stored (its page must not be freed) */
+};
+
 /* Pin (delta +1) or unpin (-1) the key of every good result in res[0..m),
- * durably, in order; a refused change marks its result (unpin without a
- * pin). Room was reserved, so a pin is refused only at PIN_COUNT_MAX;
- * a key registered by this request then stays registered, unpinned, and
- * is reported stored (its page must not be freed). */
-static void
-pin_results(struct req *rq, uint32_t m, int delta)
+ * durably, in order. Room was reserved, so a pin is refused only at
+ * PIN_COUNT_MAX. Returns how many results to reply with: m, or with
+ * REFUSED_STOP one past the first refused change. */
+static uint32_t
+pin_results(struct req *rq, uint32_t m, int delta, enum refused on)
 {
+	uint32_t kept = 0;
+
 	occurrences(rq, m);
 	for (uint32_t i = 0; i < m; i++) {
 		int prc;
@@ -217,17 +227,22 @@ pin_results(struct req *rq, uint32_t m, int delta)
 		}
 		prc = ms_pin_change(rq->ms, sess_id(rq), rq->slots[i], delta,
 		    rq->h.req_id, rq->nth[i]);
-		if (prc != 0 && delta < 0) {
+		if (prc != 0 && on == REFUSED_KEEP) {
+			kept++;
+		} else if (prc != 0) {
 			memset(&rq->res[i], 0, sizeof(rq->res[i]));
 			rq->res[i].status = prc;
-		} else if (prc != 0) {
-			log_err("op=%s session=%llu slot=%llu rc=%d msg=\"pin "
-			    "refused: %s\"", proto_op_name(rq->h.op),
-			    (unsigned long long)sess_id(rq),
-			    (unsigned long long)rq->slots[i], prc,
-			    cxlp_errormsg());
+			if (on == REFUSED_STOP) {
+				return i + 1;
+			}
 		}
 	}
+	if (kept > 0) {
+		log_err("op=%s session=%llu refused=%u msg=\"keys stored "
+		    "without their pin: %s\"", proto_op_name(rq->h.op),
+		    (unsigned long long)sess_id(rq), kept, cxlp_errormsg());
+	}
+	return m;
 }
 
 static void
@@ -386,7 +401,7 @@ ap_register(struct req *rq)
 	}
 	/* winners and losers pinned in the same critical section */
 	if (pin) {
-		pin_results(rq, rq->n, +1);
+		(void)pin_results(rq, rq->n, +1, REFUSED_KEEP);
 	}
 	log_info("op=register session=%llu n=%u new=%u existing=%u "
 	    "failed=%u pin=%d rc=0", (unsigned long long)sess_id(rq), rq->n,
@@ -432,13 +447,14 @@ ap_lookup(struct req *rq)
 	}
 	lookup_keys(rq, false);
 	if (pin) {
-		pin_results(rq, rq->n, +1);
+		(void)pin_results(rq, rq->n, +1, REFUSED_MARK);
 	}
 	put_results(rq, rq->n);
 	return 0;
 }
 
-/* PIN: stops after the first key that is missing. */
+/* PIN: stops after the first key that is missing or cannot take one
+ * more pin. */
 static int
 ap_pin(struct req *rq)
 {
@@ -448,8 +464,7 @@ ap_pin(struct req *rq)
 	if (rc != 0) {
 		return rc;
 	}
-	m = lookup_keys(rq, true);
-	pin_results(rq, m, +1);
+	m = pin_results(rq, lookup_keys(rq, true), +1, REFUSED_STOP);
 	log_dbg("op=pin session=%llu n=%u done=%u",
 	    (unsigned long long)sess_id(rq), rq->n, m);
 	put_results(rq, m);
@@ -466,7 +481,7 @@ ap_unpin(struct req *rq)
 		return rc;
 	}
 	lookup_keys(rq, false);
-	pin_results(rq, rq->n, -1);
+	(void)pin_results(rq, rq->n, -1, REFUSED_MARK);
 	put_results(rq, rq->n);
 	return 0;
 }

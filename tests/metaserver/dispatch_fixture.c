@@ -223,9 +223,10 @@ reg_page(struct cl *c, uint32_t flags, const char *key, unsigned page,
 void
 put_keys(struct pbuf *b, uint32_t flags, size_t n, const char *const *keys)
 {
-	const void *k[16];
-	size_t l[16];
+	static const void *k[CXLP_BATCH_MAX]; /* tests run one at a time */
+	static size_t l[CXLP_BATCH_MAX];
 
+	cr_assert_leq(n, CXLP_BATCH_MAX);
 	for (size_t i = 0; i < n; i++) {
 		k[i] = keys[i];
 		l[i] = strlen(keys[i]);

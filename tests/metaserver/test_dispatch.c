@@ -4,6 +4,7 @@
  * (dispatch_fixture.h). Session death is in test_liveness.c.
  */
 #include "dispatch_fixture.h"
+#include "layout.h"
 
 TestSuite(dispatch, .init = setup, .fini = teardown);
 
@@ -298,6 +299,45 @@ Test(dispatch, register_at_a_partial_last_page_is_refused_with_bounds)
 	cr_assert_eq(res.status, 0, "the last whole page is a page");
 	hello(&b, 2);
 	cr_assert_eq(stat_of(&b, PROTO_STAT_KEYS), 1);
+}
+
+/* One session may hold PIN_COUNT_MAX pins on one key. A PIN past that
+ * is refused with its own error and the batch stops there (batch_pin's
+ * rule for a miss); a LOOKUP that pins reports it on the key. Both used
+ * to report the pin as taken, so the caller's later unpins failed. */
+Test(dispatch, a_pin_past_the_per_key_limit_is_refused_and_stops_the_batch)
+{
+	enum { N = 512 }; /* each PIN reserves N records of the pin table */
+	static const char *keys[N];
+	static struct proto_result res[N];
+	struct proto_result r1;
+	struct cl a;
+	uint64_t total = 0;
+	uint32_t m = 0;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, &r1), 0);
+	for (int i = 0; i < N; i++) {
+		keys[i] = "k";
+	}
+	for (; total + N <= PIN_COUNT_MAX; total += N) {
+		int st = keyop(&a, PROTO_OP_PIN, 0, N, keys, res, &m);
+
+		cr_assert_eq(st, 0, "after %llu pins: %d",
+		    (unsigned long long)total, st);
+		cr_assert_eq(m, N);
+		cr_assert_eq(res[N - 1].status, 0);
+	}
+	cr_assert_eq(keyop(&a, PROTO_OP_PIN, 0, N, keys, res, &m), 0);
+	cr_assert_eq(m, PIN_COUNT_MAX - total + 1, "%u results", m);
+	cr_assert_eq(res[m - 1].status, CXLP_E_NOSPACE);
+	cr_assert_eq(res[m - 2].status, 0);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), PIN_COUNT_MAX);
+	cr_assert_eq(key1(&a, PROTO_OP_LOOKUP, PROTO_F_PIN, "k"),
+	    CXLP_E_NOSPACE);
+	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), 0);
+	cr_assert_eq(key1(&a, PROTO_OP_LOOKUP, PROTO_F_PIN, "k"), 0);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), PIN_COUNT_MAX);
 }
 
 Test(dispatch, register_into_a_page_that_holds_a_key_is_refused_with_busy)

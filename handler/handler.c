@@ -353,7 +353,8 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 	pthread_mutex_lock(&h->page_lock);
 	st->own_regions = h->nown;
 	st->pages_free = c[PAGE_FREE];
-	st->pages_allocated = c[PAGE_ALLOCATED] + c[PAGE_INFLIGHT];
+	st->pages_allocated = c[PAGE_ALLOCATED] + c[PAGE_INFLIGHT] +
+	    c[PAGE_INFLIGHT_DELETED];
 	st->pages_registered = c[PAGE_REGISTERED];
 	st->pages_unresolved = c[PAGE_UNRESOLVED];
 	st->pages_total = st->pages_free + st->pages_allocated +

@@ -89,7 +89,8 @@ enum page_state {
 	PAGE_INFLIGHT = 2,
 	PAGE_REGISTERED = 3,
 	PAGE_UNRESOLVED = 4,
-	PAGE_NSTATES = 5,
+	PAGE_INFLIGHT_DELETED = 5, /* in flight, its key already deleted */
+	PAGE_NSTATES = 6,
 };
 
 #define PAGE_NONE UINT32_MAX
@@ -256,6 +257,9 @@ size_t direct_lookup_batch(struct cxlp_handler *h, size_t n,
     struct proto_result res[], bool ask[]);
 
 int store_resolve(struct cxlp_handler *h);
+/* store_forget -- drop page pg's unresolved entry (page_lock held): true
+ * if it was there, false if store_resolve has it in hand. */
+bool store_forget(struct cxlp_handler *h, cxlp_page_t pg);
 void store_fini(struct cxlp_handler *h);
 
 #endif /* CXLP_HANDLER_INT_H */

@@ -413,20 +413,41 @@ cxlp_unpin(struct cxlp_handler *h, const void *key, size_t key_len)
 	return rc;
 }
 
-/* A deleted key was at loc: if that is my page, it is free again. */
+/* A deleted key was at loc: if that is my page, it is free again. A
+ * store of it may still be settling (another thread): the store frees it
+ * (INFLIGHT_DELETED). One whose outcome was lost was registered after
+ * all: it is free, and must not be registered again by store_resolve --
+ * unless store_resolve has it in hand right now, and then its answer
+ * decides (store.c). */
 static void
 delete_release(struct cxlp_handler *h, const struct proto_loc *loc)
 {
 	cxlp_page_t pg;
+	int rc = 0;
 
 	pthread_mutex_lock(&h->page_lock);
-	if (regions_page_of(h, loc, &pg) == 0 &&
-	    pagetab_state(&h->pages, pg) == PAGE_REGISTERED) {
-		int rc = pagetab_move(&h->pages, pg, PAGE_REGISTERED,
-		    PAGE_FREE);
-
-		cxlp_assert(rc == 0);
+	if (regions_page_of(h, loc, &pg) != 0) {
+		pthread_mutex_unlock(&h->page_lock);
+		return;
 	}
+	switch (pagetab_state(&h->pages, pg)) {
+	case PAGE_REGISTERED:
+		rc = pagetab_move(&h->pages, pg, PAGE_REGISTERED, PAGE_FREE);
+		break;
+	case PAGE_INFLIGHT:
+		rc = pagetab_move(&h->pages, pg, PAGE_INFLIGHT,
+		    PAGE_INFLIGHT_DELETED);
+		break;
+	case PAGE_UNRESOLVED:
+		if (store_forget(h, pg)) {
+			rc = pagetab_move(&h->pages, pg, PAGE_UNRESOLVED,
+			    PAGE_FREE);
+		}
+		break;
+	default:
+		break;
+	}
+	cxlp_assert(rc == 0);
 	pthread_mutex_unlock(&h->page_lock);
 }
 

@@ -23,8 +23,14 @@
  *      INFLIGHT -> FREE         [store: lost the race, or not confirmed]
  *      INFLIGHT -> UNRESOLVED   [store: no reply after retries]
  *      UNRESOLVED -> REGISTERED [store_resolve: LOOKUP finds it here]
- *      UNRESOLVED -> FREE       [store_resolve: not here]
+ *      UNRESOLVED -> FREE       [store_resolve: not here; or a delete
+ *                                of its key, which shows the register
+ *                                was applied, before store_resolve took
+ *                                it up]
  *      REGISTERED -> FREE       [delete of the key]
+ *      INFLIGHT -> INFLIGHT_DELETED [a delete of the key, by another
+ *                                thread, before the store settled]
+ *      INFLIGHT_DELETED -> FREE [store: registered, then deleted]
  *    Any other transition is a bug and asserts.
  * 3. A page is on its set's free list iff its state is FREE; nfree is the
  *    list's length; count[s] is the number of pages in state s.
@@ -40,9 +46,11 @@
 static const bool legal[PAGE_NSTATES][PAGE_NSTATES] = {
 	[PAGE_ALLOCATED] = {[PAGE_FREE] = true, [PAGE_INFLIGHT] = true},
 	[PAGE_INFLIGHT] = {[PAGE_ALLOCATED] = true, [PAGE_REGISTERED] = true,
-	    [PAGE_FREE] = true, [PAGE_UNRESOLVED] = true},
+	    [PAGE_FREE] = true, [PAGE_UNRESOLVED] = true,
+	    [PAGE_INFLIGHT_DELETED] = true},
 	[PAGE_UNRESOLVED] = {[PAGE_REGISTERED] = true, [PAGE_FREE] = true},
 	[PAGE_REGISTERED] = {[PAGE_FREE] = true},
+	[PAGE_INFLIGHT_DELETED] = {[PAGE_FREE] = true},
 };
 
 static const char *const state_names[PAGE_NSTATES] = {
@@ -51,6 +59,7 @@ static const char *const state_names[PAGE_NSTATES] = {
 	[PAGE_INFLIGHT] = "in flight",
 	[PAGE_REGISTERED] = "registered",
 	[PAGE_UNRESOLVED] = "unresolved",
+	[PAGE_INFLIGHT_DELETED] = "in flight, deleted",
 };
 
 /* pagetab_init -- an empty table. */

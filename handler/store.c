@@ -148,6 +148,21 @@ store_take(struct cxlp_handler *h, struct batch *b, const void *const keys[],
 	return 0;
 }
 
+/* Move an in-flight page of a store to `to` (page_lock held); true if a
+ * delete of its key by another thread came first (INFLIGHT_DELETED): the
+ * key was registered at this page and is gone, so the page is free. */
+static bool
+settle_page(struct cxlp_handler *h, cxlp_page_t pg, enum page_state to)
+{
+	bool deleted = pagetab_state(&h->pages, pg) == PAGE_INFLIGHT_DELETED;
+	int rc = deleted ?
+	    pagetab_move(&h->pages, pg, PAGE_INFLIGHT_DELETED, PAGE_FREE) :
+	    pagetab_move(&h->pages, pg, PAGE_INFLIGHT, to);
+
+	cxlp_assert(rc == 0);
+	return deleted;
+}
+
 /* Step 5: consume every page exactly once; got results arrived. */
 static void
 store_settle(struct cxlp_handler *h, const struct batch *b,
@@ -159,10 +174,9 @@ store_settle(struct cxlp_handler *h, const struct batch *b,
 		bool ok = i < got && r->status == 0;
 		bool mine = ok && r->loc.region == b->regs[i].region &&
 		    r->loc.gen == b->gens[i] && r->loc.off == b->regs[i].off;
-		int rc = pagetab_move(&h->pages, pages[i], PAGE_INFLIGHT,
-		    mine ? PAGE_REGISTERED : PAGE_FREE);
 
-		cxlp_assert(rc == 0);
+		ok |= settle_page(h, pages[i], mine ? PAGE_REGISTERED :
+		    PAGE_FREE);
 		stored[i] = ok;
 		if (!ok) {
 			log_info("store: key %zu not confirmed (%d)", i,
@@ -204,10 +218,10 @@ store_park(struct cxlp_handler *h, const struct batch *b,
 		    .key_len = b->regs[i].key.len,
 		    .region = b->regs[i].region, .off = b->regs[i].off,
 		    .len = b->regs[i].len};
-		int rc = pagetab_move(&h->pages, pages[i], PAGE_INFLIGHT,
-		    PAGE_UNRESOLVED);
 
-		cxlp_assert(rc == 0);
+		if (settle_page(h, pages[i], PAGE_UNRESOLVED)) {
+			continue; /* registered, then deleted: known */
+		}
 		u.key = malloc(u.key_len);
 		if (u.key == NULL) {
 			log_err("store: no memory for key of page %#llx: "
@@ -425,6 +439,20 @@ store_resolve(struct cxlp_handler *h)
 	free(res);
 	free(u);
 	return rc;
+}
+
+/* store_forget -- see handler_int.h */
+bool
+store_forget(struct cxlp_handler *h, cxlp_page_t pg)
+{
+	for (size_t i = 0; i < h->nunres; i++) {
+		if (h->unres[i].page == pg) {
+			free(h->unres[i].key);
+			h->unres[i] = h->unres[--h->nunres];
+			return true;
+		}
+	}
+	return false;
 }
 
 /* store_fini -- forget unresolved entries (at close). */

@@ -206,8 +206,10 @@ Test(pages, every_transition_from_a_wrong_state_is_badpage)
 		    PAGE_REGISTERED},
 		[PAGE_UNRESOLVED] = {PAGE_ALLOCATED, PAGE_INFLIGHT,
 		    PAGE_UNRESOLVED},
+		[PAGE_INFLIGHT_DELETED] = {PAGE_ALLOCATED, PAGE_INFLIGHT,
+		    PAGE_INFLIGHT_DELETED},
 	};
-	static const int reach_len[PAGE_NSTATES] = {1, 1, 2, 3, 3};
+	static const int reach_len[PAGE_NSTATES] = {1, 1, 2, 3, 3, 3};
 	static const enum page_state moves[][2] = {
 		{PAGE_ALLOCATED, PAGE_FREE}, {PAGE_ALLOCATED, PAGE_INFLIGHT},
 		{PAGE_INFLIGHT, PAGE_ALLOCATED}, {PAGE_INFLIGHT, PAGE_FREE},
@@ -215,6 +217,8 @@ Test(pages, every_transition_from_a_wrong_state_is_badpage)
 		{PAGE_INFLIGHT, PAGE_UNRESOLVED},
 		{PAGE_UNRESOLVED, PAGE_REGISTERED},
 		{PAGE_UNRESOLVED, PAGE_FREE}, {PAGE_REGISTERED, PAGE_FREE},
+		{PAGE_INFLIGHT, PAGE_INFLIGHT_DELETED},
+		{PAGE_INFLIGHT_DELETED, PAGE_FREE},
 	};
 	uint32_t set;
 
@@ -274,9 +278,11 @@ Test(pages, an_illegal_transition_is_a_bug_and_aborts, .signal = SIGABRT)
 static const bool model_legal[PAGE_NSTATES][PAGE_NSTATES] = {
 	[PAGE_ALLOCATED] = {[PAGE_FREE] = true, [PAGE_INFLIGHT] = true},
 	[PAGE_INFLIGHT] = {[PAGE_ALLOCATED] = true, [PAGE_REGISTERED] = true,
-	    [PAGE_FREE] = true, [PAGE_UNRESOLVED] = true},
+	    [PAGE_FREE] = true, [PAGE_UNRESOLVED] = true,
+	    [PAGE_INFLIGHT_DELETED] = true},
 	[PAGE_UNRESOLVED] = {[PAGE_REGISTERED] = true, [PAGE_FREE] = true},
 	[PAGE_REGISTERED] = {[PAGE_FREE] = true},
+	[PAGE_INFLIGHT_DELETED] = {[PAGE_FREE] = true},
 };
 
 struct model {

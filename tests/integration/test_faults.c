@@ -197,6 +197,33 @@ Test(faults, unknown_register_outcome_keeps_pages_until_resolved)
 	cxlp_close(&h);
 }
 
+/* A delete of a key whose store's outcome was lost shows the register
+ * was applied: its page is free at once, and the key is not registered
+ * again when the handler later resolves what it had in doubt (it came
+ * back, and its page stayed registered with no key the user knew of). */
+Test(faults, a_key_deleted_while_its_store_is_unresolved_stays_deleted)
+{
+	struct cxlp_handler *h = itest_connect_via_proxy(300, 1);
+	struct nbatch b;
+	struct cxlp_stats st0, st;
+
+	st0 = kv_stats(h);
+	nbatch_fill(h, &b, "gone");
+	disturb(PROTO_OP_REGISTER, PROXY_DROP_REPLY, 100);
+	cr_assert_rc(nbatch_store(h, &b), CXLP_E_UNKNOWN);
+	disturb(0, PROXY_PASS, 0);
+	cr_assert_rc(cxlp_delete(h, "gone-2", 6), 0);
+	cr_assert_rc(cxlp_healthcheck(h), 0); /* resolves the rest */
+	cr_assert_eq(cxlp_exists(h, "gone-2", 6), 0, "the deleted key came "
+	    "back");
+	st = kv_stats(h);
+	cr_assert_eq(st.keys, NB - 1);
+	cr_assert_eq(st.pages_unresolved, 0);
+	cr_assert_eq(st.pages_registered, NB - 1);
+	cr_assert_eq(st.pages_free, st0.pages_free - (NB - 1));
+	cxlp_close(&h);
+}
+
 Test(faults, duplicated_register_is_applied_once)
 {
 	struct cxlp_handler *h = itest_connect_via_proxy(300, 2);

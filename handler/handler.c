@@ -168,6 +168,8 @@ h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
 	}
 	if ((rc = reattach(h, token)) != 0) {
 		if (rc == CXLP_E_SESSION) {
+			__atomic_store_n(&h->session_lost, 1,
+			    __ATOMIC_RELEASE);
 			direct_invalidate(h, "the metaserver no longer knows "
 			    "this session");
 		}
@@ -175,6 +177,18 @@ h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
 		    "reattach failed", proto_op_name(op));
 	}
 	return client_call(h->cl, op, body, rep);
+}
+
+/* h_check_session -- see handler_int.h */
+int
+h_check_session(const struct cxlp_handler *h)
+{
+	if (__atomic_load_n(&h->session_lost, __ATOMIC_ACQUIRE)) {
+		return cxlp_fail(CXLP_E_SESSION, "the metaserver ended this "
+		    "handler's session (its regions may be another's now): "
+		    "close the handler and connect again");
+	}
+	return 0;
 }
 
 /* h_check_open -- CXLP_E_CLOSED if h is NULL or closing. */

@@ -178,7 +178,8 @@ struct cxlp_handler {
 	struct client *cl;
 	char *pool_path; /* owned; from WELCOME */
 	uint64_t pool_size, align;
-	int closing; /* atomic */
+	int closing;      /* atomic */
+	int session_lost; /* atomic: the metaserver refused to reattach */
 
 	pthread_mutex_t reattach_lock;
 
@@ -207,6 +208,10 @@ struct cxlp_handler {
 /* h_call -- client_call that reattaches once on CXLP_E_SESSION. */
 int h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
     struct creply *rep);
+/* h_check_session -- CXLP_E_SESSION once the metaserver has refused to
+ * reattach this handler's session: its regions may be another's now, so
+ * no page of theirs is handed out or registered again. */
+int h_check_session(const struct cxlp_handler *h);
 /* h_check_open -- CXLP_E_CLOSED if h is NULL or closing. */
 int h_check_open(const struct cxlp_handler *h);
 /* h_check_keys -- validate a batch of keys (-EINVAL, CXLP_E_BATCH,

@@ -646,7 +646,7 @@ cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
 	if (page == NULL || buf == NULL) {
 		return cxlp_fail(-EINVAL, "alloc: NULL argument");
 	}
-	if ((rc = h_check_open(h)) != 0) {
+	if ((rc = h_check_open(h)) != 0 || (rc = h_check_session(h)) != 0) {
 		return rc;
 	}
 	pthread_mutex_lock(&h->page_lock);

@@ -53,7 +53,7 @@ store_check_args(struct cxlp_handler *h, size_t n, const void *const keys[],
 {
 	int rc;
 
-	if ((rc = h_check_open(h)) != 0) {
+	if ((rc = h_check_open(h)) != 0 || (rc = h_check_session(h)) != 0) {
 		return rc;
 	}
 	if (n == 0 || n > CXLP_BATCH_MAX) {

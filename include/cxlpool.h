@@ -166,7 +166,12 @@ CXLP_API size_t cxlp_page_size(const struct cxlp_handler *h);
 /* cxlp_alloc -- take a free page in O(1). On success *page names it and
  * *buf points at its first byte (writable, cxlp_page_size bytes). When the
  * owned regions are full, a new region is requested if auto-expand is on;
- * otherwise (or when the pool is full) returns CXLP_E_NOSPACE. */
+ * otherwise (or when the pool is full) returns CXLP_E_NOSPACE. Once the
+ * metaserver has refused to reattach this handler's session (a reformatted
+ * pool, or a handler of another host silent past --grace-ms), its regions
+ * may be another handler's: alloc and store return CXLP_E_SESSION, and the
+ * handler must be closed and connected again. Stop writing into pages
+ * taken before that. */
 CXLP_API int cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page,
     void **buf);
 
@@ -199,8 +204,9 @@ CXLP_API int cxlp_free(struct cxlp_handler *h, cxlp_page_t page);
  * -EINVAL (NULL arrays, n == 0 or n > CXLP_BATCH_MAX), CXLP_E_KEYLEN,
  * CXLP_E_TOOBIG (lens[i] > page size), CXLP_E_BADPAGE (a page not
  * allocated by this handler, already registered, or named twice),
- * CXLP_E_CLOSED. Otherwise returns 0 (or CXLP_E_UNKNOWN as above) and every
- * page has been consumed exactly once.
+ * CXLP_E_CLOSED, CXLP_E_SESSION (the session is gone, see cxlp_alloc).
+ * Otherwise returns 0 (or CXLP_E_UNKNOWN as above) and every page has been
+ * consumed exactly once.
  */
 CXLP_API int cxlp_batch_store(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[],

@@ -324,6 +324,7 @@ connect_small(void)
 	cr_assert_eq(cxlp_config_set_server(cfg, srv.url), 0);
 	cr_assert_eq(cxlp_config_set_page_size(cfg, 4096), 0);
 	cr_assert_eq(cxlp_config_set_region_size(cfg, 4 * MiB), 0);
+	cr_assert_eq(cxlp_config_set_timeout_ms(cfg, 1000), 0);
 	cr_assert_eq(cxlp_connect(&h, cfg), 0, "connect: %s",
 	    cxlp_errormsg());
 	cxlp_config_delete(&cfg);
@@ -371,6 +372,38 @@ Test(kill, an_idle_handler_keeps_its_region_through_a_restart)
 		    "b's key was written by a", i);
 	}
 	cr_assert_not(test_server_log_has(&srv, "why=grace_expired"));
+	cxlp_close(&a);
+	cxlp_close(&b);
+}
+
+/* Once the metaserver refuses to reattach a handler's session (here its
+ * pool was reformatted under it), the regions that handler maps may be
+ * another's: it must hand out no more pages and register none. It went
+ * on handing out pages of its old region, now the next handler's. */
+Test(kill, a_handler_whose_session_is_gone_hands_out_no_more_pages)
+{
+	const char *const reformat[] = { "--reformat", NULL };
+	struct cxlp_handler *a = connect_small(), *b;
+	cxlp_page_t pg, pg2;
+	void *buf, *pb;
+	const void *data;
+	size_t len;
+	bool stored = false;
+
+	cr_assert_eq(cxlp_alloc(a, &pg, &buf), 0);
+	test_server_kill(&srv, SIGKILL);
+	cr_assert_eq(test_server_restart(&srv, reformat), 0);
+	b = connect_small();
+	store_filled(b, "from-b", 'B', &pb);
+	cr_assert_eq(cxlp_healthcheck(a), CXLP_E_SESSION);
+	cr_assert_eq(cxlp_alloc(a, &pg2, &buf), CXLP_E_SESSION);
+	cr_assert_eq(cxlp_store(a, "from-a", 6, pg, 16, 0, &stored),
+	    CXLP_E_SESSION);
+	cr_assert_eq(cxlp_free(a, pg), 0, "the refused store consumed the "
+	    "page");
+	cr_assert_eq(cxlp_retrieve(b, "from-b", 6, 0, &data, &len), 0);
+	cr_assert_eq(((const uint8_t *)data)[0], 'B');
+	cr_assert_eq(cxlp_exists(b, "from-a", 6), 0);
 	cxlp_close(&a);
 	cxlp_close(&b);
 }

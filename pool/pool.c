@@ -16,8 +16,10 @@
  * with POOL_CREATE [open_new]; an existing file or device is formatted
  * with POOL_REFORMAT always, and with POOL_CREATE only when its first
  * 4 KiB are all zero [head_blank] -- a fresh DAX device or a zero-filled
- * file -- and never when it holds anything else, so that pointing the
- * metaserver at the wrong device cannot clobber it. An existing target is
+ * file -- or when it holds a superblock of ours that only lacks its magic
+ * (a format cut short by a crash) [head_interrupted], and never when it
+ * holds anything else, so that pointing the metaserver at the wrong
+ * device cannot clobber it. An existing target is
  * formatted to its own size rounded down to the pool's align, which is at
  * least the media's mapping alignment (the devdax alignment, e.g. 2 MiB
  * or 1 GiB) [layout_fit]; an existing pool whose align is finer than its
@@ -26,7 +28,8 @@
  * Format ordering [pool_format]: clear the magic (persisted), zero the
  * tables (persisted), write the superblock without its magic (persisted),
  * store the magic (one 8-byte store, persisted). A crash mid-format leaves
- * a file that reads as "not a pool", never as a half-made one.
+ * a file that reads as "not a pool", never as a half-made one; POOL_CREATE
+ * formats it again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -293,8 +296,30 @@ validate(struct pool *p)
 	return check_stale(p);
 }
 
+/* The head is a superblock this code wrote whose format a crash cut
+ * short: all but its magic, which pool_format stores last. No request was
+ * ever served from it, so POOL_CREATE may format it again (it would
+ * otherwise be refused as "not a pool" on every start). */
+static bool
+head_interrupted(const struct pool *p)
+{
+	struct pool_sb sb;
+	uint64_t magic;
+	char why[8];
+
+	memcpy(&sb, p->base, sizeof(sb));
+	memcpy(&magic, sb.magic, sizeof(magic));
+	if (magic != 0) {
+		return false;
+	}
+	memcpy(sb.magic, POOL_MAGIC, sizeof(sb.magic));
+	return layout_validate(&sb, pmap_file_size(p->map), why,
+	    sizeof(why)) == 0;
+}
+
 /* map an existing target; validate its pool, or format it when told to
- * (POOL_REFORMAT) or when it is blank and POOL_CREATE is set */
+ * (POOL_REFORMAT) or when POOL_CREATE is set and it is blank or holds a
+ * format a crash cut short */
 static int
 open_existing(struct pool *p, unsigned flags,
     const struct pool_params *pp, bool *fresh)
@@ -312,6 +337,12 @@ open_existing(struct pool *p, unsigned flags,
 	}
 	p->base = pmap_addr(p->map);
 	p->sb = (void *)p->base;
+	if ((flags & POOL_CREATE) && !(flags & POOL_REFORMAT) &&
+	    head_interrupted(p)) {
+		log_info("%s: its format was cut short; formatting it again",
+		    p->path);
+		flags |= POOL_REFORMAT;
+	}
 	if ((flags & POOL_REFORMAT) ||
 	    ((flags & POOL_CREATE) && head_blank(p->base))) {
 		*fresh = true;

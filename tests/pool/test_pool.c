@@ -496,6 +496,52 @@ Test(pool, create_never_formats_a_target_that_holds_anything)
 	cr_assert_eq(pool_check(p, NULL, NULL), 0);
 }
 
+static void
+clear_magic(struct pool_sb *sb)
+{
+	memset(sb->magic, 0, sizeof(sb->magic));
+}
+
+static void
+clear_magic_and_damage(struct pool_sb *sb)
+{
+	clear_magic(sb);
+	sb->size ^= 4096;
+}
+
+/* A format cut short by a crash leaves all of a superblock but its magic
+ * (stored last): POOL_CREATE formats it again. The metaserver used to
+ * refuse it as "not a pool" on every start after such a crash. */
+Test(pool, create_formats_again_a_target_whose_format_was_cut_short)
+{
+	struct pool_region r;
+	struct pool_kv kv;
+	bool ins;
+
+	create();
+	r = region(1, 4096);
+	cr_assert_eq(insert(1, "k", &r, 0, 10, &ins), 0);
+	pool_close(&p);
+	edit_sb(clear_magic);
+	cr_assert_eq(pool_open(&p, path, 0, NULL), CXLP_E_BADMAGIC);
+	cr_assert_eq(pool_open(&p, path, POOL_CREATE, &params), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(pool_check(p, NULL, NULL), 0);
+	cr_assert_eq(pool_kv_lookup(p, "k", 1, &kv), CXLP_E_NOTFOUND);
+	reopen(0);
+}
+
+/* ... but only a superblock of ours: anything else stays untouched. */
+Test(pool, create_never_formats_a_damaged_superblock_without_magic)
+{
+	create();
+	pool_close(&p);
+	edit_sb(clear_magic_and_damage);
+	cr_assert_eq(pool_open(&p, path, POOL_CREATE, &params),
+	    CXLP_E_BADMAGIC);
+	cr_assert_null(p);
+}
+
 Test(pool, create_does_not_format_a_blank_target_opened_read_only)
 {
 	make_file(TEST_POOL_SIZE, "", 0);

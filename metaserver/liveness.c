@@ -137,6 +137,20 @@ pipe_forget(struct ms *ms, uint64_t pipe_id)
 	return 0;
 }
 
+/* ms_pipe_pid -- see ms_int.h */
+uint64_t
+ms_pipe_pid(const struct ms *ms, uint64_t pipe_id)
+{
+	const struct ms_pipe *gone = ms_pipe_gone(ms, pipe_id);
+
+	for (size_t i = 0; i < ms->npipes; i++) {
+		if (ms->pipes[i].id == pipe_id) {
+			return ms->pipes[i].pid;
+		}
+	}
+	return gone != NULL ? gone->pid : 0;
+}
+
 /* ms_pipe_gone -- see ms_int.h. A request can still be in a worker's
  * hands when its pipe's removal is handled; it must not bind its session
  * to that pipe again, or nothing would ever detach the session. */

@@ -253,6 +253,9 @@ void sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why);
 /* ms_pipe_gone -- pipe_id was removed lately: the entry (its peer pid), or
  * NULL. */
 const struct ms_pipe *ms_pipe_gone(const struct ms *ms, uint64_t pipe_id);
+/* ms_pipe_pid -- the peer pid the server saw on pipe_id (ipc; a pid of
+ * the server's own pid namespace), live or lately gone; 0 unknown. */
+uint64_t ms_pipe_pid(const struct ms *ms, uint64_t pipe_id);
 /* ms_sess_detach -- s lost its pipe (peer pid, 0 unknown). The reaper
  * ends it once it finds its process gone; a peer whose pid is unknown
  * (another host) also ends at now + grace unless it speaks on a live pipe

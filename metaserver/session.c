@@ -200,6 +200,19 @@ new_token(uint64_t *token)
 	return 0;
 }
 
+/* The pid to keep for a HELLO that came on pipe_id (sess_lock held): the
+ * one the server saw behind an ipc pipe, which its liveness checks (kill,
+ * /proc) can look up after a restart too -- a handler in another pid
+ * namespace gives its own namespace's pid, which names another process
+ * here or none -- else the one the HELLO gives. */
+static uint32_t
+hello_pid(const struct ms *ms, const struct proto_hello *m, uint64_t pipe_id)
+{
+	uint64_t seen = ms_pipe_pid(ms, pipe_id);
+
+	return seen != 0 && seen <= UINT32_MAX ? (uint32_t)seen : m->pid;
+}
+
 static int
 hello_reattach(struct ms *ms, const struct proto_req_hdr *h,
     const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out)
@@ -213,7 +226,7 @@ hello_reattach(struct ms *ms, const struct proto_req_hdr *h,
 		return cxlp_fail(CXLP_E_SESSION, "reattach: no session %llu "
 		    "with that token", (unsigned long long)h->session);
 	}
-	s->pid = m->pid;
+	s->pid = hello_pid(ms, m, pipe_id);
 	s->start_time = m->start_time;
 	sess_bind(ms, s, pipe_id);
 	ms_sess_unlock(ms);
@@ -226,15 +239,18 @@ hello_reattach(struct ms *ms, const struct proto_req_hdr *h,
  * HELLO resent after a lost WELCOME gets the session it made, not a
  * second one. sess_lock held. */
 static struct ms_sess *
-hello_find(struct ms *ms, uint64_t nonce, const struct proto_hello *m)
+hello_find(struct ms *ms, uint64_t nonce, const struct proto_hello *m,
+    uint64_t pipe_id)
 {
+	uint32_t pid = hello_pid(ms, m, pipe_id);
+
 	if (nonce == 0) {
 		return NULL;
 	}
 	for (size_t b = 0; b < MS_SESS_BUCKETS; b++) {
 		for (struct ms_sess *s = ms->sess[b]; s != NULL; s = s->next) {
 			if (s->hello_nonce == nonce && !s->dead &&
-			    s->pid == m->pid &&
+			    s->pid == pid &&
 			    s->start_time == m->start_time) {
 				return s;
 			}
@@ -250,7 +266,7 @@ hello_repeated(struct ms *ms, const struct proto_req_hdr *h,
 	struct ms_sess *s;
 
 	ms_sess_lock(ms);
-	s = hello_find(ms, h->token, m);
+	s = hello_find(ms, h->token, m, pipe_id);
 	if (s != NULL) {
 		sess_bind(ms, s, pipe_id);
 		log_info("op=hello_again session=%llu pid=%u",
@@ -285,7 +301,9 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	if (rc != 0) {
 		return rc;
 	}
-	r.pid = m->pid;
+	ms_sess_lock(ms);
+	r.pid = hello_pid(ms, m, pipe_id);
+	ms_sess_unlock(ms);
 	r.start_time = m->start_time;
 	r.instance = m->instance_id;
 	memcpy(r.host, m->host,

@@ -46,6 +46,10 @@ int call(struct cl *c, uint16_t op, const struct pbuf *body,
     struct proto_result *res, uint32_t *n);
 int hello_flags(struct cl *c, uint64_t pipe, uint32_t flags, uint32_t pid,
     uint64_t start_time);
+/* hello_from -- hello_flags as a handler of host (hello_flags: "testhost",
+ * which is not this host). */
+int hello_from(struct cl *c, uint64_t pipe, uint32_t flags, uint32_t pid,
+    uint64_t start_time, const char *host);
 void hello(struct cl *c, uint64_t pipe);
 int region_alloc(struct cl *c, uint64_t len, uint64_t page,
     struct proto_loc *loc);

@@ -172,6 +172,31 @@ Test(liveness, a_late_request_on_an_old_pipe_leaves_a_live_session_alone)
 	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS), 1);
 }
 
+/* A handler in another pid namespace (a container sharing the ipc
+ * socket and the hostname) says a pid that names another process here, or
+ * none: the session keeps the pid the server saw on its pipe, so that a
+ * restarted server looks at the right process. It used to end such a
+ * session at the first reaper pass after a restart, live as it was. */
+Test(liveness, a_session_keeps_the_pid_the_server_saw_on_its_pipe)
+{
+	struct pool_session r;
+	struct cl a;
+	char host[64] = "";
+
+	cr_assert_eq(gethostname(host, sizeof(host) - 1), 0);
+	memset(&a, 0, sizeof(a));
+	ms_pipe_added(&ms, 1, (uint64_t)getpid());
+	cr_assert_eq(hello_from(&a, 1, 0, 1, 0, host), 0); /* pid 1: init */
+	cr_assert_eq(pool_session_get(ms.pool, a.session, &r), 0);
+	cr_assert_eq(r.pid, (uint32_t)getpid());
+	ms_fini(&ms);
+	ms_open();
+	cr_assert_eq(ms_reap(&ms, ms_now_ms() + 1000 * GRACE_MS), 0, "a "
+	    "live handler's session ended after the restart");
+	a.pipe = 2;
+	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+}
+
 Test(liveness, sessions_survive_a_restart_and_reattach_with_their_regions)
 {
 	struct cl a;

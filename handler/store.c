@@ -277,11 +277,13 @@ store_register(struct cxlp_handler *h, struct batch *b, unsigned flags,
 	return rc;
 }
 
+/* No answer about the register: none came, or the server had applied an
+ * earlier attempt and no longer keeps its reply (CXLP_E_UNKNOWN). */
 static bool
 outcome_unknown(int rc)
 {
 	return rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ||
-	    rc == CXLP_E_CLOSED;
+	    rc == CXLP_E_CLOSED || rc == CXLP_E_UNKNOWN;
 }
 
 /* cxlp_batch_store -- see cxlpool.h (contracts 1, 2, 4). */

@@ -67,7 +67,9 @@ enum cxlp_error {
 	CXLP_E_STALE = -1019,    /* volatile pool from an earlier boot */
 	CXLP_E_BUSY = -1020,     /* page already holds a registered key */
 	CXLP_E_TOOBIG = -1021,   /* value longer than the page */
-	CXLP_E_UNKNOWN = -1022,  /* outcome unknown (reply lost); see store */
+	CXLP_E_UNKNOWN = -1022,  /* outcome unknown: reply lost, or a retry
+	                          * found its request applied once and its
+	                          * reply no longer kept; see store */
 	CXLP_E_LAST = -1022,
 };
 

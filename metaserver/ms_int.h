@@ -115,6 +115,7 @@ int ms_pins_load(struct ms *ms);
 
 #define RC_ENTRIES 64
 #define RC_BYTES_MAX (4u << 20)
+#define RC_GONE 256 /* request ids of the last replies evicted */
 
 enum rc_state {
 	RC_EMPTY = 0,
@@ -134,9 +135,12 @@ struct rcache {
 	struct rc_ent ent[RC_ENTRIES];
 	uint64_t seq;
 	size_t bytes; /* sum of len over RC_DONE entries */
+	uint64_t gone[RC_GONE]; /* ring: ids whose applied reply went */
+	unsigned gone_next;
 };
 
-/* rc_begin results (non-negative) */
+/* rc_begin results (non-negative; CXLP_E_UNKNOWN for a retry of a request
+ * applied once whose reply was evicted, CXLP_E_BUSY) */
 enum {
 	RC_NEW = 0,  /* not seen: now PENDING; apply, then rc_finish */
 	RC_HIT = 1,  /* seen: the cached reply was copied into the pbuf */

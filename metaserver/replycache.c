@@ -10,12 +10,20 @@
  * original is still being applied waits (RC_WAIT) instead of applying it a
  * second time; PENDING cells are never evicted. The caller locks.
  *
+ * An evicted reply's request id is remembered a while longer (RC_GONE
+ * ids): a retry of it, which a busy handler can send after more than
+ * RC_ENTRIES other requests of its session, is answered CXLP_E_UNKNOWN
+ * ("applied once, reply gone") instead of being applied a second time
+ * (which took a pin twice or reported a done delete as NOTFOUND).
+ *
  * DESIGN NOTES
  *  1. At most one cell per req_id. [rc_begin]
  *  2. EMPTY -> PENDING [rc_begin] -> DONE [rc_finish] -> EMPTY [evict]
  *     PENDING -> EMPTY [rc_abort]
  *  3. bytes == sum of len over DONE cells; after rc_finish,
  *     bytes <= RC_BYTES_MAX unless the newest reply alone is larger.
+ *  4. An id in gone[] was applied and its reply evicted; ids 0 (never
+ *     cached) fill the unused part of the ring.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -45,6 +53,26 @@ clear(struct rcache *rc, struct rc_ent *e)
 	}
 	free(e->data);
 	memset(e, 0, sizeof(*e));
+}
+
+/* Evict the DONE cell e, remembering its request id (note 4). */
+static void
+evict(struct rcache *rc, struct rc_ent *e)
+{
+	rc->gone[rc->gone_next++ % RC_GONE] = e->req_id;
+	clear(rc, e);
+}
+
+/* req_id was applied and its reply evicted (note 4). */
+static bool
+gone(const struct rcache *rc, uint64_t req_id)
+{
+	for (size_t i = 0; i < RC_GONE; i++) {
+		if (rc->gone[i] == req_id) {
+			return true;
+		}
+	}
+	return false;
 }
 
 /* The oldest DONE cell other than keep, or NULL. */
@@ -77,7 +105,7 @@ take_cell(struct rcache *rc)
 	}
 	e = oldest_done(rc, NULL);
 	if (e != NULL) {
-		clear(rc, e);
+		evict(rc, e);
 	}
 	return e;
 }
@@ -102,7 +130,8 @@ rc_fini(struct rcache *rc)
 /* rc_begin -- look req_id up. RC_HIT: the cached reply replaced reply's
  * contents. RC_WAIT: another thread is applying it. RC_NEW: a PENDING cell
  * now holds req_id; the caller applies the request and calls rc_finish or
- * rc_abort. CXLP_E_BUSY when every cell is PENDING. */
+ * rc_abort. CXLP_E_UNKNOWN for an applied request whose reply was evicted
+ * (note 4), CXLP_E_BUSY when every cell is PENDING. */
 int
 rc_begin(struct rcache *rc, uint64_t req_id, struct pbuf *reply)
 {
@@ -115,6 +144,11 @@ rc_begin(struct rcache *rc, uint64_t req_id, struct pbuf *reply)
 		pbuf_reset(reply);
 		pbuf_put_bytes(reply, e->data, e->len);
 		return RC_HIT;
+	}
+	if (gone(rc, req_id)) {
+		return cxlp_fail(CXLP_E_UNKNOWN, "request %llu was applied "
+		    "and its reply is no longer kept: its outcome is unknown "
+		    "here", (unsigned long long)req_id);
 	}
 	e = take_cell(rc);
 	if (e == NULL) {
@@ -148,7 +182,7 @@ rc_finish(struct rcache *rc, uint64_t req_id, const void *data, size_t len)
 	e->state = RC_DONE;
 	rc->bytes += len;
 	while (rc->bytes > RC_BYTES_MAX && (old = oldest_done(rc, e)) != NULL) {
-		clear(rc, old);
+		evict(rc, old);
 	}
 }
 

@@ -702,6 +702,36 @@ Test(dispatch, a_replayed_delete_answers_the_first_result)
 	pbuf_fini(&rep);
 }
 
+/* A busy handler can retry a request after more than RC_ENTRIES other
+ * requests of its session: the reply is gone from the cache, and the
+ * retry must not be applied again (a second pin, taken by a PIN whose
+ * caller believes it holds one) but answered CXLP_E_UNKNOWN. */
+Test(dispatch, a_retry_whose_reply_was_evicted_is_not_applied_again)
+{
+	static const char *const key = "k";
+	struct proto_result res;
+	struct cl a;
+	struct pbuf body, rep;
+
+	client(&a, 1);
+	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
+	pbuf_init(&body);
+	pbuf_init(&rep);
+	put_keys(&body, 0, 1, &key);
+	cr_assert_eq(call_id(&a, PROTO_OP_PIN, 200, &body, &rep, NULL, NULL),
+	    0);
+	a.next_id = 1000;
+	for (int i = 0; i < RC_ENTRIES; i++) {
+		cr_assert_eq(key1(&a, PROTO_OP_EXISTS, 0, "k"), 0);
+	}
+	cr_assert_eq(call_id(&a, PROTO_OP_PIN, 200, &body, &rep, NULL, NULL),
+	    CXLP_E_UNKNOWN);
+	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 1, "the retry pinned "
+	    "again");
+	pbuf_fini(&body);
+	pbuf_fini(&rep);
+}
+
 Test(dispatch, another_sessions_same_req_id_is_not_a_replay)
 {
 	struct cl a, b;

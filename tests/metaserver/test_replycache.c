@@ -65,7 +65,35 @@ Test(replycache, the_oldest_reply_is_dropped_past_the_entry_bound)
 	cr_assert_eq(rc_count(&rc), RC_ENTRIES);
 	cr_assert_eq(rc_begin(&rc, 2, &b), RC_HIT);
 	cr_assert_eq(rc_begin(&rc, RC_ENTRIES + 1, &b), RC_HIT);
-	cr_assert_eq(rc_begin(&rc, 1, &b), RC_NEW); /* evicted */
+	/* evicted: applied once, its reply gone; never applied again */
+	cr_assert_eq(rc_begin(&rc, 1, &b), CXLP_E_UNKNOWN);
+	cr_assert_eq(rc_count(&rc), RC_ENTRIES);
+	pbuf_fini(&b);
+	rc_fini(&rc);
+}
+
+/* The ids of evicted replies are remembered for RC_GONE evictions: a
+ * retry after that many more is taken for a new request again. */
+Test(replycache, an_evicted_id_is_remembered_for_rc_gone_evictions)
+{
+	struct rcache rc;
+	struct pbuf b;
+	uint64_t last = RC_ENTRIES + RC_GONE;
+
+	rc_init(&rc);
+	pbuf_init(&b);
+	for (uint64_t id = 1; id <= last; id++) {
+		cr_assert_eq(rc_begin(&rc, id, &b), RC_NEW);
+		finish_str(&rc, id, "r");
+	}
+	for (uint64_t id = 1; id <= RC_GONE; id++) {
+		cr_assert_eq(rc_begin(&rc, id, &b), CXLP_E_UNKNOWN, "%llu",
+		    (unsigned long long)id);
+	}
+	cr_assert_eq(rc_begin(&rc, last + 1, &b), RC_NEW);
+	finish_str(&rc, last + 1, "r"); /* evicts RC_GONE + 1 */
+	cr_assert_eq(rc_begin(&rc, 1, &b), RC_NEW, "forgotten by now");
+	cr_assert_eq(rc_begin(&rc, RC_GONE + 1, &b), CXLP_E_UNKNOWN);
 	pbuf_fini(&b);
 	rc_fini(&rc);
 }
@@ -85,8 +113,7 @@ Test(replycache, replies_are_bounded_in_bytes_but_the_newest_is_kept)
 		rc_finish(&rc, id, data, big);
 	}
 	cr_assert_leq(rc.bytes, RC_BYTES_MAX);
-	cr_assert_eq(rc_begin(&rc, 1, &b), RC_NEW);
-	rc_abort(&rc, 1);
+	cr_assert_eq(rc_begin(&rc, 1, &b), CXLP_E_UNKNOWN, "evicted");
 	cr_assert_eq(rc_begin(&rc, 3, &b), RC_HIT);
 	cr_assert_eq(rc_begin(&rc, 4, &b), RC_NEW);
 	rc_finish(&rc, 4, data, RC_BYTES_MAX + 10);
@@ -112,7 +139,8 @@ Test(replycache, pending_entries_are_never_evicted)
 	cr_assert_eq(rc_begin(&rc, 1, &b), RC_WAIT);
 	finish_str(&rc, 1, "one");
 	cr_assert_eq(rc_begin(&rc, 1000, &b), RC_NEW); /* reuses 1's cell */
-	cr_assert_eq(rc_begin(&rc, 1, &b), CXLP_E_BUSY);
+	cr_assert_eq(rc_begin(&rc, 1, &b), CXLP_E_UNKNOWN, "1 was applied");
+	cr_assert_eq(rc_begin(&rc, 2000, &b), CXLP_E_BUSY);
 	pbuf_fini(&b);
 	rc_fini(&rc);
 }
@@ -128,7 +156,20 @@ Test(replycache, finish_of_an_unknown_req_id_changes_nothing)
 	rc_fini(&rc);
 }
 
-/* Model: ids finished in order; the last RC_ENTRIES are remembered. */
+/* id is among done[from, to) */
+static bool
+among(const uint64_t *done, size_t from, size_t to, uint64_t id)
+{
+	for (size_t k = from; k < to; k++) {
+		if (done[k] == id) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Model: ids finished in order; the last RC_ENTRIES are remembered with
+ * their replies, the RC_GONE evicted before them as gone. */
 Test(replycache, random_requests_match_a_last_n_model)
 {
 	static uint64_t done[200000];
@@ -140,22 +181,25 @@ Test(replycache, random_requests_match_a_last_n_model)
 	rc_init(&rc);
 	pbuf_init(&b);
 	for (int i = 0; i < 20000; i++) {
-		uint64_t id = 1 + (uint64_t)(rand_r(&seed) % 150);
-		bool want_hit = false;
+		uint64_t id = 1 + (uint64_t)(rand_r(&seed) % 400);
+		size_t kept = ndone > RC_ENTRIES ? ndone - RC_ENTRIES : 0;
+		size_t gone = kept > RC_GONE ? kept - RC_GONE : 0;
+		bool want_hit = among(done, kept, ndone, id);
+		bool want_gone = !want_hit && among(done, gone, kept, id);
 		char text[32];
 		int rc_;
 
-		for (size_t k = ndone > RC_ENTRIES ? ndone - RC_ENTRIES : 0;
-		    k < ndone; k++) {
-			want_hit |= done[k] == id;
-		}
 		snprintf(text, sizeof(text), "reply-%llu",
 		    (unsigned long long)id);
 		rc_ = rc_begin(&rc, id, &b);
-		cr_assert_eq(rc_, want_hit ? RC_HIT : RC_NEW, "i=%d id=%llu",
-		    i, (unsigned long long)id);
+		cr_assert_eq(rc_, want_hit ? RC_HIT : want_gone ?
+		    CXLP_E_UNKNOWN : RC_NEW, "i=%d id=%llu", i,
+		    (unsigned long long)id);
 		if (want_hit) {
 			cr_assert_str_eq((const char *)b.data, text);
+			continue;
+		}
+		if (want_gone) {
 			continue;
 		}
 		finish_str(&rc, id, text);

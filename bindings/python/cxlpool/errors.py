@@ -133,9 +133,13 @@ TooBigError = _cls("TooBigError", "CXLP_E_TOOBIG",
 
 
 class UnknownOutcomeError(CxlpError):
-    """CXLP_E_UNKNOWN: the metaserver's reply to a store was lost.
+    """CXLP_E_UNKNOWN: the outcome of a request is unknown.
 
-    Raised by ``store``/``batch_store``. ``stored`` holds the per-key
+    Its reply was lost, or a retry found the request applied once and its
+    reply no longer kept by the metaserver (then any call can raise it:
+    ``delete``, ``pin``... were applied once, never twice).
+
+    Raised mostly by ``store``/``batch_store``. ``stored`` holds the per-key
     results the C call returned (False for every key whose outcome is
     unknown). The pages are no longer the caller's: the handler keeps them
     until it can resolve the outcome (``Stats.pages_unresolved``), so the

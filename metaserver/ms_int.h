@@ -149,7 +149,8 @@ enum {
 
 void rc_init(struct rcache *rc);
 void rc_fini(struct rcache *rc);
-int rc_begin(struct rcache *rc, uint64_t req_id, struct pbuf *reply);
+int rc_begin(struct rcache *rc, uint64_t req_id, bool gone_unknown,
+    struct pbuf *reply);
 void rc_finish(struct rcache *rc, uint64_t req_id, const void *data,
     size_t len);
 void rc_abort(struct rcache *rc, uint64_t req_id);

@@ -130,10 +130,13 @@ rc_fini(struct rcache *rc)
 /* rc_begin -- look req_id up. RC_HIT: the cached reply replaced reply's
  * contents. RC_WAIT: another thread is applying it. RC_NEW: a PENDING cell
  * now holds req_id; the caller applies the request and calls rc_finish or
- * rc_abort. CXLP_E_UNKNOWN for an applied request whose reply was evicted
- * (note 4), CXLP_E_BUSY when every cell is PENDING. */
+ * rc_abort. With gone_unknown, CXLP_E_UNKNOWN for an applied request
+ * whose reply was evicted (note 4); without, such a request is RC_NEW
+ * (for an op that finds its own earlier run). CXLP_E_BUSY when every cell
+ * is PENDING. */
 int
-rc_begin(struct rcache *rc, uint64_t req_id, struct pbuf *reply)
+rc_begin(struct rcache *rc, uint64_t req_id, bool gone_unknown,
+    struct pbuf *reply)
 {
 	struct rc_ent *e = find(rc, req_id);
 
@@ -145,7 +148,7 @@ rc_begin(struct rcache *rc, uint64_t req_id, struct pbuf *reply)
 		pbuf_put_bytes(reply, e->data, e->len);
 		return RC_HIT;
 	}
-	if (gone(rc, req_id)) {
+	if (gone_unknown && gone(rc, req_id)) {
 		return cxlp_fail(CXLP_E_UNKNOWN, "request %llu was applied "
 		    "and its reply is no longer kept: its outcome is unknown "
 		    "here", (unsigned long long)req_id);

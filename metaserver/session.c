@@ -404,8 +404,10 @@ sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
 			break;
 		}
 		sess_bind(ms, s, pipe_id);
+		/* a REGION_ALLOC run again finds the region its first run
+		 * stamped with the request id (dispatch.c) */
 		rc = h->req_id == 0 ? RC_NEW : rc_begin(&s->rc, h->req_id,
-		    reply);
+		    h->op != PROTO_OP_REGION_ALLOC, reply);
 		if (rc != RC_WAIT) {
 			break;
 		}

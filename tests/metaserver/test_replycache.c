@@ -24,11 +24,11 @@ Test(replycache, a_new_req_id_is_pending_until_finished_then_hits)
 
 	rc_init(&rc);
 	pbuf_init(&b);
-	cr_assert_eq(rc_begin(&rc, 5, &b), RC_NEW);
-	cr_assert_eq(rc_begin(&rc, 5, &b), RC_WAIT);
+	cr_assert_eq(rc_begin(&rc, 5, true, &b), RC_NEW);
+	cr_assert_eq(rc_begin(&rc, 5, true, &b), RC_WAIT);
 	finish_str(&rc, 5, "reply five");
 	pbuf_put_bytes(&b, "junk", 4);
-	cr_assert_eq(rc_begin(&rc, 5, &b), RC_HIT);
+	cr_assert_eq(rc_begin(&rc, 5, true, &b), RC_HIT);
 	cr_assert_eq(b.len, strlen("reply five") + 1);
 	cr_assert_str_eq((const char *)b.data, "reply five");
 	cr_assert_eq(rc_count(&rc), 1);
@@ -43,10 +43,10 @@ Test(replycache, abort_forgets_a_pending_request)
 
 	rc_init(&rc);
 	pbuf_init(&b);
-	cr_assert_eq(rc_begin(&rc, 9, &b), RC_NEW);
+	cr_assert_eq(rc_begin(&rc, 9, true, &b), RC_NEW);
 	rc_abort(&rc, 9);
 	cr_assert_eq(rc_count(&rc), 0);
-	cr_assert_eq(rc_begin(&rc, 9, &b), RC_NEW);
+	cr_assert_eq(rc_begin(&rc, 9, true, &b), RC_NEW);
 	pbuf_fini(&b);
 	rc_fini(&rc);
 }
@@ -59,15 +59,33 @@ Test(replycache, the_oldest_reply_is_dropped_past_the_entry_bound)
 	rc_init(&rc);
 	pbuf_init(&b);
 	for (uint64_t id = 1; id <= RC_ENTRIES + 1; id++) {
-		cr_assert_eq(rc_begin(&rc, id, &b), RC_NEW);
+		cr_assert_eq(rc_begin(&rc, id, true, &b), RC_NEW);
 		finish_str(&rc, id, "r");
 	}
 	cr_assert_eq(rc_count(&rc), RC_ENTRIES);
-	cr_assert_eq(rc_begin(&rc, 2, &b), RC_HIT);
-	cr_assert_eq(rc_begin(&rc, RC_ENTRIES + 1, &b), RC_HIT);
+	cr_assert_eq(rc_begin(&rc, 2, true, &b), RC_HIT);
+	cr_assert_eq(rc_begin(&rc, RC_ENTRIES + 1, true, &b), RC_HIT);
 	/* evicted: applied once, its reply gone; never applied again */
-	cr_assert_eq(rc_begin(&rc, 1, &b), CXLP_E_UNKNOWN);
+	cr_assert_eq(rc_begin(&rc, 1, true, &b), CXLP_E_UNKNOWN);
 	cr_assert_eq(rc_count(&rc), RC_ENTRIES);
+	pbuf_fini(&b);
+	rc_fini(&rc);
+}
+
+/* Without gone_unknown an evicted id is new again: the op finds its own
+ * earlier run (REGION_ALLOC). */
+Test(replycache, an_evicted_id_is_new_to_an_op_that_finds_its_first_run)
+{
+	struct rcache rc;
+	struct pbuf b;
+
+	rc_init(&rc);
+	pbuf_init(&b);
+	for (uint64_t id = 1; id <= RC_ENTRIES + 1; id++) {
+		cr_assert_eq(rc_begin(&rc, id, true, &b), RC_NEW);
+		finish_str(&rc, id, "r");
+	}
+	cr_assert_eq(rc_begin(&rc, 1, false, &b), RC_NEW);
 	pbuf_fini(&b);
 	rc_fini(&rc);
 }
@@ -83,17 +101,17 @@ Test(replycache, an_evicted_id_is_remembered_for_rc_gone_evictions)
 	rc_init(&rc);
 	pbuf_init(&b);
 	for (uint64_t id = 1; id <= last; id++) {
-		cr_assert_eq(rc_begin(&rc, id, &b), RC_NEW);
+		cr_assert_eq(rc_begin(&rc, id, true, &b), RC_NEW);
 		finish_str(&rc, id, "r");
 	}
 	for (uint64_t id = 1; id <= RC_GONE; id++) {
-		cr_assert_eq(rc_begin(&rc, id, &b), CXLP_E_UNKNOWN, "%llu",
+		cr_assert_eq(rc_begin(&rc, id, true, &b), CXLP_E_UNKNOWN, "%llu",
 		    (unsigned long long)id);
 	}
-	cr_assert_eq(rc_begin(&rc, last + 1, &b), RC_NEW);
+	cr_assert_eq(rc_begin(&rc, last + 1, true, &b), RC_NEW);
 	finish_str(&rc, last + 1, "r"); /* evicts RC_GONE + 1 */
-	cr_assert_eq(rc_begin(&rc, 1, &b), RC_NEW, "forgotten by now");
-	cr_assert_eq(rc_begin(&rc, RC_GONE + 1, &b), CXLP_E_UNKNOWN);
+	cr_assert_eq(rc_begin(&rc, 1, true, &b), RC_NEW, "forgotten by now");
+	cr_assert_eq(rc_begin(&rc, RC_GONE + 1, true, &b), CXLP_E_UNKNOWN);
 	pbuf_fini(&b);
 	rc_fini(&rc);
 }
@@ -109,17 +127,17 @@ Test(replycache, replies_are_bounded_in_bytes_but_the_newest_is_kept)
 	rc_init(&rc);
 	pbuf_init(&b);
 	for (uint64_t id = 1; id <= 3; id++) {
-		cr_assert_eq(rc_begin(&rc, id, &b), RC_NEW);
+		cr_assert_eq(rc_begin(&rc, id, true, &b), RC_NEW);
 		rc_finish(&rc, id, data, big);
 	}
 	cr_assert_leq(rc.bytes, RC_BYTES_MAX);
-	cr_assert_eq(rc_begin(&rc, 1, &b), CXLP_E_UNKNOWN, "evicted");
-	cr_assert_eq(rc_begin(&rc, 3, &b), RC_HIT);
-	cr_assert_eq(rc_begin(&rc, 4, &b), RC_NEW);
+	cr_assert_eq(rc_begin(&rc, 1, true, &b), CXLP_E_UNKNOWN, "evicted");
+	cr_assert_eq(rc_begin(&rc, 3, true, &b), RC_HIT);
+	cr_assert_eq(rc_begin(&rc, 4, true, &b), RC_NEW);
 	rc_finish(&rc, 4, data, RC_BYTES_MAX + 10);
 	cr_assert_eq(rc_count(&rc), 1);
 	cr_assert_eq(rc.bytes, RC_BYTES_MAX + 10);
-	cr_assert_eq(rc_begin(&rc, 4, &b), RC_HIT);
+	cr_assert_eq(rc_begin(&rc, 4, true, &b), RC_HIT);
 	pbuf_fini(&b);
 	rc_fini(&rc);
 	free(data);
@@ -133,14 +151,14 @@ Test(replycache, pending_entries_are_never_evicted)
 	rc_init(&rc);
 	pbuf_init(&b);
 	for (uint64_t id = 1; id <= RC_ENTRIES; id++) {
-		cr_assert_eq(rc_begin(&rc, id, &b), RC_NEW);
+		cr_assert_eq(rc_begin(&rc, id, true, &b), RC_NEW);
 	}
-	cr_assert_eq(rc_begin(&rc, 1000, &b), CXLP_E_BUSY);
-	cr_assert_eq(rc_begin(&rc, 1, &b), RC_WAIT);
+	cr_assert_eq(rc_begin(&rc, 1000, true, &b), CXLP_E_BUSY);
+	cr_assert_eq(rc_begin(&rc, 1, true, &b), RC_WAIT);
 	finish_str(&rc, 1, "one");
-	cr_assert_eq(rc_begin(&rc, 1000, &b), RC_NEW); /* reuses 1's cell */
-	cr_assert_eq(rc_begin(&rc, 1, &b), CXLP_E_UNKNOWN, "1 was applied");
-	cr_assert_eq(rc_begin(&rc, 2000, &b), CXLP_E_BUSY);
+	cr_assert_eq(rc_begin(&rc, 1000, true, &b), RC_NEW); /* reuses 1's cell */
+	cr_assert_eq(rc_begin(&rc, 1, true, &b), CXLP_E_UNKNOWN, "1 was applied");
+	cr_assert_eq(rc_begin(&rc, 2000, true, &b), CXLP_E_BUSY);
 	pbuf_fini(&b);
 	rc_fini(&rc);
 }
@@ -191,7 +209,7 @@ Test(replycache, random_requests_match_a_last_n_model)
 
 		snprintf(text, sizeof(text), "reply-%llu",
 		    (unsigned long long)id);
-		rc_ = rc_begin(&rc, id, &b);
+		rc_ = rc_begin(&rc, id, true, &b);
 		cr_assert_eq(rc_, want_hit ? RC_HIT : want_gone ?
 		    CXLP_E_UNKNOWN : RC_NEW, "i=%d id=%llu", i,
 		    (unsigned long long)id);

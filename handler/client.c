@@ -615,13 +615,20 @@ exchange(struct client *cl, const struct frame *f, nng_msg **msg,
 	return rc;
 }
 
+/* client_new_id -- a request id no call of this client has used. */
+uint64_t
+client_new_id(struct client *cl)
+{
+	return __atomic_fetch_add(&cl->next_id, 1, __ATOMIC_RELAXED);
+}
+
+/* One call under request id `id` (0: a new one). */
 static int
-call(struct client *cl, uint16_t op, const struct pbuf *body,
+call(struct client *cl, uint16_t op, uint64_t id, const struct pbuf *body,
     struct creply *rep, unsigned retries)
 {
 	struct frame f = {.hdr = {.version = PROTO_VERSION, .op = op,
-	    .req_id = __atomic_fetch_add(&cl->next_id, 1, __ATOMIC_RELAXED)},
-	    .body = body};
+	    .req_id = id != 0 ? id : client_new_id(cl)}, .body = body};
 	nng_msg *msg = NULL;
 	int rc;
 
@@ -654,7 +661,16 @@ int
 client_call(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep)
 {
-	return call(cl, op, body, rep, cl->retries);
+	return call(cl, op, 0, body, rep, cl->retries);
+}
+
+/* client_call_id -- client_call under a request id from client_new_id,
+ * again for a request whose outcome stayed unknown. */
+int
+client_call_id(struct client *cl, uint16_t op, uint64_t id,
+    const struct pbuf *body, struct creply *rep)
+{
+	return call(cl, op, id, body, rep, cl->retries);
 }
 
 /* client_call_once -- client_call without retries (BYE at close). */
@@ -662,7 +678,7 @@ int
 client_call_once(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep)
 {
-	return call(cl, op, body, rep, 0);
+	return call(cl, op, 0, body, rep, 0);
 }
 
 /* client_reply_fini -- release a reply; NULL-safe, idempotent. */

@@ -152,17 +152,24 @@ reattach(struct cxlp_handler *h, uint64_t old_token)
 	return rc;
 }
 
-/* h_call -- client_call that reattaches once on CXLP_E_SESSION and
- * repeats the call. Same returns as client_call. */
+/* h_call -- see handler_int.h */
 int
 h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
     struct creply *rep)
+{
+	return h_call_id(h, op, 0, body, rep);
+}
+
+/* h_call_id -- see handler_int.h */
+int
+h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
+    const struct pbuf *body, struct creply *rep)
 {
 	uint64_t session, token;
 	int rc;
 
 	client_get_session(h->cl, &session, &token);
-	rc = client_call(h->cl, op, body, rep);
+	rc = client_call_id(h->cl, op, id, body, rep);
 	if (rc != CXLP_E_SESSION || op == PROTO_OP_BYE) {
 		return rc;
 	}
@@ -176,7 +183,7 @@ h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
 		return cxlp_fail(CXLP_E_SESSION, "%s: session lost and "
 		    "reattach failed", proto_op_name(op));
 	}
-	return client_call(h->cl, op, body, rep);
+	return client_call_id(h->cl, op, id, body, rep);
 }
 
 /* h_check_session -- see handler_int.h */

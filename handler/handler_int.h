@@ -74,6 +74,9 @@ void client_set_session(struct client *cl, uint64_t session,
     uint64_t token);
 void client_get_session(const struct client *cl, uint64_t *session,
     uint64_t *token);
+uint64_t client_new_id(struct client *cl);
+int client_call_id(struct client *cl, uint16_t op, uint64_t id,
+    const struct pbuf *body, struct creply *rep);
 int client_call(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep);
 uint64_t client_redials(const struct client *cl);
@@ -199,15 +202,24 @@ struct cxlp_handler {
 	struct direct *direct; /* NULL: direct reads off */
 
 	struct scratch_cache scratch; /* batch calls' transient memory */
+	uint64_t region_req; /* a REGION_ALLOC whose every try timed out:
+	                      * the next asks again under its id (the
+	                      * server finds the region it granted);
+	                      * expand_lock */
 
 	/* regions.c: the thread that prefaults regions added after connect
 	 * and foreign regions as they are mapped; NULL until first needed */
 	struct prefaulter *prefaulter;
 };
 
-/* h_call -- client_call that reattaches once on CXLP_E_SESSION. */
+/* h_call -- client_call that reattaches once on CXLP_E_SESSION and
+ * repeats the call. Same returns as client_call. */
 int h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
     struct creply *rep);
+/* h_call_id -- h_call under request id id (0: a new one), repeated under
+ * the same id after a reattach. */
+int h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
+    const struct pbuf *body, struct creply *rep);
 /* h_check_session -- CXLP_E_SESSION once the metaserver has refused to
  * reattach this handler's session: its regions may be another's now, so
  * no page of theirs is handed out or registered again. */

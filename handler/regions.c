@@ -249,14 +249,16 @@ region_request(struct cxlp_handler *h, struct proto_loc *loc)
 {
 	uint64_t align = h->align ? h->align : 4096;
 	uint64_t len = (h->cfg.region_size + align - 1) / align * align;
+	uint64_t id = h->region_req ? h->region_req : client_new_id(h->cl);
 	struct creply rep;
 	struct pbuf b;
 	int rc;
 
 	pbuf_init(&b);
 	proto_put_region_req(&b, len, h->cfg.page_size);
-	rc = h_call(h, PROTO_OP_REGION_ALLOC, &b, &rep);
+	rc = h_call_id(h, PROTO_OP_REGION_ALLOC, id, &b, &rep);
 	pbuf_fini(&b);
+	h->region_req = rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ? id : 0;
 	if (rc != 0) {
 		return rc;
 	}

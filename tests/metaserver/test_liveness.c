@@ -58,6 +58,20 @@ Test(liveness, a_reused_pid_with_another_start_time_counts_as_dead)
 	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
 }
 
+/* a (pipe 1, its process pid, 0 unknown) pins "k", then loses its pipe
+ * at t0; b (pipe 2) watches. */
+static void
+pinned_then_detached(struct cl *a, struct cl *b, uint64_t pid, uint64_t t0)
+{
+	struct proto_result res;
+
+	hello(b, 2);
+	client(a, 1);
+	cr_assert_eq(reg_page(a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&ms, 1, pid);
+	ms_pipe_removed(&ms, 1, t0);
+}
+
 /* Its mappings outlive its connection: a process of this host that still
  * runs may be writing into its regions, so its session (regions, pins)
  * stays however long it is silent. */
@@ -67,11 +81,7 @@ Test(liveness, a_live_process_of_this_host_keeps_its_session_while_it_runs)
 	struct proto_result res;
 	uint64_t t0 = ms_now_ms();
 
-	hello(&b, 2);
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
-	ms_pipe_added(&ms, 1, (uint64_t)getpid());
-	ms_pipe_removed(&ms, 1, t0);
+	pinned_then_detached(&a, &b, (uint64_t)getpid(), t0);
 	cr_assert_eq(ms_reap(&ms, t0 + 1000 * GRACE_MS), 0);
 	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 1);
 	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 2);
@@ -87,14 +97,9 @@ Test(liveness, a_live_process_of_this_host_keeps_its_session_while_it_runs)
 Test(liveness, a_peer_of_unknown_pid_ends_after_the_grace_period)
 {
 	struct cl a, b;
-	struct proto_result res;
 	uint64_t t0 = ms_now_ms();
 
-	hello(&b, 2);
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
-	ms_pipe_added(&ms, 1, 0);
-	ms_pipe_removed(&ms, 1, t0);
+	pinned_then_detached(&a, &b, 0, t0);
 	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS - 1), 0);
 	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 1);
 	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);

@@ -643,6 +643,7 @@ int
 cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
 {
 	cxlp_page_t pg;
+	uint32_t nsets;
 	int rc;
 
 	if (page == NULL || buf == NULL) {
@@ -653,12 +654,13 @@ cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
 	}
 	pthread_mutex_lock(&h->page_lock);
 	rc = pagetab_alloc(&h->pages, &pg);
+	nsets = h->pages.n;
 	pthread_mutex_unlock(&h->page_lock);
 	if (rc == CXLP_E_NOSPACE && h->cfg.auto_expand) {
 		rc = alloc_expand(h, &pg);
 	} else if (rc == CXLP_E_NOSPACE) {
 		rc = cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
-		    "and auto-expand is off", h->pages.n);
+		    "and auto-expand is off", nsets);
 	}
 	if (rc != 0) {
 		return rc;

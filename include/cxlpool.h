@@ -200,7 +200,9 @@ CXLP_API int cxlp_free(struct cxlp_handler *h, cxlp_page_t page);
  * If the outcome of the register is unknown (no reply after the configured
  * retries), pages are neither freed nor reported stored: they are kept
  * until the handler can resolve them and stored[i] is false; the call
- * returns CXLP_E_UNKNOWN.
+ * returns CXLP_E_UNKNOWN. With CXLP_STORE_PIN each key may then hold one
+ * pin of this session or none: cxlp_batch_unpin the keys once the caller
+ * no longer needs them pinned (CXLP_E_NOTPINNED where none was taken).
  *
  * Errors before any page is consumed, leaving every page with the caller:
  * -EINVAL (NULL arrays, n == 0 or n > CXLP_BATCH_MAX), CXLP_E_KEYLEN,

@@ -425,8 +425,9 @@ sweep(struct kvindex *kv, uint64_t last, uint64_t n, uint64_t decide)
 	}
 }
 
-/* The same over the whole table: one lap that ends at an EMPTY slot, or
- * with none, two laps (as below). */
+/* Sweep the whole table: one lap that ends at an EMPTY slot (no probe
+ * crosses it), or with none, two laps, so that every probe that wraps
+ * round is seen before the slots it passes. */
 static void
 sweep_table(struct kvindex *kv)
 {
@@ -444,9 +445,8 @@ sweep_table(struct kvindex *kv)
 
 /* Empty the tombstones no probe needs, in slot i's cluster (the run of
  * non-EMPTY slots around it, between two EMPTY ones: no probe crosses an
- * EMPTY slot, so none reaches into the cluster from outside). With no
- * EMPTY slot anywhere, the whole table, walked twice round so that every
- * probe that wraps is seen before the slots it passes. */
+ * EMPTY slot, so none reaches into the cluster from outside); with no
+ * EMPTY slot anywhere, in the whole table. */
 static void
 sweep_cluster(struct kvindex *kv, uint64_t i)
 {

@@ -230,15 +230,17 @@ reg_page(struct cl *c, uint32_t flags, const char *key, unsigned page,
 void
 put_keys(struct pbuf *b, uint32_t flags, size_t n, const char *const *keys)
 {
-	static const void *k[CXLP_BATCH_MAX]; /* tests run one at a time */
-	static size_t l[CXLP_BATCH_MAX];
+	const void **k = calloc(n, sizeof(*k)); /* worker threads call it */
+	size_t *l = calloc(n, sizeof(*l));
 
-	cr_assert_leq(n, CXLP_BATCH_MAX);
+	cr_assert(k != NULL && l != NULL);
 	for (size_t i = 0; i < n; i++) {
 		k[i] = keys[i];
 		l[i] = strlen(keys[i]);
 	}
 	proto_put_keys(b, flags, n, k, l);
+	free(k);
+	free(l);
 }
 
 /* A key op over n keys; returns the request status, results in res. */

@@ -63,6 +63,7 @@ struct client {
 	uint64_t session;     /* atomic */
 	uint64_t token;       /* atomic */
 	uint64_t redials;     /* atomic: sockets replaced */
+	uint64_t last_reply_ms; /* atomic: h_now_ms() of the last reply */
 	unsigned timeout_ms;
 	unsigned retries;
 };
@@ -291,6 +292,7 @@ client_open(struct client **out, const char *url, unsigned timeout_ms,
 	pthread_mutex_init(&cl->lock, NULL);
 	pthread_mutex_init(&cl->redial_lock, NULL);
 	cl->next_id = 1;
+	cl->last_reply_ms = h_now_ms();
 	cl->timeout_ms = timeout_ms;
 	cl->retries = retries;
 	*out = cl;
@@ -315,6 +317,13 @@ client_close(struct client **clp)
 	free(cl->url);
 	free(cl);
 	*clp = NULL;
+}
+
+/* client_last_reply_ms -- see handler_int.h */
+uint64_t
+client_last_reply_ms(const struct client *cl)
+{
+	return __atomic_load_n(&cl->last_reply_ms, __ATOMIC_RELAXED);
 }
 
 /* client_redials -- how many times a hanging socket was replaced. */
@@ -635,6 +644,10 @@ call(struct client *cl, uint16_t op, uint64_t id, const struct pbuf *body,
 	memset(rep, 0, sizeof(*rep));
 	client_get_session(cl, &f.hdr.session, &f.hdr.token);
 	rc = exchange(cl, &f, &msg, retries);
+	if (rc == 0) {
+		__atomic_store_n(&cl->last_reply_ms, h_now_ms(),
+		    __ATOMIC_RELAXED);
+	}
 	if (rc == CXLP_E_TIMEOUT) {
 		rc = cxlp_fail(CXLP_E_TIMEOUT, "%s: no reply after %u tries of "
 		    "%u ms", proto_op_name(op), retries + 1, cl->timeout_ms);

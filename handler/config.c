@@ -30,6 +30,7 @@ config_defaults(struct cxlp_config *cfg)
 	cfg->retries = 3;
 	cfg->instance_id = 0;
 	cfg->direct_reads = true;
+	cfg->keepalive_ms = 1000;
 }
 
 static bool
@@ -197,6 +198,18 @@ cxlp_config_set_retries(struct cxlp_config *cfg, unsigned n)
 		return cxlp_fail(-EINVAL, "config_set_retries: NULL config");
 	}
 	cfg->retries = n;
+	return 0;
+}
+
+/* cxlp_config_set_keepalive_ms -- see cxlpool.h. */
+int
+cxlp_config_set_keepalive_ms(struct cxlp_config *cfg, unsigned ms)
+{
+	if (cfg == NULL || ms > (unsigned)INT32_MAX) {
+		return cxlp_fail(-EINVAL, "config_set_keepalive_ms: %u out of "
+		    "range (0..%d)", ms, INT32_MAX);
+	}
+	cfg->keepalive_ms = ms;
 	return 0;
 }
 

@@ -45,7 +45,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "err.h"
 #include "handler_int.h"
@@ -68,15 +67,6 @@ struct direct {
 	bool walking;
 	int stop;          /* atomic: end the walk */
 };
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* The file behind the pool path now; false if it cannot be stat'ed. */
 static bool
@@ -192,7 +182,7 @@ direct_open(struct cxlp_handler *h)
 	}
 	log_info("direct reads on: %s, %llu index slots",
 	    h->pool_path, (unsigned long long)d->kr.nslots);
-	d->check_ms = mono_ms() + RECHECK_MS;
+	d->check_ms = h_now_ms() + RECHECK_MS;
 	d->walking = pthread_create(&d->walker, NULL, walker_main, d) == 0;
 	h->direct = d;
 }
@@ -223,7 +213,7 @@ direct_usable(struct cxlp_handler *h, struct direct *d)
 	if (__atomic_load_n(&d->off, __ATOMIC_ACQUIRE)) {
 		return false;
 	}
-	now = mono_ms();
+	now = h_now_ms();
 	if (now < due || !__atomic_compare_exchange_n(&d->check_ms, &due,
 	    now + RECHECK_MS, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 		return true;

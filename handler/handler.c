@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -160,6 +161,26 @@ h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
 	return h_call_id(h, op, 0, body, rep);
 }
 
+/* The metaserver answered op with CXLP_E_SESSION for the session whose
+ * token was token: reattach (0), or CXLP_E_SESSION when it refuses, and
+ * then the session is lost for good. */
+static int
+reattach_or_lose(struct cxlp_handler *h, uint16_t op, uint64_t token)
+{
+	int rc = reattach(h, token);
+
+	if (rc == 0) {
+		return 0;
+	}
+	if (rc == CXLP_E_SESSION) {
+		__atomic_store_n(&h->session_lost, 1, __ATOMIC_RELEASE);
+		direct_invalidate(h, "the metaserver no longer knows this "
+		    "session");
+	}
+	return cxlp_fail(CXLP_E_SESSION, "%s: session lost and reattach "
+	    "failed", proto_op_name(op));
+}
+
 /* h_call_id -- see handler_int.h */
 int
 h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
@@ -173,17 +194,38 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 	if (rc != CXLP_E_SESSION || op == PROTO_OP_BYE) {
 		return rc;
 	}
-	if ((rc = reattach(h, token)) != 0) {
-		if (rc == CXLP_E_SESSION) {
-			__atomic_store_n(&h->session_lost, 1,
-			    __ATOMIC_RELEASE);
-			direct_invalidate(h, "the metaserver no longer knows "
-			    "this session");
-		}
-		return cxlp_fail(CXLP_E_SESSION, "%s: session lost and "
-		    "reattach failed", proto_op_name(op));
+	if ((rc = reattach_or_lose(h, op, token)) != 0) {
+		return rc;
 	}
 	return client_call_id(h->cl, op, id, body, rep);
+}
+
+/* h_ping -- see handler_int.h */
+int
+h_ping(struct cxlp_handler *h)
+{
+	uint64_t session, token;
+	struct creply rep;
+	int rc;
+
+	client_get_session(h->cl, &session, &token);
+	rc = client_call_once(h->cl, PROTO_OP_HEARTBEAT, NULL, &rep);
+	if (rc == CXLP_E_SESSION) {
+		rc = reattach_or_lose(h, PROTO_OP_HEARTBEAT, token);
+	} else if (rc == 0) {
+		client_reply_fini(&rep);
+	}
+	return rc;
+}
+
+/* h_now_ms -- see handler_int.h */
+uint64_t
+h_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* h_check_session -- see handler_int.h */
@@ -339,6 +381,7 @@ cxlp_connect(struct cxlp_handler **out, const struct cxlp_config *cfg)
 		goto err_bye;
 	}
 	direct_open(h);
+	keeper_start(h);
 	*out = h;
 	return 0;
 err_bye:
@@ -361,6 +404,7 @@ cxlp_close(struct cxlp_handler **hp)
 	h = *hp;
 	*hp = NULL;
 	__atomic_store_n(&h->closing, 1, __ATOMIC_RELEASE);
+	keeper_stop(h);
 	regions_fini(h);
 	bye(h);
 	handler_free(h);

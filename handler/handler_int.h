@@ -48,6 +48,7 @@ struct cxlp_config {
 	uint16_t secret_len;            /* bytes; 0 = no secret */
 	uint8_t secret[PROTO_SECRET_MAX]; /* sent in HELLO (tcp listeners) */
 	bool direct_reads; /* unpinned lookups from shared memory */
+	unsigned keepalive_ms; /* heartbeat after this long silent; 0 off */
 };
 
 /* config_defaults -- fill *cfg with the documented defaults. */
@@ -75,6 +76,9 @@ void client_set_session(struct client *cl, uint64_t session,
 void client_get_session(const struct client *cl, uint64_t *session,
     uint64_t *token);
 uint64_t client_new_id(struct client *cl);
+/* client_last_reply_ms -- h_now_ms() when the last reply arrived (or
+ * when the client opened). */
+uint64_t client_last_reply_ms(const struct client *cl);
 int client_call_id(struct client *cl, uint16_t op, uint64_t id,
     const struct pbuf *body, struct creply *rep);
 int client_call(struct client *cl, uint16_t op, const struct pbuf *body,
@@ -200,6 +204,7 @@ struct cxlp_handler {
 	uint64_t nforeign;
 
 	struct direct *direct; /* NULL: direct reads off */
+	struct keeper *keeper; /* keeper.c; NULL: keepalive off */
 
 	struct scratch_cache scratch; /* batch calls' transient memory */
 	uint64_t region_req; /* a REGION_ALLOC whose every try timed out:
@@ -220,6 +225,11 @@ int h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
  * the same id after a reattach. */
 int h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
     const struct pbuf *body, struct creply *rep);
+/* h_ping -- one HEARTBEAT, one try (keeper.c); reattaches, or loses the
+ * session, as h_call does. 0 or an error. */
+int h_ping(struct cxlp_handler *h);
+/* h_now_ms -- CLOCK_MONOTONIC_COARSE in ms. */
+uint64_t h_now_ms(void);
 /* h_check_session -- CXLP_E_SESSION once the metaserver has refused to
  * reattach this handler's session: its regions may be another's now, so
  * no page of theirs is handed out or registered again. */
@@ -272,6 +282,14 @@ void direct_close(struct cxlp_handler *h);
 size_t direct_lookup_batch(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[],
     struct proto_result res[], bool ask[]);
+
+/* ---- keeper.c ------------------------------------------------------------ */
+
+/* keeper_start -- start the keepalive thread (cfg.keepalive_ms > 0); on
+ * failure the handler runs without one (logged). */
+void keeper_start(struct cxlp_handler *h);
+/* keeper_stop -- stop and join it; NULL-safe (h->keeper NULL). */
+void keeper_stop(struct cxlp_handler *h);
 
 int store_resolve(struct cxlp_handler *h);
 /* store_forget -- drop page pg's unresolved entry (page_lock held): true

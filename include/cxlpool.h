@@ -102,8 +102,8 @@ struct cxlp_config;
 /* cxlp_config_new -- a config with defaults: server
  * "ipc:///tmp/cxlpool.sock", page size 64 KiB, region size 64 MiB,
  * auto-expand on, no region limit, timeout 5000 ms, 3 retries,
- * instance id 0, direct reads on. Returns 0 or -ENOMEM; *out is NULL on
- * failure. */
+ * instance id 0, direct reads on, keepalive 1000 ms. Returns 0 or
+ * -ENOMEM; *out is NULL on failure. */
 CXLP_API int cxlp_config_new(struct cxlp_config **out);
 /* cxlp_config_delete -- NULL-safe; sets *cfg to NULL. */
 CXLP_API void cxlp_config_delete(struct cxlp_config **cfg);
@@ -120,6 +120,13 @@ CXLP_API int cxlp_config_set_timeout_ms(struct cxlp_config *cfg,
 CXLP_API int cxlp_config_set_retries(struct cxlp_config *cfg, unsigned n);
 CXLP_API int cxlp_config_set_instance_id(struct cxlp_config *cfg,
     uint64_t id);
+/* cxlp_config_set_keepalive_ms -- a handler that has heard nothing from
+ * the metaserver for this long sends it a heartbeat (from a thread of its
+ * own; a busy handler sends none), so its session is reattached soon after
+ * a metaserver restart or a dropped connection, and a handler on another
+ * host is not ended for silence (--grace-ms). 0 turns it off. */
+CXLP_API int cxlp_config_set_keepalive_ms(struct cxlp_config *cfg,
+    unsigned ms);
 /* cxlp_config_set_direct_reads -- on (the default): retrieve and exists
  * without CXLP_RETRIEVE_PIN read the pool's KV index straight from shared
  * memory (mapped read-only at connect), with no round trip and no

@@ -314,8 +314,9 @@ Test(kill, a_session_that_comes_back_keeps_its_pins_and_regions)
 	raw_close(&a);
 }
 
+/* A handler of 4 KiB pages in 4 MiB regions; keepalive_ms 0: off. */
 static struct cxlp_handler *
-connect_small(void)
+connect_small(unsigned keepalive_ms)
 {
 	struct cxlp_config *cfg;
 	struct cxlp_handler *h = NULL;
@@ -325,6 +326,7 @@ connect_small(void)
 	cr_assert_eq(cxlp_config_set_page_size(cfg, 4096), 0);
 	cr_assert_eq(cxlp_config_set_region_size(cfg, 4 * MiB), 0);
 	cr_assert_eq(cxlp_config_set_timeout_ms(cfg, 1000), 0);
+	cr_assert_eq(cxlp_config_set_keepalive_ms(cfg, keepalive_ms), 0);
 	cr_assert_eq(cxlp_connect(&h, cfg), 0, "connect: %s",
 	    cxlp_errormsg());
 	cxlp_config_delete(&cfg);
@@ -353,7 +355,7 @@ store_filled(struct cxlp_handler *h, const char *key, int byte,
 Test(kill, an_idle_handler_keeps_its_region_through_a_restart)
 {
 	const char *const short_grace[] = { "--grace-ms", "100", NULL };
-	struct cxlp_handler *a = connect_small(), *b;
+	struct cxlp_handler *a = connect_small(0), *b; /* silent */
 	void *pa, *pb;
 	const void *data;
 	size_t len;
@@ -361,7 +363,7 @@ Test(kill, an_idle_handler_keeps_its_region_through_a_restart)
 	test_server_kill(&srv, SIGKILL);
 	cr_assert_eq(test_server_restart(&srv, short_grace), 0);
 	test_sleep_ms(1000); /* ten grace periods; a says nothing */
-	b = connect_small();
+	b = connect_small(0);
 	store_filled(b, "from-b", 'B', &pb);
 	store_filled(a, "from-a", 'A', &pa);
 	cr_assert_neq(pa, pb);
@@ -376,6 +378,25 @@ Test(kill, an_idle_handler_keeps_its_region_through_a_restart)
 	cxlp_close(&b);
 }
 
+/* After a restart every session is detached until its handler speaks;
+ * one of another host that stays silent past --grace-ms is ended. The
+ * handler's keepalive speaks for an idle one: it reattaches by itself,
+ * with no call from the application. */
+Test(kill, an_idle_handler_reattaches_by_itself_after_a_restart)
+{
+	struct cxlp_handler *h = connect_small(100);
+	bool seen = false;
+
+	test_server_kill(&srv, SIGKILL);
+	cr_assert_eq(test_server_restart(&srv, NULL), 0);
+	for (int i = 0; i < 1000 && !seen; i++) {
+		test_sleep_ms(20);
+		seen = test_server_log_has(&srv, "op=reattach session=");
+	}
+	cr_assert(seen, "no reattach within 20 s of the restart");
+	cxlp_close(&h);
+}
+
 /* Once the metaserver refuses to reattach a handler's session (here its
  * pool was reformatted under it), the regions that handler maps may be
  * another's: it must hand out no more pages and register none. It went
@@ -383,7 +404,7 @@ Test(kill, an_idle_handler_keeps_its_region_through_a_restart)
 Test(kill, a_handler_whose_session_is_gone_hands_out_no_more_pages)
 {
 	const char *const reformat[] = { "--reformat", NULL };
-	struct cxlp_handler *a = connect_small(), *b;
+	struct cxlp_handler *a = connect_small(0), *b;
 	cxlp_page_t pg, pg2;
 	void *buf, *pb;
 	const void *data;
@@ -393,7 +414,7 @@ Test(kill, a_handler_whose_session_is_gone_hands_out_no_more_pages)
 	cr_assert_eq(cxlp_alloc(a, &pg, &buf), 0);
 	test_server_kill(&srv, SIGKILL);
 	cr_assert_eq(test_server_restart(&srv, reformat), 0);
-	b = connect_small();
+	b = connect_small(0);
 	store_filled(b, "from-b", 'B', &pb);
 	cr_assert_eq(cxlp_healthcheck(a), CXLP_E_SESSION);
 	cr_assert_eq(cxlp_alloc(a, &pg2, &buf), CXLP_E_SESSION);

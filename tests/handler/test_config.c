@@ -36,6 +36,7 @@ Test(config, new_config_holds_the_documented_defaults)
 	cr_assert_eq(cfg->timeout_ms, 5000);
 	cr_assert_eq(cfg->retries, 3);
 	cr_assert_eq(cfg->instance_id, 0);
+	cr_assert_eq(cfg->keepalive_ms, 1000);
 }
 
 Test(config, new_with_null_out_is_einval_and_delete_is_null_safe)
@@ -129,6 +130,10 @@ Test(config, unbounded_setters_take_any_value)
 	cr_assert_eq(cfg->retries, 0);
 	cr_assert_eq(cxlp_config_set_instance_id(cfg, UINT64_MAX), 0);
 	cr_assert_eq(cfg->instance_id, UINT64_MAX);
+	cr_assert_eq(cxlp_config_set_keepalive_ms(cfg, 0), 0);
+	cr_assert_eq(cfg->keepalive_ms, 0);
+	cr_assert_eq(cxlp_config_set_keepalive_ms(cfg, 250), 0);
+	cr_assert_eq(cfg->keepalive_ms, 250);
 }
 
 Test(config, every_setter_refuses_a_null_config)
@@ -141,6 +146,7 @@ Test(config, every_setter_refuses_a_null_config)
 	cr_assert_eq(cxlp_config_set_timeout_ms(NULL, 1), -EINVAL);
 	cr_assert_eq(cxlp_config_set_retries(NULL, 1), -EINVAL);
 	cr_assert_eq(cxlp_config_set_instance_id(NULL, 1), -EINVAL);
+	cr_assert_eq(cxlp_config_set_keepalive_ms(NULL, 1), -EINVAL);
 }
 
 Test(config, connect_with_null_out_is_einval)

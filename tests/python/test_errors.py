@@ -131,6 +131,12 @@ class ErrorsRaisedByTheLibrary(ServerTestCase):
         self.assertIn("page_size", cm.exception.message)
         with self.assertRaises(cxlpool.InvalidArgumentError):
             cxlpool.Handler(self.config(timeout_ms=-1)).connect()
+        with self.assertRaises(cxlpool.InvalidArgumentError):
+            cxlpool.Handler(self.config(keepalive_ms=-1)).connect()
+
+    def test_keepalive_can_be_off(self) -> None:
+        h = self.handler(keepalive_ms=0)
+        self.assertTrue(h.exists(self.stored_key(h, "ka")))
 
     def test_retrieving_a_missing_key_raises_not_found(self) -> None:
         h = self.handler()

@@ -103,6 +103,7 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_config_set_timeout_ms": (c_int, [_PTR, c_uint]),
     "cxlp_config_set_retries": (c_int, [_PTR, c_uint]),
     "cxlp_config_set_instance_id": (c_int, [_PTR, c_uint64]),
+    "cxlp_config_set_keepalive_ms": (c_int, [_PTR, c_uint]),
     "cxlp_connect": (c_int, [_P(c_void_p), _PTR]),
     "cxlp_close": (None, [_P(c_void_p)]),
     "cxlp_page_size": (c_size_t, [_PTR]),

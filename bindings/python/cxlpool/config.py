@@ -35,6 +35,8 @@ class Config:
     timeout_ms   wait this long for each metaserver reply
     retries      resend a request this many times before giving up
     instance_id  caller-chosen id reported to the metaserver (e.g. a rank)
+    keepalive_ms heartbeat after this long without a reply (0: off), so
+                 the session is reattached soon after a metaserver restart
     """
 
     server_url: str = DEFAULT_SERVER_URL
@@ -45,6 +47,7 @@ class Config:
     timeout_ms: int = 5000
     retries: int = 3
     instance_id: int = 0
+    keepalive_ms: int = 1000
 
     @property
     def chunk_size(self) -> int:
@@ -90,6 +93,8 @@ class Config:
             cfg, _uint("retries", self.retries, 32)))
         check(lib.cxlp_config_set_instance_id(
             cfg, _uint("instance_id", self.instance_id, 64)))
+        check(lib.cxlp_config_set_keepalive_ms(
+            cfg, _uint("keepalive_ms", self.keepalive_ms, 32)))
 
 
 _SIZE_BITS = 8 * ctypes.sizeof(ctypes.c_size_t)

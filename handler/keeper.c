@@ -1,0 +1,141 @@
+/*
+ * keeper.c -- the handler's keepalive: a thread that sends a HEARTBEAT
+ * when the handler has heard nothing from the metaserver for keepalive_ms.
+ *
+ * A session is bound to the connection it last spoke on. When that
+ * connection goes (the metaserver restarted, a network path failed, nng
+ * redialed), the session is detached until the handler speaks again, and
+ * a handler of another host that stays silent past the server's
+ * --grace-ms loses its session, and with it its regions: regions it may
+ * still be writing into, which the server can then hand to another
+ * handler. A heartbeat reattaches the session within keepalive_ms of a
+ * reconnect (h_ping reattaches as every call does), and tells an idle
+ * handler that its session is gone (h_check_session) before its next
+ * alloc would hand out a page of a region that may be another's.
+ *
+ * A busy handler sends none: any reply within the period counts
+ * (client_last_reply_ms). One attempt per heartbeat, no retries, so a
+ * close waits at most one timeout for a heartbeat in flight, as it does
+ * for its BYE.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "err.h"
+#include "handler_int.h"
+#include "log.h"
+
+struct keeper {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop;
+	pthread_t tid;
+};
+
+/* CLOCK_MONOTONIC now + ms, for pthread_cond_timedwait */
+static struct timespec
+deadline(unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+/* ms until the next heartbeat is due (0: now) */
+static unsigned
+due_in(const struct cxlp_handler *h)
+{
+	uint64_t period = h->cfg.keepalive_ms, now = h_now_ms();
+	uint64_t last = client_last_reply_ms(h->cl);
+
+	return last + period > now ? (unsigned)(last + period - now) : 0;
+}
+
+static void *
+keeper_main(void *arg)
+{
+	struct cxlp_handler *h = arg;
+	struct keeper *k = h->keeper;
+
+	pthread_mutex_lock(&k->lock);
+	while (!k->stop) {
+		unsigned wait = due_in(h);
+
+		if (wait > 0) {
+			struct timespec until = deadline(wait);
+
+			(void)pthread_cond_timedwait(&k->cond, &k->lock,
+			    &until);
+			continue;
+		}
+		pthread_mutex_unlock(&k->lock);
+		if (h_ping(h) != 0) {
+			log_info("keepalive: %s", cxlp_errormsg());
+		}
+		pthread_mutex_lock(&k->lock);
+		if (h_check_session(h) != 0) {
+			break; /* for good: nothing left to keep */
+		}
+	}
+	pthread_mutex_unlock(&k->lock);
+	return NULL;
+}
+
+/* keeper_start -- see handler_int.h */
+void
+keeper_start(struct cxlp_handler *h)
+{
+	struct keeper *k;
+	pthread_condattr_t ca;
+
+	h->keeper = NULL;
+	if (h->cfg.keepalive_ms == 0) {
+		return;
+	}
+	if ((k = calloc(1, sizeof(*k))) == NULL) {
+		log_err("keepalive off: out of memory");
+		return;
+	}
+	pthread_mutex_init(&k->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&k->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	h->keeper = k;
+	if (pthread_create(&k->tid, NULL, keeper_main, h) != 0) {
+		log_err("keepalive off: cannot start its thread");
+		h->keeper = NULL;
+		pthread_cond_destroy(&k->cond);
+		pthread_mutex_destroy(&k->lock);
+		free(k);
+	}
+}
+
+/* keeper_stop -- see handler_int.h */
+void
+keeper_stop(struct cxlp_handler *h)
+{
+	struct keeper *k = h->keeper;
+
+	if (k == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&k->lock);
+	k->stop = true;
+	pthread_cond_signal(&k->cond);
+	pthread_mutex_unlock(&k->lock);
+	pthread_join(k->tid, NULL);
+	pthread_cond_destroy(&k->cond);
+	pthread_mutex_destroy(&k->lock);
+	free(k);
+	h->keeper = NULL;
+}

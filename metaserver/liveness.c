@@ -11,8 +11,9 @@
  * handler reattaches after a metaserver restart.
  *
  * How long a detached session lasts depends on what the server can see.
- * A process of this host (its pid known: from the ipc pipe, or from its
- * HELLO's host and pid after a restart) keeps its session for as long as
+ * A process of this host (its pid known: from the ipc pipe, or after a
+ * restart from the session record, when the record names this host) keeps
+ * its session for as long as
  * it runs, however long it stays silent: its mappings outlive its
  * connection, so it may still be writing into the pages of its regions,
  * and handing those to another handler would let the two write over

@@ -297,9 +297,10 @@ validate(struct pool *p)
 }
 
 /* The head is a superblock this code wrote whose format a crash cut
- * short: all but its magic, which pool_format stores last. No request was
- * ever served from it, so POOL_CREATE may format it again (it would
- * otherwise be refused as "not a pool" on every start). */
+ * short: all but its magic, which pool_format clears first and stores
+ * last. Whatever the target held before, a format had begun to replace
+ * it, so POOL_CREATE may format it again (it would otherwise be refused
+ * as "not a pool" on every start). */
 static bool
 head_interrupted(const struct pool *p)
 {

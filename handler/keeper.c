@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
@@ -33,22 +34,6 @@ struct keeper {
 	bool stop;
 	pthread_t tid;
 };
-
-/* CLOCK_MONOTONIC now + ms, for pthread_cond_timedwait */
-static struct timespec
-deadline(unsigned ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
 
 /* ms until the next heartbeat is due (0: now) */
 static unsigned
@@ -71,7 +56,8 @@ keeper_main(void *arg)
 		unsigned wait = due_in(h);
 
 		if (wait > 0) {
-			struct timespec until = deadline(wait);
+			struct timespec until =
+			    cxlp_deadline(CLOCK_MONOTONIC, wait);
 
 			(void)pthread_cond_timedwait(&k->cond, &k->lock,
 			    &until);

@@ -42,6 +42,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 
+#include "deadline.h"
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
@@ -173,15 +174,8 @@ reaper_main(void *arg)
 	period = period < 20 ? 20 : period > 250 ? 250 : period;
 	pthread_mutex_lock(&srv->stop_lock);
 	while (!srv->stopping) {
-		struct timespec ts;
+		struct timespec ts = cxlp_deadline(CLOCK_REALTIME, period);
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)(period / 1000);
-		ts.tv_nsec += (long)(period % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
 		pthread_cond_timedwait(&srv->stop_cond, &srv->stop_lock, &ts);
 		pthread_mutex_unlock(&srv->stop_lock);
 		ms_reap(&srv->ms, ms_now_ms());

@@ -15,6 +15,7 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "deadline.h"
 #include "rawclient.h"
 
 static int
@@ -330,13 +331,7 @@ raw_nng_usable(unsigned deadline_ms)
 	if (pthread_create(&t, NULL, probe_main, &pr) != 0) {
 		return -EAGAIN;
 	}
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += deadline_ms / 1000;
-	until.tv_nsec += (long)(deadline_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	until = cxlp_deadline(CLOCK_REALTIME, deadline_ms);
 	pthread_mutex_lock(&pr.lock);
 	while (!pr.done && rc == 0) {
 		rc = pthread_cond_timedwait(&pr.done_cond, &pr.lock, &until);

@@ -32,16 +32,20 @@ struct keeper {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool stop;
+	uint64_t tried_ms; /* the last heartbeat's start */
 	pthread_t tid;
 };
 
-/* ms until the next heartbeat is due (0: now) */
+/* ms until the next heartbeat is due (0: now): a period after the last
+ * reply, and after the last heartbeat (one that failed at once must not
+ * be sent again at once) */
 static unsigned
-due_in(const struct cxlp_handler *h)
+due_in(const struct cxlp_handler *h, const struct keeper *k)
 {
 	uint64_t period = h->cfg.keepalive_ms, now = h_now_ms();
 	uint64_t last = client_last_reply_ms(h->cl);
 
+	last = last > k->tried_ms ? last : k->tried_ms;
 	return last + period > now ? (unsigned)(last + period - now) : 0;
 }
 
@@ -53,7 +57,7 @@ keeper_main(void *arg)
 
 	pthread_mutex_lock(&k->lock);
 	while (!k->stop) {
-		unsigned wait = due_in(h);
+		unsigned wait = due_in(h, k);
 
 		if (wait > 0) {
 			struct timespec until =
@@ -63,6 +67,7 @@ keeper_main(void *arg)
 			    &until);
 			continue;
 		}
+		k->tried_ms = h_now_ms();
 		pthread_mutex_unlock(&k->lock);
 		if (h_ping(h) != 0) {
 			log_info("keepalive: %s", cxlp_errormsg());

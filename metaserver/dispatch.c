@@ -82,6 +82,9 @@ struct op_def {
 	bool needs_session;
 	uint8_t lock;      /* enum op_lock */
 	uint32_t flags_ok; /* request flag bits this op accepts */
+	bool self_replay;  /* run again under its request id, it finds what
+	                    * its first run did, so a retry whose reply was
+	                    * evicted is run, not answered CXLP_E_UNKNOWN */
 };
 
 /* ---- reply helpers ------------------------------------------------------ */
@@ -689,7 +692,7 @@ static const struct op_def ops[PROTO_OP_MAX + 1] = {
 	[PROTO_OP_HELLO] = { dec_hello, ap_hello, false, LK_WRITE,
 	    PROTO_HELLO_REATTACH },
 	[PROTO_OP_REGION_ALLOC] = { dec_region, ap_region_alloc, true,
-	    LK_WRITE, 0 },
+	    LK_WRITE, 0, true }, /* the region carries the request id */
 	[PROTO_OP_REGION_FREE] = { dec_region_free, ap_region_free, true,
 	    LK_WRITE, 0 },
 	[PROTO_OP_REGISTER] = { dec_regs, ap_register, true, LK_WRITE,
@@ -819,7 +822,8 @@ ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame, size_t len,
 	cxlp_errmsg_clear();
 	rc = parse_hdr(&rq, frame, len, &def);
 	if (rc == 0 && def->needs_session) {
-		rc = sess_enter(ms, &rq.h, pipe_id, reply, &rq.s);
+		rc = sess_enter(ms, &rq.h, pipe_id, !def->self_replay, reply,
+		    &rq.s);
 		if (rc == RC_HIT) {
 			return reply->err; /* answered from the cache */
 		}

@@ -248,7 +248,8 @@ int ms_hello_admit(struct ms *ms, const void *frame, size_t len,
 int sess_hello(struct ms *ms, const struct proto_req_hdr *h,
     const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out);
 int sess_enter(struct ms *ms, const struct proto_req_hdr *h,
-    uint64_t pipe_id, struct pbuf *reply, struct ms_sess **out);
+    uint64_t pipe_id, bool gone_unknown, struct pbuf *reply,
+    struct ms_sess **out);
 void sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
     const struct pbuf *reply);
 int ms_sess_load(struct ms *ms, uint64_t now_ms);

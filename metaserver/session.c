@@ -385,11 +385,12 @@ reply_is_for(const struct pbuf *reply, uint16_t op)
  * to pipe_id. Returns 0 with a reference in *out (the caller applies the
  * request, then calls sess_leave), 1 when the request was already answered
  * (reply holds the cached reply; *out NULL), or CXLP_E_SESSION /
- * CXLP_E_BUSY, or CXLP_E_PROTO when req_id was first used for another op.
- * req_id 0 is never cached. */
+ * CXLP_E_BUSY, or CXLP_E_PROTO when req_id was first used for another op;
+ * with gone_unknown, CXLP_E_UNKNOWN for a retry whose reply was evicted
+ * (rc_begin). req_id 0 is never cached. */
 int
 sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
-    struct pbuf *reply, struct ms_sess **out)
+    bool gone_unknown, struct pbuf *reply, struct ms_sess **out)
 {
 	struct ms_sess *s;
 	int rc;
@@ -404,10 +405,8 @@ sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
 			break;
 		}
 		sess_bind(ms, s, pipe_id);
-		/* a REGION_ALLOC run again finds the region its first run
-		 * stamped with the request id (dispatch.c) */
 		rc = h->req_id == 0 ? RC_NEW : rc_begin(&s->rc, h->req_id,
-		    h->op != PROTO_OP_REGION_ALLOC, reply);
+		    gone_unknown, reply);
 		if (rc != RC_WAIT) {
 			break;
 		}

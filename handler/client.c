@@ -14,8 +14,10 @@
  * A connection can hang without closing (and nng 1.5's ipc dialer
  * sometimes never redials a restarted server), so once requests have timed
  * out REDIAL_AFTER times in a row on one socket (whichever calls sent
- * them), the next attempt replaces the socket with a freshly dialed one
- * and sends there. The server binds a session
+ * them) while its connection is up, the next attempt replaces the socket
+ * with a freshly dialed one and sends there. A socket is never closed
+ * while its SP handshake is under way (csock_retire: that stops an nng
+ * 1.5.2 server's listener). The server binds a session
  * to whatever pipe it last spoke on, so nothing else changes. Sockets are
  * reference counted: calls still waiting on the old one finish their
  * attempt, then move over; the last to leave closes it, in the background
@@ -178,27 +180,49 @@ stat_of(nng_stat *st, const char *name)
 	return s != NULL ? nng_stat_value(s) : 0;
 }
 
-/* Whether a pipe of cs has sent more messages than it has received: a
- * request whose reply (late, after a timeout) the server may still send.
- * nng keeps these counts per pipe; if they cannot be read, false. */
-static bool
-csock_owed_replies(const struct csock *cs)
+/* What nng's per-pipe statistics say of cs's connection. */
+struct csock_state {
+	bool piped; /* a pipe is up: its SP handshake is complete */
+	bool owed;  /* a pipe has sent more messages than it received: a
+		     * request whose reply (late, after a timeout) the
+		     * server may still send */
+};
+
+/* The state of cs's pipes. If nng's statistics cannot be read, a pipe
+ * is taken to be up and to owe nothing (what the callers did before
+ * they could tell). */
+static struct csock_state
+csock_state(const struct csock *cs)
 {
 	uint64_t id = (uint64_t)nng_socket_id(cs->sock);
+	struct csock_state cst = { .piped = true, .owed = false };
 	nng_stat *all, *st;
-	bool owed = false;
 
 	if (nng_stats_get(&all) != 0) {
-		return false;
+		return cst;
 	}
-	for (st = nng_stat_child(all); st != NULL && !owed;
-	    st = nng_stat_next(st)) {
-		owed = strcmp(nng_stat_name(st), "pipe") == 0 &&
-		    stat_of(st, "socket") == id &&
+	cst.piped = false;
+	for (st = nng_stat_child(all); st != NULL; st = nng_stat_next(st)) {
+		if (strcmp(nng_stat_name(st), "pipe") != 0 ||
+		    stat_of(st, "socket") != id) {
+			continue;
+		}
+		cst.piped = true;
+		cst.owed = cst.owed ||
 		    stat_of(st, "rx_msgs") < stat_of(st, "tx_msgs");
 	}
 	nng_stats_free(all);
-	return owed;
+	return cst;
+}
+
+/* Whether cs may be closed now: no reply is owed on it, and no SP
+ * handshake of its dialer is under way (it has a pipe). */
+static bool
+csock_closable(const struct csock *cs)
+{
+	struct csock_state cst = csock_state(cs);
+
+	return cst.piped && !cst.owed;
 }
 
 static void *
@@ -208,14 +232,15 @@ closer_main(void *arg)
 	struct timespec nap = { 0, CLOSE_POLL_MS * 1000000L };
 
 	for (unsigned waited = 0; waited < CLOSE_WAIT_MAX_MS &&
-	    csock_owed_replies(cs); waited += CLOSE_POLL_MS) {
+	    !csock_closable(cs); waited += CLOSE_POLL_MS) {
 		nanosleep(&nap, NULL);
 	}
 	csock_free(cs);
 	return NULL;
 }
 
-/* Close cs off the caller's thread, once no reply is owed on it.
+/* Close cs off the caller's thread, once it is closable: no reply owed,
+ * no handshake under way.
  *
  * nng 1.5.2 loses a receive when a pipe is closed just as a message
  * arrives on it: the ipc transport resubmits its read on an aio that the
@@ -227,13 +252,19 @@ closer_main(void *arg)
  * reaper in req0_pipe_stop -> nni_aio_wait). A message arrives at a close
  * only if a reply is still owed: a request timed out and the server,
  * stalled, answers late. So a socket that owes replies stays open until
- * they arrive (req0 drops them) or its pipe goes, for up to
- * CLOSE_WAIT_MAX_MS; the wait is on a detached thread, so neither a call
- * nor cxlp_close waits for it. Without a thread, cs is closed here. Not
- * covered: a request still being written when a stalled server resumes
- * (nng counts a message once it is whole), the same race on the send
- * side; it needs a large request, a stall mid-write and a close at the
- * moment the server wakes. */
+ * they arrive (req0 drops them) or its pipe goes.
+ *
+ * A socket without a pipe may have a connection whose SP handshake is
+ * under way (a stalled server has it in its accept queue): closing it
+ * then hangs up mid-handshake, which stops an nng 1.5.2 metaserver's
+ * listener for good (nng#1518, deps/nng/README.md; ours is fixed, other
+ * builds may not be). So it stays open until its pipe is up, and is
+ * closed then. Either wait lasts at most CLOSE_WAIT_MAX_MS, on a detached
+ * thread, so neither a call nor cxlp_close waits for it; without a
+ * thread, cs is closed here. Not covered: a request still being written
+ * when a stalled server resumes (nng counts a message once it is whole),
+ * the same race on the send side; it needs a large request, a stall
+ * mid-write and a close at the moment the server wakes. */
 static void
 csock_retire(struct csock *cs)
 {
@@ -512,10 +543,12 @@ retryable(int rc)
 }
 
 /* Replace cs, on which requests keep timing out, by a freshly dialed
- * socket, unless another call did so already. Calls that find the same
- * stall wait for the first one's redial instead of dialing sockets they
- * would throw away (closing a socket whose ipc dial is still under way
- * can leave nng 1.5 unable to complete later dials in the process). A
+ * socket, unless another call did so already or cs has no pipe. Calls
+ * that find the same stall wait for the first one's redial instead of
+ * dialing sockets they would throw away. A socket without a pipe is
+ * kept: nng is dialing it, perhaps with a handshake under way at a
+ * stalled server, and a fresh socket would wait in the same queue (and
+ * retiring this one would pile up sockets until the server wakes). A
  * dial that cannot even start keeps the old socket (the next timeout
  * tries again). */
 static void
@@ -528,7 +561,7 @@ redial(struct client *cl, struct csock *cs)
 	pthread_mutex_lock(&cl->lock);
 	mine = cl->cur == cs;
 	pthread_mutex_unlock(&cl->lock);
-	if (!mine) {
+	if (!mine || !csock_state(cs).piped) {
 		pthread_mutex_unlock(&cl->redial_lock);
 		return;
 	}

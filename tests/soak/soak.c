@@ -4,8 +4,12 @@
  * and restarted, then a full audit of the pool.
  *
  *   cxlp-soak [--seconds N] [--workers N] [--kill-ms MS] [--quick]
+ *             [--hostile]
  *     --quick = 15 s with a kill every 500 ms (the meson test, suite soak)
  *     default = 120 s with a kill every 1500 ms
+ *     --kill-ms 0 = no kills: then every call of every worker must succeed
+ *     --hostile = no kills, and a prober and newcomer handlers (hostile.c)
+ *                 on the server's ipc socket and a tcp port
  *
  * Workers are this program exec'd again (`cxlp-soak --worker URL ID SEED
  * NEXT`); nng cannot run in a forked copy. A worker loops over a mixed
@@ -67,7 +71,8 @@ static struct {
 	struct test_server srv;
 	struct worker w[SOAK_WORKERS_MAX];
 	unsigned nworkers;
-	unsigned seconds, kill_ms;
+	unsigned seconds, kill_ms; /* kill_ms 0: no kills */
+	bool hostile;
 	uint8_t shared[SOAK_SHARED];  /* K_* per shared key */
 	uint8_t *priv[SOAK_WORKERS_MAX]; /* K_* per private key */
 	unsigned kills;
@@ -254,7 +259,7 @@ static int
 run_phase(void)
 {
 	uint64_t end = now_ms() + S.seconds * 1000ull;
-	uint64_t next_kill = now_ms() + S.kill_ms;
+	uint64_t next_kill = S.kill_ms > 0 ? now_ms() + S.kill_ms : UINT64_MAX;
 
 	while (now_ms() < end) {
 		struct pollfd p[SOAK_WORKERS_MAX];
@@ -279,7 +284,7 @@ run_phase(void)
 			    S.nworkers) != 0) {
 				return -1;
 			}
-			next_kill = now_ms() + S.kill_ms;
+			next_kill = now_ms() + S.kill_ms; /* kill_ms > 0 */
 		}
 	}
 	return 0;
@@ -582,18 +587,20 @@ parse(int argc, char **argv)
 			S.kill_ms = (unsigned)atoi(argv[++i]);
 		} else if (strcmp(argv[i], "--workers") == 0 && more) {
 			S.nworkers = (unsigned)atoi(argv[++i]);
+		} else if (strcmp(argv[i], "--hostile") == 0) {
+			S.hostile = true;
 		} else {
 			fprintf(stderr, "usage: cxlp-soak [--quick] [--seconds "
-			    "N] [--kill-ms MS] [--workers N]\n");
+			    "N] [--kill-ms MS] [--workers N] [--hostile]\n");
 			return 2;
 		}
 	}
-	if (S.nworkers == 0 || S.nworkers > SOAK_WORKERS_MAX ||
-	    S.kill_ms == 0) {
-		fprintf(stderr, "cxlp-soak: --workers 1..%d, --kill-ms > 0\n",
+	if (S.nworkers == 0 || S.nworkers > SOAK_WORKERS_MAX) {
+		fprintf(stderr, "cxlp-soak: --workers 1..%d\n",
 		    SOAK_WORKERS_MAX);
 		return 2;
 	}
+	S.kill_ms = S.hostile ? 0 : S.kill_ms;
 	return 0;
 }
 
@@ -613,7 +620,12 @@ soak(void)
 		S.priv[i] = calloc(SOAK_PRIVATE_MAX, 1);
 		rc = S.priv[i] == NULL ? -1 : worker_start(i);
 	}
-	rc = rc != 0 ? rc : run_phase();
+	if (rc == 0 && S.hostile) {
+		rc = hostile_start(S.srv.url);
+		rc = rc != 0 ? rc : run_phase();
+		rc = hostile_stop() != 0 ? -1 : rc;
+	}
+	rc = rc != 0 || S.hostile ? rc : run_phase();
 	rc = rc != 0 ? rc : quiesce();
 	fprintf(stderr, "cxlp-soak: %u s, %u workers, %u kills, %llu events\n",
 	    S.seconds, S.nworkers, S.kills, (unsigned long long)S.events);
@@ -625,6 +637,7 @@ soak(void)
 int
 main(int argc, char **argv)
 {
+	const char *const *args;
 	int rc;
 
 	if (argc >= 2 && strcmp(argv[1], "--worker") == 0) {
@@ -635,8 +648,13 @@ main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	srand((unsigned)now_ms());
+	if (S.kill_ms == 0) {
+		setenv("CXLP_SOAK_STRICT", "1", 1); /* for the workers */
+	}
+	args = S.hostile ? hostile_server_args() : NULL;
 	if (readlink("/proc/self/exe", S.self, sizeof(S.self) - 1) <= 0 ||
-	    test_server_start(&S.srv, 1ull << 30, NULL) != 0) {
+	    (S.hostile && args == NULL) ||
+	    test_server_start(&S.srv, 1ull << 30, args) != 0) {
 		fprintf(stderr, "cxlp-soak: cannot start the metaserver\n");
 		return 1;
 	}

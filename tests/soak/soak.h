@@ -47,6 +47,11 @@ void soak_shared_key(char *out, size_t n, uint32_t i);
 void soak_private_key(char *out, size_t n, unsigned worker, uint32_t i);
 uint32_t soak_private_id(unsigned worker, uint32_t i);
 
+/* The hostile prober and newcomers of `cxlp-soak --hostile` (hostile.c). */
+const char *const *hostile_server_args(void);
+int hostile_start(const char *ipc_url);
+int hostile_stop(void);
+
 /* soak_worker -- main of `cxlp-soak --worker URL ID SEED NEXT`. */
 int soak_worker(int argc, char **argv);
 

@@ -10,7 +10,9 @@
  * (bytes checked; the pins are held until the next retrieve, so a kill
  * usually finds some), or pages allocated and written but never
  * registered (freed a step later). Any wrong byte or unexpected error
- * exits non-zero, which fails the soak.
+ * exits non-zero, which fails the soak. With CXLP_SOAK_STRICT=1 in its
+ * environment (a soak without kills) every call must succeed: an outcome
+ * left unknown (CXLP_E_UNKNOWN, a delete that timed out) fails it too.
  *
  * A 'q' on stdin stops the workload: the worker drops its pins and
  * unregistered pages, writes E_STATS and its page counts, stays connected
@@ -39,6 +41,7 @@ struct wstate {
 	unsigned npinned;
 	cxlp_page_t held[HELD_MAX];  /* allocated, never registered */
 	unsigned nheld;
+	bool strict;                 /* every call must succeed */
 };
 
 void
@@ -126,7 +129,7 @@ step_shared(struct wstate *w)
 		soak_shared_key(names[i], sizeof(names[i]), ids[i]);
 	}
 	rc = store_keys(w, names, ids, &n, flags, ok);
-	if (rc != 0 && rc != CXLP_E_UNKNOWN) {
+	if (rc != 0 && (w->strict || rc != CXLP_E_UNKNOWN)) {
 		exit(42);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -162,7 +165,7 @@ step_private(struct wstate *w)
 		soak_private_key(names[i], sizeof(names[i]), w->id, nums[i]);
 	}
 	rc = store_keys(w, names, ids, &n, 0, ok);
-	if (rc != 0 && rc != CXLP_E_UNKNOWN) {
+	if (rc != 0 && (w->strict || rc != CXLP_E_UNKNOWN)) {
 		exit(45);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -186,6 +189,8 @@ delete_private(struct wstate *w, uint32_t i)
 		emit(E_DELETED_PRIV, i);
 	} else if (rc == CXLP_E_PERM || rc == CXLP_E_PINNED) {
 		emit(E_KEPT_PRIV, i); /* an earlier me not yet ended */
+	} else if (w->strict) {
+		exit(39);
 	} else {
 		emit(E_UNKNOWN_PRIV, i);
 	}
@@ -343,6 +348,8 @@ soak_worker(int argc, char **argv)
 		return 2;
 	}
 	w.id = (unsigned)atoi(argv[1]);
+	w.strict = getenv("CXLP_SOAK_STRICT") != NULL &&
+	    strcmp(getenv("CXLP_SOAK_STRICT"), "1") == 0;
 	srand((unsigned)strtoull(argv[2], NULL, 10));
 	w.next = w.first = (uint32_t)strtoul(argv[3], NULL, 10);
 	/* the window an earlier incarnation left, and the numbers skipped

@@ -44,6 +44,7 @@
 #include "devscan.h"
 #include "err.h"
 #include "log.h"
+#include "owner.h"
 #include "pool_int.h"
 
 /* pool_persist_cb -- see pool_int.h */
@@ -66,8 +67,9 @@ pool_store8(struct pool *p, uint64_t *dst, uint64_t v)
 	pmap_persist(p->map, dst, sizeof(*dst));
 }
 
-static void
-read_boot_id(char out[POOL_BOOT_ID_LEN])
+/* pool_boot_id -- see pool_int.h */
+void
+pool_boot_id(char out[POOL_BOOT_ID_LEN])
 {
 	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
 	size_t n = 0;
@@ -99,7 +101,7 @@ plan(struct pool_sb *sb, const char *path, uint64_t size,
 	if (getrandom(sb->uuid, sizeof(sb->uuid), 0) != sizeof(sb->uuid)) {
 		return cxlp_fail(-EIO, "%s: getrandom failed", path);
 	}
-	read_boot_id(sb->boot_id);
+	pool_boot_id(sb->boot_id);
 	return 0;
 }
 
@@ -154,7 +156,7 @@ check_stale(const struct pool *p)
 	if (!(p->sb->flags & POOL_SB_VOLATILE)) {
 		return 0;
 	}
-	read_boot_id(boot);
+	pool_boot_id(boot);
 	if (strncmp(boot, p->sb->boot_id, sizeof(boot)) != 0) {
 		return cxlp_fail(CXLP_E_STALE, "%s: volatile pool formatted "
 		    "in boot %s, this is boot %s: its contents are gone; "
@@ -323,7 +325,7 @@ head_interrupted(const struct pool *p)
  * format a crash cut short */
 static int
 open_existing(struct pool *p, unsigned flags,
-    const struct pool_params *pp, bool *fresh)
+    const struct pool_params *pp, const struct pool_own *own, bool *fresh)
 {
 	struct stat st;
 	uint64_t len;
@@ -338,6 +340,9 @@ open_existing(struct pool *p, unsigned flags,
 	}
 	p->base = pmap_addr(p->map);
 	p->sb = (void *)p->base;
+	if (own != NULL && (rc = owner_enter(p, own)) != 0) {
+		return rc; /* another server has it: write nothing */
+	}
 	if ((flags & POOL_CREATE) && !(flags & POOL_REFORMAT) &&
 	    head_interrupted(p)) {
 		log_info("%s: its format was cut short; formatting it again",
@@ -379,6 +384,14 @@ int
 pool_open(struct pool **out, const char *path, unsigned flags,
     const struct pool_params *params)
 {
+	return pool_open_owned(out, path, flags, params, NULL);
+}
+
+/* pool_open_owned -- see owner.h; own NULL: pool_open */
+int
+pool_open_owned(struct pool **out, const char *path, unsigned flags,
+    const struct pool_params *params, const struct pool_own *own)
+{
 	struct pool *p;
 	bool fresh = false;
 	int rc;
@@ -386,6 +399,10 @@ pool_open(struct pool **out, const char *path, unsigned flags,
 	*out = NULL;
 	if ((rc = open_args(path, flags)) != 0) {
 		return rc;
+	}
+	if (own != NULL && (flags & POOL_RDONLY)) {
+		return cxlp_fail(-EINVAL, "%s: a read-only open owns nothing",
+		    path);
 	}
 	if ((p = calloc(1, sizeof(*p))) == NULL ||
 	    (p->path = strdup(path)) == NULL) {
@@ -398,7 +415,10 @@ pool_open(struct pool **out, const char *path, unsigned flags,
 		rc = open_new(p, params);
 		fresh = true;
 	} else {
-		rc = open_existing(p, flags, params, &fresh);
+		rc = open_existing(p, flags, params, own, &fresh);
+	}
+	if (rc == 0 && own != NULL) {
+		rc = owner_claim(p, own, fresh); /* before recovery writes */
 	}
 	if (rc == 0) {
 		rc = attach(p, fresh);
@@ -421,6 +441,7 @@ pool_close(struct pool **pp)
 		return;
 	}
 	p = *pp;
+	owner_release(p);
 	pintab_fini(p);
 	region_fini(p);
 	keyheap_fini(&p->heap);

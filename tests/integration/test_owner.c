@@ -178,9 +178,9 @@ Test(owner, a_server_killed_with_9_restarts_at_once_and_finds_its_keys)
 	cr_assert_eq(test_server_stop(&srv), 0);
 }
 
-Test(owner, sigterm_clears_the_owner_record)
+Test(owner, a_served_pool_shows_a_moving_heartbeat_that_sigterm_clears)
 {
-	struct pool_owner o;
+	struct pool_owner o, later;
 	char out[128];
 	const char *bin = getenv("CXLP_POOL_INSPECT");
 
@@ -188,6 +188,12 @@ Test(owner, sigterm_clears_the_owner_record)
 	cr_assert_eq(owner_of(&o), 0);
 	cr_assert_eq(o.pid, (uint32_t)srv.pid);
 	cr_assert(strstr(o.listen, srv.url) != NULL, "%s", o.listen);
+	later = o;
+	for (int i = 0; i < 100 && later.beat == o.beat; i++) {
+		test_sleep_ms(100);
+		cr_assert_eq(owner_of(&later), 0);
+	}
+	cr_assert_gt(later.beat, o.beat, "the server's heartbeat stood still");
 	test_server_kill(&srv, SIGTERM);
 	cr_assert_eq(owner_of(&o), CXLP_E_NOTFOUND, "pid %u left its record",
 	    o.pid);

@@ -1,9 +1,10 @@
 /*
- * layout.h -- the pool's on-media format: the superblock, the region and
- * session records, the KV index slot and the key record. Every field is
- * fixed-width and little-endian (this code runs on little-endian hosts
- * only; see the #error below), every struct's size is asserted, and every
- * record larger than one 8-byte store carries a checksum.
+ * layout.h -- the pool's on-media format: the superblock (with its owner
+ * record), the region and session records, the KV index slot and the key
+ * record. Every field is fixed-width and little-endian (this code runs on
+ * little-endian hosts only; see the #error below), every struct's size is
+ * asserted, and every record larger than one 8-byte store carries a
+ * checksum.
  *
  * layout.c holds the pure functions over these structs (plan a geometry,
  * encode, validate, checksum); nothing here does I/O.

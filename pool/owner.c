@@ -229,8 +229,8 @@ refuse_locked(const struct pool *p, const struct owner *ow, bool ours)
 		return refuse_owner(p, &o);
 	}
 	if (holder != 0) {
-		return cxlp_fail(-EBUSY, "pool %s is served by pid %ld on this "
-		    "host (it holds the pool's lock; it is still starting); "
+		return cxlp_fail(-EBUSY, "pool %s is locked by pid %ld on this "
+		    "host (a metaserver still starting, or another program); "
 		    "stop it first", p->path, holder);
 	}
 	return cxlp_fail(-EBUSY, "pool %s is locked by another process on "

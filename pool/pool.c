@@ -25,6 +25,12 @@
  * or 1 GiB) [layout_fit]; an existing pool whose align is finer than its
  * media's is refused [layout_media_check].
  *
+ * Ownership [pool_open_owned]: a server's open locks the target and
+ * decides from its owner record whether it may serve it [owner_enter]
+ * right after mapping, before a format or a recovery can write, and
+ * claims the record [owner_claim] before attach repairs anything
+ * (owner.c). pool_open owns nothing: pool-inspect and tests.
+ *
  * Format ordering [pool_format]: clear the magic (persisted), zero the
  * tables (persisted), write the superblock without its magic (persisted),
  * store the magic (one 8-byte store, persisted). A crash mid-format leaves

@@ -270,6 +270,29 @@ Test(owner, a_torn_claim_is_taken_over_after_the_wait)
 	cr_assert_geq(now_ms() - t0, 400);
 }
 
+/* note 2: of two servers that both found a record stale, the one whose
+ * compare-and-swap comes second is refused (stood in for here by a
+ * record written between this server's decision and its claim) */
+Test(owner, a_claim_that_loses_the_race_for_a_stale_record_is_refused)
+{
+	struct pool_own own = { .stale_ms = 300 };
+	struct pool_owner o = { .pid = 5151, .host = "near-host",
+		.boot_id = "00000000-near-boot", .listen = "tcp://10.0.0.8:1" };
+	struct pool *r = NULL;
+
+	foreign_record(&q);
+	cr_assert_eq(owner_enter(q, &own), 0, "%s", cxlp_errormsg());
+	cr_assert_eq(pool_open(&r, path, 0, NULL), 0);
+	o.beat_ns = (uint64_t)time(NULL) * 1000000000ull;
+	pool_owner_write(r, &o);
+	pool_close(&r);
+	cr_assert_eq(owner_claim(q, &own, false), -EBUSY);
+	expect_msg("pid 5151 on host near-host");
+	pool_close(&q);
+	cr_assert_eq(owner_of(&o), 0, "the loser cleared the winner's record");
+	cr_assert_eq(o.pid, 5151);
+}
+
 static atomic_bool lost;
 
 static void

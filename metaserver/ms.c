@@ -7,6 +7,11 @@
  * complete struct ms on a temporary pool with no sockets at all.
  *
  * Restart, in order [ms_init]:
+ *   0. pool_open_owned makes this the pool's one server before anything
+ *      is written: it locks the pool against every other server on this
+ *      host and claims the owner record (pool/owner.c) against servers on
+ *      other hosts, or fails with -EBUSY naming the one that serves it;
+ *      the record's heartbeat runs until ms_fini, which clears it;
  *   1. pool_open validates the superblock (a volatile pool from another
  *      boot is refused with CXLP_E_STALE, and the message names
  *      --reformat) and recovers the media: records caught mid-write are
@@ -24,6 +29,7 @@
  * stays safe to replay.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +37,7 @@
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
+#include "owner.h"
 
 /* ms_config_defaults -- the documented defaults (no listen URL yet: the
  * parser adds MS_DEFAULT_URL when none was given). */
@@ -130,9 +137,35 @@ ms_recover(struct ms *ms)
 	cxlp_errmsg_clear();
 }
 
+/* Another server claimed the pool after all (we stalled past its stale
+ * time, on a pool shared across hosts; pool/owner.c note 3): stop, the
+ * way SIGTERM stops us (server.c takes it in its main thread). */
+static void
+owner_lost(void *arg)
+{
+	(void)arg;
+	kill(getpid(), SIGTERM);
+}
+
+/* the endpoints, comma-separated, for the owner record (truncated) */
+static void
+join_urls(const struct ms_config *cfg, char *buf, size_t n)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < cfg->nurls && len < n; i++) {
+		int w = snprintf(buf + len, n - len, "%s%s", i > 0 ? "," : "",
+		    cfg->urls[i]);
+
+		len += w > 0 ? (size_t)w : 0;
+	}
+}
+
 /* ms_init -- open (or create) the pool named in cfg and shadow the
  * sessions it records, detached. Returns 0, or a negative error with
- * cxlp_errormsg() set and nothing left to free. */
+ * cxlp_errormsg() set and nothing left to free (-EBUSY: another server
+ * serves the pool; the message names it). */
 int
 ms_init(struct ms *ms, const struct ms_config *cfg)
 {
@@ -141,6 +174,8 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 		.index_slots = cfg->index_slots,
 	};
 	unsigned flags = POOL_CREATE | (cfg->reformat ? POOL_REFORMAT : 0);
+	char listen[POOL_OREC_LISTEN_LEN];
+	struct pool_own own = { .listen = listen, .lost = owner_lost };
 	int rc;
 
 	memset(ms, 0, sizeof(*ms));
@@ -150,7 +185,8 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	if (rc != 0) {
 		return rc;
 	}
-	rc = pool_open(&ms->pool, cfg->pool_path, flags, &params);
+	join_urls(cfg, listen, sizeof(listen));
+	rc = pool_open_owned(&ms->pool, cfg->pool_path, flags, &params, &own);
 	if (rc == CXLP_E_STALE) {
 		stale_advice(rc);
 	}
@@ -175,7 +211,7 @@ err_locks:
 
 /* ms_fini -- free sessions, pins and pipes and close the pool. No request
  * or pipe event may be running. The pool keeps its session records, so
- * handlers can reattach after a restart. */
+ * handlers can reattach after a restart; its owner record is cleared. */
 void
 ms_fini(struct ms *ms)
 {

@@ -491,6 +491,11 @@ ms_serve(const struct ms_config *cfg)
 	pthread_mutex_init(&srv.stop_lock, NULL);
 	pthread_cond_init(&srv.stop_cond, NULL);
 	rc = ms_init(&srv.ms, cfg);
+	if (rc == -EBUSY) { /* another server has it; the message names it */
+		fprintf(stderr, "cxlpool-metaserver: %s\n", cxlp_errormsg());
+		explicit_bzero(secret, sizeof(secret));
+		return 1;
+	}
 	if (rc != 0) {
 		fprintf(stderr, "cxlpool-metaserver: cannot open pool %s: "
 		    "%s\n", cfg->pool_path, cxlp_errormsg());

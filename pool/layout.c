@@ -134,7 +134,9 @@ layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
 	return 0;
 }
 
-/* layout_sb_checksum -- XXH64 of the superblock, next_session_id as 0 */
+/* layout_sb_checksum -- XXH64 of the superblock, next_session_id and
+ * the owner record as 0 (so a 2.0 pool, whose owner bytes are zero,
+ * keeps its checksum) */
 uint64_t
 layout_sb_checksum(const struct pool_sb *sb)
 {
@@ -142,7 +144,21 @@ layout_sb_checksum(const struct pool_sb *sb)
 
 	memcpy(&tmp, sb, sizeof(tmp));
 	tmp.next_session_id = 0;
+	memset(&tmp.owner, 0, sizeof(tmp.owner));
 	return XXH64(&tmp, offsetof(struct pool_sb, checksum), 0);
+}
+
+/* layout_orec_checksum -- XXH64 of word and start_ns..reserved, read
+ * through a copy (the record is live: beat changes under us) */
+uint64_t
+layout_orec_checksum(const struct pool_orec *o)
+{
+	struct pool_orec tmp;
+
+	memcpy(&tmp, o, sizeof(tmp));
+	tmp.beat = 0;
+	tmp.beat_ns = 0;
+	return XXH64(&tmp, offsetof(struct pool_orec, checksum), 0);
 }
 
 /* layout_seal -- store the superblock checksum */

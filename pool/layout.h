@@ -1,9 +1,10 @@
 /*
- * layout.h -- the pool's on-media format: the superblock, the region and
- * session records, the KV index slot and the key record. Every field is
- * fixed-width and little-endian (this code runs on little-endian hosts
- * only; see the #error below), every struct's size is asserted, and every
- * record larger than one 8-byte store carries a checksum.
+ * layout.h -- the pool's on-media format: the superblock (with its owner
+ * record), the region and session records, the KV index slot and the key
+ * record. Every field is fixed-width and little-endian (this code runs on
+ * little-endian hosts only; see the #error below), every struct's size is
+ * asserted, and every record larger than one 8-byte store carries a
+ * checksum.
  *
  * layout.c holds the pure functions over these structs (plan a geometry,
  * encode, validate, checksum); nothing here does I/O.
@@ -23,7 +24,9 @@
 #define POOL_MAGIC "CXLPOOL" /* 8 bytes with its NUL */
 #define POOL_MAJOR 2u        /* bump on incompatible layout changes; 2:
                               * pin table area, region request stamp */
-#define POOL_MINOR 0u
+#define POOL_MINOR 1u        /* 1: owner record in the superblock
+                              * (struct pool_orec); a 2.0 pool reads as
+                              * one without an owner (its bytes are 0) */
 #define POOL_INCOMPAT_KNOWN 0ull /* incompat bits this code understands */
 #define POOL_SB_VOLATILE 0x1ull  /* sb.flags: media does not survive boot */
 #define POOL_SB_SIZE 4096u
@@ -54,6 +57,32 @@ struct pool_area {
 	uint64_t count; /* records, slots, granules or units; see above */
 };
 
+/* Owner record: the metaserver that serves the pool (owner.c has its
+ * rules). word is the publish word and the claim: 0 = no owner, else a
+ * random token, changed only by compare-and-swap, so two servers that
+ * race to claim a stale record cannot both win. The body (start_ns to
+ * reserved) is written after the claim; checksum covers word and body,
+ * so a reader that finds it wrong knows a claim was cut short. beat and
+ * beat_ns are each one 8-byte store, outside the checksum. Not part of
+ * the superblock's checksum or its must-be-zero reserved bytes. */
+#define POOL_OREC_HOST_LEN 64
+#define POOL_OREC_LISTEN_LEN 256
+struct pool_orec {
+	uint64_t word;     /* claim token; 0 = none */
+	uint64_t beat;     /* heartbeats so far */
+	uint64_t beat_ns;  /* CLOCK_REALTIME of the last beat, ns */
+	uint64_t start_ns; /* CLOCK_REALTIME of the claim, ns */
+	uint32_t pid;      /* in the owner's pid namespace */
+	uint32_t reserved0; /* zero */
+	char host[POOL_OREC_HOST_LEN];     /* gethostname, NUL-terminated */
+	char boot_id[POOL_BOOT_ID_LEN];    /* owner host's boot, NUL padded */
+	char listen[POOL_OREC_LISTEN_LEN]; /* its endpoints, comma-separated,
+	                                    * NUL-terminated, truncated */
+	uint8_t reserved[96];  /* zero */
+	uint64_t checksum;     /* XXH64 of word, start_ns..reserved */
+};
+static_assert(sizeof(struct pool_orec) == 504, "owner record size");
+
 struct pool_sb {
 	char magic[8];            /* "CXLPOOL\0" */
 	uint32_t major;           /* POOL_MAJOR */
@@ -69,11 +98,15 @@ struct pool_sb {
 	uint64_t next_session_id; /* next id to hand out; never 0. The one
 	                           * field that changes after format: one
 	                           * 8-byte store, not covered by checksum */
-	uint8_t reserved[3824];   /* zero */
+	uint8_t reserved[3320];   /* zero */
+	struct pool_orec owner;   /* who serves the pool; its own rules,
+	                           * above (layout 2.1; zero in 2.0) */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id
-	                           * read as 0 */
+	                           * and owner read as 0 */
 };
 static_assert(sizeof(struct pool_sb) == POOL_SB_SIZE, "superblock size");
+static_assert(offsetof(struct pool_sb, owner) % 64 == 0,
+    "owner record words are aligned 8-byte stores");
 static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
     "next_session_id is published by an aligned 8-byte store");
 
@@ -263,6 +296,8 @@ int layout_fit(uint64_t target_size, uint64_t want_align,
 int layout_media_check(const struct pool_sb *sb, uint64_t media_align,
     char *why, size_t n);
 
+/* layout_orec_checksum -- the checksum an owner record should carry. */
+uint64_t layout_orec_checksum(const struct pool_orec *o);
 /* layout_rrec_checksum -- the checksum a region record should carry. */
 uint64_t layout_rrec_checksum(const struct pool_rrec *r);
 /* layout_srec_checksum -- the checksum a session record should carry. */

@@ -25,6 +25,12 @@
  * or 1 GiB) [layout_fit]; an existing pool whose align is finer than its
  * media's is refused [layout_media_check].
  *
+ * Ownership [pool_open_owned]: a server's open locks the target and
+ * decides from its owner record whether it may serve it [owner_enter]
+ * right after mapping, before a format or a recovery can write, and
+ * claims the record [owner_claim] before attach repairs anything
+ * (owner.c). pool_open owns nothing: pool-inspect and tests.
+ *
  * Format ordering [pool_format]: clear the magic (persisted), zero the
  * tables (persisted), write the superblock without its magic (persisted),
  * store the magic (one 8-byte store, persisted). A crash mid-format leaves
@@ -44,6 +50,7 @@
 #include "devscan.h"
 #include "err.h"
 #include "log.h"
+#include "owner.h"
 #include "pool_int.h"
 
 /* pool_persist_cb -- see pool_int.h */
@@ -66,8 +73,9 @@ pool_store8(struct pool *p, uint64_t *dst, uint64_t v)
 	pmap_persist(p->map, dst, sizeof(*dst));
 }
 
-static void
-read_boot_id(char out[POOL_BOOT_ID_LEN])
+/* pool_boot_id -- see pool_int.h */
+void
+pool_boot_id(char out[POOL_BOOT_ID_LEN])
 {
 	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
 	size_t n = 0;
@@ -99,7 +107,7 @@ plan(struct pool_sb *sb, const char *path, uint64_t size,
 	if (getrandom(sb->uuid, sizeof(sb->uuid), 0) != sizeof(sb->uuid)) {
 		return cxlp_fail(-EIO, "%s: getrandom failed", path);
 	}
-	read_boot_id(sb->boot_id);
+	pool_boot_id(sb->boot_id);
 	return 0;
 }
 
@@ -154,7 +162,7 @@ check_stale(const struct pool *p)
 	if (!(p->sb->flags & POOL_SB_VOLATILE)) {
 		return 0;
 	}
-	read_boot_id(boot);
+	pool_boot_id(boot);
 	if (strncmp(boot, p->sb->boot_id, sizeof(boot)) != 0) {
 		return cxlp_fail(CXLP_E_STALE, "%s: volatile pool formatted "
 		    "in boot %s, this is boot %s: its contents are gone; "
@@ -323,7 +331,7 @@ head_interrupted(const struct pool *p)
  * format a crash cut short */
 static int
 open_existing(struct pool *p, unsigned flags,
-    const struct pool_params *pp, bool *fresh)
+    const struct pool_params *pp, const struct pool_own *own, bool *fresh)
 {
 	struct stat st;
 	uint64_t len;
@@ -338,6 +346,9 @@ open_existing(struct pool *p, unsigned flags,
 	}
 	p->base = pmap_addr(p->map);
 	p->sb = (void *)p->base;
+	if (own != NULL && (rc = owner_enter(p, own)) != 0) {
+		return rc; /* another server has it: write nothing */
+	}
 	if ((flags & POOL_CREATE) && !(flags & POOL_REFORMAT) &&
 	    head_interrupted(p)) {
 		log_info("%s: its format was cut short; formatting it again",
@@ -379,6 +390,14 @@ int
 pool_open(struct pool **out, const char *path, unsigned flags,
     const struct pool_params *params)
 {
+	return pool_open_owned(out, path, flags, params, NULL);
+}
+
+/* pool_open_owned -- see owner.h; own NULL: pool_open */
+int
+pool_open_owned(struct pool **out, const char *path, unsigned flags,
+    const struct pool_params *params, const struct pool_own *own)
+{
 	struct pool *p;
 	bool fresh = false;
 	int rc;
@@ -386,6 +405,10 @@ pool_open(struct pool **out, const char *path, unsigned flags,
 	*out = NULL;
 	if ((rc = open_args(path, flags)) != 0) {
 		return rc;
+	}
+	if (own != NULL && (flags & POOL_RDONLY)) {
+		return cxlp_fail(-EINVAL, "%s: a read-only open owns nothing",
+		    path);
 	}
 	if ((p = calloc(1, sizeof(*p))) == NULL ||
 	    (p->path = strdup(path)) == NULL) {
@@ -398,7 +421,10 @@ pool_open(struct pool **out, const char *path, unsigned flags,
 		rc = open_new(p, params);
 		fresh = true;
 	} else {
-		rc = open_existing(p, flags, params, &fresh);
+		rc = open_existing(p, flags, params, own, &fresh);
+	}
+	if (rc == 0 && own != NULL) {
+		rc = owner_claim(p, own, fresh); /* before recovery writes */
 	}
 	if (rc == 0) {
 		rc = attach(p, fresh);
@@ -421,6 +447,7 @@ pool_close(struct pool **pp)
 		return;
 	}
 	p = *pp;
+	owner_release(p);
 	pintab_fini(p);
 	region_fini(p);
 	keyheap_fini(&p->heap);

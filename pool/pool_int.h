@@ -65,12 +65,31 @@ struct pool {
 	struct pool_pinrec *ptab; /* pin table, in the mapping */
 	uint32_t npins;           /* its records */
 	struct pin_dram pin;
+	struct owner *own;        /* pool_open_owned: lock, claim (owner.c) */
 };
 
 /* pool_persist_cb -- persist callback over p's mapping (ctx = p). */
 void pool_persist_cb(void *ctx, const void *addr, size_t len);
 /* pool_store8 -- one aligned 8-byte store to media, then persist it. */
 void pool_store8(struct pool *p, uint64_t *dst, uint64_t v);
+
+/* pool_boot_id -- this boot's id (/proc/sys/kernel/random/boot_id), NUL
+ * padded; all zero if it cannot be read. */
+void pool_boot_id(char out[POOL_BOOT_ID_LEN]);
+
+/* owner.c (see its design notes) */
+struct pool_own;
+/* owner_enter -- lock the mapped target and decide, from its owner
+ * record, whether this server may take it (note 1): 0, or -EBUSY naming
+ * the server that has it. Before anything is written; may wait. */
+int owner_enter(struct pool *p, const struct pool_own *own);
+/* owner_claim -- claim the record (note 2; fresh: the target was just
+ * formatted, its record is 0) and start the heartbeat. Enters first if
+ * owner_enter was not called (a file just created). 0 or -EBUSY. */
+int owner_claim(struct pool *p, const struct pool_own *own, bool fresh);
+/* owner_release -- stop the heartbeat, clear the record if it is ours,
+ * drop the lock (note 4). NULL-safe on p->own. */
+void owner_release(struct pool *p);
 
 /* region.c */
 /* region_rebuild -- DRAM state and alloc from the region table. With

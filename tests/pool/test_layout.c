@@ -154,6 +154,47 @@ Test(layout, nonzero_reserved_is_corrupt)
 	cr_assert_eq(layout_validate(&sb, sb.size, why, 256), CXLP_E_CORRUPT);
 }
 
+/* The owner record has its own checksum and changes while the pool is
+ * served: the superblock's checksum and reserved check leave it out. */
+Test(layout, an_owner_record_changes_neither_checksum_nor_validity)
+{
+	uint64_t sum = sb.checksum;
+
+	sb.owner.word = 0x1234;
+	sb.owner.beat = 7;
+	sb.owner.pid = 42;
+	strcpy(sb.owner.host, "h1");
+	sb.owner.checksum = layout_orec_checksum(&sb.owner);
+	cr_assert_eq(layout_sb_checksum(&sb), sum);
+	cr_assert_eq(layout_validate(&sb, sb.size, why, 256), 0, "%s", why);
+}
+
+Test(layout, owner_record_checksum_covers_its_body_not_its_beat)
+{
+	uint64_t sum;
+
+	sb.owner.word = 1;
+	sb.owner.pid = 42;
+	sum = layout_orec_checksum(&sb.owner);
+	sb.owner.beat = 99;
+	sb.owner.beat_ns = 12345;
+	cr_assert_eq(layout_orec_checksum(&sb.owner), sum);
+	sb.owner.pid = 43;
+	cr_assert_neq(layout_orec_checksum(&sb.owner), sum);
+	sb.owner.pid = 42;
+	sb.owner.word = 2;
+	cr_assert_neq(layout_orec_checksum(&sb.owner), sum);
+}
+
+/* A layout 2.0 superblock (minor 0, owner bytes zero) is read as one
+ * with no owner. */
+Test(layout, a_minor_0_superblock_is_accepted)
+{
+	sb.minor = 0;
+	layout_seal(&sb);
+	cr_assert_eq(layout_validate(&sb, sb.size, why, 256), 0, "%s", why);
+}
+
 Test(layout, file_shorter_than_the_pool_is_corrupt)
 {
 	cr_assert_eq(layout_validate(&sb, sb.size - 4096, why, 256),

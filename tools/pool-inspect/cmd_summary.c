@@ -2,17 +2,86 @@
  * cmd_summary.c -- `pool-inspect summary POOL [--json]`: the pool's
  * geometry, media and use, from pool_stats and pool_media on a read-only
  * open. Text is one "label  value" line each, sizes in binary units;
- * JSON has every number in bytes or counts.
+ * JSON has every number in bytes or counts. The owner is the pool's
+ * owner record (pool/owner.h) as it reads now: the metaserver serving
+ * it, or the last one if it was killed; whether its heartbeat still
+ * moves shows from one summary to the next.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <time.h>
 
+#include "cxlpool.h"
 #include "inspect.h"
+#include "owner.h"
 #include "pool.h"
 
+static const char *const owner_state[] = {
+	[0] = "recorded", /* pool_owner_get 0 */
+	[1] = "none",     /* CXLP_E_NOTFOUND */
+	[2] = "torn",     /* CXLP_E_CHECKSUM: a claim cut short or under way */
+};
+
+static int
+owner_read(const struct pool *p, struct pool_owner *o)
+{
+	int rc = pool_owner_get(p, o);
+
+	return rc == 0 ? 0 : rc == CXLP_E_NOTFOUND ? 1 : 2;
+}
+
+/* ms since the owner's last beat, by this host's clock (0 if ahead) */
+static uint64_t
+beat_age_ms(const struct pool_owner *o)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return now > o->beat_ns ? (now - o->beat_ns) / 1000000ull : 0;
+}
+
 static void
-print_text(const char *path, const struct pool_stats *st,
-    const struct pool_media *m)
+print_owner_text(const struct pool *p)
+{
+	struct pool_owner o;
+	int st = owner_read(p, &o);
+
+	if (st == 1) {
+		printf("%-14s none\n", "owner");
+		return;
+	}
+	printf("%-14s %spid %u on host %s (listen %s), heartbeat %.1f s ago "
+	    "(beat %" PRIu64 ")\n", "owner", st == 2 ? "claim cut short: " :
+	    "", o.pid, o.host[0] ? o.host : "?", o.listen[0] ? o.listen : "-",
+	    beat_age_ms(&o) / 1000.0, o.beat);
+}
+
+static void
+print_owner_json(struct jw *w, const struct pool *p)
+{
+	struct pool_owner o;
+	int st = owner_read(p, &o);
+
+	jw_obj(w, "owner");
+	jw_str(w, "state", owner_state[st]);
+	if (st != 1) {
+		jw_u64(w, "pid", o.pid);
+		jw_str(w, "host", o.host);
+		jw_str(w, "boot_id", o.boot_id);
+		jw_str(w, "listen", o.listen);
+		jw_u64(w, "start_ns", o.start_ns);
+		jw_u64(w, "beat", o.beat);
+		jw_u64(w, "beat_ns", o.beat_ns);
+		jw_u64(w, "beat_age_ms", beat_age_ms(&o));
+	}
+	jw_close(w);
+}
+
+static void
+print_text(const char *path, const struct pool *p,
+    const struct pool_stats *st, const struct pool_media *m)
 {
 	char a[FMT_SIZE_LEN], b[FMT_SIZE_LEN], c[FMT_SIZE_LEN];
 
@@ -38,11 +107,12 @@ print_text(const char *path, const struct pool_stats *st,
 	printf("%-14s %s (key heap %s)\n", "key bytes",
 	    fmt_size(a, st->key_bytes), fmt_size(b, st->key_heap_bytes));
 	printf("%-14s %" PRIu64 "\n", "sessions", st->sessions);
+	print_owner_text(p);
 }
 
 static void
-print_json(const char *path, const struct pool_stats *st,
-    const struct pool_media *m)
+print_json(const char *path, const struct pool *p,
+    const struct pool_stats *st, const struct pool_media *m)
 {
 	struct jw w;
 
@@ -71,6 +141,7 @@ print_json(const char *path, const struct pool_stats *st,
 	jw_str(&w, "granularity", m->granularity);
 	jw_u64(&w, "align", m->align);
 	jw_close(&w);
+	print_owner_json(&w, p);
 	jw_end(&w);
 }
 
@@ -91,9 +162,9 @@ cmd_summary(int argc, char **argv)
 	pool_stats(p, &st);
 	pool_media(p, &m);
 	if (o.json) {
-		print_json(o.path, &st, &m);
+		print_json(o.path, p, &st, &m);
 	} else {
-		print_text(o.path, &st, &m);
+		print_text(o.path, p, &st, &m);
 	}
 	pool_close(&p);
 	return 0;

@@ -1,0 +1,71 @@
+/*
+ * owner.h -- one pool, one metaserver: the owner record in the pool's
+ * superblock and the lock that go with pool_open_owned (owner.c has the
+ * rules and why they have this shape).
+ *
+ * Same rules as pool.h: not locked internally, except that the heartbeat
+ * thread an owned pool runs touches nothing but its owner record's beat
+ * words.
+ */
+#ifndef CXLP_POOL_OWNER_H
+#define CXLP_POOL_OWNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "pool.h"
+
+#define POOL_OWNER_BEAT_MS 1000u  /* heartbeat period, ms */
+#define POOL_OWNER_STALE_MS 5000u /* no beat for this long: owner gone */
+
+/* The owner record as read from media. */
+struct pool_owner {
+	uint32_t pid;                      /* in the owner's pid namespace */
+	char host[POOL_OREC_HOST_LEN];     /* its host name */
+	char boot_id[POOL_BOOT_ID_LEN];    /* its host's boot: who "this
+	                                    * host" is, where names differ */
+	char listen[POOL_OREC_LISTEN_LEN]; /* its endpoints, comma-separated */
+	uint64_t start_ns;                 /* CLOCK_REALTIME of its claim */
+	uint64_t beat;                     /* heartbeats so far */
+	uint64_t beat_ns;                  /* CLOCK_REALTIME of the last one,
+	                                    * by the owner's clock */
+};
+
+/* What a server claiming a pool says about itself, and how it waits. */
+struct pool_own {
+	const char *listen;   /* endpoints to record (NULL: none); copied */
+	unsigned beat_ms;     /* 0: POOL_OWNER_BEAT_MS */
+	unsigned stale_ms;    /* 0: POOL_OWNER_STALE_MS */
+	/* called once, from the heartbeat thread, if the record was claimed
+	 * by another server after all (a pause longer than stale_ms on a
+	 * pool shared across hosts); NULL: only logged */
+	void (*lost)(void *arg);
+	void *lost_arg;
+};
+
+/* pool_open_owned -- pool_open for the pool's one server: before it
+ * writes anything, lock the file or device against every other server on
+ * this host and claim the owner record against servers on other hosts
+ * (owner.c), then keep a heartbeat in the record until pool_close, which
+ * clears it. own != NULL; flags must not hold POOL_RDONLY. Returns what
+ * pool_open does, or -EBUSY when another server serves the pool, with
+ * cxlp_errormsg() naming its pid, host and endpoints. May wait up to
+ * stale_ms for a record of another host to prove itself stale. */
+int pool_open_owned(struct pool **out, const char *path, unsigned flags,
+    const struct pool_params *params, const struct pool_own *own);
+
+/* pool_owner_get -- p's owner record now. Returns 0 and *out,
+ * CXLP_E_NOTFOUND if no server owns the pool, or CXLP_E_CHECKSUM if a
+ * claim was cut short or is being written (*out holds what is there). */
+int pool_owner_get(const struct pool *p, struct pool_owner *out);
+
+/* pool_owner_write -- make o the owner record of p, as a server on
+ * another host would: for tests and tools that stand in for one. Its
+ * heartbeat then moves only through pool_owner_beat. p must be writable
+ * and not owned by this process. */
+void pool_owner_write(struct pool *p, const struct pool_owner *o);
+/* pool_owner_beat -- one heartbeat in p's record: beat + 1, beat_ns now. */
+void pool_owner_beat(struct pool *p);
+
+#endif /* CXLP_POOL_OWNER_H */

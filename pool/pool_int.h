@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "damage.h"
 #include "keyheap.h"
 #include "kvindex.h"
 #include "layout.h"
@@ -25,6 +26,7 @@ struct region_dram {
 	uint64_t nkeys;  /* keys pointing into it */
 	uint64_t npages; /* len / page_size */
 	uint64_t *pages; /* bitmap: page holds a key */
+	bool damaged;    /* its record was damaged at open (damage.c) */
 };
 
 /* DRAM index of the pin table (pintab.c), rebuilt at open. */
@@ -65,6 +67,7 @@ struct pool {
 	struct pool_pinrec *ptab; /* pin table, in the mapping */
 	uint32_t npins;           /* its records */
 	struct pin_dram pin;
+	struct pool_damage *damage; /* open only: what recovery finds */
 };
 
 /* pool_persist_cb -- persist callback over p's mapping (ctx = p). */
@@ -89,8 +92,9 @@ int region_link(struct pool *p, const struct kv_val *v);
 /* region_unlink -- the key at v is gone: clear its page, count it, free
  * an ORPHAN region whose last key it was (on media unless rdonly). */
 void region_unlink(struct pool *p, const struct kv_val *v);
-/* region_reap -- free every ORPHAN region that no key points into. */
-void region_reap(struct pool *p);
+/* region_reap -- free every ORPHAN region that no key points into (only
+ * count them unless repair); returns how many. */
+uint64_t region_reap(struct pool *p, bool repair);
 /* region_key_off -- bytes from pool start of v's page. */
 uint64_t region_key_off(const struct pool *p, const struct kv_val *v);
 

@@ -128,9 +128,12 @@ region_rebuild(struct pool *p, bool repair)
 		if (rc == -ENOMEM) {
 			return rc;
 		}
+		/* a published record is whole (header comment): damage */
+		if (rc != 0) {
+			damage_region(p, i, why ? why : "overlaps another "
+			    "region");
+		}
 		if (rc != 0 && repair) {
-			log_err("%s: region %u dropped: %s", p->path, i,
-			    why ? why : "overlaps another region");
 			pool_store8(p, &r->word,
 			    rrec_word(POOL_REGION_FREE, rrec_gen(r->word)));
 		}
@@ -369,16 +372,23 @@ region_unlink(struct pool *p, const struct kv_val *v)
 }
 
 /* region_reap -- free every ORPHAN region no key points into (left by a
- * crash between a last key's delete and its region's free). */
-void
-region_reap(struct pool *p)
+ * crash between a last key's delete and its region's free); without
+ * repair only count them. */
+uint64_t
+region_reap(struct pool *p, bool repair)
 {
+	uint64_t n = 0;
+
 	for (uint32_t i = 0; i < p->nregions; i++) {
 		if (p->reg[i].live && p->reg[i].nkeys == 0 &&
 		    rrec_state(p->rtab[i].word) == POOL_REGION_ORPHAN) {
-			region_free(p, i);
+			n++;
+			if (repair) {
+				region_free(p, i);
+			}
 		}
 	}
+	return n;
 }
 
 /* region_key_off -- see pool_int.h */

@@ -150,7 +150,7 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	if (rc != 0) {
 		return rc;
 	}
-	rc = pool_open(&ms->pool, cfg->pool_path, flags, &params);
+	rc = ms_pool_open(&ms->pool, cfg, flags, &params); /* repair.c */
 	if (rc == CXLP_E_STALE) {
 		stale_advice(rc);
 	}

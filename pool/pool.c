@@ -176,6 +176,9 @@ attach_areas(struct pool *p, bool fresh)
 	(void)pmap_advise_huge(p->map, 0, p->data_off); /* index + key heap */
 	p->rtab = (void *)(p->base + a[POOL_AREA_REGION].off);
 	p->nregions = (uint32_t)a[POOL_AREA_REGION].count;
+	p->rprim = p->rtab;
+	p->rmir = sb->incompat & POOL_INCOMPAT_RMIRROR ?
+	    p->rtab + p->nregions : NULL;
 	p->stab = (void *)(p->base + a[POOL_AREA_SESSION].off);
 	p->nsess = (uint32_t)a[POOL_AREA_SESSION].count;
 	p->ptab = (void *)(p->base + a[POOL_AREA_PIN].off);
@@ -251,7 +254,9 @@ attach(struct pool *p, bool fresh, unsigned flags)
 	if (d->nrec > 0 && (flags & POOL_NODROP)) {
 		return refuse(p);
 	}
-	if (d->nrec == 0 && d->torn == 0 && d->tidy == 0) {
+	if (d->nrec == 0 && d->torn == 0 && d->tidy == 0 &&
+	    d->restored == 0) {
+		rmirror_fini(p); /* the DRAM table is the media's */
 		return 0;
 	}
 	pintab_fini(p);

@@ -4,7 +4,9 @@
  * (issue 15, item 3). Damage refuses the pool (exit 1, the file not
  * changed by one byte, the damage and the loss named) unless --repair,
  * which drops it and says so at err level; a record a crash tore is
- * rolled back with no refusal and no err line. pool-inspect
+ * rolled back with no refusal and no err line. A region record damaged
+ * in one of its two copies (pool/rmirror.c) is restored from the other
+ * with nothing lost and no --repair. pool-inspect
  * (CXLP_POOL_INSPECT) checks the pool and lists its keys afterwards.
  *
  * The bits are flipped with pwrite on the closed file, so no open of
@@ -102,12 +104,26 @@ flip(uint64_t off, unsigned bit)
 	close(fd);
 }
 
-/* byte `byte` of region record id (the primary copy) */
+/* byte `byte` of region record id: its primary (copy 0) or its copy
+ * (copy 1, pool/rmirror.c) */
 static uint64_t
-region_byte(uint32_t id, unsigned byte)
+region_byte(unsigned copy, uint32_t id, unsigned byte)
 {
-	return sb.area[POOL_AREA_REGION].off + id * sizeof(struct pool_rrec) +
+	const struct pool_area *a = &sb.area[POOL_AREA_REGION];
+
+	return a->off + (copy * a->count + id) * sizeof(struct pool_rrec) +
 	    byte;
+}
+
+/* flip one bit of region 0's page size in both copies: damage the copy
+ * cannot undo */
+static void
+flip_both(void)
+{
+	unsigned at = offsetof(struct pool_rrec, page_size) + 1;
+
+	flip(region_byte(0, 0, at), 3);
+	flip(region_byte(1, 0, at), 3);
 }
 
 /* byte `byte` of the index slot holding key */
@@ -221,7 +237,7 @@ Test(repair, a_flipped_bit_in_a_region_record_refuses_the_pool)
 	uint64_t before;
 
 	make_pool();
-	flip(region_byte(0, offsetof(struct pool_rrec, page_size) + 1), 3);
+	flip_both();
 	before = file_hash();
 	cr_assert_eq(run_server(), 1);
 	assert_out_has("pool is damaged: region 0 record: checksum mismatch "
@@ -232,15 +248,15 @@ Test(repair, a_flipped_bit_in_a_region_record_refuses_the_pool)
 	cr_assert_eq(file_hash(), before, "the refused pool was written");
 	cr_assert_eq(inspect("check"), 1);
 	assert_out_has("region 0: checksum mismatch");
-	/* nothing was dropped: with the bit back, every key is there */
-	flip(region_byte(0, offsetof(struct pool_rrec, page_size) + 1), 3);
+	/* nothing was dropped: with the bits back, every key is there */
+	flip_both();
 	assert_keys("899 keys, ");
 }
 
 Test(repair, repair_drops_a_damaged_region_and_says_so_at_err_level)
 {
 	make_pool();
-	flip(region_byte(0, offsetof(struct pool_rrec, off) + 2), 5);
+	flip_both();
 	serve_once(repair_args);
 	cr_assert(test_server_log_has(&srv, "op=repair_dropped"), "%s",
 	    srv.log);
@@ -311,4 +327,32 @@ Test(repair, a_slot_a_crash_left_mid_write_is_rolled_back_silently)
 	cr_assert_not(test_server_log_has(&srv, "op=repair"));
 	cr_assert_eq(inspect("check"), 0);
 	assert_keys("898 keys, ");
+}
+
+Test(repair, a_flipped_bit_in_a_region_record_is_undone_by_its_copy)
+{
+	make_pool();
+	flip(region_byte(0, 0, offsetof(struct pool_rrec, off) + 2), 5);
+	cr_assert_eq(inspect("check"), 1);
+	assert_out_has("region 0: checksum mismatch (its copy is intact");
+	assert_keys("899 keys, ");
+	serve_once((const char *const[]){ "--log-level", "err", NULL });
+	cr_assert(test_server_log_has(&srv, "op=repair pool="), "%s",
+	    srv.log);
+	cr_assert(test_server_log_has(&srv, " restored=1 "), "%s", srv.log);
+	cr_assert_not(test_server_log_has(&srv, "keys_lost"));
+	cr_assert_eq(inspect("check"), 0, "check after the restore");
+	assert_keys("899 keys, ");
+}
+
+Test(repair, a_flipped_bit_in_a_region_copy_is_undone_by_the_primary)
+{
+	make_pool();
+	flip(region_byte(1, 0, offsetof(struct pool_rrec, checksum)), 0);
+	cr_assert_eq(inspect("check"), 1);
+	assert_out_has("region 0 copy: checksum mismatch");
+	serve_once((const char *const[]){ "--log-level", "err", NULL });
+	cr_assert(test_server_log_has(&srv, " restored=1 "), "%s", srv.log);
+	cr_assert_eq(inspect("check"), 0);
+	assert_keys("899 keys, ");
 }

@@ -158,6 +158,13 @@ set_reformat(struct ms_config *cfg, const char *v)
 }
 
 static int
+set_repair(struct ms_config *cfg, const char *v)
+{
+	cfg->repair = true;
+	return 0;
+}
+
+static int
 set_log_level(struct ms_config *cfg, const char *v)
 {
 	static const char *const names[] = {
@@ -193,6 +200,8 @@ static const struct flag flags[] = {
 	    "(default: from size)", set_slots },
 	{ "reformat", 0, NULL, "format the pool even if it is valid "
 	    "(drops all keys)", set_reformat },
+	{ "repair", 0, NULL, "drop damaged records, and the keys in them, "
+	    "instead of refusing the pool", set_repair },
 	{ "log-level", 1, "LEVEL", "err|info|debug|off (default info)",
 	    set_log_level },
 	{ "help", 0, NULL, "show this help", NULL },

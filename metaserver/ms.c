@@ -186,7 +186,7 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 		return rc;
 	}
 	join_urls(cfg, listen, sizeof(listen));
-	rc = pool_open_owned(&ms->pool, cfg->pool_path, flags, &params, &own);
+	rc = ms_pool_open(&ms->pool, cfg, flags, &params, &own); /* repair.c */
 	if (rc == CXLP_E_STALE) {
 		stale_advice(rc);
 	}

@@ -28,6 +28,8 @@
 #include "pool.h"
 #include "proto.h"
 
+struct pool_own; /* owner.h */
+
 #define MS_VERSION "0.1.0"
 #define MS_URLS_MAX 16
 #define MS_WORKERS_MAX 32
@@ -46,6 +48,7 @@ struct ms_config {
 	unsigned workers;
 	uint64_t grace_ms;    /* detached session lifetime, ms */
 	bool reformat;
+	bool repair;          /* --repair: drop damaged records (repair.c) */
 	int log_level;        /* CXLP_LOG_* */
 	const char *secret_file; /* shared secret for non-ipc peers, or NULL */
 	char url_buf[MS_URLS_MAX][MS_URL_MAX]; /* rewritten listen URLs */
@@ -212,6 +215,14 @@ struct ms {
  * it records as detached (they end after the grace period unless they
  * reattach). Returns 0, or a negative error with cxlp_errormsg() set. */
 int ms_init(struct ms *ms, const struct ms_config *cfg);
+/* ms_pool_open -- pool_open_owned for serving (repair.c): the pool's
+ * one server (own), which refuses a damaged pool (CXLP_E_CORRUPT,
+ * nothing written, one err line per damaged record, cxlp_errormsg()
+ * saying what would be lost) unless cfg->repair, which drops the damage
+ * and logs what went. */
+int ms_pool_open(struct pool **out, const struct ms_config *cfg,
+    unsigned flags, const struct pool_params *params,
+    const struct pool_own *own);
 /* ms_recover -- finish session ends a crash cut short: disown regions
  * whose owner has no session record. Called by ms_init. */
 void ms_recover(struct ms *ms);

@@ -123,6 +123,40 @@ check_regions(struct ck *c, uint64_t *used_bytes)
 	free(ids);
 }
 
+/* a live record's problem, or NULL (FREE records are never read) */
+static const char *
+live_problem(const struct pool *p, const struct pool_rrec *r)
+{
+	return rrec_state(r->word) == POOL_REGION_FREE ? NULL :
+	    region_rec_problem(p, r);
+}
+
+/* the region table's copy (rmirror.c): a damaged primary the copy
+ * restores (check_regions saw the restored record), a damaged copy, and
+ * on a pool open for writing, where the copy is kept in step, any
+ * difference */
+static void
+check_copies(struct ck *c)
+{
+	const struct pool *p = c->p;
+
+	for (uint32_t i = 0; p->rmir != NULL && i < p->nregions; i++) {
+		const struct pool_rrec *pr = &p->rprim[i], *mr = &p->rmir[i];
+		const char *pw = live_problem(p, pr), *mw = live_problem(p, mr);
+
+		if (pw != NULL && mw == NULL &&
+		    rrec_state(mr->word) != POOL_REGION_FREE) {
+			problem(c, "region %u: %s (its copy is intact: a "
+			    "writable open restores it)", i, pw);
+		}
+		if (mw != NULL) {
+			problem(c, "region %u copy: %s", i, mw);
+		} else if (!p->rdonly && memcmp(pr, mr, sizeof(*pr)) != 0) {
+			problem(c, "region %u: its copy differs", i);
+		}
+	}
+}
+
 static void
 check_space(struct ck *c, uint64_t used_bytes)
 {
@@ -295,6 +329,7 @@ pool_check(const struct pool *p,
 
 	check_sb(&c);
 	check_regions(&c, &used);
+	check_copies(&c);
 	check_space(&c, used);
 	check_sessions(&c);
 	check_index(&c);

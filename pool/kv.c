@@ -47,11 +47,11 @@ kv_rebuild(struct pool *p, bool repair)
 			p->keys++;
 			p->key_bytes += klen;
 			p->value_bytes += v.len;
-		} else if (repair) {
-			log_err("%s: index slot %llu dropped: it points at "
-			    "region %u gen %u page %u, not a free page of a "
-			    "live region", p->path, (unsigned long long)slot,
-			    v.region, v.gen, v.page);
+			continue;
+		}
+		/* no crash unlinks a key from its region (kv.c ordering) */
+		damage_key(p, slot, &v, key, klen);
+		if (repair) {
 			kvindex_drop(&p->kv, slot);
 		}
 	}

@@ -71,6 +71,14 @@
  *    tombs are recounted; the heap's free lists come from the marks
  *    (keyheap_sweep). Read-only opens skip these slots instead; lookups
  *    ignore invalid slots (1), so they are never served.
+ *    Torn or damaged [slot_damage, kvindex_recover_report]: the only
+ *    slots a crash leaves are the ones 4 leaves, an odd word whose state
+ *    is the old EMPTY or TOMB and whose checksum bits are 0 (4c); every
+ *    other slot recovery drops (an odd LIVE word, a state no path
+ *    writes, a published LIVE slot that fails slot_valid or whose record
+ *    overlaps another) was whole when published, so it is damage, and
+ *    the acknowledged key in it is lost: the caller is told (pool.c
+ *    refuses it under POOL_NODROP).
  *
  * 7. Capacity: inserts beyond max_live = 3/4 of nslots get
  *    CXLP_E_NOSPACE (as does a full key heap). Tombstones are reused by
@@ -535,57 +543,107 @@ kvindex_next(const struct kvindex *kv, uint64_t *cursor, uint64_t *slot)
 	return 0;
 }
 
-/* one slot of recovery (design note 6); true if it was dropped */
-static bool
-recover_slot(struct kvindex *kv, uint64_t i, bool repair)
+/* Why recovery drops slot i as damage, or NULL if it keeps it or rolls
+ * it back as torn (*torn). Torn is exactly what kvindex_put leaves: an
+ * odd word, the old state EMPTY or TOMB, no checksum (note 4c). An odd
+ * LIVE word (a flipped low bit) is never written, nor is a word with
+ * another state; a LIVE slot that fails slot_valid was whole when it
+ * was published (4d before 4e), so it is damage too. */
+static const char *
+slot_damage(const struct kvindex *kv, uint64_t i, bool *torn)
+{
+	const struct kv_slot *s = &kv->slots[i];
+	uint64_t w = load_word(s);
+	uint32_t st = kv_state(w), hlo;
+	const void *key;
+	size_t klen;
+
+	*torn = false;
+	if (kv_seq(w) & 1u) {
+		*torn = (st == KV_EMPTY || st == KV_TOMB) && kv_sum(w) == 0;
+		return *torn ? NULL : "odd sequence word on a published slot";
+	}
+	if (st == KV_EMPTY || st == KV_TOMB) {
+		return NULL;
+	}
+	if (st != KV_LIVE) {
+		return "bad state";
+	}
+	if (kv_sum(w) != layout_slot_checksum(s, i)) {
+		return "checksum mismatch";
+	}
+	if (keyheap_read(kv->heap, s->key, &key, &klen, &hlo) != 0 ||
+	    XXH3_64bits(key, klen) != ((uint64_t)s->tag << 32 | hlo)) {
+		return "key record unreadable or not its key";
+	}
+	if (keyheap_mark(kv->heap, s->key, klen) != 0) {
+		return "key record overlaps another key's";
+	}
+	return NULL;
+}
+
+/* one slot of recovery (design note 6): drop it if torn or damaged */
+static void
+recover_slot(struct kvindex *kv, uint64_t i, bool repair,
+    struct kv_recovery *rec)
 {
 	struct kv_slot *s = &kv->slots[i];
 	uint64_t w = load_word(s);
 	uint32_t st = kv_state(w), seq = kv_seq(w);
-	const void *key;
-	size_t klen;
+	bool torn;
+	const char *why = slot_damage(kv, i, &torn);
 
-	if (seq & 1u) {
-		st = st == KV_EMPTY ? KV_EMPTY : KV_TOMB;
-		if (repair) {
-			store_word(kv, s, kv_word(seq + 1, st, 0), true);
-		}
+	if (why == NULL && !torn) {
+		kv->live += st == KV_LIVE;
 		kv->tombs += st == KV_TOMB;
-		return true;
+		return;
 	}
-	if (st == KV_EMPTY || st == KV_TOMB) {
-		kv->tombs += st == KV_TOMB;
-		return false;
-	}
-	if (st == KV_LIVE && slot_valid(kv, i, &key, &klen) &&
-	    keyheap_mark(kv->heap, s->key, klen) == 0) {
-		kv->live++;
-		return false;
-	}
+	/* odd: back to the old state; a LIVE (or odd LIVE) slot: TOMB */
+	st = (seq & 1u) && st == KV_EMPTY ? KV_EMPTY : KV_TOMB;
 	if (repair) {
-		store_word(kv, s, kv_word(seq + 2, KV_TOMB, 0), true);
+		store_word(kv, s, kv_word(seq + 1 + !(seq & 1u), st, 0),
+		    true);
 	}
-	kv->tombs++;
-	return true;
+	kv->tombs += st == KV_TOMB;
+	if (torn) {
+		rec->torn++;
+	} else {
+		rec->damaged++;
+		if (rec->damage != NULL) {
+			rec->damage(rec->arg, i, why);
+		}
+	}
+}
+
+/* kvindex_recover_report -- see kvindex.h */
+int
+kvindex_recover_report(struct kvindex *kv, bool repair,
+    struct kv_recovery *rec)
+{
+	rec->torn = rec->damaged = 0;
+	keyheap_reset(kv->heap);
+	kv->live = kv->tombs = 0;
+	for (uint64_t i = 0; i < kv->nslots; i++) {
+		recover_slot(kv, i, repair, rec);
+	}
+	keyheap_sweep(kv->heap);
+	/* e.g. a pool written before sweeps (3) */
+	rec->sweep = kv->tombs > kv->nslots / 16;
+	if (repair && rec->sweep) {
+		sweep_table(kv);
+	}
+	return 0;
 }
 
 /* kvindex_recover -- see kvindex.h */
 int
 kvindex_recover(struct kvindex *kv, bool repair, uint64_t *dropped)
 {
-	uint64_t n = 0;
+	struct kv_recovery rec = { 0 };
 
-	keyheap_reset(kv->heap);
-	kv->live = kv->tombs = 0;
-	for (uint64_t i = 0; i < kv->nslots; i++) {
-		n += recover_slot(kv, i, repair);
-	}
-	keyheap_sweep(kv->heap);
-	if (repair && kv->tombs > kv->nslots / 16) {
-		sweep_table(kv); /* e.g. a pool written before sweeps (3) */
-	}
+	kvindex_recover_report(kv, repair, &rec);
 	if (dropped != NULL) {
-		*dropped = n;
+		*dropped = rec.torn + rec.damaged;
 	}
 	return 0;
 }

@@ -55,6 +55,24 @@ void kvindex_format(struct kvindex *kv);
  * EMPTY/TOMB on media (counted in *dropped); without (read-only), they
  * are only skipped. Returns 0. */
 int kvindex_recover(struct kvindex *kv, bool repair, uint64_t *dropped);
+
+/* What kvindex_recover_report found (kvindex.c design note 6). */
+struct kv_recovery {
+	uint64_t torn;    /* slots a crash caught mid-write: restored */
+	uint64_t damaged; /* slots no write path leaves: dropped or skipped */
+	bool sweep;       /* repair swept (or would sweep) the tombstones */
+	/* called once per damaged slot, with why it is damage; may be NULL */
+	void (*damage)(void *arg, uint64_t slot, const char *why);
+	void *arg;
+};
+
+/* kvindex_recover_report -- kvindex_recover that tells a slot torn by a
+ * crash (the odd word of an EMPTY or TOMB slot that kvindex_put leaves,
+ * counted in rec->torn) from a damaged one (anything else recovery
+ * drops: counted in rec->damaged and passed to rec->damage). Without
+ * repair it writes nothing, and rec says what repair would do. */
+int kvindex_recover_report(struct kvindex *kv, bool repair,
+    struct kv_recovery *rec);
 /* kvindex_probe -- find key (1..KH_KEY_MAX bytes); fills *pr. Returns 1
  * if found (pr->slot), 0 if not. */
 int kvindex_probe(const struct kvindex *kv, const void *key, size_t klen,

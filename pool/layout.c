@@ -108,8 +108,9 @@ layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
 	sb->size = size;
 	sb->align = align;
 	sb->next_session_id = 1;
+	sb->incompat = POOL_INCOMPAT_RMIRROR;
 	nreg = size / align; /* never more regions than align units */
-	place(sb, POOL_AREA_REGION, &cur, nreg * sizeof(struct pool_rrec),
+	place(sb, POOL_AREA_REGION, &cur, 2 * nreg * sizeof(struct pool_rrec),
 	    nreg);
 	place(sb, POOL_AREA_SESSION, &cur,
 	    (uint64_t)max_sessions * sizeof(struct pool_srec), max_sessions);
@@ -239,6 +240,9 @@ check_geometry(const struct pool_sb *sb, char *why, size_t n)
 	    sb->area[POOL_AREA_HEAP].count >= UINT32_MAX ||
 	    sb->area[POOL_AREA_PIN].count > (1ull << 31) ||
 	    sb->area[POOL_AREA_REGION].count > UINT32_MAX ||
+	    ((sb->incompat & POOL_INCOMPAT_RMIRROR) &&
+	    sb->area[POOL_AREA_REGION].count > sb->area[POOL_AREA_REGION].len /
+	    (2 * sizeof(struct pool_rrec))) ||
 	    sb->area[POOL_AREA_SESSION].count > UINT32_MAX) {
 		snprintf(why, n, "bad index geometry (%llu slots)",
 		    (unsigned long long)slots);

@@ -27,7 +27,11 @@
 #define POOL_MINOR 1u        /* 1: owner record in the superblock
                               * (struct pool_orec); a 2.0 pool reads as
                               * one without an owner (its bytes are 0) */
-#define POOL_INCOMPAT_KNOWN 0ull /* incompat bits this code understands */
+#define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
+                                     * twice: count records, then their
+                                     * copies (rmirror.c) */
+#define POOL_INCOMPAT_KNOWN POOL_INCOMPAT_RMIRROR /* incompat bits this
+                                                   * code understands */
 #define POOL_SB_VOLATILE 0x1ull  /* sb.flags: media does not survive boot */
 #define POOL_SB_SIZE 4096u
 #define POOL_AREA_ALIGN 4096u    /* every metadata area starts on a page */

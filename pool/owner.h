@@ -16,6 +16,8 @@
 #include "layout.h"
 #include "pool.h"
 
+struct pool_damage; /* damage.h */
+
 #define POOL_OWNER_BEAT_MS 1000u  /* heartbeat period, ms */
 #define POOL_OWNER_STALE_MS 5000u /* no beat for this long: owner gone */
 
@@ -51,9 +53,11 @@ struct pool_own {
  * clears it. own != NULL; flags must not hold POOL_RDONLY. Returns what
  * pool_open does, or -EBUSY when another server serves the pool, with
  * cxlp_errormsg() naming its pid, host and endpoints. May wait up to
- * stale_ms for a record of another host to prove itself stale. */
+ * stale_ms for a record of another host to prove itself stale. dmg:
+ * as for pool_open_report (damage.h), or NULL. */
 int pool_open_owned(struct pool **out, const char *path, unsigned flags,
-    const struct pool_params *params, const struct pool_own *own);
+    const struct pool_params *params, const struct pool_own *own,
+    struct pool_damage *dmg);
 
 /* pool_owner_get -- p's owner record now. Returns 0 and *out,
  * CXLP_E_NOTFOUND if no server owns the pool, or CXLP_E_CHECKSUM if a

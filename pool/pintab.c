@@ -178,6 +178,17 @@ pintab_alloc(struct pool *p)
 	return 0;
 }
 
+/* a whole record whose session has no record: what a crash in a
+ * session's end leaves (note 4) */
+static bool
+pin_of_ended_session(const struct pool *p, const struct pool_pinrec *r)
+{
+	struct pool_session s;
+
+	return layout_pinrec_checksum(r->session, r->slot) == r->checksum &&
+	    pool_session_get(p, r->session, &s) != 0;
+}
+
 /* pintab_rebuild -- see pool_int.h (design note 4) */
 int
 pintab_rebuild(struct pool *p, bool repair)
@@ -202,9 +213,16 @@ pintab_rebuild(struct pool *p, bool repair)
 		}
 		if (why == NULL) {
 			pin_link(p, i);
-		} else if (repair) {
-			log_err("%s: pin record %u dropped: %s", p->path, i,
-			    why);
+			continue;
+		}
+		/* an ended session's pins outlive its record only after a
+		 * crash (note 4); anything else was published whole */
+		if (pin_of_ended_session(p, r)) {
+			p->damage->torn++;
+		} else {
+			damage_pin(p, i, why);
+		}
+		if (repair) {
 			pool_store8(p, &r->session, 0);
 			p->pin.free[p->pin.nfree++] = i;
 		}

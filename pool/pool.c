@@ -171,14 +171,12 @@ check_stale(const struct pool *p)
 	return 0;
 }
 
-/* point at the areas and build the DRAM state from them */
+/* point at the areas */
 static int
-attach(struct pool *p, bool fresh)
+attach_areas(struct pool *p, bool fresh)
 {
 	const struct pool_sb *sb = p->sb;
 	const struct pool_area *a = sb->area;
-	bool repair = !p->rdonly;
-	uint64_t dropped;
 	int rc;
 
 	p->align = sb->align;
@@ -186,6 +184,9 @@ attach(struct pool *p, bool fresh)
 	(void)pmap_advise_huge(p->map, 0, p->data_off); /* index + key heap */
 	p->rtab = (void *)(p->base + a[POOL_AREA_REGION].off);
 	p->nregions = (uint32_t)a[POOL_AREA_REGION].count;
+	p->rprim = p->rtab;
+	p->rmir = sb->incompat & POOL_INCOMPAT_RMIRROR ?
+	    p->rtab + p->nregions : NULL;
 	p->stab = (void *)(p->base + a[POOL_AREA_SESSION].off);
 	p->nsess = (uint32_t)a[POOL_AREA_SESSION].count;
 	p->ptab = (void *)(p->base + a[POOL_AREA_PIN].off);
@@ -200,22 +201,75 @@ attach(struct pool *p, bool fresh)
 	if (fresh) {
 		kvindex_format(&p->kv);
 	}
+	return 0;
+}
+
+/* every DRAM cache from the media, each step reporting into p->damage;
+ * with repair, what the steps drop or roll back is written too */
+static int
+rebuild(struct pool *p, bool repair)
+{
+	uint64_t reap;
+	int rc;
+
+	memset(p->damage, 0, sizeof(*p->damage));
 	if ((rc = region_rebuild(p, repair)) != 0 ||
 	    (rc = session_rebuild(p, repair)) != 0 ||
-	    (rc = kvindex_recover(&p->kv, repair, &dropped)) != 0 ||
+	    (rc = damage_index_recover(p, repair)) != 0 ||
 	    (rc = kv_rebuild(p, repair)) != 0 ||
 	    (rc = pintab_rebuild(p, repair)) != 0) {
 		return rc;
 	}
-	if (dropped > 0 && repair) {
-		log_err("%s: recovery discarded %llu index slots caught "
-		    "mid-write or damaged", p->path,
-		    (unsigned long long)dropped);
-	}
-	if (repair) {
-		region_reap(p);
-	}
+	reap = region_reap(p, repair);
+	p->damage->torn += reap;
+	p->damage->dropped = repair && p->damage->nrec > 0;
 	return 0;
+}
+
+/* the first damaged record, for the refusal's message */
+static int
+refuse(const struct pool *p)
+{
+	const struct pool_damage *d = p->damage;
+	char what[200], b[32];
+
+	pool_damage_describe(&d->rec[0], what, sizeof(what));
+	return cxlp_fail(CXLP_E_CORRUPT, "%s: damaged: %s%s; dropping %s "
+	    "loses %llu keys (%s)", p->path, what,
+	    d->nrec > 1 ? " and more" : "", d->nrec > 1 ? "them" : "it",
+	    (unsigned long long)d->keys,
+	    pool_damage_bytes(d->bytes, b, sizeof(b)));
+}
+
+/* Recovery in two phases [attach]. The first rebuild writes nothing and
+ * fills the damage report; it also counts every write the second would
+ * make (torn records, damaged ones, reaped orphans, tidying). Read-only
+ * opens stop there. Under POOL_NODROP, damage stops the open before
+ * anything is written. If the first phase counted no write, the second
+ * would make none and build the same DRAM state, so it is skipped (a
+ * clean pool is scanned once); otherwise the DRAM state is thrown away
+ * and rebuilt with repair, which writes the recovery back. */
+static int
+attach(struct pool *p, bool fresh, unsigned flags)
+{
+	const struct pool_damage *d = p->damage;
+	int rc;
+
+	if ((rc = attach_areas(p, fresh)) != 0 ||
+	    (rc = rebuild(p, false)) != 0 || p->rdonly) {
+		return rc;
+	}
+	if (d->nrec > 0 && (flags & POOL_NODROP)) {
+		return refuse(p);
+	}
+	if (d->nrec == 0 && d->torn == 0 && d->tidy == 0 &&
+	    d->restored == 0) {
+		rmirror_fini(p); /* the DRAM table is the media's */
+		return 0;
+	}
+	pintab_fini(p);
+	region_fini(p);
+	return rebuild(p, true);
 }
 
 static int
@@ -228,7 +282,8 @@ open_args(const char *path, unsigned flags)
 		return cxlp_fail(-EINVAL, "%s: POOL_RDONLY excludes "
 		    "POOL_CREATE and POOL_REFORMAT", path);
 	}
-	if (flags & ~(POOL_CREATE | POOL_RDONLY | POOL_REFORMAT)) {
+	if (flags & ~(POOL_CREATE | POOL_RDONLY | POOL_REFORMAT |
+	    POOL_NODROP)) {
 		return cxlp_fail(-EINVAL, "%s: unknown flags 0x%x", path,
 		    flags);
 	}
@@ -390,19 +445,32 @@ int
 pool_open(struct pool **out, const char *path, unsigned flags,
     const struct pool_params *params)
 {
-	return pool_open_owned(out, path, flags, params, NULL);
+	return pool_open_owned(out, path, flags, params, NULL, NULL);
 }
 
-/* pool_open_owned -- see owner.h; own NULL: pool_open */
+/* pool_open_report -- see damage.h */
+int
+pool_open_report(struct pool **out, const char *path, unsigned flags,
+    const struct pool_params *params, struct pool_damage *dmg)
+{
+	return pool_open_owned(out, path, flags, params, NULL, dmg);
+}
+
+/* pool_open_owned -- see owner.h; own NULL: pool_open_report */
 int
 pool_open_owned(struct pool **out, const char *path, unsigned flags,
-    const struct pool_params *params, const struct pool_own *own)
+    const struct pool_params *params, const struct pool_own *own,
+    struct pool_damage *dmg)
 {
+	struct pool_damage local;
 	struct pool *p;
 	bool fresh = false;
 	int rc;
 
 	*out = NULL;
+	if (dmg != NULL) {
+		memset(dmg, 0, sizeof(*dmg));
+	}
 	if ((rc = open_args(path, flags)) != 0) {
 		return rc;
 	}
@@ -427,7 +495,9 @@ pool_open_owned(struct pool **out, const char *path, unsigned flags,
 		rc = owner_claim(p, own, fresh); /* before recovery writes */
 	}
 	if (rc == 0) {
-		rc = attach(p, fresh);
+		p->damage = dmg != NULL ? dmg : &local;
+		rc = attach(p, fresh, flags);
+		p->damage = NULL;
 	}
 	if (rc != 0) {
 		pool_close(&p);

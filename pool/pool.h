@@ -40,6 +40,9 @@ struct pool_params {
                              * An existing target keeps its own size
                              * (rounded down to align); align is raised
                              * to the media's (devdax) alignment */
+#define POOL_NODROP 0x8u    /* refuse (CXLP_E_CORRUPT, nothing written) a
+                             * pool whose recovery would drop damaged
+                             * records; damage.h: pool_open_report */
 
 /* pool_open -- open (and with POOL_CREATE, create and format) the pool at
  * path. params is used only when formatting (NULL: defaults). Returns 0 and

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "damage.h"
 #include "keyheap.h"
 #include "kvindex.h"
 #include "layout.h"
@@ -25,6 +26,7 @@ struct region_dram {
 	uint64_t nkeys;  /* keys pointing into it */
 	uint64_t npages; /* len / page_size */
 	uint64_t *pages; /* bitmap: page holds a key */
+	bool damaged;    /* its record was damaged at open (damage.c) */
 };
 
 /* DRAM index of the pin table (pintab.c), rebuilt at open. */
@@ -46,7 +48,11 @@ struct pool {
 	uint8_t *base;            /* start of the mapping */
 	bool rdonly;              /* POOL_RDONLY: never written */
 	struct pool_sb *sb;       /* in the mapping */
-	struct pool_rrec *rtab;   /* region table, in the mapping */
+	struct pool_rrec *rtab;   /* region table read: rprim, or rcopy */
+	struct pool_rrec *rprim;  /* region table, in the mapping */
+	struct pool_rrec *rmir;   /* its copy after it, or NULL (rmirror.c) */
+	struct pool_rrec *rcopy;  /* DRAM table of a rebuild that may not
+	                           * write, damaged primaries restored */
 	uint32_t nregions;        /* its records */
 	struct region_dram *reg;  /* nregions, DRAM */
 	uint64_t regions;         /* live regions */
@@ -66,6 +72,7 @@ struct pool {
 	uint32_t npins;           /* its records */
 	struct pin_dram pin;
 	struct owner *own;        /* pool_open_owned: lock, claim (owner.c) */
+	struct pool_damage *damage; /* open only: what recovery finds */
 };
 
 /* pool_persist_cb -- persist callback over p's mapping (ctx = p). */
@@ -108,10 +115,25 @@ int region_link(struct pool *p, const struct kv_val *v);
 /* region_unlink -- the key at v is gone: clear its page, count it, free
  * an ORPHAN region whose last key it was (on media unless rdonly). */
 void region_unlink(struct pool *p, const struct kv_val *v);
-/* region_reap -- free every ORPHAN region that no key points into. */
-void region_reap(struct pool *p);
+/* region_reap -- free every ORPHAN region that no key points into (only
+ * count them unless repair); returns how many. */
+uint64_t region_reap(struct pool *p, bool repair);
 /* region_key_off -- bytes from pool start of v's page. */
 uint64_t region_key_off(const struct pool *p, const struct kv_val *v);
+
+/* rmirror.c: the region table's copy */
+/* rmirror_prepare -- before region_rebuild: count damaged primaries the
+ * copy restores and copies that differ; with repair, restore them on
+ * media, else read the table from rcopy with them restored. */
+int rmirror_prepare(struct pool *p, bool repair);
+/* rmirror_sync -- the copy of record i := the primary (persisted). */
+void rmirror_sync(struct pool *p, uint32_t i);
+/* rmirror_sync_all -- rmirror_sync of every record that differs. */
+void rmirror_sync_all(struct pool *p);
+/* rrec_set_word -- store record i's word, primary then copy. */
+void rrec_set_word(struct pool *p, uint32_t i, uint64_t w);
+/* rmirror_fini -- drop rcopy; read the media table again. */
+void rmirror_fini(struct pool *p);
 
 /* session.c */
 /* session_rebuild -- count sessions; with repair, clear records that fail

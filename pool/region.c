@@ -19,7 +19,9 @@
  * region_reap at open. The body also keeps the id of the request that
  * allocated it (req, layout 2): a REGION_ALLOC replayed after a restart
  * finds its region there [pool_region_alloc_req] instead of taking a
- * second one.
+ * second one. Pools of POOL_INCOMPAT_RMIRROR keep a copy of every record
+ * (rmirror.c), written after the primary: every store to a record's
+ * word goes through rrec_set_word, and an alloc ends with rmirror_sync.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -109,7 +111,8 @@ region_rebuild(struct pool *p, bool repair)
 {
 	int rc;
 
-	if ((rc = alloc_init(&p->alloc, data_units(p))) != 0) {
+	if ((rc = rmirror_prepare(p, repair)) != 0 ||
+	    (rc = alloc_init(&p->alloc, data_units(p))) != 0) {
 		return rc;
 	}
 	p->reg = calloc(p->nregions, sizeof(*p->reg));
@@ -128,12 +131,18 @@ region_rebuild(struct pool *p, bool repair)
 		if (rc == -ENOMEM) {
 			return rc;
 		}
+		/* a published record is whole (header comment): damage */
+		if (rc != 0) {
+			damage_region(p, i, why ? why : "overlaps another "
+			    "region");
+		}
 		if (rc != 0 && repair) {
-			log_err("%s: region %u dropped: %s", p->path, i,
-			    why ? why : "overlaps another region");
-			pool_store8(p, &r->word,
+			rrec_set_word(p, i,
 			    rrec_word(POOL_REGION_FREE, rrec_gen(r->word)));
 		}
+	}
+	if (repair) {
+		rmirror_sync_all(p);
 	}
 	return 0;
 }
@@ -148,6 +157,7 @@ region_fini(struct pool *p)
 	free(p->reg);
 	p->reg = NULL;
 	alloc_fini(&p->alloc);
+	rmirror_fini(p);
 }
 
 /* record i back to FREE: media first, then DRAM */
@@ -160,7 +170,7 @@ region_free(struct pool *p, uint32_t i)
 	cxlp_assert(g->live && g->nkeys == 0);
 	p->orphans -= rrec_state(r->word) == POOL_REGION_ORPHAN;
 	if (!p->rdonly) {
-		pool_store8(p, &r->word,
+		rrec_set_word(p, i,
 		    rrec_word(POOL_REGION_FREE, rrec_gen(r->word)));
 	}
 	alloc_release(&p->alloc, (r->off - p->data_off) / p->align,
@@ -274,6 +284,7 @@ region_alloc(struct pool *p, uint64_t owner, uint64_t req, uint64_t len,
 		return rc;
 	}
 	pool_store8(p, &r->word, rec.word);
+	rmirror_sync(p, i); /* the copy after the primary (rmirror.c) */
 	return pool_region_get(p, i, out);
 }
 
@@ -316,7 +327,7 @@ pool_region_disown(struct pool *p, uint32_t id)
 	if (p->reg[id].nkeys == 0) {
 		region_free(p, id);
 	} else if (rrec_state(r->word) == POOL_REGION_OWNED) {
-		pool_store8(p, &r->word,
+		rrec_set_word(p, id,
 		    rrec_word(POOL_REGION_ORPHAN, rrec_gen(r->word)));
 		p->orphans++;
 	}
@@ -369,16 +380,23 @@ region_unlink(struct pool *p, const struct kv_val *v)
 }
 
 /* region_reap -- free every ORPHAN region no key points into (left by a
- * crash between a last key's delete and its region's free). */
-void
-region_reap(struct pool *p)
+ * crash between a last key's delete and its region's free); without
+ * repair only count them. */
+uint64_t
+region_reap(struct pool *p, bool repair)
 {
+	uint64_t n = 0;
+
 	for (uint32_t i = 0; i < p->nregions; i++) {
 		if (p->reg[i].live && p->reg[i].nkeys == 0 &&
 		    rrec_state(p->rtab[i].word) == POOL_REGION_ORPHAN) {
-			region_free(p, i);
+			n++;
+			if (repair) {
+				region_free(p, i);
+			}
 		}
 	}
+	return n;
 }
 
 /* region_key_off -- see pool_int.h */

@@ -36,15 +36,18 @@ session_rebuild(struct pool *p, bool repair)
 			continue;
 		}
 		if (layout_srec_checksum(s) != s->checksum) {
+			/* published after its body: damage, not a crash */
+			damage_session(p, i, "checksum mismatch");
 			if (repair) {
-				log_err("%s: session record %u dropped: bad "
-				    "checksum", p->path, i);
 				pool_store8(p, &s->id, 0);
 			}
 			continue;
 		}
 		p->sessions++;
 		max_id = s->id > max_id ? s->id : max_id;
+	}
+	if (max_id >= p->sb->next_session_id) {
+		p->damage->tidy++;
 	}
 	if (repair && max_id >= p->sb->next_session_id) {
 		pool_store8(p, &p->sb->next_session_id, max_id + 1);

@@ -74,6 +74,7 @@ Test(check, a_clean_pool_reports_nothing)
 Test(check, a_region_record_with_a_bad_checksum_is_reported)
 {
 	p->rtab[r1.id].page_size = 2048;
+	p->rmir[r1.id].page_size = 2048; /* its copy too (rmirror.c) */
 	cr_assert_geq(check_rdonly(), 1);
 	cr_assert(strstr(seen, "checksum") != NULL, "%s", seen);
 	cr_assert(strstr(seen, "not live") != NULL,
@@ -136,6 +137,45 @@ Test(check, two_keys_on_one_page_are_reported)
 	s->word = kv_word(kv_seq(s->word), KV_LIVE, layout_slot_checksum(s, i));
 	cr_assert_geq(check_rdonly(), 1);
 	cr_assert(strstr(seen, "two keys") != NULL, "%s", seen);
+}
+
+Test(check, a_damaged_region_record_with_an_intact_copy_keeps_its_keys)
+{
+	struct pool_kv kv;
+
+	p->rtab[r1.id].page_size = 2048;
+	cr_assert_eq(check_rdonly(), 1, "%s", seen);
+	cr_assert(strstr(seen, "region 0: checksum mismatch (its copy is "
+	    "intact") != NULL, "%s", seen);
+	cr_assert_eq(pool_kv_lookup(p, "one", 3, &kv), 0, "read-only opens "
+	    "read the copy");
+	pool_close(&p);
+	cr_assert_eq(pool_open(&p, path, POOL_NODROP, NULL), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(pool_check(p, collect, NULL), 0, "%s", seen);
+	cr_assert_eq(p->rtab[r1.id].page_size, 4096, "restored on media");
+	cr_assert_eq(pool_kv_lookup(p, "one", 3, &kv), 0);
+}
+
+Test(check, a_damaged_region_copy_is_reported_and_rewritten)
+{
+	p->rmir[r2.id].len ^= 1ull << 21;
+	cr_assert_eq(check_rdonly(), 1, "%s", seen);
+	cr_assert(strstr(seen, "region 1 copy: checksum mismatch") != NULL,
+	    "%s", seen);
+	pool_close(&p);
+	cr_assert_eq(pool_open(&p, path, POOL_NODROP, NULL), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(pool_check(p, collect, NULL), 0, "%s", seen);
+}
+
+Test(check, a_region_copy_out_of_step_on_a_writable_pool_is_reported)
+{
+	p->rmir[r2.id].word = rrec_word(POOL_REGION_ORPHAN,
+	    rrec_gen(p->rmir[r2.id].word));
+	cr_assert_eq(pool_check(p, collect, NULL), 1, "%s", seen);
+	cr_assert(strstr(seen, "region 1: its copy differs") != NULL, "%s",
+	    seen);
 }
 
 Test(check, a_damaged_session_record_is_reported)

@@ -78,7 +78,7 @@ open_owned(struct pool **out, unsigned stale_ms)
 	struct pool_own own = { .listen = "ipc:///tmp/owner-a.sock",
 		.stale_ms = stale_ms };
 
-	return pool_open_owned(out, path, POOL_CREATE, &params, &own);
+	return pool_open_owned(out, path, POOL_CREATE, &params, &own, NULL);
 }
 
 static void
@@ -150,7 +150,7 @@ Test(owner, a_reformat_of_a_served_pool_is_refused_and_writes_nothing)
 	cr_assert_eq(open_owned(&p, 0), 0, "%s", cxlp_errormsg());
 	cr_assert_eq(pool_region_alloc(p, 7, 2u << 20, 4096, &r), 0);
 	cr_assert_eq(pool_open_owned(&q, path, POOL_CREATE | POOL_REFORMAT,
-	    &params, &own), -EBUSY);
+	    &params, &own, NULL), -EBUSY);
 	cr_assert_eq(pool_region_get(p, r.id, &again), 0);
 	cr_assert_eq(again.owner, 7);
 }
@@ -308,7 +308,8 @@ Test(owner, a_server_whose_record_another_claims_is_told_and_leaves_it)
 		.beat_ms = 50, .lost = on_lost };
 	struct pool_owner o;
 
-	cr_assert_eq(pool_open_owned(&p, path, POOL_CREATE, &params, &own), 0,
+	cr_assert_eq(pool_open_owned(&p, path, POOL_CREATE, &params, &own,
+	    NULL), 0,
 	    "%s", cxlp_errormsg());
 	foreign_record(&q);
 	for (int i = 0; i < 500 && !atomic_load(&lost); i++) {
@@ -327,7 +328,8 @@ Test(owner, a_read_only_open_sees_the_heartbeat_of_a_served_pool)
 	struct pool_own own = { .beat_ms = 50 };
 	struct pool_owner a, b;
 
-	cr_assert_eq(pool_open_owned(&p, path, POOL_CREATE, &params, &own), 0,
+	cr_assert_eq(pool_open_owned(&p, path, POOL_CREATE, &params, &own,
+	    NULL), 0,
 	    "%s", cxlp_errormsg());
 	cr_assert_eq(pool_open(&q, path, POOL_RDONLY, NULL), 0, "%s",
 	    cxlp_errormsg());
@@ -347,7 +349,7 @@ Test(owner, a_read_only_open_cannot_own)
 
 	cr_assert_eq(pool_open(&q, path, POOL_CREATE, &params), 0);
 	pool_close(&q);
-	cr_assert_eq(pool_open_owned(&p, path, POOL_RDONLY, NULL, &own),
+	cr_assert_eq(pool_open_owned(&p, path, POOL_RDONLY, NULL, &own, NULL),
 	    -EINVAL);
 	cr_assert_null(p);
 }

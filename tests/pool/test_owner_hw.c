@@ -42,7 +42,7 @@ open_owned(struct pool **p, const char *path, unsigned flags)
 {
 	struct pool_own own = { .listen = "ipc:///tmp/owner-hw.sock" };
 
-	return pool_open_owned(p, path, flags, NULL, &own);
+	return pool_open_owned(p, path, flags, NULL, &own, NULL);
 }
 
 Test(owner_hw, a_device_has_one_server_and_a_dead_one_does_not_block_it)

@@ -382,6 +382,7 @@ ap_register(struct req *rq)
 {
 	bool pin = (rq->flags & PROTO_F_PIN) != 0;
 	unsigned added = 0, failed = 0;
+	char why[128] = "";
 	int rc = results_new(rq, pin, true);
 
 	if (rc != 0) {
@@ -396,7 +397,10 @@ ap_register(struct req *rq)
 		    g->key.len, g->region, g->off, g->len, &kv, &ins);
 		if (rc != 0) {
 			rq->res[i].status = rc;
-			failed++;
+			if (failed++ == 0) {
+				snprintf(why, sizeof(why), "%s",
+				    cxlp_errormsg());
+			}
 			continue;
 		}
 		res_ok(rq, i, &kv, ins ? PROTO_R_NEW : 0);
@@ -407,8 +411,9 @@ ap_register(struct req *rq)
 		(void)pin_results(rq, rq->n, +1, REFUSED_KEEP);
 	}
 	log_info("op=register session=%llu n=%u new=%u existing=%u "
-	    "failed=%u pin=%d rc=0", (unsigned long long)sess_id(rq), rq->n,
-	    added, rq->n - added - failed, failed, pin);
+	    "failed=%u pin=%d rc=0%s%s%s", (unsigned long long)sess_id(rq),
+	    rq->n, added, rq->n - added - failed, failed, pin,
+	    failed ? " first_failure=\"" : "", why, failed ? "\"" : "");
 	put_results(rq, rq->n);
 	return 0;
 }

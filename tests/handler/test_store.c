@@ -1,0 +1,105 @@
+/*
+ * test_store.c -- tests of handler/store.c against a real metaserver:
+ * what a store that the server partly refuses tells its caller.
+ *
+ * The pool is formatted with the smallest KV index (--index-slots 64,
+ * room for 48 keys), so that a batch can fill it and the server refuses
+ * the keys past the 48th with CXLP_E_NOSPACE.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cxlpool.h"
+#include "handler_fixture.h"
+
+#define PAGE (64u << 10)
+#define REGION (8u << 20)
+#define ROOM 48 /* keys a 64-slot index takes (3/4 of its slots) */
+#define N 60
+
+static void
+setup(void)
+{
+	static const char *const args[] = { "--index-slots", "64", NULL };
+
+	hfx_start_with(PAGE, REGION, args);
+}
+
+TestSuite(store, .init = setup, .fini = hfx_stop, .timeout = 100);
+
+static char keybuf[N][16];
+static const void *keys[N];
+static size_t klens[N], lens[N];
+static cxlp_page_t pages[N];
+
+/* Allocate n pages, write one byte in each, name keys "<prefix>-<i>". */
+static void
+batch_fill(struct cxlp_handler *h, size_t n, const char *prefix)
+{
+	for (size_t i = 0; i < n; i++) {
+		void *buf;
+		int rc = cxlp_alloc(h, &pages[i], &buf);
+
+		cr_assert_eq(rc, 0, "alloc: %s", cxlp_errormsg());
+		*(unsigned char *)buf = (unsigned char)i;
+		snprintf(keybuf[i], sizeof(keybuf[i]), "%s-%zu", prefix, i);
+		keys[i] = keybuf[i];
+		klens[i] = strlen(keybuf[i]);
+		lens[i] = 1;
+	}
+}
+
+Test(store, a_full_index_refuses_keys_with_nospace_per_key_and_says_why)
+{
+	struct cxlp_handler *h = hfx_connect();
+	bool stored[N];
+	int status[N];
+	size_t nstored = 0;
+	struct cxlp_stats st;
+
+	batch_fill(h, N, "k");
+	/* a stale message from an earlier failure must not survive */
+	cr_assert_eq(cxlp_free(h, (cxlp_page_t)77 << 32), CXLP_E_BADPAGE);
+	cr_assert_eq(cxlp_batch_store_status(h, N, keys, klens, pages, lens,
+	    0, stored, status), 0);
+	for (size_t i = 0; i < N; i++) {
+		nstored += stored[i];
+		cr_assert_eq(status[i], stored[i] ? 0 : CXLP_E_NOSPACE,
+		    "key %zu: stored %d status %d", i, stored[i], status[i]);
+	}
+	cr_assert_eq(nstored, ROOM);
+	cr_assert(stored[0] && !stored[ROOM]);
+	cr_assert_not_null(strstr(cxlp_errormsg(), "12 of 60 keys not "
+	    "stored; first key 48 \"k-48\": CXLP_E_NOSPACE"), "message: %s",
+	    cxlp_errormsg());
+	cr_assert_not_null(strstr(cxlp_errormsg(), "index"), "message: %s",
+	    cxlp_errormsg());
+	cr_assert(test_server_log_has(&srv, "failed=12 pin=0 rc=0 "
+	    "first_failure=\"index full: 48 of 48 keys\""),
+	    "the server's log says why too");
+	cr_assert_eq(cxlp_stats(h, &st), 0);
+	cr_assert_eq(st.keys, ROOM);
+	cr_assert_eq(st.pages_registered, ROOM);
+	cr_assert_eq(st.pages_allocated, 0, "refused pages were freed");
+	cxlp_close(&h);
+}
+
+Test(store, a_single_store_into_a_full_index_names_its_key)
+{
+	struct cxlp_handler *h = hfx_connect();
+	bool stored[N], one = true;
+	char msg[256];
+
+	batch_fill(h, ROOM, "f");
+	cr_assert_eq(cxlp_batch_store(h, ROOM, keys, klens, pages, lens, 0,
+	    stored), 0);
+	batch_fill(h, 1, "late\x01");
+	cr_assert_eq(cxlp_store(h, keys[0], klens[0], pages[0], 1, 0, &one),
+	    0);
+	cr_assert(!one);
+	snprintf(msg, sizeof(msg), "%s", cxlp_errormsg());
+	cr_assert_not_null(strstr(msg, "1 of 1 keys not stored; first key 0 "
+	    "\"late\\x01-0\": CXLP_E_NOSPACE"), "message: %s", msg);
+	cxlp_close(&h);
+}

@@ -47,8 +47,7 @@ proc_start_time(void)
 	/* after ") " come fields 3 (state) .. 22 (starttime) */
 	for (int field = 3; field < 22 && p != NULL; field++) {
 		p = strchr(p + 1, ' ');
-	}
-	if (p == NULL || sscanf(p + 1, "%llu", &v) != 1) {
+	}	if (p == NULL || sscanf(p + 1, "%llu", &v) != 1) {
 		return 0;
 	}
 	return v;
@@ -105,6 +104,23 @@ hello_nonce(struct cxlp_handler *h)
 	return 0;
 }
 
+/* A HELLO is refused with CXLP_E_PERM for one reason only: a non-ipc
+ * endpoint of a metaserver with a --secret-file, and a HELLO without
+ * that secret. Which of the two it lacked, the handler knows. */
+static int
+hello_refused(const struct cxlp_handler *h)
+{
+	if (h->cfg.secret_len == 0) {
+		return cxlp_fail(CXLP_E_PERM, "HELLO refused: secret required "
+		    "(the metaserver at %s takes handlers on this endpoint "
+		    "only with the secret of its --secret-file; "
+		    "cxlp_config_set_secret)", h->cfg.server);
+	}
+	return cxlp_fail(CXLP_E_PERM, "HELLO refused: wrong secret (the "
+	    "metaserver at %s has another in its --secret-file)",
+	    h->cfg.server);
+}
+
 static int
 hello(struct cxlp_handler *h, uint32_t flags)
 {
@@ -123,6 +139,9 @@ hello(struct cxlp_handler *h, uint32_t flags)
 	proto_put_hello(&b, &m);
 	rc = client_call(h->cl, PROTO_OP_HELLO, &b, &rep);
 	pbuf_fini(&b);
+	if (rc == CXLP_E_PERM) {
+		return hello_refused(h);
+	}
 	if (rc != 0) {
 		return rc;
 	}

@@ -44,10 +44,14 @@ proc_start_time(void)
 	if (p == NULL) {
 		return 0;
 	}
-	/* after ") " come fields 3 (state) .. 22 (starttime) */
-	for (int field = 3; field < 22 && p != NULL; field++) {
+	/* after ") " come fields 3 (state) .. 22 (starttime): step to the
+	 * space before field 22 (stopping one short read field 21,
+	 * itrealvalue, always 0, and the server never checked a pid's
+	 * start time) */
+	for (int field = 2; field < 22 && p != NULL; field++) {
 		p = strchr(p + 1, ' ');
-	}	if (p == NULL || sscanf(p + 1, "%llu", &v) != 1) {
+	}
+	if (p == NULL || sscanf(p + 1, "%llu", &v) != 1) {
 		return 0;
 	}
 	return v;

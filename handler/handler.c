@@ -22,6 +22,7 @@
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
+#include "trace.h"
 
 /* Field 22 of /proc/self/stat: start time in clock ticks since boot.
  * The comm field may hold spaces and parentheses: parse after the last
@@ -213,12 +214,18 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 	int rc;
 
 	client_get_session(h->cl, &session, &token);
+	if (op == PROTO_OP_REGISTER) {
+		trace_register(body); /* contract 1's test (trace.h) */
+	}
 	rc = client_call_id(h->cl, op, id, body, rep);
 	if (rc != CXLP_E_SESSION || op == PROTO_OP_BYE) {
 		return rc;
 	}
 	if ((rc = reattach_or_lose(h, op, token)) != 0) {
 		return rc;
+	}
+	if (op == PROTO_OP_REGISTER) {
+		trace_register(body);
 	}
 	return client_call_id(h->cl, op, id, body, rep);
 }

@@ -35,6 +35,7 @@
 #include "handler_int.h"
 #include "log.h"
 #include "map.h"
+#include "trace.h"
 
 /* The keys a store left unstored: how many, and the first. */
 struct store_tally {
@@ -311,6 +312,7 @@ store_persist(const struct batch *b)
 		}
 		if (len > 0) {
 			pmap_persist(b->maps[i], b->addr[i], len);
+			trace_persist(b->regs[i].off, len);
 		}
 		i = j;
 	}

@@ -1,6 +1,8 @@
 /*
  * test_store.c -- tests of handler/store.c against a real metaserver:
- * what a store that the server partly refuses tells its caller.
+ * what a store that the server partly refuses tells its caller, and
+ * DESIGN contract 1 read from the handler's recording hooks (trace.h):
+ * every page's [0, len) persisted before the REGISTER naming it is sent.
  *
  * The pool is formatted with the smallest KV index (--index-slots 64,
  * room for 48 keys), so that a batch can fill it and the server refuses
@@ -8,7 +10,9 @@
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cxlpool.h"
 #include "handler_fixture.h"
@@ -102,4 +106,87 @@ Test(store, a_single_store_into_a_full_index_names_its_key)
 	cr_assert_not_null(strstr(msg, "1 of 1 keys not stored; first key 0 "
 	    "\"late\\x01-0\": CXLP_E_NOSPACE"), "message: %s", msg);
 	cxlp_close(&h);
+}
+
+/* ---- contract 1: every page persisted before the REGISTER naming it -- */
+
+#define MAX_EVENTS 256
+
+struct range {
+	unsigned long long off, len;
+};
+
+/* Check the trace at path: every "reg" entry's [off, off + len) lies in
+ * a range persisted on an earlier line. Returns how many entries. */
+static size_t
+check_trace(const char *path)
+{
+	static struct range done[MAX_EVENTS];
+	size_t ndone = 0, nreg = 0;
+	unsigned long long off, len;
+	char line[128];
+	FILE *f = fopen(path, "r");
+
+	cr_assert_not_null(f, "no trace at %s (built with -Dtest_hooks=false?)",
+	    path);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		bool covered = false;
+
+		if (sscanf(line, "persist %llu %llu", &off, &len) == 2) {
+			cr_assert_lt(ndone, MAX_EVENTS);
+			done[ndone++] = (struct range){ off, len };
+			continue;
+		}
+		if (sscanf(line, "reg %llu %llu", &off, &len) != 2) {
+			continue; /* "register N" */
+		}
+		nreg++;
+		for (size_t i = 0; i < ndone && !covered; i++) {
+			covered = off >= done[i].off &&
+			    off + len <= done[i].off + done[i].len;
+		}
+		cr_assert(covered || len == 0, "page at %llu (%llu bytes) was "
+		    "registered before it was persisted", off, len);
+	}
+	fclose(f);
+	return nreg;
+}
+
+Test(store, every_page_is_persisted_before_the_register_naming_it)
+{
+	char path[64];
+	struct cxlp_handler *h;
+	bool stored[N];
+	size_t n = 16;
+
+	snprintf(path, sizeof(path), "/tmp/cxlp_trace_%d", (int)getpid());
+	unlink(path);
+	cr_assert_eq(setenv("CXLP_TRACE_FILE", path, 1), 0);
+	h = hfx_connect();
+	batch_fill(h, 3, "one"); /* store, one key at a time */
+	for (size_t i = 0; i < 3; i++) {
+		lens[i] = 100 * i + 1;
+		cr_assert_eq(cxlp_store(h, keys[i], klens[i], pages[i],
+		    lens[i], 0, stored), 0);
+		cr_assert(stored[0]);
+	}
+	batch_fill(h, n, "run"); /* adjacent pages: persisted as runs */
+	for (size_t i = 0; i < n; i++) {
+		lens[i] = i % 4 == 3 ? 5000 : PAGE;
+	}
+	cr_assert_eq(cxlp_batch_store(h, n, keys, klens, pages, lens, 0,
+	    stored), 0);
+	batch_fill(h, 8, "rev"); /* out of order, pinned */
+	for (size_t i = 0; i < 4; i++) {
+		cxlp_page_t t = pages[i];
+
+		pages[i] = pages[7 - i];
+		pages[7 - i] = t;
+		lens[i] = 4096 * (i + 1);
+	}
+	cr_assert_eq(cxlp_batch_store(h, 8, keys, klens, pages, lens,
+	    CXLP_STORE_PIN, stored), 0);
+	cxlp_close(&h);
+	cr_assert_eq(check_trace(path), 3 + n + 8);
+	unlink(path);
 }

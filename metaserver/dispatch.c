@@ -805,9 +805,11 @@ apply_locked(struct req *rq, const struct op_def *def)
 static void
 put_error(struct req *rq, int rc)
 {
-	log_err("op=%s session=%llu req=%llu rc=%d msg=\"%s\"",
-	    proto_op_name(rq->h.op), (unsigned long long)rq->h.session,
-	    (unsigned long long)rq->h.req_id, rc, cxlp_errormsg());
+	if (ms_errlog_admit(rq->ms, rq->pipe)) { /* a flood is cut short */
+		log_err("op=%s session=%llu req=%llu rc=%d msg=\"%s\"",
+		    proto_op_name(rq->h.op), (unsigned long long)rq->h.session,
+		    (unsigned long long)rq->h.req_id, rc, cxlp_errormsg());
+	}
 	pbuf_reset(rq->reply);
 	put_hdr(rq, rc);
 }
@@ -824,6 +826,7 @@ ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame, size_t len,
 	int rc;
 
 	pbuf_reset(reply);
+	ms_errlog_flush(ms);
 	cxlp_errmsg_clear();
 	rc = parse_hdr(&rq, frame, len, &def);
 	if (rc == 0 && def->needs_session) {

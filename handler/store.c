@@ -498,7 +498,26 @@ unres_register(struct cxlp_handler *h, struct unresolved *u, size_t n,
 
 /* store_resolve -- settle pages whose register outcome was lost, with one
  * REGISTER of them again. Returns 0 (nothing left, or progress made) or
- * the REGISTER's error (entries kept for the next try). */
+ * the REGISTER's error (entries kept for the next try).
+ *
+ * XXX: issue 15, item 5 (analysed, not fixed). The REGISTER whose reply
+ * was lost (id r1) may still be in flight when this one (a new id, r2)
+ * settles its page P, and nothing stops r1 from landing later: the
+ * server's reply cache knows r1 only if r1 was applied (and forgets it
+ * on restart, or evicts it after 64 replies, and REGISTER is then
+ * applied as new because it "finds its own first run"); the session
+ * token does not change at reattach; the region is still the caller's.
+ * If meanwhile K was deleted (P FREE here and at the server) and P
+ * handed out again, a late r1 binds K to P: while P is unregistered at
+ * the server the insert succeeds, the next store of P is refused
+ * CXLP_E_BUSY (P freed here again), and K then reads whatever P gets
+ * next. The same holds for any REGISTER the client sent more than once
+ * (a timeout, then a resend under the same id), so it is not new with
+ * r2. The guard belongs where a page of such a register would go FREE
+ * (unres_settle, ops.c's delete of its key): keep the page out of the
+ * free list until close (counted unresolved; its bytes stay K's, so a
+ * late r1 brings back K with its own bytes), or a server-side fence of
+ * request ids the handler has given up (session record, new op). */
 int
 store_resolve(struct cxlp_handler *h)
 {

@@ -22,6 +22,7 @@
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
+#include "trace.h"
 
 /* Field 22 of /proc/self/stat: start time in clock ticks since boot.
  * The comm field may hold spaces and parentheses: parse after the last
@@ -44,8 +45,11 @@ proc_start_time(void)
 	if (p == NULL) {
 		return 0;
 	}
-	/* after ") " come fields 3 (state) .. 22 (starttime) */
-	for (int field = 3; field < 22 && p != NULL; field++) {
+	/* after ") " come fields 3 (state) .. 22 (starttime): step to the
+	 * space before field 22 (stopping one short read field 21,
+	 * itrealvalue, always 0, and the server never checked a pid's
+	 * start time) */
+	for (int field = 2; field < 22 && p != NULL; field++) {
 		p = strchr(p + 1, ' ');
 	}
 	if (p == NULL || sscanf(p + 1, "%llu", &v) != 1) {
@@ -105,6 +109,23 @@ hello_nonce(struct cxlp_handler *h)
 	return 0;
 }
 
+/* A HELLO is refused with CXLP_E_PERM for one reason only: a non-ipc
+ * endpoint of a metaserver with a --secret-file, and a HELLO without
+ * that secret. Which of the two it lacked, the handler knows. */
+static int
+hello_refused(const struct cxlp_handler *h)
+{
+	if (h->cfg.secret_len == 0) {
+		return cxlp_fail(CXLP_E_PERM, "HELLO refused: secret required "
+		    "(the metaserver at %s takes handlers on this endpoint "
+		    "only with the secret of its --secret-file; "
+		    "cxlp_config_set_secret)", h->cfg.server);
+	}
+	return cxlp_fail(CXLP_E_PERM, "HELLO refused: wrong secret (the "
+	    "metaserver at %s has another in its --secret-file)",
+	    h->cfg.server);
+}
+
 static int
 hello(struct cxlp_handler *h, uint32_t flags)
 {
@@ -123,6 +144,9 @@ hello(struct cxlp_handler *h, uint32_t flags)
 	proto_put_hello(&b, &m);
 	rc = client_call(h->cl, PROTO_OP_HELLO, &b, &rep);
 	pbuf_fini(&b);
+	if (rc == CXLP_E_PERM) {
+		return hello_refused(h);
+	}
 	if (rc != 0) {
 		return rc;
 	}
@@ -190,12 +214,18 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 	int rc;
 
 	client_get_session(h->cl, &session, &token);
+	if (op == PROTO_OP_REGISTER) {
+		trace_register(body); /* contract 1's test (trace.h) */
+	}
 	rc = client_call_id(h->cl, op, id, body, rep);
 	if (rc != CXLP_E_SESSION || op == PROTO_OP_BYE) {
 		return rc;
 	}
 	if ((rc = reattach_or_lose(h, op, token)) != 0) {
 		return rc;
+	}
+	if (op == PROTO_OP_REGISTER) {
+		trace_register(body);
 	}
 	return client_call_id(h->cl, op, id, body, rep);
 }

@@ -264,6 +264,14 @@ int regions_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
 uint8_t *regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
     uint64_t *pool_off);
 
+/* ---- regfit.c ----------------------------------------------------------- */
+
+/* regfit_why -- the metaserver had no room for a region of len bytes:
+ * CXLP_E_NOSPACE with a message giving the data area, its free bytes, a
+ * region size that would fit and the --size that would (asks for the
+ * pool's stats; caller holds no handler lock but expand_lock). */
+int regfit_why(struct cxlp_handler *h, uint64_t len);
+
 /* ---- direct.c ----------------------------------------------------------- */
 
 /* direct_open -- map the pool's metadata area read-only for direct reads

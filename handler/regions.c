@@ -259,6 +259,9 @@ region_request(struct cxlp_handler *h, struct proto_loc *loc)
 	rc = h_call_id(h, PROTO_OP_REGION_ALLOC, id, &b, &rep);
 	pbuf_fini(&b);
 	h->region_req = rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ? id : 0;
+	if (rc == CXLP_E_NOSPACE) {
+		return regfit_why(h, len);
+	}
 	if (rc != 0) {
 		return rc;
 	}

@@ -35,6 +35,14 @@
 #include "handler_int.h"
 #include "log.h"
 #include "map.h"
+#include "trace.h"
+
+/* The keys a store left unstored: how many, and the first. */
+struct store_tally {
+	size_t refused;
+	size_t first;     /* index of the first refused key */
+	int first_status; /* its error */
+};
 
 struct batch {
 	size_t n;
@@ -163,24 +171,76 @@ settle_page(struct cxlp_handler *h, cxlp_page_t pg, enum page_state to)
 	return deleted;
 }
 
-/* Step 5: consume every page exactly once; got results arrived. */
+/* What a refusal of one key means, for the message of a store that
+ * refused some (the server's per-key status carries a code only). */
+static const char *
+refusal_hint(int st)
+{
+	switch (st) {
+	case CXLP_E_NOSPACE:
+		return "the pool's KV index or key heap is full";
+	case CXLP_E_PERM:
+		return "the page's region is not this session's";
+	case CXLP_E_BOUNDS:
+		return "the page is outside its region";
+	case CXLP_E_PROTO:
+		return "no result for it in the reply";
+	default:
+		return cxlp_strerror(st);
+	}
+}
+
+/* Set the message of a store that left keys unstored: how many, which
+ * came first (index and up to 24 bytes of key, escaped), and why. */
+static void
+store_report(const struct batch *b, const struct store_tally *t)
+{
+	char key[24 * 4 + 4];
+	const struct proto_key *k = &b->regs[t->first].key;
+	size_t o = 0;
+
+	for (size_t i = 0; i < k->len && i < 24; i++) {
+		unsigned char c = ((const unsigned char *)k->data)[i];
+
+		o += (size_t)snprintf(key + o, sizeof(key) - o,
+		    c >= 0x20 && c < 0x7f && c != '"' && c != '\\' ? "%c" :
+		    "\\x%02x", c);
+	}
+	snprintf(key + o, sizeof(key) - o, "%s", k->len > 24 ? "..." : "");
+	(void)cxlp_fail(t->first_status, "store: %zu of %zu keys not stored; "
+	    "first key %zu \"%s\": %s (%s)", t->refused, b->n, t->first, key,
+	    cxlp_strerror(t->first_status), refusal_hint(t->first_status));
+}
+
+/* Step 5: consume every page exactly once; got results arrived, or the
+ * REGISTER as a whole failed with reg_rc. Fills stored[] and, when not
+ * NULL, status[]; counts the refusals into *t. */
 static void
 store_settle(struct cxlp_handler *h, const struct batch *b,
-    const cxlp_page_t pages[], uint32_t got, bool stored[])
+    const cxlp_page_t pages[], uint32_t got, int reg_rc, bool stored[],
+    int status[], struct store_tally *t)
 {
 	pthread_mutex_lock(&h->page_lock);
 	for (size_t i = 0; i < b->n; i++) {
 		const struct proto_result *r = &b->res[i];
-		bool ok = i < got && r->status == 0;
+		int st = reg_rc != 0 ? reg_rc : i < got ? r->status :
+		    CXLP_E_PROTO;
+		bool ok = st == 0;
 		bool mine = ok && r->loc.region == b->regs[i].region &&
 		    r->loc.gen == b->gens[i] && r->loc.off == b->regs[i].off;
 
 		ok |= settle_page(h, pages[i], mine ? PAGE_REGISTERED :
 		    PAGE_FREE);
 		stored[i] = ok;
+		if (status != NULL) {
+			status[i] = ok ? 0 : st;
+		}
+		if (!ok && t->refused++ == 0) {
+			t->first = i;
+			t->first_status = st;
+		}
 		if (!ok) {
-			log_info("store: key %zu not confirmed (%d)", i,
-			    i < got ? r->status : CXLP_E_PROTO);
+			log_info("store: key %zu not confirmed (%d)", i, st);
 		}
 	}
 	pthread_mutex_unlock(&h->page_lock);
@@ -252,6 +312,7 @@ store_persist(const struct batch *b)
 		}
 		if (len > 0) {
 			pmap_persist(b->maps[i], b->addr[i], len);
+			trace_persist(b->regs[i].off, len);
 		}
 		i = j;
 	}
@@ -286,12 +347,27 @@ outcome_unknown(int rc)
 	    rc == CXLP_E_CLOSED || rc == CXLP_E_UNKNOWN;
 }
 
-/* cxlp_batch_store -- see cxlpool.h (contracts 1, 2, 4). */
-int
-cxlp_batch_store(struct cxlp_handler *h, size_t n, const void *const keys[],
-    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
-    unsigned flags, bool stored[])
+/* Outcome unknown: every page kept (store_park), none reported. */
+static int
+store_unknown(struct cxlp_handler *h, const struct batch *b,
+    const cxlp_page_t pages[], int rc, int status[])
 {
+	store_park(h, b, pages);
+	for (size_t i = 0; status != NULL && i < b->n; i++) {
+		status[i] = CXLP_E_UNKNOWN;
+	}
+	return cxlp_fail(CXLP_E_UNKNOWN, "store: no reply (%s): %zu pages "
+	    "kept until resolved", cxlp_strerror(rc), b->n);
+}
+
+/* cxlp_batch_store_status -- see cxlpool.h (contracts 1, 2, 4). */
+int
+cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    const cxlp_page_t pages[], const size_t lens[], unsigned flags,
+    bool stored[], int status[])
+{
+	struct store_tally t = { 0 };
 	struct batch b;
 	uint32_t got = 0;
 	int rc;
@@ -311,20 +387,30 @@ cxlp_batch_store(struct cxlp_handler *h, size_t n, const void *const keys[],
 	store_persist(&b);
 	rc = store_register(h, &b, flags, &got);
 	if (outcome_unknown(rc)) {
-		store_park(h, &b, pages);
-		rc = cxlp_fail(CXLP_E_UNKNOWN, "store: no reply (%s): %zu "
-		    "pages kept until resolved", cxlp_strerror(rc), n);
+		rc = store_unknown(h, &b, pages, rc, status);
 		goto out;
 	}
 	if (rc != 0) {
 		log_err("store: REGISTER failed: %s", cxlp_errormsg());
-		got = 0;
 	}
-	store_settle(h, &b, pages, got, stored);
+	store_settle(h, &b, pages, got, rc, stored, status, &t);
+	if (t.refused > 0) {
+		store_report(&b, &t);
+	}
 	rc = 0;
 out:
 	batch_fini(h, &b);
 	return rc;
+}
+
+/* cxlp_batch_store -- cxlp_batch_store_status without status. */
+int
+cxlp_batch_store(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
+    unsigned flags, bool stored[])
+{
+	return cxlp_batch_store_status(h, n, keys, key_lens, pages, lens,
+	    flags, stored, NULL);
 }
 
 /* cxlp_store -- cxlp_batch_store of one key. */
@@ -412,7 +498,26 @@ unres_register(struct cxlp_handler *h, struct unresolved *u, size_t n,
 
 /* store_resolve -- settle pages whose register outcome was lost, with one
  * REGISTER of them again. Returns 0 (nothing left, or progress made) or
- * the REGISTER's error (entries kept for the next try). */
+ * the REGISTER's error (entries kept for the next try).
+ *
+ * XXX: issue 15, item 5 (analysed, not fixed). The REGISTER whose reply
+ * was lost (id r1) may still be in flight when this one (a new id, r2)
+ * settles its page P, and nothing stops r1 from landing later: the
+ * server's reply cache knows r1 only if r1 was applied (and forgets it
+ * on restart, or evicts it after 64 replies, and REGISTER is then
+ * applied as new because it "finds its own first run"); the session
+ * token does not change at reattach; the region is still the caller's.
+ * If meanwhile K was deleted (P FREE here and at the server) and P
+ * handed out again, a late r1 binds K to P: while P is unregistered at
+ * the server the insert succeeds, the next store of P is refused
+ * CXLP_E_BUSY (P freed here again), and K then reads whatever P gets
+ * next. The same holds for any REGISTER the client sent more than once
+ * (a timeout, then a resend under the same id), so it is not new with
+ * r2. The guard belongs where a page of such a register would go FREE
+ * (unres_settle, ops.c's delete of its key): keep the page out of the
+ * free list until close (counted unresolved; its bytes stay K's, so a
+ * late r1 brings back K with its own bytes), or a server-side fence of
+ * request ids the handler has given up (session record, new op). */
 int
 store_resolve(struct cxlp_handler *h)
 {

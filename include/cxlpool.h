@@ -139,7 +139,8 @@ CXLP_API int cxlp_config_set_direct_reads(struct cxlp_config *cfg, bool on);
 /* cxlp_config_set_secret -- shared secret (1..256 bytes, NUL-terminated
  * string) sent when the session opens. A metaserver listening on tcp://
  * refuses a handler without the secret from its --secret-file with
- * CXLP_E_PERM; ipc:// endpoints do not need one. NULL or "" clears it.
+ * CXLP_E_PERM (cxlp_errormsg() then says "secret required" when none is
+ * set, "wrong secret" otherwise); ipc:// endpoints do not need one. NULL or "" clears it.
  * The config keeps a copy and wipes it when deleted. */
 CXLP_API int cxlp_config_set_secret(struct cxlp_config *cfg,
     const char *secret);
@@ -217,12 +218,29 @@ CXLP_API int cxlp_free(struct cxlp_handler *h, cxlp_page_t page);
  * allocated by this handler, already registered, or named twice),
  * CXLP_E_CLOSED, CXLP_E_SESSION (the session is gone, see cxlp_alloc).
  * Otherwise returns 0 (or CXLP_E_UNKNOWN as above) and every page has been
- * consumed exactly once.
+ * consumed exactly once. When it returns 0 with some stored[i] false,
+ * cxlp_errormsg() says how many keys were not stored, names the first
+ * (its index and the start of its key) and why (e.g. CXLP_E_NOSPACE: the
+ * pool's KV index or key heap is full); cxlp_batch_store_status gives the
+ * reason of every key.
  */
 CXLP_API int cxlp_batch_store(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[],
     const cxlp_page_t pages[], const size_t lens[], unsigned flags,
     bool stored[]);
+
+/* cxlp_batch_store_status -- cxlp_batch_store that also fills status[i]
+ * (n entries, or NULL for none) once a page has been consumed: 0 where
+ * stored[i] is true, else why the key is not stored: the server's error
+ * for the key (CXLP_E_NOSPACE when the index or key heap is full,
+ * CXLP_E_PERM, CXLP_E_BOUNDS ...), the REGISTER's error when the request
+ * as a whole failed, CXLP_E_PROTO when the reply held no result for it,
+ * or CXLP_E_UNKNOWN when the call returns CXLP_E_UNKNOWN. Left untouched
+ * by the errors returned before any page is consumed. */
+CXLP_API int cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    const cxlp_page_t pages[], const size_t lens[], unsigned flags,
+    bool stored[], int status[]);
 
 /* cxlp_store -- cxlp_batch_store of one key. */
 CXLP_API int cxlp_store(struct cxlp_handler *h, const void *key,

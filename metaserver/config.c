@@ -186,7 +186,7 @@ set_log_level(struct ms_config *cfg, const char *v)
 static const struct flag flags[] = {
 	{ "pool", 1, "PATH", "pool file or device (default "
 	    POOL_PATH_DEFAULT ")", set_pool },
-	{ "size", 1, "SIZE", "pool size when creating, K/M/G suffixes "
+	{ "size", 1, "SIZE", "pool size when creating, K/M/G/T suffixes "
 	    "(default 1G)", set_size },
 	{ "listen", 1, "URL", "endpoint, repeatable (default "
 	    MS_DEFAULT_URL "); tcp://:PORT binds 127.0.0.1", set_listen },

@@ -382,6 +382,7 @@ ap_register(struct req *rq)
 {
 	bool pin = (rq->flags & PROTO_F_PIN) != 0;
 	unsigned added = 0, failed = 0;
+	char why[128] = "";
 	int rc = results_new(rq, pin, true);
 
 	if (rc != 0) {
@@ -396,7 +397,10 @@ ap_register(struct req *rq)
 		    g->key.len, g->region, g->off, g->len, &kv, &ins);
 		if (rc != 0) {
 			rq->res[i].status = rc;
-			failed++;
+			if (failed++ == 0) {
+				snprintf(why, sizeof(why), "%s",
+				    cxlp_errormsg());
+			}
 			continue;
 		}
 		res_ok(rq, i, &kv, ins ? PROTO_R_NEW : 0);
@@ -407,8 +411,9 @@ ap_register(struct req *rq)
 		(void)pin_results(rq, rq->n, +1, REFUSED_KEEP);
 	}
 	log_info("op=register session=%llu n=%u new=%u existing=%u "
-	    "failed=%u pin=%d rc=0", (unsigned long long)sess_id(rq), rq->n,
-	    added, rq->n - added - failed, failed, pin);
+	    "failed=%u pin=%d rc=0%s%s%s", (unsigned long long)sess_id(rq),
+	    rq->n, added, rq->n - added - failed, failed, pin,
+	    failed ? " first_failure=\"" : "", why, failed ? "\"" : "");
 	put_results(rq, rq->n);
 	return 0;
 }
@@ -800,9 +805,11 @@ apply_locked(struct req *rq, const struct op_def *def)
 static void
 put_error(struct req *rq, int rc)
 {
-	log_err("op=%s session=%llu req=%llu rc=%d msg=\"%s\"",
-	    proto_op_name(rq->h.op), (unsigned long long)rq->h.session,
-	    (unsigned long long)rq->h.req_id, rc, cxlp_errormsg());
+	if (ms_errlog_admit(rq->ms, rq->pipe)) { /* a flood is cut short */
+		log_err("op=%s session=%llu req=%llu rc=%d msg=\"%s\"",
+		    proto_op_name(rq->h.op), (unsigned long long)rq->h.session,
+		    (unsigned long long)rq->h.req_id, rc, cxlp_errormsg());
+	}
 	pbuf_reset(rq->reply);
 	put_hdr(rq, rc);
 }
@@ -819,6 +826,7 @@ ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame, size_t len,
 	int rc;
 
 	pbuf_reset(reply);
+	ms_errlog_flush(ms);
 	cxlp_errmsg_clear();
 	rc = parse_hdr(&rq, frame, len, &def);
 	if (rc == 0 && def->needs_session) {

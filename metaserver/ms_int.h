@@ -27,6 +27,7 @@
 #include "err.h"
 #include "pool.h"
 #include "proto.h"
+#include "ratelimit.h"
 
 struct pool_own; /* owner.h */
 
@@ -201,6 +202,8 @@ struct ms {
 	bool closing; /* pipe events are ignored once set */
 	uint16_t secret_len;              /* 0: non-ipc peers need none */
 	uint8_t secret[PROTO_SECRET_MAX]; /* what a non-ipc HELLO must carry */
+	struct ratelimit errlog; /* dispatch.c: error lines per pipe;
+	                          * sess_lock */
 };
 
 /* Lock wrappers: a lock failure is a bug, so they abort (nng style). */
@@ -236,6 +239,13 @@ void ms_fini(struct ms *ms);
 int ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame,
     size_t len, struct pbuf *reply);
 
+/* ms_errlog_admit -- may an error line about a request from pipe be
+ * written now (errlog.c: RL_BURST per pipe per RL_WINDOW_MS)? Writes the
+ * summary of lines it suppressed before, when one is due. */
+bool ms_errlog_admit(struct ms *ms, uint64_t pipe);
+/* ms_errlog_flush -- write the summaries of pipes whose window ended with
+ * lines suppressed (cheap when there are none: one atomic load). */
+void ms_errlog_flush(struct ms *ms);
 /* ms_now_ms -- CLOCK_MONOTONIC in ms. */
 uint64_t ms_now_ms(void);
 

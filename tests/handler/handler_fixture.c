@@ -18,8 +18,15 @@ struct cxlp_config *cfg;
 void
 hfx_start(size_t page_size, size_t region_size)
 {
+	hfx_start_with(page_size, region_size, NULL);
+}
+
+void
+hfx_start_with(size_t page_size, size_t region_size,
+    const char *const args[])
+{
 	cxlp_set_log_fn(NULL, NULL, CXLP_LOG_OFF);
-	cr_assert_eq(test_server_start(&srv, 256u << 20, NULL), 0,
+	cr_assert_eq(test_server_start(&srv, 256u << 20, args), 0,
 	    "metaserver did not start");
 	cr_assert_eq(cxlp_config_new(&cfg), 0);
 	cr_assert_eq(cxlp_config_set_server(cfg, srv.url), 0);

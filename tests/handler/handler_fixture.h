@@ -18,6 +18,9 @@ extern struct cxlp_config *cfg;
 /* hfx_start -- start srv and fill cfg (page_size pages in region_size
  * regions); asserts. Call from the suite's .init. */
 void hfx_start(size_t page_size, size_t region_size);
+/* hfx_start_with -- hfx_start with extra metaserver flags (NULL-ended). */
+void hfx_start_with(size_t page_size, size_t region_size,
+    const char *const args[]);
 /* hfx_stop -- free cfg, stop srv, assert no leaks. The suite's .fini. */
 void hfx_stop(void);
 /* hfx_connect -- cxlp_connect with cfg; asserts it worked. */

@@ -185,8 +185,14 @@ Test(access, tcp_handlers_need_the_shared_secret)
 
 	local = connect_with(srv.url, NULL, 0); /* ipc needs no secret */
 	connect_with(dial, NULL, CXLP_E_PERM);
+	cr_assert(strstr(cxlp_errormsg(), "secret required") != NULL,
+	    "no secret: %s", cxlp_errormsg());
 	connect_with(dial, "correct horse battery stapl", CXLP_E_PERM);
+	cr_assert(strstr(cxlp_errormsg(), "wrong secret") != NULL,
+	    "wrong secret: %s", cxlp_errormsg());
 	connect_with(dial, SECRET "e", CXLP_E_PERM);
+	cr_assert(strstr(cxlp_errormsg(), "wrong secret") != NULL,
+	    "a longer secret: %s", cxlp_errormsg());
 	good = connect_with(dial, SECRET, 0);
 	itest_put(good, "tcp", 2, 1, 1000);
 	cr_assert_eq(itest_get_check(local, "tcp", 1), 2);

@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -113,10 +115,18 @@ test_worker_path(char *out, size_t n, const char *rel)
 }
 
 /* in the child: stdin from go, stdout to out, then exec; never returns */
+/* In the child: exec path on the pipes. The child is killed when the
+ * test process ends (PR_SET_PDEATHSIG): a test that fails an assert
+ * while its worker waits to be killed (pin-and-die, hold) would
+ * otherwise leave the worker holding the test's stderr, and meson would
+ * wait for that pipe until the test's timeout. */
 static void
 exec_on_pipes(const char *path, const char *const argv[], const int go[2],
-    const int out[2])
+    const int out[2], pid_t parent)
 {
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
+		_exit(127);
+	}
 	if (dup2(go[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0) {
 		_exit(127);
 	}
@@ -128,6 +138,7 @@ int
 test_child_spawn(struct test_child *c, const char *path,
     const char *const argv[])
 {
+	pid_t parent = getpid();
 	int go[2], out[2];
 
 	c->pid = -1;
@@ -143,7 +154,7 @@ test_child_spawn(struct test_child *c, const char *path,
 		goto err_out;
 	}
 	if (c->pid == 0) {
-		exec_on_pipes(path, argv, go, out);
+		exec_on_pipes(path, argv, go, out, parent);
 	}
 	close(go[0]);
 	close(out[1]);

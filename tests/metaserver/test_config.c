@@ -1,0 +1,80 @@
+/*
+ * test_config.c -- tests of metaserver/config.c: the flag parser, its
+ * size suffixes, and the --help text that lists them.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ms_int.h"
+
+TestSuite(config, .timeout = 30);
+
+/* ms_config_parse of {"cxlpool-metaserver", flag, value}; its result */
+static int
+parse2(struct ms_config *cfg, const char *flag, const char *value)
+{
+	char *argv[] = { "cxlpool-metaserver", (char *)flag, (char *)value,
+		NULL };
+
+	return ms_config_parse(cfg, 3, argv);
+}
+
+Test(config, size_takes_k_m_g_t_suffixes_in_either_case)
+{
+	static const struct {
+		const char *v;
+		uint64_t bytes;
+	} ok[] = {
+		{ "4096", 4096 }, { "8K", 8ull << 10 }, { "64m", 64ull << 20 },
+		{ "3G", 3ull << 30 }, { "1T", 1ull << 40 },
+		{ "2t", 2ull << 40 }, { "16777215T", 16777215ull << 40 },
+	};
+	struct ms_config cfg;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		cr_assert_eq(parse2(&cfg, "--size", ok[i].v), 0, "%s",
+		    ok[i].v);
+		cr_assert_eq(cfg.size, ok[i].bytes, "%s: %llu", ok[i].v,
+		    (unsigned long long)cfg.size);
+	}
+	cr_assert_eq(parse2(&cfg, "--index-slots", "1K"), 0);
+	cr_assert_eq(cfg.index_slots, 1024);
+}
+
+Test(config, size_refuses_other_suffixes_and_overflow)
+{
+	static const char *const bad[] = { "1P", "1E", "1KB", "T", "-1T",
+		"16777216T", "0", "" };
+	struct ms_config cfg;
+
+	(void)freopen("/dev/null", "w", stderr); /* the usage lines */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(parse2(&cfg, "--size", bad[i]), 2, "'%s'",
+		    bad[i]);
+	}
+}
+
+Test(config, help_lists_the_suffixes_the_parser_takes)
+{
+	char path[] = "/tmp/cxlp_help_XXXXXX", buf[4096];
+	char *argv[] = { "cxlpool-metaserver", "--help", NULL };
+	struct ms_config cfg;
+	int fd = mkstemp(path);
+	size_t n;
+	FILE *f;
+
+	cr_assert(fd >= 0);
+	fflush(stdout);
+	cr_assert(dup2(fd, STDOUT_FILENO) >= 0);
+	cr_assert_eq(ms_config_parse(&cfg, 2, argv), 1);
+	fflush(stdout);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	unlink(path);
+	cr_assert_not_null(strstr(buf, "K/M/G/T suffixes"), "help: %s", buf);
+}

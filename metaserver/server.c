@@ -48,6 +48,11 @@
 #include "ms_int.h"
 
 #define CLOSE_DEADLINE_S 10 /* for nng_close at shutdown */
+/* The largest frame nng reads for us: frames past PROTO_FRAME_MAX up to
+ * this get a CXLP_E_PROTO reply naming the limit (ms_dispatch); nng
+ * drops the connection of a larger one without reading it, since
+ * reading it would let any peer make the server allocate as much. */
+#define RECV_MAX (2 * (size_t)PROTO_FRAME_MAX)
 #define JOIN_DEADLINE_S 5   /* then for the workers */
 
 struct worker {
@@ -220,8 +225,7 @@ socket_open(struct server *srv, const struct ms_config *cfg)
 		return cxlp_fail(CXLP_E_CONN, "rep0 socket: %s",
 		    nng_strerror(rv));
 	}
-	if (nng_socket_set_size(srv->sock, NNG_OPT_RECVMAXSZ,
-	    PROTO_FRAME_MAX) != 0 ||
+	if (nng_socket_set_size(srv->sock, NNG_OPT_RECVMAXSZ, RECV_MAX) != 0 ||
 	    nng_pipe_notify(srv->sock, NNG_PIPE_EV_ADD_POST, pipe_cb,
 	    srv) != 0 ||
 	    nng_pipe_notify(srv->sock, NNG_PIPE_EV_REM_POST, pipe_cb,

@@ -253,3 +253,53 @@ Test(hostile, request_id_reused_for_another_operation_is_refused)
 	still_serving(&c);
 	raw_close(&c);
 }
+
+/* Zeros after b's header until it is one byte past max. */
+static void
+pad_past(struct pbuf *b, size_t max)
+{
+	static const uint8_t zero[4096];
+
+	while (b->len <= max) {
+		size_t n = max + 1 - b->len;
+
+		pbuf_put_bytes(b, zero, n < sizeof(zero) ? n : sizeof(zero));
+	}
+}
+
+/* A frame past the limit, up to twice it, is read and answered: the
+ * sender learns why instead of seeing its connection dropped. */
+Test(hostile, an_oversized_frame_gets_a_proto_error)
+{
+	struct raw_client c;
+	struct pbuf b;
+
+	open_session(&c);
+	frame(&b, &c, PROTO_VERSION, PROTO_OP_HEARTBEAT, c.token);
+	pad_past(&b, PROTO_FRAME_MAX);
+	cr_assert_eq(send_expect(&c, &b, b.len), CXLP_E_PROTO);
+	pbuf_fini(&b);
+	still_serving(&c);
+	raw_close(&c);
+}
+
+/* A frame past twice the limit is not read: its connection is dropped
+ * (nng's limit), and the server goes on serving everyone else. */
+Test(hostile, a_frame_past_twice_the_limit_drops_only_its_connection)
+{
+	struct raw_client c, other;
+	struct pbuf b;
+	uint8_t *rep = NULL;
+	size_t rep_len = 0;
+
+	open_session(&c);
+	open_session(&other);
+	frame(&b, &c, PROTO_VERSION, PROTO_OP_HEARTBEAT, c.token);
+	pad_past(&b, 2 * PROTO_FRAME_MAX);
+	cr_assert_neq(raw_call(&c, b.data, b.len, &rep, &rep_len), 0,
+	    "a frame of %zu bytes was answered", b.len);
+	pbuf_fini(&b);
+	still_serving(&other);
+	raw_close(&other);
+	raw_close(&c);
+}

@@ -12,7 +12,9 @@
 #   5. soak         build/'s cxlp-soak in full (120 s, a kill every 1.5 s):
 #                   what piles up slowly (pages, regions, pins) shows only
 #                   in a run this long (the 15 s run of step 1 cannot fill
-#                   its pool)
+#                   its pool); then its --hostile form for 60 s (a prober
+#                   on the server's endpoints, 4 workers, no kills, no
+#                   call may fail)
 # Any test failure, sanitizer finding or fuzz crash fails the run.
 #   scripts/test.sh            all five
 #   scripts/test.sh --quick    the plain build only
@@ -78,7 +80,11 @@ run_soak() {
 	echo "soak: cxlp-soak (120 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
-		build/tests/soak/cxlp-soak
+		build/tests/soak/cxlp-soak || return 1
+	echo "soak: cxlp-soak --hostile (60 s)"
+	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
+	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
+		build/tests/soak/cxlp-soak --hostile --seconds 60 --workers 4
 }
 
 rc=0

@@ -77,23 +77,8 @@ mono_ms(void)
 static struct cxlp_handler *
 connect_to(const char *url, unsigned timeout_ms, unsigned retries)
 {
-	struct cxlp_config *cfg;
-	struct cxlp_handler *h = NULL;
-
-	cr_assert_rc(cxlp_config_new(&cfg), 0);
-	cxlp_config_set_server(cfg, url);
-	cxlp_config_set_page_size(cfg, 4096);
-	cxlp_config_set_region_size(cfg, 4 * MiB);
-	cxlp_config_set_timeout_ms(cfg, timeout_ms);
-	cxlp_config_set_retries(cfg, retries);
-	if (strncmp(url, "tcp://", 6) == 0) {
-		cxlp_config_set_secret(cfg, SECRET);
-	}
-	if (cxlp_connect(&h, cfg) != 0) {
-		h = NULL;
-	}
-	cxlp_config_delete(&cfg);
-	return h;
+	return kv_connect_secret(url, 4096, 4 * MiB, timeout_ms, retries,
+	    strncmp(url, "tcp://", 6) == 0 ? SECRET : NULL);
 }
 
 /* A handler connected before, a probe of kind, then: a new handler

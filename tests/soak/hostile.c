@@ -72,25 +72,9 @@ hostile_server_args(void)
 static struct cxlp_handler *
 newcomer_connect(const char *url)
 {
-	struct cxlp_config *cfg;
-	struct cxlp_handler *h = NULL;
-
-	if (cxlp_config_new(&cfg) != 0) {
-		return NULL;
-	}
-	cxlp_config_set_server(cfg, url);
-	cxlp_config_set_page_size(cfg, SOAK_PAGE);
-	cxlp_config_set_region_size(cfg, SOAK_REGION);
-	cxlp_config_set_timeout_ms(cfg, NEWCOMER_TIMEOUT_MS);
-	cxlp_config_set_retries(cfg, 1);
-	if (strncmp(url, "tcp://", 6) == 0) {
-		cxlp_config_set_secret(cfg, SECRET);
-	}
-	if (cxlp_connect(&h, cfg) != 0) {
-		h = NULL;
-	}
-	cxlp_config_delete(&cfg);
-	return h;
+	return kv_connect_secret(url, SOAK_PAGE, SOAK_REGION,
+	    NEWCOMER_TIMEOUT_MS, 1, strncmp(url, "tcp://", 6) == 0 ? SECRET :
+	    NULL);
 }
 
 /* Store key n with a pattern, read it back, delete it. 0 or the step that

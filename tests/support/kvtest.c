@@ -19,10 +19,11 @@ struct kv_hdr {
 };
 
 /* Connect with the given geometry; timeout_ms 0 keeps the library's
- * timeout and retries. */
+ * timeout and retries; secret NULL sends none. */
 static struct cxlp_handler *
 connect_with(const char *url, size_t page_size, size_t region_size,
-    bool auto_expand, unsigned timeout_ms, unsigned retries)
+    bool auto_expand, unsigned timeout_ms, unsigned retries,
+    const char *secret)
 {
 	struct cxlp_config *cfg = NULL;
 	struct cxlp_handler *h = NULL;
@@ -39,6 +40,9 @@ connect_with(const char *url, size_t page_size, size_t region_size,
 		rc = rc ? rc : cxlp_config_set_timeout_ms(cfg, timeout_ms);
 		rc = rc ? rc : cxlp_config_set_retries(cfg, retries);
 	}
+	if (secret != NULL) {
+		rc = rc ? rc : cxlp_config_set_secret(cfg, secret);
+	}
 	rc = rc ? rc : cxlp_connect(&h, cfg);
 	if (rc != 0) {
 		fprintf(stderr, "connect %s: %s (%s)\n", url,
@@ -52,13 +56,23 @@ struct cxlp_handler *
 kv_connect(const char *url, size_t page_size, size_t region_size,
     bool auto_expand)
 {
-	return connect_with(url, page_size, region_size, auto_expand, 0, 0);
+	return connect_with(url, page_size, region_size, auto_expand, 0, 0,
+	    NULL);
 }
 
 struct cxlp_handler *
 kv_connect_timeout(const char *url, unsigned timeout_ms, unsigned retries)
 {
-	return connect_with(url, 4096, 4u << 20, true, timeout_ms, retries);
+	return connect_with(url, 4096, 4u << 20, true, timeout_ms, retries,
+	    NULL);
+}
+
+struct cxlp_handler *
+kv_connect_secret(const char *url, size_t page_size, size_t region_size,
+    unsigned timeout_ms, unsigned retries, const char *secret)
+{
+	return connect_with(url, page_size, region_size, true, timeout_ms,
+	    retries, secret);
 }
 
 static uint8_t

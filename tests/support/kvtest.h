@@ -21,6 +21,11 @@ struct cxlp_handler *kv_connect(const char *url, size_t page_size,
  * the given request timeout and retries. */
 struct cxlp_handler *kv_connect_timeout(const char *url, unsigned timeout_ms,
     unsigned retries);
+/* kv_connect_secret -- a handler with the given geometry, request timeout
+ * (0: the library's) and retries, presenting secret (NULL: none). */
+struct cxlp_handler *kv_connect_secret(const char *url, size_t page_size,
+    size_t region_size, unsigned timeout_ms, unsigned retries,
+    const char *secret);
 
 /* kv_fill -- write a pattern that encodes (writer, key) into buf. */
 void kv_fill(void *buf, size_t len, uint32_t writer, uint32_t key);

@@ -30,20 +30,16 @@
 /* A REQ peer's SP header (protocol 0x30: req0). */
 static const uint8_t sp_req_hdr[8] = { 0, 'S', 'P', 0, 0x00, 0x30, 0, 0 };
 
+/* A socket of family connected to sa, or -errno. */
 static int
-connect_ipc(const char *path)
+connect_sa(int family, const struct sockaddr *sa, socklen_t len)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		return -ENAMETOOLONG;
-	}
-	strcpy(sa.sun_path, path);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+	if (fd < 0) {
 		return -errno;
 	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+	if (connect(fd, sa, len) != 0) {
 		int e = errno;
 
 		close(fd);
@@ -53,12 +49,23 @@ connect_ipc(const char *path)
 }
 
 static int
+connect_ipc(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	return connect_sa(AF_UNIX, (struct sockaddr *)&sa, sizeof(sa));
+}
+
+static int
 connect_tcp(const char *hostport)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	char host[64];
 	const char *colon = strrchr(hostport, ':');
-	int fd;
 
 	if (colon == NULL || (size_t)(colon - hostport) >= sizeof(host)) {
 		return -EINVAL;
@@ -69,16 +76,7 @@ connect_tcp(const char *hostport)
 	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
 		return -EINVAL;
 	}
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
-		return -errno;
-	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		int e = errno;
-
-		close(fd);
-		return -e;
-	}
-	return fd;
+	return connect_sa(AF_INET, (struct sockaddr *)&sa, sizeof(sa));
 }
 
 /* A connected socket to url, or -errno. */

@@ -164,6 +164,7 @@ Test(probes, fifty_probes_of_every_kind_on_both_endpoints,
 
 struct resumer {
 	pid_t pid;
+	uint64_t resumed_ms;
 };
 
 static void *
@@ -172,6 +173,7 @@ resumer_main(void *arg)
 	struct resumer *r = arg;
 
 	test_sleep_ms(STOP_FOR_MS);
+	r->resumed_ms = mono_ms();
 	kill(r->pid, SIGCONT);
 	return NULL;
 }
@@ -196,6 +198,8 @@ stopped_while_a_handler_retries(const char *bin)
 	cr_assert_eq(pthread_create(&t, NULL, resumer_main, &r), 0);
 	itest_put(h, "during", 1, 1, 512); /* retries through the stop */
 	pthread_join(t, NULL);
+	cr_log_info("%s: the store went through %lld ms after the resume", bin,
+	    (long long)(mono_ms() - r.resumed_ms));
 	fresh = connect_to(ps.url, 2000, 0);
 	cr_assert_not_null(fresh, "no new handler after the server resumed: "
 	    "%s", cxlp_errormsg());

@@ -165,7 +165,8 @@ ms_sess_load(struct ms *ms, uint64_t now_ms)
 	struct pool_session r;
 	uint64_t cursor = 0;
 
-	ms->awake_ms = now_ms; /* silence.c counts from the start */
+	/* silence.c counts from the start, and a stall from the start on */
+	ms->awake_ms = ms->reap_last_ms = now_ms;
 	while (pool_session_next(ms->pool, &cursor, &r) == 1) {
 		struct ms_sess *s = sess_track(ms, &r);
 

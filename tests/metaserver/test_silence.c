@@ -120,12 +120,27 @@ Test(silence, an_attached_session_that_stops_speaking_is_fenced_too)
 	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 1, "region kept");
 }
 
-Test(silence, a_fenced_session_ends_when_its_process_exits)
+static pid_t child = -1;
+
+/* The stand-in handler process never outlives its test, failed or not. */
+static void
+kill_child(void)
+{
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		child = -1;
+	}
+	teardown();
+}
+
+Test(silence, a_fenced_session_ends_when_its_process_exits,
+    .fini = kill_child)
 {
 	struct cl a, b;
 	uint64_t t0 = ms_now_ms(), t1 = t0 + GRACE_MS + 300;
-	pid_t child = fork();
 
+	child = fork();
 	if (child == 0) {
 		pause();
 		_exit(0);
@@ -137,6 +152,7 @@ Test(silence, a_fenced_session_ends_when_its_process_exits)
 	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 1);
 	kill(child, SIGKILL);
 	cr_assert_eq(waitpid(child, NULL, 0), child);
+	child = -1;
 	cr_assert_eq(reap_over(t1, t1 + 200), 1);
 	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 0, "the region of a "
 	    "fenced session outlived its process");

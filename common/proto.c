@@ -377,7 +377,15 @@ proto_put_rep_hdr(struct pbuf *b, const struct proto_rep_hdr *h)
 	pbuf_put_u16(b, (uint16_t)(h->op | PROTO_REPLY));
 	pbuf_put_u64(b, h->req_id);
 	pbuf_put_u32(b, (uint32_t)h->status);
-	pbuf_put_u32(b, 0);
+	if (h->status == 0 || h->msg_len == 0 || h->msg == NULL) {
+		pbuf_put_u32(b, 0);
+		return;
+	}
+	pbuf_put_u32(b, PROTO_REP_F_MSG);
+	pbuf_put_u16(b, h->msg_len < PROTO_ERRMSG_MAX ? h->msg_len :
+	    PROTO_ERRMSG_MAX);
+	pbuf_put_bytes(b, h->msg, h->msg_len < PROTO_ERRMSG_MAX ?
+	    h->msg_len : PROTO_ERRMSG_MAX);
 }
 
 /* check_frame -- frame size, magic and version of either header. */
@@ -443,17 +451,38 @@ proto_get_req_hdr(const void *frame, size_t len, struct proto_req_hdr *h,
 	return rc != 0 ? pr_reject(body, rc) : 0;
 }
 
-/* check_status -- a reply's status is 0 or negative; only 0 has a body. */
+/* The reason text of an error reply (PROTO_REP_F_MSG): u16 len in
+ * 1..PROTO_ERRMSG_MAX and the text, which must end the frame. */
 static int
-check_status(struct preader *body, int32_t status, uint32_t reserved)
+get_reason(struct preader *body, struct proto_rep_hdr *h)
 {
-	if (reserved != 0) {
-		return cxlp_fail(CXLP_E_PROTO, "reply.reserved: 0x%x, not 0",
-		    reserved);
+	int rc = pr_get_string(body, &h->msg, &h->msg_len, PROTO_ERRMSG_MAX,
+	    "reply.reason");
+
+	if (rc == 0 && h->msg_len == 0) {
+		rc = cxlp_fail(CXLP_E_PROTO, "reply.reason: empty");
+	}
+	return rc != 0 ? rc : pr_body_end(body, "reply.reason");
+}
+
+/* check_status -- a reply's status is 0 or negative; only 0 has a body,
+ * but an error reply with PROTO_REP_F_MSG carries its reason. */
+static int
+check_status(struct preader *body, struct proto_rep_hdr *h, uint32_t flags)
+{
+	int32_t status = h->status;
+
+	if ((flags & ~PROTO_REP_F_MSG) != 0 ||
+	    (flags != 0 && status == 0)) {
+		return cxlp_fail(CXLP_E_PROTO, "reply.flags: 0x%x with status "
+		    "%d", flags, status);
 	}
 	if (status > 0) {
 		return cxlp_fail(CXLP_E_PROTO, "reply.status: %d is positive",
 		    status);
+	}
+	if (flags & PROTO_REP_F_MSG) {
+		return get_reason(body, h);
 	}
 	if (status != 0 && body->left != 0) {
 		return cxlp_fail(CXLP_E_PROTO, "reply.status: %d but %zu body "
@@ -463,13 +492,14 @@ check_status(struct preader *body, int32_t status, uint32_t reserved)
 }
 
 /* proto_get_rep_hdr -- decode a reply header (h->op without PROTO_REPLY).
- * A reply with a non-zero status must have an empty body. On failure
+ * A reply with a non-zero status must have an empty body, or only its
+ * reason (h->msg, into the frame; the body is then consumed). On failure
  * *body is a failed reader. */
 int
 proto_get_rep_hdr(const void *frame, size_t len, struct proto_rep_hdr *h,
     struct preader *body)
 {
-	uint32_t magic = 0, status = 0, reserved = 0;
+	uint32_t magic = 0, status = 0, flags = 0;
 	uint16_t op = 0;
 	int rc;
 
@@ -480,7 +510,7 @@ proto_get_rep_hdr(const void *frame, size_t len, struct proto_rep_hdr *h,
 	    !pr_get_u16(body, &op, "reply.op") ||
 	    !pr_get_u64(body, &h->req_id, "reply.req_id") ||
 	    !pr_get_u32(body, &status, "reply.status") ||
-	    !pr_get_u32(body, &reserved, "reply.reserved")) {
+	    !pr_get_u32(body, &flags, "reply.flags")) {
 		return pr_reject(body, CXLP_E_PROTO);
 	}
 	h->op = (uint16_t)(op & ~PROTO_REPLY);
@@ -490,7 +520,7 @@ proto_get_rep_hdr(const void *frame, size_t len, struct proto_rep_hdr *h,
 		rc = check_op(op, true, "reply");
 	}
 	if (rc == 0) {
-		rc = check_status(body, h->status, reserved);
+		rc = check_status(body, h, flags);
 	}
 	return rc != 0 ? pr_reject(body, rc) : 0;
 }

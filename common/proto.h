@@ -21,8 +21,12 @@
  *   u32 magic, u16 version, u16 op (request op | PROTO_REPLY)
  *   u64 req_id   echoed
  *   i32 status   0 or a negative cxlp error for the whole request
- *   u32 reserved must be 0
- *   ... body, per op, present only when status == 0
+ *   u32 flags    0, or PROTO_REP_F_MSG on an error reply to a request
+ *                that asked for reasons (HELLO with PROTO_HELLO_ERRMSG)
+ *   ... body, per op, present only when status == 0; with
+ *       PROTO_REP_F_MSG (status != 0) the body is u16 len + the reason
+ *       text (1..PROTO_ERRMSG_MAX bytes, not NUL-terminated) and nothing
+ *       else
  *
  * Bodies ("keys" = u32 n, then n times { u16 len, len bytes }):
  *   HELLO       req: u32 pid, u32 flags (PROTO_HELLO_REATTACH: the header's
@@ -33,7 +37,16 @@
  *                    u64 start_time (clock ticks since boot, /proc stat),
  *                    u64 instance_id, u16 len + hostname (<= 255 bytes),
  *                    u16 len + shared secret (<= 256 bytes; 0 = none;
- *                    required on tcp:// listeners, see metaserver)
+ *                    required on tcp:// listeners, see metaserver),
+ *                    then, only with PROTO_HELLO_KEEPALIVE, u32
+ *                    keepalive_ms (> 0: the handler sends a request at
+ *                    least that often while it is open, so a session
+ *                    silent for many periods belongs to a handler that
+ *                    closed). PROTO_HELLO_ERRMSG: the handler reads the
+ *                    reason text of an error reply to this HELLO.
+ *                    A HELLO with neither flag is the original layout;
+ *                    a server that predates them refuses the flags, so
+ *                    upgrade the metaserver before its handlers.
  *               rep: u64 session, u64 token, u64 pool_size (bytes),
  *                    u64 align (bytes), u16 len + pool path (<= 4095)
  *   REGION_ALLOC req: u64 len (bytes), u64 page_size (bytes)
@@ -106,10 +119,19 @@ enum proto_op {
 };
 
 #define PROTO_HELLO_REATTACH 0x1u
+#define PROTO_HELLO_KEEPALIVE 0x2u /* HELLO: u32 keepalive_ms follows */
+#define PROTO_HELLO_ERRMSG 0x4u    /* HELLO: error reply may carry text */
+#define PROTO_HELLO_FLAGS                                                  \
+	(PROTO_HELLO_REATTACH | PROTO_HELLO_KEEPALIVE | PROTO_HELLO_ERRMSG)
+#define PROTO_REP_F_MSG 0x1u       /* reply: reason text follows */
+#define PROTO_ERRMSG_MAX 255       /* bytes of a reply's reason text */
 #define PROTO_F_PIN 0x1u   /* REGISTER/LOOKUP: pin each key found */
 #define PROTO_R_NEW 0x1u   /* result: this register created the key */
 #define PROTO_SESS_ATTACHED 0x1u /* session: has a live pipe */
 #define PROTO_SESS_DETACHED 0x2u /* session: pipe gone, awaits reattach */
+#define PROTO_SESS_FENCED 0x4u /* session: ended for silence; the record
+                                * fences its regions until its process
+                                * exits or a late BYE comes */
 
 enum proto_stat {
 	PROTO_STAT_POOL_BYTES,
@@ -138,6 +160,9 @@ struct proto_rep_hdr {
 	uint16_t op; /* without PROTO_REPLY */
 	uint64_t req_id;
 	int32_t status;
+	const char *msg;  /* reason text (PROTO_REP_F_MSG), not NUL-terminated:
+	                   * into the frame when decoded; NULL when none */
+	uint16_t msg_len; /* bytes, <= PROTO_ERRMSG_MAX; 0 = none */
 };
 
 struct proto_key {
@@ -176,6 +201,7 @@ struct proto_hello {
 	uint16_t host_len;
 	const uint8_t *secret; /* points into the frame; NULL when len 0 */
 	uint16_t secret_len;   /* bytes, <= PROTO_SECRET_MAX */
+	uint32_t keepalive_ms; /* ms; sent (and > 0) iff PROTO_HELLO_KEEPALIVE */
 };
 
 struct proto_welcome {

@@ -36,6 +36,9 @@ proto_put_hello(struct pbuf *b, const struct proto_hello *m)
 	pbuf_put_bytes(b, m->host, m->host_len);
 	pbuf_put_u16(b, m->secret_len);
 	pbuf_put_bytes(b, m->secret, m->secret_len);
+	if (m->flags & PROTO_HELLO_KEEPALIVE) {
+		pbuf_put_u32(b, m->keepalive_ms);
+	}
 }
 
 /* proto_get_hello -- decode a HELLO request body; m->host points into the
@@ -53,7 +56,7 @@ proto_get_hello(struct preader *r, struct proto_hello *m)
 	    !pr_get_u64(r, &m->instance_id, "hello.instance_id")) {
 		return pr_reject(r, CXLP_E_PROTO);
 	}
-	rc = pr_check_flags(r, m->flags, PROTO_HELLO_REATTACH, "hello.flags");
+	rc = pr_check_flags(r, m->flags, PROTO_HELLO_FLAGS, "hello.flags");
 	if (rc == 0) {
 		rc = pr_get_string(r, &m->host, &m->host_len, PROTO_HOST_MAX,
 		    "hello.hostname");
@@ -62,6 +65,15 @@ proto_get_hello(struct preader *r, struct proto_hello *m)
 		rc = pr_get_string(r, &secret, &m->secret_len, PROTO_SECRET_MAX,
 		    "hello.secret");
 		m->secret = m->secret_len > 0 ? (const uint8_t *)secret : NULL;
+	}
+	if (rc == 0 && (m->flags & PROTO_HELLO_KEEPALIVE) &&
+	    !pr_get_u32(r, &m->keepalive_ms, "hello.keepalive_ms")) {
+		rc = pr_reject(r, CXLP_E_PROTO);
+	}
+	if (rc == 0 && (m->flags & PROTO_HELLO_KEEPALIVE) &&
+	    m->keepalive_ms == 0) {
+		rc = pr_reject(r, cxlp_fail(CXLP_E_PROTO,
+		    "hello.keepalive_ms: 0 with PROTO_HELLO_KEEPALIVE"));
 	}
 	return rc != 0 ? rc : pr_body_end(r, "hello");
 }
@@ -541,7 +553,7 @@ get_session(struct preader *r, struct proto_session_info *s)
 		return pr_reject(r, CXLP_E_PROTO);
 	}
 	if (pr_check_flags(r, s->flags, PROTO_SESS_ATTACHED |
-	    PROTO_SESS_DETACHED, "session.flags") != 0) {
+	    PROTO_SESS_DETACHED | PROTO_SESS_FENCED, "session.flags") != 0) {
 		return r->err;
 	}
 	return pr_get_string(r, &s->host, &s->host_len, PROTO_HOST_MAX,

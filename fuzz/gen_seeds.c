@@ -58,6 +58,18 @@ rep(struct pbuf *b, unsigned op, int32_t status)
 	proto_put_rep_hdr(b, &h);
 }
 
+/* An error reply that carries its reason (PROTO_REP_F_MSG). */
+static void
+rep_msg(struct pbuf *b, unsigned op, int32_t status, const char *msg)
+{
+	struct proto_rep_hdr h = {
+		.version = PROTO_VERSION, .op = (uint16_t)op, .req_id = 43,
+		.status = status, .msg = msg, .msg_len = (uint16_t)strlen(msg),
+	};
+
+	proto_put_rep_hdr(b, &h);
+}
+
 static void
 seed_requests(struct pbuf *b)
 {
@@ -83,6 +95,13 @@ seed_requests(struct pbuf *b)
 	req(b, PROTO_OP_HELLO, 2);
 	proto_put_hello(b, &hello);
 	save("req_hello_secret", b);
+	hello.flags = PROTO_HELLO_KEEPALIVE | PROTO_HELLO_ERRMSG;
+	hello.secret = NULL;
+	hello.secret_len = 0;
+	hello.keepalive_ms = 1000;
+	req(b, PROTO_OP_HELLO, 2);
+	proto_put_hello(b, &hello);
+	save("req_hello_keepalive", b);
 	req(b, PROTO_OP_REGION_ALLOC, 3);
 	proto_put_region_req(b, 2 << 20, 65536);
 	save("req_region_alloc", b);
@@ -159,6 +178,9 @@ seed_replies(struct pbuf *b)
 	save("rep_stats", b);
 	rep(b, PROTO_OP_LOOKUP, CXLP_E_SESSION);
 	save("rep_error", b);
+	rep_msg(b, PROTO_OP_HELLO, CXLP_E_NOSPACE, "session table full "
+	    "(1024 sessions)");
+	save("rep_error_reason", b);
 	rep(b, PROTO_OP_BYE, 0);
 	save("rep_bye", b);
 	seed_sessions(b);

@@ -527,6 +527,11 @@ reply_check(nng_msg *msg, uint16_t op, uint64_t id, struct creply *rep)
 		return cxlp_fail(CXLP_E_PROTO, "client: %s: status %d",
 		    proto_op_name(op), (int)rep->hdr.status);
 	}
+	if (rep->hdr.status != 0 && rep->hdr.msg_len > 0) {
+		return cxlp_fail(rep->hdr.status, "%s: server says %s: %.*s",
+		    proto_op_name(op), cxlp_strerror(rep->hdr.status),
+		    (int)rep->hdr.msg_len, rep->hdr.msg);
+	}
 	if (rep->hdr.status != 0) {
 		return cxlp_fail(rep->hdr.status, "%s: server says %s",
 		    proto_op_name(op), cxlp_strerror(rep->hdr.status));

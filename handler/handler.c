@@ -126,11 +126,17 @@ hello_refused(const struct cxlp_handler *h)
 	    h->cfg.server);
 }
 
+/* HELLO, asking for the reason of a refusal, and promising heartbeats
+ * every keepalive_ms when the keeper runs (metaserver/silence.c ends a
+ * session that breaks the promise: its handler closed unheard). */
 static int
 hello(struct cxlp_handler *h, uint32_t flags)
 {
 	char host[PROTO_HOST_MAX + 1] = "";
-	struct proto_hello m = {.pid = (uint32_t)getpid(), .flags = flags,
+	struct proto_hello m = {.pid = (uint32_t)getpid(),
+	    .flags = flags | PROTO_HELLO_ERRMSG |
+	    (h->cfg.keepalive_ms > 0 ? PROTO_HELLO_KEEPALIVE : 0),
+	    .keepalive_ms = h->cfg.keepalive_ms,
 	    .start_time = proc_start_time(),
 	    .instance_id = h->cfg.instance_id, .host = host,
 	    .secret = h->cfg.secret, .secret_len = h->cfg.secret_len};
@@ -372,15 +378,23 @@ handler_free(struct cxlp_handler *h)
 	free(h);
 }
 
+/* BYE, once; the regions are unmapped (or were never mapped). One that
+ * gets no answer is kept for the process's next connect (latebye.c). */
 static void
 bye(struct cxlp_handler *h)
 {
+	uint64_t session, token;
 	struct creply rep;
+	int rc = client_call_once(h->cl, PROTO_OP_BYE, NULL, &rep);
 
-	if (client_call_once(h->cl, PROTO_OP_BYE, NULL, &rep) == 0) {
+	if (rc == 0) {
 		client_reply_fini(&rep);
-	} else {
-		log_info("BYE not answered: %s", cxlp_errormsg());
+		return;
+	}
+	log_info("BYE not answered: %s", cxlp_errormsg());
+	client_get_session(h->cl, &session, &token);
+	if (latebye_unanswered(rc) && session != 0) {
+		latebye_add(h->cfg.server, session, token);
 	}
 }
 
@@ -404,6 +418,7 @@ cxlp_connect(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	if (rc != 0) {
 		goto err_free;
 	}
+	latebye_send(h);
 	if ((rc = hello_nonce(h)) != 0 || (rc = hello(h, 0)) != 0) {
 		goto err_free;
 	}

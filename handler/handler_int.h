@@ -291,6 +291,19 @@ size_t direct_lookup_batch(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[],
     struct proto_result res[], bool ask[]);
 
+/* ---- latebye.c ---------------------------------------------------------- */
+
+/* latebye_unanswered -- rc (of a BYE) says it got no answer (timeout, no
+ * connection), so the server may still hold the session. */
+bool latebye_unanswered(int rc);
+/* latebye_add -- remember an unanswered BYE of (session, token) at url,
+ * process-wide (thread-safe), for the next connect to url. */
+void latebye_add(const char *url, uint64_t session, uint64_t token);
+/* latebye_send -- send the BYEs kept for h's url over h->cl, which no
+ * other thread may use yet (cxlp_connect, before HELLO); leaves h->cl
+ * with no session and clears the error message. */
+void latebye_send(struct cxlp_handler *h);
+
 /* ---- keeper.c ------------------------------------------------------------ */
 
 /* keeper_start -- start the keepalive thread (cfg.keepalive_ms > 0); on

@@ -124,7 +124,12 @@ CXLP_API int cxlp_config_set_instance_id(struct cxlp_config *cfg,
  * the metaserver for this long sends it a heartbeat (from a thread of its
  * own; a busy handler sends none), so its session is reattached soon after
  * a metaserver restart or a dropped connection, and a handler on another
- * host is not ended for silence (--grace-ms). 0 turns it off. */
+ * host is not ended for silence (--grace-ms). The period is promised to
+ * the metaserver at connect: a session silent for max(--grace-ms, 5
+ * periods) is taken for one whose handler closed unheard and is ended
+ * (pins released; its regions held until the process exits), so a
+ * process that stops its handler's thread that long loses the session.
+ * 0 turns it off, and the session then lasts while the process runs. */
 CXLP_API int cxlp_config_set_keepalive_ms(struct cxlp_config *cfg,
     unsigned ms);
 /* cxlp_config_set_direct_reads -- on (the default): retrieve and exists

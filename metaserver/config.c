@@ -144,6 +144,25 @@ set_grace(struct ms_config *cfg, const char *v)
 	return errno != 0 || *end != '\0' ? -EINVAL : 0;
 }
 
+/* --max-sessions-per-process N: 1..MS_SESS_PER_PROC_MAX (silence.c). */
+static int
+set_sess_per_proc(struct ms_config *cfg, const char *v)
+{
+	char *end;
+	unsigned long n;
+
+	if (v[0] < '1' || v[0] > '9') {
+		return -EINVAL;
+	}
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno != 0 || *end != '\0' || n > MS_SESS_PER_PROC_MAX) {
+		return -EINVAL;
+	}
+	cfg->sess_per_proc = (unsigned)n;
+	return 0;
+}
+
 static int
 set_slots(struct ms_config *cfg, const char *v)
 {
@@ -196,6 +215,8 @@ static const struct flag flags[] = {
 	    "(default 4)", set_workers },
 	{ "grace-ms", 1, "MS", "reattach window of a disconnected "
 	    "session of another host (default 10000)", set_grace },
+	{ "max-sessions-per-process", 1, "N", "sessions one handler "
+	    "process may hold, 1..65535 (default 64)", set_sess_per_proc },
 	{ "index-slots", 1, "N", "KV index capacity when creating "
 	    "(default: from size)", set_slots },
 	{ "reformat", 0, NULL, "format the pool even if it is valid "

@@ -495,7 +495,9 @@ ap_unpin(struct req *rq)
 }
 
 /* Delete one key: refused while pinned by anyone, or while its region is
- * owned by another live session (eviction is the owner's). */
+ * owned by another live session (eviction is the owner's). A fenced
+ * owner (silence.c) has ended: its keys are anyone's, though its record
+ * keeps the region out of use. */
 static int
 delete_one(struct req *rq, uint32_t i)
 {
@@ -512,7 +514,8 @@ delete_one(struct req *rq, uint32_t i)
 		return cxlp_fail(CXLP_E_PINNED, "key is pinned");
 	}
 	if (pool_region_get(p, kv.region, &r) == 0 &&
-	    r.state == POOL_REGION_OWNED && r.owner != sess_id(rq)) {
+	    r.state == POOL_REGION_OWNED && r.owner != sess_id(rq) &&
+	    !ms_sess_fenced_id(rq->ms, r.owner)) {
 		return cxlp_fail(CXLP_E_PERM, "key belongs to live session "
 		    "%llu", (unsigned long long)r.owner);
 	}
@@ -557,7 +560,7 @@ ap_stats(struct req *rq)
 	v[PROTO_STAT_ORPHAN_REGIONS] = st.orphan_regions;
 	v[PROTO_STAT_KEYS] = st.keys;
 	v[PROTO_STAT_VALUE_BYTES] = st.value_bytes;
-	v[PROTO_STAT_SESSIONS] = st.sessions;
+	v[PROTO_STAT_SESSIONS] = st.sessions - rq->ms->nfenced; /* ended */
 	v[PROTO_STAT_PINS] = rq->ms->pins.count;
 	v[PROTO_STAT_INDEX_SLOTS] = st.index_slots;
 	put_hdr(rq, 0);
@@ -695,7 +698,7 @@ ap_bye(struct req *rq)
 
 static const struct op_def ops[PROTO_OP_MAX + 1] = {
 	[PROTO_OP_HELLO] = { dec_hello, ap_hello, false, LK_WRITE,
-	    PROTO_HELLO_REATTACH },
+	    PROTO_HELLO_FLAGS },
 	[PROTO_OP_REGION_ALLOC] = { dec_region, ap_region_alloc, true,
 	    LK_WRITE, 0, true }, /* the region carries the request id */
 	[PROTO_OP_REGION_FREE] = { dec_region_free, ap_region_free, true,
@@ -792,7 +795,7 @@ apply_locked(struct req *rq, const struct op_def *def)
 	} else {
 		ms_rdlock(rq->ms);
 	}
-	if (rq->s != NULL && !sess_alive(rq->ms, rq->s)) {
+	if (rq->s != NULL && !sess_usable(rq->ms, rq->s, rq->h.op)) {
 		rc = cxlp_fail(CXLP_E_SESSION, "session %llu has ended",
 		    (unsigned long long)rq->s->id);
 	} else {
@@ -802,16 +805,28 @@ apply_locked(struct req *rq, const struct op_def *def)
 	return rc;
 }
 
+/* The error reply; a HELLO that asked for it (PROTO_HELLO_ERRMSG) also
+ * gets the reason, so that the handler's cxlp_errormsg() says which
+ * limit refused it. */
 static void
 put_error(struct req *rq, int rc)
 {
+	const char *why = cxlp_errormsg();
+	struct proto_rep_hdr h = { .version = PROTO_VERSION, .op = rq->h.op,
+		.req_id = rq->h.req_id, .status = rc };
+
 	if (ms_errlog_admit(rq->ms, rq->pipe)) { /* a flood is cut short */
 		log_err("op=%s session=%llu req=%llu rc=%d msg=\"%s\"",
 		    proto_op_name(rq->h.op), (unsigned long long)rq->h.session,
-		    (unsigned long long)rq->h.req_id, rc, cxlp_errormsg());
+		    (unsigned long long)rq->h.req_id, rc, why);
+	}
+	if (rq->h.op == PROTO_OP_HELLO &&
+	    (rq->hello.flags & PROTO_HELLO_ERRMSG) && why[0] != '\0') {
+		h.msg = why;
+		h.msg_len = (uint16_t)strnlen(why, PROTO_ERRMSG_MAX);
 	}
 	pbuf_reset(rq->reply);
-	put_hdr(rq, rc);
+	proto_put_rep_hdr(rq->reply, &h);
 }
 
 /* ms_dispatch -- handle one request frame received on pipe_id and encode

@@ -19,7 +19,9 @@
  * and handing those to another handler would let the two write over
  * each other. It ends when the process exits (or says BYE). A peer whose
  * life the server cannot see (another host) ends after the grace period
- * unless it speaks again. ms_reap ends what is due.
+ * unless it speaks again. A session whose handler promised heartbeats
+ * and has gone silent is ended (or fenced) by the rule of silence.c,
+ * attached or not. ms_reap ends what is due.
  *
  * No nng here: times are passed in, so tests drive the same code with a
  * fake clock.
@@ -218,22 +220,49 @@ ms_pipe_removed(struct ms *ms, uint64_t pipe_id, uint64_t now_ms)
 	ms_unlock(ms);
 }
 
-/* Why a detached session should end now, or NULL. A process may close its
+#define WHY_SILENT "silent" /* ms_reap fences or ends (silence.c) */
+
+/* Why a session should end now, or NULL. A process may close its
  * sockets before it is a zombie, so a peer that looked alive when its pipe
- * went is looked at again on every pass. */
+ * went is looked at again on every pass; so is a fenced one's. */
 static const char *
-end_reason(const struct ms_sess *s, uint64_t now_ms)
+end_reason(const struct ms *ms, const struct ms_sess *s, uint64_t now_ms)
 {
-	if (!s->detached) {
-		return NULL;
+	if (s->fenced) {
+		return peer_gone(s->fence_pid, s->start_time) ? "peer_exited" :
+		    NULL;
 	}
-	if (peer_gone(s->peer_pid, s->start_time)) {
+	if (s->detached && peer_gone(s->peer_pid, s->start_time)) {
 		return "peer_exited";
 	}
-	if (pid_checkable(s->peer_pid)) {
+	if (ms_sess_silent(ms, s, now_ms)) {
+		return WHY_SILENT;
+	}
+	if (!s->detached || pid_checkable(s->peer_pid)) {
 		return NULL; /* it runs: it may still write its regions */
 	}
 	return s->deadline_ms <= now_ms ? "grace_expired" : NULL;
+}
+
+/* The process of this host behind s that may write its regions, or 0
+ * when the server cannot look at one (another host). */
+static uint64_t
+local_pid(const struct ms *ms, const struct ms_sess *s)
+{
+	uint64_t pid = s->detached ? s->peer_pid : ms_pipe_pid(ms, s->pipe);
+
+	return pid_checkable(pid) ? pid : 0;
+}
+
+/* End s for why; both locks held. */
+static void
+reap_one(struct ms *ms, struct ms_sess *s, const char *why)
+{
+	if (strcmp(why, WHY_SILENT) == 0) {
+		ms_sess_silence_end(ms, s, local_pid(ms, s));
+	} else {
+		sess_end_locked(ms, s, why);
+	}
 }
 
 static bool
@@ -242,10 +271,11 @@ any_due(struct ms *ms, uint64_t now_ms)
 	bool found = false;
 
 	ms_sess_lock(ms);
+	ms_silence_clock(ms, now_ms);
 	for (size_t b = 0; b < MS_SESS_BUCKETS && !found; b++) {
 		for (struct ms_sess *s = ms->sess[b]; s != NULL && !found;
 		    s = s->next) {
-			found = end_reason(s, now_ms) != NULL;
+			found = end_reason(ms, s, now_ms) != NULL;
 		}
 	}
 	ms_sess_unlock(ms);
@@ -253,7 +283,8 @@ any_due(struct ms *ms, uint64_t now_ms)
 }
 
 /* ms_reap -- end every detached session whose process is gone or whose
- * deadline is <= now_ms. Returns how many ended. Takes the pool lock only
+ * deadline is <= now_ms, and every silent one (silence.c: fenced or
+ * ended). Returns how many ended or were fenced. Takes the pool lock only
  * when one is due. */
 unsigned
 ms_reap(struct ms *ms, uint64_t now_ms)
@@ -269,11 +300,11 @@ ms_reap(struct ms *ms, uint64_t now_ms)
 		struct ms_sess *next;
 
 		for (struct ms_sess *s = ms->sess[b]; s != NULL; s = next) {
-			const char *why = end_reason(s, now_ms);
+			const char *why = end_reason(ms, s, now_ms);
 
 			next = s->next;
 			if (why != NULL) {
-				sess_end_locked(ms, s, why);
+				reap_one(ms, s, why);
 				n++;
 			}
 		}

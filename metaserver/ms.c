@@ -180,6 +180,8 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 
 	memset(ms, 0, sizeof(*ms));
 	ms->grace_ms = cfg->grace_ms;
+	ms->sess_per_proc = cfg->sess_per_proc != 0 ? cfg->sess_per_proc :
+	    MS_SESS_PER_PROC_DEFAULT;
 	pins_init(&ms->pins);
 	rc = locks_init(ms);
 	if (rc != 0) {

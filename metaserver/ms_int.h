@@ -35,6 +35,8 @@ struct pool_own; /* owner.h */
 #define MS_URLS_MAX 16
 #define MS_WORKERS_MAX 32
 #define MS_GRACE_MS_DEFAULT 10000u
+#define MS_SESS_PER_PROC_DEFAULT 64u /* --max-sessions-per-process */
+#define MS_SESS_PER_PROC_MAX 65535u
 #define MS_DEFAULT_URL "ipc:///tmp/cxlpool.sock"
 #define MS_URL_MAX 512
 
@@ -48,6 +50,8 @@ struct ms_config {
 	unsigned nurls;
 	unsigned workers;
 	uint64_t grace_ms;    /* detached session lifetime, ms */
+	unsigned sess_per_proc; /* sessions one process may hold; 0 means
+	                         * MS_SESS_PER_PROC_DEFAULT (silence.c) */
 	bool reformat;
 	bool repair;          /* --repair: drop damaged records (repair.c) */
 	int log_level;        /* CXLP_LOG_* */
@@ -173,6 +177,11 @@ struct ms_sess {
 	uint64_t peer_pid;    /* detached: pid behind the lost pipe, or 0 */
 	bool detached;        /* its pipe is gone */
 	uint64_t deadline_ms; /* monotonic ms; ends then if peer_pid is 0 */
+	uint32_t keepalive_ms; /* heartbeat period its HELLO promised; 0 none */
+	uint64_t heard_ms;    /* monotonic ms of its last request (or load) */
+	bool fenced;          /* ended for silence, record kept (silence.c) */
+	uint64_t fence_pid;   /* fenced: the process that may still write */
+	char host[64];        /* as the HELLO (or the record) named it */
 	bool dead;            /* ended; freed when refs drops to 0 */
 	unsigned refs;        /* requests in flight */
 	struct rcache rc;
@@ -199,6 +208,11 @@ struct ms {
 	struct ms_pipe gone[MS_GONE_PIPES]; /* the last pipes removed */
 	unsigned gone_next;
 	uint64_t grace_ms;
+	unsigned sess_per_proc; /* sessions one process may hold (HELLO) */
+	size_t nfenced;         /* shadows with fenced set */
+	uint64_t reap_last_ms;  /* the reaper's previous pass (monotonic ms) */
+	uint64_t awake_ms;      /* silence is counted from here at the least:
+	                         * start, or a reaper pass after a stall */
 	bool closing; /* pipe events are ignored once set */
 	uint16_t secret_len;              /* 0: non-ipc peers need none */
 	uint8_t secret[PROTO_SECRET_MAX]; /* what a non-ipc HELLO must carry */
@@ -289,10 +303,41 @@ uint64_t ms_pipe_pid(const struct ms *ms, uint64_t pipe_id);
  * first (liveness.c). */
 void ms_sess_detach(struct ms *ms, struct ms_sess *s, uint64_t pid,
     uint64_t now_ms);
-bool sess_alive(struct ms *ms, const struct ms_sess *s);
+/* sess_usable -- s may run op: it has not ended, and is not fenced
+ * unless op is BYE. Stable while ms->lock is held. */
+bool sess_usable(struct ms *ms, const struct ms_sess *s, uint16_t op);
+/* ms_sess_fenced_id -- the session with this id is fenced (ended for
+ * silence, its record kept); takes ms->sess_lock. */
+bool ms_sess_fenced_id(struct ms *ms, uint64_t id);
 /* sess_list_flags -- set v[i].flags (PROTO_SESS_*) from the shadow of
  * session v[i].id, for i < n; takes ms->sess_lock. */
 void sess_list_flags(struct ms *ms, struct proto_session_info *v, size_t n);
+
+/* ---- silence (silence.c): sessions whose handler closed unheard -------- */
+
+#define MS_SILENT_PERIODS 5     /* keepalive periods of silence that end */
+#define MS_REAP_STALL_MS 1000u  /* a reaper pass this late restarts silence */
+
+/* ms_silence_clock -- called by ms_reap with each pass's time: a pass
+ * later than MS_REAP_STALL_MS after the previous one (the server was
+ * stopped or starved) counts silence afresh from now_ms. sess_lock held. */
+void ms_silence_clock(struct ms *ms, uint64_t now_ms);
+/* ms_sess_silent -- s promised heartbeats and has been silent for
+ * max(grace, MS_SILENT_PERIODS periods) since it last spoke, the server
+ * started or the last stall. sess_lock held. */
+bool ms_sess_silent(const struct ms *ms, const struct ms_sess *s,
+    uint64_t now_ms);
+/* ms_sess_silence_end -- end s for silence: its pins go; with regions and
+ * a process of this host that runs, it is fenced (record and regions
+ * kept, token refused), else ended. Both locks held. */
+void ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid);
+/* ms_sess_admit -- a new session for (pid, start_time, host) is within
+ * --max-sessions-per-process; else CXLP_E_NOSPACE naming that limit.
+ * sess_lock held. */
+int ms_sess_admit(const struct ms *ms, uint32_t pid, uint64_t start_time,
+    const char *host);
+/* ms_sess_table_full -- the message for a full pool session table. */
+int ms_sess_table_full(const struct ms *ms);
 
 /* ---- server (server.c): the only nng user ------------------------------ */
 

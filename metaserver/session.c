@@ -19,9 +19,15 @@
  * DESIGN NOTES
  *  1. live -> detached [ms_pipe_removed: pipe gone, process may live]
  *     detached -> live [sess_enter, sess_hello REATTACH: it spoke again]
- *     live|detached -> dead [sess_end_locked: BYE, process gone, deadline]
+ *     live|detached -> fenced [ms_sess_silence_end: promised heartbeats,
+ *                     silent too long, owns regions, process runs]
+ *     live|detached|fenced -> dead [sess_end_locked: BYE, process gone,
+ *                     deadline, silence without regions]
  *  2. A dead session is never found by id: it is unlinked when it dies.
  *  3. A session shadow is freed only when dead and refs == 0.
+ *  4. A fenced session answers nothing but BYE (sess_enter), is never
+ *     found by a HELLO (hello_find, hello_reattach) and holds no pin; its
+ *     record keeps its regions OWNED, so none is handed out again.
  */
 #include <errno.h>
 #include <signal.h>
@@ -90,6 +96,10 @@ sess_track(struct ms *ms, const struct pool_session *r)
 	s->token = r->token;
 	s->pid = r->pid;
 	s->start_time = r->start_time;
+	s->keepalive_ms = r->keepalive_ms;
+	s->heard_ms = ms_now_ms();
+	memcpy(s->host, r->host, sizeof(s->host));
+	s->host[sizeof(s->host) - 1] = '\0';
 	rc_init(&s->rc);
 	s->next = ms->sess[b];
 	ms->sess[b] = s;
@@ -107,6 +117,7 @@ sess_bind(struct ms *ms, struct ms_sess *s, uint64_t pipe_id)
 {
 	const struct ms_pipe *gone = ms_pipe_gone(ms, pipe_id);
 
+	s->heard_ms = ms_now_ms();
 	if (gone != NULL) {
 		log_info("op=late_request session=%llu pipe=%llu",
 		    (unsigned long long)s->id, (unsigned long long)pipe_id);
@@ -154,6 +165,8 @@ ms_sess_load(struct ms *ms, uint64_t now_ms)
 	struct pool_session r;
 	uint64_t cursor = 0;
 
+	/* silence.c counts from the start, and a stall from the start on */
+	ms->awake_ms = ms->reap_last_ms = now_ms;
 	while (pool_session_next(ms->pool, &cursor, &r) == 1) {
 		struct ms_sess *s = sess_track(ms, &r);
 
@@ -221,10 +234,11 @@ hello_reattach(struct ms *ms, const struct proto_req_hdr *h,
 
 	ms_sess_lock(ms);
 	s = sess_find(ms, h->session);
-	if (s == NULL || s->token != h->token) {
+	if (s == NULL || s->token != h->token || s->fenced) {
 		ms_sess_unlock(ms);
 		return cxlp_fail(CXLP_E_SESSION, "reattach: no session %llu "
-		    "with that token", (unsigned long long)h->session);
+		    "with that token%s", (unsigned long long)h->session,
+		    s != NULL && s->fenced ? " (ended: silent too long)" : "");
 	}
 	s->pid = hello_pid(ms, m, pipe_id);
 	s->start_time = m->start_time;
@@ -250,7 +264,7 @@ hello_find(struct ms *ms, uint64_t nonce, const struct proto_hello *m,
 	for (size_t b = 0; b < MS_SESS_BUCKETS; b++) {
 		for (struct ms_sess *s = ms->sess[b]; s != NULL; s = s->next) {
 			if (s->hello_nonce == nonce && !s->dead &&
-			    s->pid == pid &&
+			    !s->fenced && s->pid == pid &&
 			    s->start_time == m->start_time) {
 				return s;
 			}
@@ -277,11 +291,36 @@ hello_repeated(struct ms *ms, const struct proto_req_hdr *h,
 	return s != NULL;
 }
 
+/* The record of a new session for HELLO m on pipe_id, admitted under
+ * --max-sessions-per-process (sess_lock taken here). */
+static int
+hello_record(struct ms *ms, const struct proto_hello *m, uint64_t pipe_id,
+    struct pool_session *r)
+{
+	int rc = new_token(&r->token);
+
+	if (rc != 0) {
+		return rc;
+	}
+	r->start_time = m->start_time;
+	r->instance = m->instance_id;
+	r->keepalive_ms = (m->flags & PROTO_HELLO_KEEPALIVE) ?
+	    m->keepalive_ms : 0;
+	memcpy(r->host, m->host,
+	    m->host_len < sizeof(r->host) ? m->host_len : sizeof(r->host) - 1);
+	ms_sess_lock(ms);
+	r->pid = hello_pid(ms, m, pipe_id);
+	rc = ms_sess_admit(ms, r->pid, r->start_time, r->host);
+	ms_sess_unlock(ms);
+	return rc;
+}
+
 /* sess_hello -- HELLO: a new session (or the one an earlier copy of this
  * HELLO created), or with PROTO_HELLO_REATTACH the one the header names
  * (token checked). ms->lock held for writing, which keeps *out alive until
  * it is released. Returns 0, CXLP_E_SESSION, CXLP_E_NOSPACE (session table
- * full) or -errno. */
+ * full, or this process holds --max-sessions-per-process; the message
+ * says which) or -errno. */
 int
 sess_hello(struct ms *ms, const struct proto_req_hdr *h,
     const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out)
@@ -297,20 +336,12 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	if (hello_repeated(ms, h, m, pipe_id, out)) {
 		return 0;
 	}
-	rc = new_token(&r.token);
-	if (rc != 0) {
+	if ((rc = hello_record(ms, m, pipe_id, &r)) != 0) {
 		return rc;
 	}
-	ms_sess_lock(ms);
-	r.pid = hello_pid(ms, m, pipe_id);
-	ms_sess_unlock(ms);
-	r.start_time = m->start_time;
-	r.instance = m->instance_id;
-	memcpy(r.host, m->host,
-	    m->host_len < sizeof(r.host) ? m->host_len : sizeof(r.host) - 1);
 	rc = pool_session_add(ms->pool, &r);
 	if (rc != 0) {
-		return rc;
+		return rc == CXLP_E_NOSPACE ? ms_sess_table_full(ms) : rc;
 	}
 	ms_sess_lock(ms);
 	s = sess_track(ms, &r);
@@ -404,6 +435,12 @@ sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
 			    "with that token", (unsigned long long)h->session);
 			break;
 		}
+		if (s->fenced && h->op != PROTO_OP_BYE) {
+			rc = cxlp_fail(CXLP_E_SESSION, "session %llu was "
+			    "ended: silent longer than its keepalive allows",
+			    (unsigned long long)h->session);
+			break;
+		}
 		sess_bind(ms, s, pipe_id);
 		rc = h->req_id == 0 ? RC_NEW : rc_begin(&s->rc, h->req_id,
 		    gone_unknown, reply);
@@ -446,16 +483,33 @@ sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
 	ms_sess_unlock(ms);
 }
 
-/* sess_alive -- s has not ended. Stable while ms->lock is held. */
+/* sess_usable -- see ms_int.h. fenced changes only with both locks
+ * held, so ms->lock makes the read stable. */
 bool
-sess_alive(struct ms *ms, const struct ms_sess *s)
+sess_usable(struct ms *ms, const struct ms_sess *s, uint16_t op)
 {
-	return !__atomic_load_n(&s->dead, __ATOMIC_ACQUIRE);
+	return !__atomic_load_n(&s->dead, __ATOMIC_ACQUIRE) &&
+	    (!s->fenced || op == PROTO_OP_BYE);
 }
 
-/* sess_list_flags -- for SESSIONS: attached (speaks on a pipe) or
- * detached (pipe gone, may reattach) per entry; neither when the server
- * holds no shadow or the session never had a pipe. */
+/* ms_sess_fenced_id -- see ms_int.h */
+bool
+ms_sess_fenced_id(struct ms *ms, uint64_t id)
+{
+	const struct ms_sess *s;
+	bool fenced;
+
+	ms_sess_lock(ms);
+	s = sess_find(ms, id);
+	fenced = s != NULL && s->fenced;
+	ms_sess_unlock(ms);
+	return fenced;
+}
+
+/* sess_list_flags -- for SESSIONS: fenced (ended for silence, record
+ * kept), attached (speaks on a pipe) or detached (pipe gone, may
+ * reattach) per entry; none when the server holds no shadow or the
+ * session never had a pipe. */
 void
 sess_list_flags(struct ms *ms, struct proto_session_info *v, size_t n)
 {
@@ -464,7 +518,9 @@ sess_list_flags(struct ms *ms, struct proto_session_info *v, size_t n)
 		const struct ms_sess *s = sess_find(ms, v[i].id);
 
 		v[i].flags = 0;
-		if (s != NULL && s->detached) {
+		if (s != NULL && s->fenced) {
+			v[i].flags = PROTO_SESS_FENCED;
+		} else if (s != NULL && s->detached) {
 			v[i].flags = PROTO_SESS_DETACHED;
 		} else if (s != NULL && s->pipe != 0) {
 			v[i].flags = PROTO_SESS_ATTACHED;
@@ -512,6 +568,9 @@ sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why)
 	log_info("op=session_end session=%llu why=%s pins=%llu regions=%u "
 	    "rc=%d", (unsigned long long)s->id, why,
 	    (unsigned long long)pins, regions, rc);
+	if (s->fenced) {
+		ms->nfenced--;
+	}
 	sess_unlink(ms, s);
 	__atomic_store_n(&s->dead, true, __ATOMIC_RELEASE);
 	if (s->refs == 0) {

@@ -158,7 +158,9 @@ struct pool_srec {
 	uint64_t start_time;  /* clock ticks since boot of the client */
 	uint64_t instance;    /* client-chosen id */
 	uint32_t pid;
-	uint32_t reserved0;   /* zero */
+	uint32_t keepalive_ms; /* the handler's heartbeat period, ms; 0 =
+	                        * none promised (and in records of old
+	                        * pools, where this word was reserved) */
 	char host[64];        /* NUL-terminated */
 	uint64_t reserved[2]; /* zero */
 	uint64_t checksum;    /* XXH64 of bytes 0..119 (id included) */

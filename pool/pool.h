@@ -157,6 +157,7 @@ struct pool_session {
 	uint32_t pid;
 	uint64_t start_time; /* clock ticks since boot of the client process */
 	uint64_t instance;   /* client-chosen instance id */
+	uint32_t keepalive_ms; /* heartbeat period its HELLO promised; 0 none */
 	char host[64];       /* NUL-terminated, truncated */
 };
 

@@ -57,7 +57,7 @@ put_req(struct pbuf *b, unsigned op)
 static void
 put_rep(struct pbuf *b, unsigned op)
 {
-	struct proto_rep_hdr h = { PROTO_VERSION, (uint16_t)op, rnd(), 0 };
+	struct proto_rep_hdr h = { PROTO_VERSION, (uint16_t)op, rnd(), 0, NULL, 0 };
 
 	proto_put_rep_hdr(b, &h);
 }
@@ -74,7 +74,7 @@ build_hello(struct pbuf *b)
 {
 	struct proto_hello m = { (uint32_t)rnd(), rnd_below(2), rnd(), rnd(),
 		(const char *)keybytes, (uint16_t)rnd_below(PROTO_HOST_MAX),
-		keybytes, (uint16_t)rnd_below(PROTO_SECRET_MAX + 1) };
+		keybytes, (uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0 };
 
 	put_req(b, PROTO_OP_HELLO);
 	proto_put_hello(b, &m);
@@ -223,7 +223,7 @@ static void
 build_rep_empty(struct pbuf *b)
 {
 	struct proto_rep_hdr h = { PROTO_VERSION, 1 + rnd_below(PROTO_OP_MAX),
-		rnd(), -(int32_t)rnd_below(1100) };
+		rnd(), -(int32_t)rnd_below(1100), NULL, 0 };
 
 	proto_put_rep_hdr(b, &h);
 }

@@ -1,10 +1,11 @@
 /*
  * test_proto.c -- tests of common/proto.c: the growable write buffer
  * (pbuf), the bounds-checked field reader (preader), the request and reply
- * headers and the op names. Message bodies (common/proto_msg.c) are tested
- * in test_proto_msg.c; both share proto_fixture.h. The header tests build
- * bad headers field by field with pbuf primitives, since the encoders
- * write what they are given.
+ * headers and the op names, and the frame compatibility rules (an error
+ * reply's reason, HELLO's optional keepalive). Message bodies
+ * (common/proto_msg.c) are tested in test_proto_msg.c; both share
+ * proto_fixture.h. The header tests build bad headers field by field
+ * with pbuf primitives, since the encoders write what they are given.
  */
 #include "proto_fixture.h"
 
@@ -130,7 +131,7 @@ Test(proto, reply_header_round_trips_with_the_reply_bit)
 	for (int i = 0; i < 100; i++) {
 		struct proto_rep_hdr h = { PROTO_VERSION,
 			(uint16_t)(1 + rnd_below(PROTO_OP_MAX)), rnd(),
-			-(int32_t)rnd_below(2000) }, g;
+			-(int32_t)rnd_below(2000), NULL, 0 }, g;
 		struct preader body;
 		struct pbuf b;
 
@@ -261,7 +262,9 @@ Test(proto, reply_header_rejects_bad_op_reserved_and_status)
 	cr_assert_eq(rep_hdr_rc((PROTO_OP_MAX + 1) | PROTO_REPLY, 0, 0, 0),
 	    CXLP_E_BADOP);
 	cr_assert_eq(rep_hdr_rc(ok, 0, 1, 0), CXLP_E_PROTO);
-	cr_assert(strstr(cxlp_errormsg(), "reserved") != NULL);
+	cr_assert(strstr(cxlp_errormsg(), "reply.flags") != NULL);
+	cr_assert_eq(rep_hdr_rc(ok, (uint32_t)CXLP_E_NOTFOUND, 2, 0),
+	    CXLP_E_PROTO);
 	cr_assert_eq(rep_hdr_rc(ok, 5, 0, 0), CXLP_E_PROTO);
 	cr_assert(strstr(cxlp_errormsg(), "status") != NULL);
 	cr_assert_eq(rep_hdr_rc(ok, (uint32_t)CXLP_E_NOTFOUND, 0, 4),
@@ -283,5 +286,89 @@ Test(proto, frames_up_to_the_frame_max_are_accepted)
 	cr_assert_eq(proto_get_req_hdr(f, len - 1, &g, &body), 0);
 	cr_assert_eq(proto_get_req_hdr(f, len, &g, &body), CXLP_E_PROTO);
 	free(f);
+	pbuf_fini(&b);
+}
+
+/* ---- frame compatibility: what old and new peers send each other ---- */
+
+Test(proto, an_error_reply_carries_its_reason_only_when_flagged)
+{
+	struct proto_rep_hdr h = { .version = PROTO_VERSION,
+		.op = PROTO_OP_HELLO, .req_id = 9, .status = CXLP_E_NOSPACE,
+		.msg = "session table full", .msg_len = 18 }, g;
+	struct preader body;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_rep_hdr(&b, &h);
+	cr_assert_eq(proto_get_rep_hdr(b.data, b.len, &g, &body), 0);
+	cr_assert_eq(g.status, CXLP_E_NOSPACE);
+	cr_assert_eq(g.msg_len, 18);
+	cr_assert_eq(memcmp(g.msg, "session table full", 18), 0);
+	cr_assert_eq(body.left, 0, "the reason is the whole body");
+	/* an ok reply never carries one: the encoder drops it */
+	pbuf_reset(&b);
+	h.status = 0;
+	proto_put_rep_hdr(&b, &h);
+	cr_assert_eq(b.len, PROTO_REP_HDR_LEN);
+	cr_assert_eq(proto_get_rep_hdr(b.data, b.len, &g, &body), 0);
+	cr_assert_eq(g.msg_len, 0);
+	pbuf_fini(&b);
+	/* flagged, but empty, or followed by more bytes */
+	cr_assert_eq(rep_hdr_rc(PROTO_OP_HELLO | PROTO_REPLY,
+	    (uint32_t)CXLP_E_NOSPACE, PROTO_REP_F_MSG, 2), CXLP_E_PROTO);
+}
+
+Test(proto, a_reason_longer_than_the_bound_is_cut_and_a_forged_one_refused)
+{
+	char text[PROTO_ERRMSG_MAX + 50];
+	struct proto_rep_hdr h = { .version = PROTO_VERSION,
+		.op = PROTO_OP_HELLO, .req_id = 9, .status = CXLP_E_NOSPACE,
+		.msg = text, .msg_len = sizeof(text) }, g;
+	struct preader body;
+	struct pbuf b;
+
+	memset(text, 'x', sizeof(text));
+	pbuf_init(&b);
+	proto_put_rep_hdr(&b, &h);
+	cr_assert_eq(proto_get_rep_hdr(b.data, b.len, &g, &body), 0);
+	cr_assert_eq(g.msg_len, PROTO_ERRMSG_MAX);
+	/* a length above the bound, written by hand */
+	b.data[PROTO_REP_HDR_LEN + 1] = 1; /* u16 len 511 */
+	cr_assert_eq(proto_get_rep_hdr(b.data, b.len, &g, &body),
+	    CXLP_E_PROTO);
+	pbuf_fini(&b);
+}
+
+/* An old handler's HELLO (no keepalive) still decodes; a new one carries
+ * its period only behind PROTO_HELLO_KEEPALIVE, and a zero period there
+ * is refused. */
+Test(proto, hello_carries_keepalive_only_behind_its_flag)
+{
+	struct proto_hello m = { .pid = 7, .host = "h", .host_len = 1,
+		.keepalive_ms = 1000 }, g;
+	struct preader r;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_hello(&b, &m);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_hello(&r, &g), 0);
+	cr_assert_eq(g.keepalive_ms, 0, "no flag: the old layout");
+	pbuf_reset(&b);
+	m.flags = PROTO_HELLO_KEEPALIVE | PROTO_HELLO_ERRMSG;
+	proto_put_hello(&b, &m);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_hello(&r, &g), 0);
+	cr_assert_eq(g.keepalive_ms, 1000);
+	cr_assert_eq(g.flags, m.flags);
+	preader_init(&r, b.data, b.len - 1);
+	cr_assert_eq(proto_get_hello(&r, &g), CXLP_E_PROTO);
+	pbuf_reset(&b);
+	m.keepalive_ms = 0;
+	proto_put_hello(&b, &m);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_hello(&r, &g), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "keepalive_ms") != NULL);
 	pbuf_fini(&b);
 }

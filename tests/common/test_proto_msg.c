@@ -40,7 +40,7 @@ Test(proto_msg, hello_and_welcome_round_trip)
 			rnd(), (const char *)keybytes + i,
 			(uint16_t)rnd_below(PROTO_HOST_MAX + 1),
 			keybytes + 2 * i,
-			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1) }, hm;
+			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0 }, hm;
 		struct proto_welcome w = { rnd(), rnd(), rnd(), rnd(),
 			(const char *)keybytes + i,
 			(uint16_t)rnd_below(PROTO_PATH_MAX + 1) }, wm;
@@ -532,7 +532,8 @@ Test(proto_msg, session_host_length_and_flags_are_bounded)
 	cr_assert(strstr(cxlp_errormsg(), "session.host") != NULL, "%s",
 	    cxlp_errormsg());
 	cr_assert_eq(sessions_rc(1, 4, PROTO_SESS_DETACHED), 0);
-	cr_assert_eq(sessions_rc(1, 4, 4), CXLP_E_PROTO);
+	cr_assert_eq(sessions_rc(1, 4, PROTO_SESS_FENCED), 0);
+	cr_assert_eq(sessions_rc(1, 4, 8), CXLP_E_PROTO);
 	cr_assert(strstr(cxlp_errormsg(), "session.flags") != NULL, "%s",
 	    cxlp_errormsg());
 }
@@ -563,7 +564,7 @@ Test(proto_msg, a_huge_session_count_in_a_short_frame_allocates_nothing)
 
 Test(proto_msg, reserved_flag_bits_are_rejected)
 {
-	struct proto_hello m = { .flags = 2 }, hm;
+	struct proto_hello m = { .flags = 8 }, hm;
 	struct proto_key *k;
 	struct proto_reg *g;
 	uint32_t flags, n;

@@ -22,7 +22,9 @@ raw_rep_hdr(const struct pbuf *rep, struct proto_rep_hdr *h)
 	    preader_u32(&r, &status) && preader_u32(&r, &reserved));
 	cr_assert_eq(magic, PROTO_MAGIC);
 	cr_assert_eq(h->version, PROTO_VERSION);
-	cr_assert_eq(reserved, 0);
+	cr_assert(reserved == 0 || (reserved == PROTO_REP_F_MSG &&
+	    status != 0), "reply flags 0x%x, status %d", reserved,
+	    (int)status); /* a reason only on an error to a HELLO asking */
 	cr_assert(h->op & PROTO_REPLY);
 	h->op &= (uint16_t)~PROTO_REPLY;
 	h->status = (int32_t)status;

@@ -254,6 +254,9 @@ query(const struct inspect_opts *o, struct live *l)
 static const char *
 sess_state(uint32_t flags)
 {
+	if (flags & PROTO_SESS_FENCED) {
+		return "fenced";
+	}
 	if (flags & PROTO_SESS_DETACHED) {
 		return "detached";
 	}

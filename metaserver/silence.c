@@ -1,0 +1,171 @@
+/*
+ * silence.c -- sessions whose handler closed without being heard, and
+ * the bound on sessions per process.
+ *
+ * A handler that closes while the metaserver is away sends its BYE once
+ * and it fails; a connect whose HELLO or first REGION_ALLOC reply is lost
+ * fails on the handler's side after the server made a session. Such a
+ * session used to last as long as its process (liveness.c keeps a
+ * silent handler of this host, since it may still write into its
+ * regions), holding its pins: nobody could delete those keys.
+ *
+ * The handler says in its HELLO how often it will speak (keepalive_ms: a
+ * heartbeat when idle, handler/keeper.c), and the promise is kept in the
+ * session record, so a restarted server knows it too. A session that
+ * made the promise and has sent nothing for max(--grace-ms,
+ * MS_SILENT_PERIODS periods) -- counted from its last request, the
+ * server's start, or the last stall of the server itself -- belongs to a
+ * handler that closed (or one whose process is stopped or wedged). It is
+ * ended for silence [ms_sess_silence_end]:
+ *   - its pins are released at once, durably;
+ *   - if it owns no region, or its process cannot be seen (another
+ *     host), it ends as BYE would (sess_end_locked), exactly as the grace
+ *     period ends a silent peer of another host today;
+ *   - else it is FENCED: its token is refused (a handler that was only
+ *     stopped gets CXLP_E_SESSION on its next call and hands out no more
+ *     pages), its keys may be deleted by anyone (dispatch.c delete_one),
+ *     but its record stays, and with it the ownership of its regions, so
+ *     none of their pages goes to another handler while its process may
+ *     still write into pages it took before. A fenced session ends for
+ *     good when its process exits (liveness.c end_reason) or when its
+ *     handler's late BYE comes (the handler library resends failed BYEs
+ *     at its process's next connect, handler/latebye.c): a handler that
+ *     sends BYE has unmapped its regions.
+ * A handler with keepalive 0 (or one that predates the promise) keeps
+ * the old rule: its session lasts while its process runs.
+ *
+ * The fence lives in DRAM only. After a restart a fenced session is
+ * loaded like any other, detached with its promise, and is fenced again
+ * after the same silence: its pins are already gone, only the deletion
+ * of its keys waits that long once more.
+ *
+ * Stall: CLOCK_MONOTONIC runs on while the server is stopped (SIGSTOP, a
+ * starved VM), and its handlers' heartbeats wait in the socket. A reaper
+ * pass that comes MS_REAP_STALL_MS late therefore counts every silence
+ * afresh [ms_silence_clock], so a live handler is never ended because
+ * the server, not the handler, was silent.
+ *
+ * Per-process bound [ms_sess_admit]: one process may hold at most
+ * --max-sessions-per-process sessions (default 64; fenced ones count,
+ * they hold a table slot), so that one process cannot fill the pool's
+ * session table and lock every other one out. Processes are told apart
+ * by pid, start time and host: the pid the server saw on the ipc pipe, or
+ * what a non-ipc HELLO claims (a bound on mistakes, not on an attacker
+ * holding the shared secret).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "ms_int.h"
+
+/* ms_silence_clock -- see ms_int.h */
+void
+ms_silence_clock(struct ms *ms, uint64_t now_ms)
+{
+	if (ms->reap_last_ms != 0 &&
+	    now_ms > ms->reap_last_ms + MS_REAP_STALL_MS) {
+		log_info("op=stall_seen ms=%llu msg=\"silence is counted "
+		    "afresh\"", (unsigned long long)(now_ms -
+		    ms->reap_last_ms));
+		ms->awake_ms = now_ms;
+	}
+	ms->reap_last_ms = now_ms;
+}
+
+static uint64_t
+silence_limit(const struct ms *ms, const struct ms_sess *s)
+{
+	uint64_t periods = (uint64_t)s->keepalive_ms * MS_SILENT_PERIODS;
+
+	return periods > ms->grace_ms ? periods : ms->grace_ms;
+}
+
+/* ms_sess_silent -- see ms_int.h */
+bool
+ms_sess_silent(const struct ms *ms, const struct ms_sess *s,
+    uint64_t now_ms)
+{
+	uint64_t since = s->heard_ms > ms->awake_ms ? s->heard_ms :
+	    ms->awake_ms;
+
+	if (s->keepalive_ms == 0 || s->fenced || s->dead || s->refs > 0) {
+		return false; /* a request in flight is not silence */
+	}
+	return now_ms >= since && now_ms - since >= silence_limit(ms, s);
+}
+
+static bool
+owns_region(struct ms *ms, uint64_t owner)
+{
+	uint32_t max = pool_region_max(ms->pool);
+
+	for (uint32_t id = 0; id < max; id++) {
+		struct pool_region r;
+
+		if (pool_region_get(ms->pool, id, &r) == 0 &&
+		    r.state == POOL_REGION_OWNED && r.owner == owner) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ms_sess_silence_end -- see ms_int.h. pid is the process of this host
+ * behind s (0: none the server can look at). */
+void
+ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid)
+{
+	uint64_t pins;
+
+	if (pid == 0 || !owns_region(ms, s->id)) {
+		sess_end_locked(ms, s, "silent");
+		return;
+	}
+	pins = ms_pins_release_session(ms, s->id);
+	s->fenced = true;
+	s->fence_pid = pid;
+	ms->nfenced++;
+	log_info("op=session_fence session=%llu pid=%llu pins=%llu "
+	    "keepalive_ms=%u msg=\"silent: its keys are anyone's, its "
+	    "regions stay out of use until its process exits or its BYE "
+	    "comes\"", (unsigned long long)s->id, (unsigned long long)pid,
+	    (unsigned long long)pins, s->keepalive_ms);
+}
+
+/* ms_sess_admit -- see ms_int.h */
+int
+ms_sess_admit(const struct ms *ms, uint32_t pid, uint64_t start_time,
+    const char *host)
+{
+	unsigned n = 0, fenced = 0;
+
+	for (size_t b = 0; b < MS_SESS_BUCKETS; b++) {
+		for (const struct ms_sess *s = ms->sess[b]; s != NULL;
+		    s = s->next) {
+			if (s->pid == pid && s->start_time == start_time &&
+			    strcmp(s->host, host) == 0) {
+				n++;
+				fenced += s->fenced;
+			}
+		}
+	}
+	if (n < ms->sess_per_proc) {
+		return 0;
+	}
+	return cxlp_fail(CXLP_E_NOSPACE, "this process already has %u "
+	    "sessions (--max-sessions-per-process %u; %u of them ended "
+	    "unheard and held until the process exits): close some",
+	    n, ms->sess_per_proc, fenced);
+}
+
+/* ms_sess_table_full -- see ms_int.h */
+int
+ms_sess_table_full(const struct ms *ms)
+{
+	return cxlp_fail(CXLP_E_NOSPACE, "session table full (%zu "
+	    "sessions, the pool's bound; %zu of them ended unheard and held "
+	    "until their processes exit)", ms->nsess, ms->nfenced);
+}

@@ -630,10 +630,10 @@ sock_enter(struct client *cl, struct csock **csp, struct cctx **cp)
 
 /* One request, resent with the same id after each timeout, on whichever
  * socket is current; a stalled socket is replaced before the attempt.
- * Returns attempt()'s result. */
+ * Returns attempt()'s result; *sends counts the attempts. */
 static int
 exchange(struct client *cl, const struct frame *f, nng_msg **msg,
-    unsigned retries)
+    unsigned retries, unsigned *sends)
 {
 	struct csock *cs = NULL;
 	struct cctx *c = NULL;
@@ -655,6 +655,7 @@ exchange(struct client *cl, const struct frame *f, nng_msg **msg,
 			return rc;
 		}
 		rc = attempt(cl, c, f, msg);
+		(*sends)++;
 		csock_note(cs, rc);
 	}
 	ctx_put(cl, cs, c);
@@ -677,11 +678,13 @@ call(struct client *cl, uint16_t op, uint64_t id, const struct pbuf *body,
 	struct frame f = {.hdr = {.version = PROTO_VERSION, .op = op,
 	    .req_id = id != 0 ? id : client_new_id(cl)}, .body = body};
 	nng_msg *msg = NULL;
+	unsigned sends = 0;
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
 	client_get_session(cl, &f.hdr.session, &f.hdr.token);
-	rc = exchange(cl, &f, &msg, retries);
+	rc = exchange(cl, &f, &msg, retries, &sends);
+	rep->sends = sends;
 	if (rc == 0) {
 		__atomic_store_n(&cl->last_reply_ms, h_now_ms(),
 		    __ATOMIC_RELAXED);
@@ -697,6 +700,7 @@ call(struct client *cl, uint16_t op, uint64_t id, const struct pbuf *body,
 	if (rc != 0) {
 		nng_msg_free(msg);
 		memset(rep, 0, sizeof(*rep));
+		rep->sends = sends;
 		return rc;
 	}
 	rep->msg = msg;

@@ -217,6 +217,7 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
     const struct pbuf *body, struct creply *rep)
 {
 	uint64_t session, token;
+	unsigned sends;
 	int rc;
 
 	client_get_session(h->cl, &session, &token);
@@ -233,7 +234,10 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 	if (op == PROTO_OP_REGISTER) {
 		trace_register(body);
 	}
-	return client_call_id(h->cl, op, id, body, rep);
+	sends = rep->sends;
+	rc = client_call_id(h->cl, op, id, body, rep);
+	rep->sends += sends; /* both calls' copies (doubt.c) */
+	return rc;
 }
 
 /* h_ping -- see handler_int.h */
@@ -467,8 +471,10 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 	    c[PAGE_INFLIGHT_DELETED];
 	st->pages_registered = c[PAGE_REGISTERED];
 	st->pages_unresolved = c[PAGE_UNRESOLVED];
+	st->pages_quarantined = c[PAGE_QUARANTINED];
 	st->pages_total = st->pages_free + st->pages_allocated +
-	    st->pages_registered + st->pages_unresolved;
+	    st->pages_registered + st->pages_unresolved +
+	    st->pages_quarantined;
 	pthread_mutex_unlock(&h->page_lock);
 	st->foreign_maps = regions_foreign_count(h);
 	st->redials = client_redials(h->cl);

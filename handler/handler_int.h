@@ -66,6 +66,9 @@ struct creply {
 	void *msg; /* nng_msg, owned */
 	struct proto_rep_hdr hdr;
 	struct preader body;
+	unsigned sends; /* copies of the request sent, set whether or not
+	                 * the call succeeded: more than one means a copy
+	                 * may still reach the server later (doubt.c) */
 };
 
 int client_open(struct client **out, const char *url, unsigned timeout_ms,
@@ -97,7 +100,8 @@ enum page_state {
 	PAGE_REGISTERED = 3,
 	PAGE_UNRESOLVED = 4,
 	PAGE_INFLIGHT_DELETED = 5, /* in flight, its key already deleted */
-	PAGE_NSTATES = 6,
+	PAGE_QUARANTINED = 6, /* out of use until close (doubt.c) */
+	PAGE_NSTATES = 7,
 };
 
 #define PAGE_NONE UINT32_MAX
@@ -107,7 +111,7 @@ struct pageset {
 	uint32_t nfree;
 	uint32_t head;  /* first free page or PAGE_NONE */
 	uint32_t *next; /* next[i]: free page after i (only for FREE pages) */
-	uint8_t *state; /* enum page_state per page */
+	uint8_t *state; /* enum page_state per page | PAGE_TAINT */
 	bool in_avail;  /* on pagetab.avail */
 };
 
@@ -145,6 +149,12 @@ int pagetab_state(const struct pagetab *t, cxlp_page_t pg);
 int pagetab_move(struct pagetab *t, cxlp_page_t pg, enum page_state from,
     enum page_state to);
 int pagetab_check(const struct pagetab *t, char *why, size_t n);
+/* pagetab_taint -- mark pg (in flight, unresolved, registered or already
+ * quarantined) as one that a late REGISTER copy may still publish: from
+ * now on a move of it to FREE makes it QUARANTINED (doubt.c). */
+void pagetab_taint(struct pagetab *t, cxlp_page_t pg);
+/* pagetab_tainted -- pg is marked (pg valid). */
+bool pagetab_tainted(const struct pagetab *t, cxlp_page_t pg);
 
 /* ---- regions.c ---------------------------------------------------------- */
 
@@ -197,6 +207,7 @@ struct cxlp_handler {
 	uint32_t nown, cap_own;
 	struct unresolved *unres;
 	size_t nunres, cap_unres;
+	uint64_t quar_logged; /* quarantined pages when last logged (doubt.c) */
 
 	pthread_rwlock_t map_lock;
 	struct rmap_ent *rmap[RMAP_BUCKETS];
@@ -263,6 +274,19 @@ int regions_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
  * (page_lock held; pg valid). */
 uint8_t *regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
     uint64_t *pool_off);
+
+/* ---- doubt.c ------------------------------------------------------------ */
+
+/* doubt_taint -- the REGISTER of pages[0..n) may still land later (sent
+ * more than once, or no answer): taint each (pagetab_taint), so that it
+ * is quarantined instead of freed. page_lock held; pages in flight,
+ * unresolved or registered. */
+void doubt_taint(struct cxlp_handler *h, const cxlp_page_t pages[],
+    size_t n);
+/* doubt_note -- after pages may have gone QUARANTINED (page_lock held):
+ * log at err level when the quarantined pages pass a quarter of the
+ * handler's pages, and again at every doubling. */
+void doubt_note(struct cxlp_handler *h);
 
 /* ---- regfit.c ----------------------------------------------------------- */
 

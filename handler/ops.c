@@ -413,7 +413,8 @@ cxlp_unpin(struct cxlp_handler *h, const void *key, size_t key_len)
 	return rc;
 }
 
-/* A deleted key was at loc: if that is my page, it is free again. A
+/* A deleted key was at loc: if that is my page, it is free again (or
+ * quarantined, if a copy of its REGISTER may still land: doubt.c). A
  * store of it may still be settling (another thread): the store frees it
  * (INFLIGHT_DELETED). One whose outcome was lost was registered after
  * all: it is free, and must not be registered again by store_resolve --
@@ -448,6 +449,7 @@ delete_release(struct cxlp_handler *h, const struct proto_loc *loc)
 		break;
 	}
 	cxlp_assert(rc == 0);
+	doubt_note(h); /* a tainted page went QUARANTINED, not FREE */
 	pthread_mutex_unlock(&h->page_lock);
 }
 

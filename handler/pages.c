@@ -34,6 +34,12 @@
  *    Any other transition is a bug and asserts.
  * 3. A page is on its set's free list iff its state is FREE; nfree is the
  *    list's length; count[s] is the number of pages in state s.
+ * 4. Taint (PAGE_TAINT, a bit beside the state) marks a page a REGISTER
+ *    copy may still publish [pagetab_taint; doubt.c says when]. A move
+ *    of a tainted page to FREE lands in QUARANTINED instead, which has
+ *    no way out: the page is never handed out again by this table. FREE
+ *    and ALLOCATED pages are never tainted (a tainted page going back to
+ *    ALLOCATED is a bug and asserts); QUARANTINED ones always are.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -60,7 +66,16 @@ static const char *const state_names[PAGE_NSTATES] = {
 	[PAGE_REGISTERED] = "registered",
 	[PAGE_UNRESOLVED] = "unresolved",
 	[PAGE_INFLIGHT_DELETED] = "in flight, deleted",
+	[PAGE_QUARANTINED] = "quarantined",
 };
+
+#define PAGE_TAINT 0x80u /* note 4; the low bits are the state */
+
+static inline int
+st_of(uint8_t b)
+{
+	return b & ~PAGE_TAINT;
+}
 
 /* pagetab_init -- an empty table. */
 void
@@ -187,12 +202,31 @@ pagetab_state(const struct pagetab *t, cxlp_page_t pg)
 		return cxlp_fail(CXLP_E_BADPAGE, "page %#llx: no such page",
 		    (unsigned long long)pg);
 	}
-	return t->sets[set].state[idx];
+	return st_of(t->sets[set].state[idx]);
+}
+
+/* pagetab_taint -- see handler_int.h (note 4). */
+void
+pagetab_taint(struct pagetab *t, cxlp_page_t pg)
+{
+	int st = pagetab_state(t, pg);
+
+	cxlp_assert(st >= 0 && st != PAGE_FREE && st != PAGE_ALLOCATED);
+	t->sets[page_set(pg)].state[page_idx(pg)] |= PAGE_TAINT;
+}
+
+/* pagetab_tainted -- see handler_int.h. */
+bool
+pagetab_tainted(const struct pagetab *t, cxlp_page_t pg)
+{
+	cxlp_assert(pagetab_state(t, pg) >= 0);
+	return (t->sets[page_set(pg)].state[page_idx(pg)] & PAGE_TAINT) != 0;
 }
 
 /* pagetab_move -- move pg from state `from` to `to` (a transition of note
- * 2). Returns 0, or CXLP_E_BADPAGE (nothing changed) if pg is out of range
- * or not in state `from`. */
+ * 2); a tainted page moved to FREE goes QUARANTINED (note 4). Returns 0,
+ * or CXLP_E_BADPAGE (nothing changed) if pg is out of range or not in
+ * state `from`. */
 int
 pagetab_move(struct pagetab *t, cxlp_page_t pg, enum page_state from,
     enum page_state to)
@@ -212,7 +246,12 @@ pagetab_move(struct pagetab *t, cxlp_page_t pg, enum page_state from,
 		    state_names[from]);
 	}
 	s = &t->sets[set];
-	s->state[idx] = (uint8_t)to;
+	/* a REGISTER of a tainted page went out: no store rolls it back */
+	cxlp_assert(!(to == PAGE_ALLOCATED && (s->state[idx] & PAGE_TAINT)));
+	if (to == PAGE_FREE && (s->state[idx] & PAGE_TAINT)) {
+		to = PAGE_QUARANTINED; /* note 4 */
+	}
+	s->state[idx] = (uint8_t)((s->state[idx] & PAGE_TAINT) | to);
 	t->count[from]--;
 	t->count[to]++;
 	if (to == PAGE_FREE) {
@@ -232,11 +271,17 @@ set_check(const struct pageset *s, uint32_t set, uint64_t *counts,
 	uint32_t seen = 0;
 
 	for (uint32_t i = 0; i < s->npages; i++) {
-		if (s->state[i] >= PAGE_NSTATES) {
-			snprintf(why, n, "set %u page %u: bad state", set, i);
+		int st = st_of(s->state[i]);
+		bool taint = (s->state[i] & PAGE_TAINT) != 0;
+
+		if (st >= PAGE_NSTATES || (taint && (st == PAGE_FREE ||
+		    st == PAGE_ALLOCATED)) || (!taint &&
+		    st == PAGE_QUARANTINED)) {
+			snprintf(why, n, "set %u page %u: bad state %#x", set,
+			    i, s->state[i]);
 			return CXLP_E_CORRUPT;
 		}
-		counts[s->state[i]]++;
+		counts[st]++;
 	}
 	for (uint32_t i = s->head; i != PAGE_NONE; i = s->next[i]) {
 		if (i >= s->npages || s->state[i] != PAGE_FREE ||
@@ -258,7 +303,7 @@ set_check(const struct pageset *s, uint32_t set, uint64_t *counts,
 	return 0;
 }
 
-/* pagetab_check -- verify notes 1-3; 0 or CXLP_E_CORRUPT with a reason
+/* pagetab_check -- verify notes 1-4; 0 or CXLP_E_CORRUPT with a reason
  * in why (may be NULL). */
 int
 pagetab_check(const struct pagetab *t, char *why, size_t n)

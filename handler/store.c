@@ -24,8 +24,10 @@
  * elsewhere or refused -> FREE. Registering again, rather than looking the
  * key up, is what makes this safe when the lost request is still queued
  * at the server: whichever of the two lands second finds the key present
- * at this same page and changes nothing, so a page is never freed while a
- * late REGISTER could still publish it.
+ * at this same page and changes nothing. A page whose REGISTER went out
+ * more than once, or was parked, is never freed at all while the handler
+ * lives, since a copy of it may land after the server forgot its request
+ * id: it is quarantined instead (doubt.c has the design note).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -213,14 +215,18 @@ store_report(const struct batch *b, const struct store_tally *t)
 }
 
 /* Step 5: consume every page exactly once; got results arrived, or the
- * REGISTER as a whole failed with reg_rc. Fills stored[] and, when not
- * NULL, status[]; counts the refusals into *t. */
+ * REGISTER as a whole failed with reg_rc, after `sends` copies went out
+ * (more than one: its pages are tainted, doubt.c). Fills stored[] and,
+ * when not NULL, status[]; counts the refusals into *t. */
 static void
 store_settle(struct cxlp_handler *h, const struct batch *b,
-    const cxlp_page_t pages[], uint32_t got, int reg_rc, bool stored[],
-    int status[], struct store_tally *t)
+    const cxlp_page_t pages[], uint32_t got, int reg_rc, unsigned sends,
+    bool stored[], int status[], struct store_tally *t)
 {
 	pthread_mutex_lock(&h->page_lock);
+	if (sends > 1) {
+		doubt_taint(h, pages, b->n);
+	}
 	for (size_t i = 0; i < b->n; i++) {
 		const struct proto_result *r = &b->res[i];
 		int st = reg_rc != 0 ? reg_rc : i < got ? r->status :
@@ -243,6 +249,7 @@ store_settle(struct cxlp_handler *h, const struct batch *b,
 			log_info("store: key %zu not confirmed (%d)", i, st);
 		}
 	}
+	doubt_note(h);
 	pthread_mutex_unlock(&h->page_lock);
 }
 
@@ -267,12 +274,14 @@ unres_push(struct cxlp_handler *h, const struct unresolved *u)
 	h->unres[h->nunres++] = *u;
 }
 
-/* Outcome unknown: pages INFLIGHT -> UNRESOLVED, keys remembered. */
+/* Outcome unknown: pages INFLIGHT -> UNRESOLVED, keys remembered, and
+ * tainted: a copy of the REGISTER may still land (doubt.c). */
 static void
 store_park(struct cxlp_handler *h, const struct batch *b,
     const cxlp_page_t pages[])
 {
 	pthread_mutex_lock(&h->page_lock);
+	doubt_taint(h, pages, b->n);
 	for (size_t i = 0; i < b->n; i++) {
 		struct unresolved u = {.page = pages[i],
 		    .key_len = b->regs[i].key.len,
@@ -291,6 +300,7 @@ store_park(struct cxlp_handler *h, const struct batch *b,
 		memcpy(u.key, b->regs[i].key.data, u.key_len);
 		unres_push(h, &u);
 	}
+	doubt_note(h);
 	pthread_mutex_unlock(&h->page_lock);
 }
 
@@ -318,9 +328,10 @@ store_persist(const struct batch *b)
 	}
 }
 
+/* Step 4; *sends says how many copies of it went out (creply.sends). */
 static int
 store_register(struct cxlp_handler *h, struct batch *b, unsigned flags,
-    uint32_t *got)
+    uint32_t *got, unsigned *sends)
 {
 	struct pbuf *body = scratch_body(b->s);
 	struct creply rep;
@@ -330,6 +341,7 @@ store_register(struct cxlp_handler *h, struct batch *b, unsigned flags,
 	proto_put_regs(body, (flags & CXLP_STORE_PIN) ? PROTO_F_PIN : 0,
 	    b->n, b->regs);
 	rc = h_call(h, PROTO_OP_REGISTER, body, &rep);
+	*sends = rep.sends;
 	if (rc != 0) {
 		return rc;
 	}
@@ -370,6 +382,7 @@ cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
 	struct store_tally t = { 0 };
 	struct batch b;
 	uint32_t got = 0;
+	unsigned sends = 0;
 	int rc;
 
 	rc = store_check_args(h, n, keys, key_lens, pages, lens, flags,
@@ -385,7 +398,7 @@ cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
 		stored[i] = false;
 	}
 	store_persist(&b);
-	rc = store_register(h, &b, flags, &got);
+	rc = store_register(h, &b, flags, &got, &sends);
 	if (outcome_unknown(rc)) {
 		rc = store_unknown(h, &b, pages, rc, status);
 		goto out;
@@ -393,7 +406,7 @@ cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
 	if (rc != 0) {
 		log_err("store: REGISTER failed: %s", cxlp_errormsg());
 	}
-	store_settle(h, &b, pages, got, rc, stored, status, &t);
+	store_settle(h, &b, pages, got, rc, sends, stored, status, &t);
 	if (t.refused > 0) {
 		store_report(&b, &t);
 	}
@@ -460,10 +473,10 @@ unres_settle(struct cxlp_handler *h, const struct unresolved *u,
 	here = r->status == 0 && regions_page_of(h, &r->loc, &at) == 0 &&
 	    at == u->page;
 	rc = pagetab_move(&h->pages, u->page, PAGE_UNRESOLVED,
-	    here ? PAGE_REGISTERED : PAGE_FREE);
+	    here ? PAGE_REGISTERED : PAGE_FREE); /* tainted: not FREE */
 	cxlp_assert(rc == 0);
 	log_info("store: page %#llx resolved %s", (unsigned long long)u->page,
-	    here ? "registered" : "free");
+	    here ? "registered" : "not here (quarantined)");
 	return true;
 }
 
@@ -500,24 +513,12 @@ unres_register(struct cxlp_handler *h, struct unresolved *u, size_t n,
  * REGISTER of them again. Returns 0 (nothing left, or progress made) or
  * the REGISTER's error (entries kept for the next try).
  *
- * XXX: issue 15, item 5 (analysed, not fixed). The REGISTER whose reply
- * was lost (id r1) may still be in flight when this one (a new id, r2)
- * settles its page P, and nothing stops r1 from landing later: the
- * server's reply cache knows r1 only if r1 was applied (and forgets it
- * on restart, or evicts it after 64 replies, and REGISTER is then
- * applied as new because it "finds its own first run"); the session
- * token does not change at reattach; the region is still the caller's.
- * If meanwhile K was deleted (P FREE here and at the server) and P
- * handed out again, a late r1 binds K to P: while P is unregistered at
- * the server the insert succeeds, the next store of P is refused
- * CXLP_E_BUSY (P freed here again), and K then reads whatever P gets
- * next. The same holds for any REGISTER the client sent more than once
- * (a timeout, then a resend under the same id), so it is not new with
- * r2. The guard belongs where a page of such a register would go FREE
- * (unres_settle, ops.c's delete of its key): keep the page out of the
- * free list until close (counted unresolved; its bytes stay K's, so a
- * late r1 brings back K with its own bytes), or a server-side fence of
- * request ids the handler has given up (session record, new op). */
+ * The REGISTER here has a new request id; the lost one may still land
+ * later, after the server forgot its id (restart, reply-cache eviction),
+ * and would bind the key to its page if the key was deleted meanwhile.
+ * Its pages were tainted when parked, so none of them is ever freed
+ * again while the handler lives: a late copy finds the key's own bytes
+ * (doubt.c, the design note of issue 15, item 5). */
 int
 store_resolve(struct cxlp_handler *h)
 {

@@ -340,7 +340,11 @@ struct cxlp_stats {
 	uint64_t foreign_maps;     /* read-only region mappings cached */
 	uint64_t redials;          /* connections replaced after repeated
 				      timeouts on them */
-	uint64_t reserved[14];
+	uint64_t pages_quarantined; /* out of use until close: a REGISTER
+				      of theirs was resent or lost, and a
+				      copy of it may still land (see
+				      README, "Crash recovery") */
+	uint64_t reserved[13];
 };
 
 /* cxlp_stats -- fill *st (one round trip). */

@@ -169,6 +169,68 @@ Test(pages, an_unresolved_page_resolves_to_free)
 	walk(p, 4);
 }
 
+/* Note 4: a tainted page that would go FREE is QUARANTINED, for good:
+ * every way to FREE from a state a page can be tainted in. */
+Test(pages, a_tainted_page_is_quarantined_not_freed_and_never_handed_out)
+{
+	static const enum page_state paths[][4] = {
+		{PAGE_INFLIGHT, PAGE_FREE},
+		{PAGE_INFLIGHT, PAGE_REGISTERED, PAGE_FREE},
+		{PAGE_INFLIGHT, PAGE_UNRESOLVED, PAGE_FREE},
+		{PAGE_INFLIGHT, PAGE_UNRESOLVED, PAGE_REGISTERED, PAGE_FREE},
+		{PAGE_INFLIGHT, PAGE_INFLIGHT_DELETED, PAGE_FREE},
+	};
+	static const int len[] = {2, 3, 3, 4, 3};
+	const int npaths = (int)(sizeof(len) / sizeof(len[0]));
+	uint32_t set;
+	cxlp_page_t pg, other;
+
+	cr_assert_eq(pagetab_add(&t, (uint32_t)npaths + 1, &set), 0);
+	for (int k = 0; k < npaths; k++) {
+		cr_assert_eq(pagetab_alloc(&t, &pg), 0);
+		cr_assert_eq(pagetab_move(&t, pg, PAGE_ALLOCATED,
+		    PAGE_INFLIGHT), 0);
+		pagetab_taint(&t, pg);
+		for (int i = 0; i + 1 < len[k]; i++) {
+			cr_assert_eq(pagetab_move(&t, pg, paths[k][i],
+			    paths[k][i + 1]), 0);
+		}
+		cr_assert_eq(pagetab_state(&t, pg), PAGE_QUARANTINED);
+		cr_assert(pagetab_tainted(&t, pg));
+		cr_assert_eq(t.count[PAGE_QUARANTINED], (uint64_t)k + 1);
+		check();
+	}
+	/* one page left free; then none, though none was ever freed */
+	cr_assert_eq(pagetab_alloc(&t, &other), 0);
+	cr_assert_eq(pagetab_alloc(&t, &other), CXLP_E_NOSPACE);
+	check();
+}
+
+/* An untainted page is freed as before, and reused first (LIFO). */
+Test(pages, an_untainted_page_is_freed_and_reused)
+{
+	uint32_t set;
+	cxlp_page_t pg, again;
+
+	cr_assert_eq(pagetab_add(&t, 4, &set), 0);
+	cr_assert_eq(pagetab_alloc(&t, &pg), 0);
+	cr_assert_eq(pagetab_move(&t, pg, PAGE_ALLOCATED, PAGE_INFLIGHT), 0);
+	cr_assert_eq(pagetab_move(&t, pg, PAGE_INFLIGHT, PAGE_REGISTERED), 0);
+	cr_assert(!pagetab_tainted(&t, pg));
+	cr_assert_eq(pagetab_move(&t, pg, PAGE_REGISTERED, PAGE_FREE), 0);
+	cr_assert_eq(pagetab_alloc(&t, &again), 0);
+	cr_assert_eq(again, pg);
+	check();
+}
+
+Test(pages, tainting_a_free_page_is_a_bug_and_aborts, .signal = SIGABRT)
+{
+	uint32_t set;
+
+	cr_assert_eq(pagetab_add(&t, 1, &set), 0);
+	pagetab_taint(&t, page_make(0, 0));
+}
+
 Test(pages, a_page_of_no_set_is_badpage)
 {
 	uint32_t set;
@@ -223,7 +285,7 @@ Test(pages, every_transition_from_a_wrong_state_is_badpage)
 	uint32_t set;
 
 	cr_assert_eq(pagetab_add(&t, PAGE_NSTATES, &set), 0);
-	for (int s = 0; s < PAGE_NSTATES; s++) {
+	for (int s = 0; s < PAGE_QUARANTINED; s++) { /* tainted_* below */
 		cxlp_page_t pg = page_make(0, (uint32_t)s);
 
 		if (s != PAGE_FREE) {
@@ -289,6 +351,7 @@ struct model {
 	int nsets;
 	int npages[MODEL_SETS];
 	int state[MODEL_SETS][MODEL_PAGES];
+	bool taint[MODEL_SETS][MODEL_PAGES];
 };
 
 static bool
@@ -336,10 +399,32 @@ random_move(struct model *m)
 	} while (!model_legal[from][to]);
 	valid = (int)s < m->nsets && (int)i < m->npages[s] &&
 	    m->state[s][i] == (int)from;
+	if (valid && to == PAGE_ALLOCATED && m->taint[s][i]) {
+		return; /* a bug (note 4): asserts */
+	}
 	rc = pagetab_move(&t, page_make(s, i), from, to);
 	cr_assert_eq(rc, valid ? 0 : CXLP_E_BADPAGE);
 	if (valid) {
-		m->state[s][i] = to;
+		m->state[s][i] = to == PAGE_FREE && m->taint[s][i] ?
+		    PAGE_QUARANTINED : (int)to;
+	}
+}
+
+/* Taint a random page where taint is allowed (note 4). */
+static void
+random_taint(struct model *m)
+{
+	int s = rand() % (m->nsets > 0 ? m->nsets : 1);
+	int i = rand() % MODEL_PAGES;
+	int st;
+
+	if (s >= m->nsets || i >= m->npages[s]) {
+		return;
+	}
+	st = m->state[s][i];
+	if (st != PAGE_FREE && st != PAGE_ALLOCATED) {
+		pagetab_taint(&t, page_make((uint32_t)s, (uint32_t)i));
+		m->taint[s][i] = true;
 	}
 }
 
@@ -360,6 +445,8 @@ Test(pages, matches_a_naive_model_under_random_operations)
 			m.npages[m.nsets++] = n;
 		} else if (op < 40) {
 			random_alloc(&m);
+		} else if (op < 42) {
+			random_taint(&m);
 		} else {
 			random_move(&m);
 		}

@@ -11,11 +11,18 @@
  * one the client itself sent. Stopping closes both sockets, which fails
  * every pending aio with NNG_ECLOSED, so workers leave their loops and are
  * joined; nothing needs a timeout.
+ *
+ * A held request (PROXY_HOLD_REQUEST) is kept as the frame the client
+ * sent and later sent by proxy_release_held on a REQ socket of its own,
+ * dialed afresh, from the test's thread: the workers' sockets stay as
+ * they were, and a release after the server was restarted does not
+ * depend on the proxy's own connection having come back.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -51,6 +58,10 @@ struct proxy {
 	pthread_mutex_t pipes_lock;           /* guards the two pipe sets */
 	uint32_t seen[PROXY_PIPES_MAX];       /* pipes requests came from */
 	uint32_t stalled[PROXY_PIPES_MAX];    /* pipes whose requests vanish */
+	char server_url[256];
+	pthread_mutex_t held_lock;            /* guards held, nheld */
+	nng_msg *held[PROXY_HELD_MAX];        /* owned, in the order held */
+	unsigned nheld;
 	struct worker w[PROXY_WORKERS];
 };
 
@@ -202,6 +213,21 @@ pipe_stalled(struct proxy *p, nng_msg *req)
 	return stalled;
 }
 
+/* Keep req for proxy_release_held; consumes req. */
+static void
+hold(struct proxy *p, nng_msg *req)
+{
+	pthread_mutex_lock(&p->held_lock);
+	if (p->nheld < PROXY_HELD_MAX) {
+		p->held[p->nheld++] = req;
+		req = NULL;
+	}
+	pthread_mutex_unlock(&p->held_lock);
+	if (req != NULL) {
+		nng_msg_free(req);
+	}
+}
+
 /* serve -- apply the hook's faults to one request; consumes req. */
 static void
 serve(struct worker *w, nng_msg *req)
@@ -222,6 +248,10 @@ serve(struct worker *w, nng_msg *req)
 	a = ask(p, op, id, NULL, &delay);
 	if (a == PROXY_DROP_REQUEST) {
 		nng_msg_free(req);
+		return;
+	}
+	if (a == PROXY_HOLD_REQUEST) {
+		hold(p, req);
 		return;
 	}
 	if (a == PROXY_DUP_REQUEST && nng_msg_dup(&dup, req) == 0) {
@@ -330,7 +360,9 @@ proxy_start(struct proxy **out, const char *listen_url,
 	}
 	p->hook = hook;
 	p->arg = arg;
+	snprintf(p->server_url, sizeof(p->server_url), "%s", server_url);
 	pthread_mutex_init(&p->pipes_lock, NULL);
+	pthread_mutex_init(&p->held_lock, NULL);
 	rc = open_sockets(p, listen_url, server_url);
 	for (int i = 0; i < PROXY_WORKERS && rc == 0; i++) {
 		rc = start_worker(p, &p->w[i]);
@@ -378,6 +410,10 @@ proxy_stop(struct proxy **pp)
 			nng_aio_free(p->w[i].aio);
 		}
 	}
+	for (unsigned i = 0; i < p->nheld; i++) {
+		nng_msg_free(p->held[i]);
+	}
+	pthread_mutex_destroy(&p->held_lock);
 	pthread_mutex_destroy(&p->pipes_lock);
 	free(p);
 	*pp = NULL;
@@ -392,6 +428,77 @@ proxy_stall_seen(struct proxy *p)
 		pipe_set_add(p->stalled, p->seen[i]);
 	}
 	pthread_mutex_unlock(&p->pipes_lock);
+}
+
+/* proxy_held -- see proxy.h. */
+unsigned
+proxy_held(struct proxy *p)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&p->held_lock);
+	n = p->nheld;
+	pthread_mutex_unlock(&p->held_lock);
+	return n;
+}
+
+/* A REQ socket of its own to url, replies awaited up to timeout_ms. */
+static int
+release_socket(nng_socket *s, const char *url, unsigned timeout_ms)
+{
+	int rv;
+
+	if ((rv = nng_req0_open(s)) != 0) {
+		return nng_fail(rv, "req0_open", url);
+	}
+	if ((rv = nng_socket_set_ms(*s, NNG_OPT_REQ_RESENDTIME,
+	    NNG_DURATION_INFINITE)) != 0 ||
+	    (rv = nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO,
+	    (nng_duration)timeout_ms)) != 0 ||
+	    (rv = nng_socket_set_ms(*s, NNG_OPT_RECVTIMEO,
+	    (nng_duration)timeout_ms)) != 0 ||
+	    (rv = nng_dial(*s, url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+		nng_close(*s);
+		return nng_fail(rv, "release dial", url);
+	}
+	return 0;
+}
+
+/* proxy_release_held -- see proxy.h. */
+int
+proxy_release_held(struct proxy *p, unsigned timeout_ms)
+{
+	nng_msg *held[PROXY_HELD_MAX];
+	unsigned n, answered = 0;
+	nng_socket s;
+	int rc;
+
+	pthread_mutex_lock(&p->held_lock);
+	n = p->nheld;
+	memcpy(held, p->held, n * sizeof(held[0]));
+	p->nheld = 0;
+	pthread_mutex_unlock(&p->held_lock);
+	if ((rc = release_socket(&s, p->server_url, timeout_ms)) != 0) {
+		for (unsigned i = 0; i < n; i++) {
+			nng_msg_free(held[i]);
+		}
+		return rc;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		nng_msg *rep = NULL;
+
+		atomic_fetch_add(&p->forwarded, 1);
+		if (nng_sendmsg(s, held[i], 0) != 0) {
+			nng_msg_free(held[i]);
+			continue;
+		}
+		if (nng_recvmsg(s, &rep, 0) == 0) {
+			answered++;
+			nng_msg_free(rep);
+		}
+	}
+	nng_close(s);
+	return (int)answered;
 }
 
 /* proxy_requests -- see proxy.h. */

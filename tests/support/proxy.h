@@ -7,7 +7,9 @@
  * then returns the server's reply. Up to PROXY_WORKERS requests are in
  * flight at once. A hook chosen by the test decides, per request, whether
  * to pass it, lose the request, lose the reply, delay the reply, send the
- * request twice, or rewrite the reply.
+ * request twice, rewrite the reply, or hold the request back to deliver it
+ * much later (proxy_release_held), as a relay that kept a copy across a
+ * metaserver restart would.
  */
 #ifndef CXLP_TEST_PROXY_H
 #define CXLP_TEST_PROXY_H
@@ -17,6 +19,7 @@
 
 #define PROXY_WORKERS 8
 #define PROXY_PIPES_MAX 64 /* connections proxy_stall_seen can tell apart */
+#define PROXY_HELD_MAX 16  /* requests PROXY_HOLD_REQUEST can keep */
 
 struct proxy;
 
@@ -26,13 +29,17 @@ enum proxy_action {
 	PROXY_DROP_REQUEST, /* do not forward, answer nothing */
 	PROXY_DELAY_REPLY,  /* forward, sleep *delay_ms, then reply */
 	PROXY_DUP_REQUEST,  /* forward twice, reply with the second answer */
+	PROXY_HOLD_REQUEST, /* do not forward, answer nothing, keep a copy
+	                     * for proxy_release_held (dropped when
+	                     * PROXY_HELD_MAX are held already) */
 };
 
 /*
  * proxy_hook -- the test's decision, called twice per request:
  *
  * 1. Request phase, before forwarding: reply == NULL, reply_len == NULL.
- *    Return PROXY_DROP_REQUEST, PROXY_DUP_REQUEST or PROXY_PASS; any other
+ *    Return PROXY_DROP_REQUEST, PROXY_DUP_REQUEST, PROXY_HOLD_REQUEST or
+ *    PROXY_PASS; any other
  *    value means PROXY_PASS in this phase.
  * 2. Reply phase, after the (last) reply arrived; not called if the
  *    request was dropped. reply[0..*reply_len) is the reply frame: the
@@ -72,6 +79,18 @@ uint64_t proxy_forwarded(struct proxy *p);
  * connection a request already came through (the connection stays up but
  * answers nothing, like a peer that hangs); new connections pass. */
 void proxy_stall_seen(struct proxy *p);
+
+/* proxy_held -- requests held now (PROXY_HOLD_REQUEST, not released). */
+unsigned proxy_held(struct proxy *p);
+
+/* proxy_release_held -- forward every held request, in the order held,
+ * over a connection of its own dialed afresh to server_url (the proxy's
+ * own may have died with the server), waiting up to timeout_ms for each
+ * reply; the replies go nowhere (the client gave up long ago). Held
+ * requests are released whether or not they are answered. Returns how
+ * many were answered, or a negative error (nng's text in cxlp_errormsg())
+ * if the connection could not be made. Not to be called from the hook. */
+int proxy_release_held(struct proxy *p, unsigned timeout_ms);
 
 /* proxy_truncate_results -- rewrite the result-list reply in
  * reply[0..*len) to keep only its first `keep` results (n and *len are

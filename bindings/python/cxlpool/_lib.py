@@ -69,12 +69,13 @@ LOG_OFF, LOG_ERR, LOG_INFO, LOG_DEBUG = 0, 1, 2, 3
 # typedef void (*cxlp_log_fn)(int level, const char *msg, void *arg);
 LOG_FN = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 
-# Field names of struct cxlp_stats, in order, without reserved[14].
+# Field names of struct cxlp_stats, in order, without reserved[13].
 STATS_FIELDS: Tuple[str, ...] = (
     "pool_bytes", "data_bytes", "free_bytes", "regions", "orphan_regions",
     "keys", "value_bytes", "sessions", "pins", "index_slots",
     "own_regions", "pages_total", "pages_free", "pages_allocated",
     "pages_registered", "pages_unresolved", "foreign_maps", "redials",
+    "pages_quarantined",
 )
 
 
@@ -82,7 +83,7 @@ class StatsStruct(ctypes.Structure):
     """struct cxlp_stats, field for field."""
 
     _fields_ = [(name, c_uint64) for name in STATS_FIELDS] + [
-        ("reserved", c_uint64 * 14)]
+        ("reserved", c_uint64 * 13)]
 
 
 _PTR = c_void_p          # opaque handles and arrays passed by address

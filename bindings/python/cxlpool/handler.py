@@ -92,6 +92,7 @@ class Stats:
     pages_unresolved: int  # kept after a lost reply
     foreign_maps: int      # read-only region mappings cached
     redials: int           # connections replaced after repeated timeouts
+    pages_quarantined: int  # out of use until close (a late REGISTER copy)
 
     def as_dict(self) -> Dict[str, int]:
         """The counters as a plain dict."""

@@ -1,7 +1,7 @@
 /*
  * util.c -- what every benchmark section shares: a monotonic clock and
  * percentiles, the metaserver's CPU time read from /proc, child processes
- * on pipes, a tiny JSON writer, and the table of targets.
+ * on pipes, and the table of targets (the JSON writer is common/jsonw.c).
  *
  * CPU time comes from two /proc sources: the sum of every thread's
  * schedstat run time (nanoseconds) and utime + stime from
@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -293,143 +292,6 @@ helper_run(const struct bench *b, const char *name, const char *pool,
 		fprintf(stderr, "%s exited with status %d\n", name, status);
 	}
 	return status == 0 ? 0 : -1;
-}
-
-/* ---- JSON --------------------------------------------------------------- */
-
-static void
-jw_raw(struct jw *j, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		size_t room = j->cap - j->len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(j->buf + j->len, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			j->err = true;
-			return;
-		}
-		if ((size_t)n < room) {
-			j->len += (size_t)n;
-			return;
-		}
-		size_t cap = (j->cap + (size_t)n + 1) * 2;
-		char *p = realloc(j->buf, cap);
-
-		if (p == NULL) {
-			j->err = true;
-			return;
-		}
-		j->buf = p;
-		j->cap = cap;
-	}
-}
-
-void
-jw_init(struct jw *j)
-{
-	memset(j, 0, sizeof(*j));
-	j->buf = malloc(4096);
-	j->cap = j->buf != NULL ? 4096 : 0;
-	j->err = j->buf == NULL;
-	if (j->buf != NULL) {
-		j->buf[0] = '\0';
-	}
-}
-
-void
-jw_fini(struct jw *j)
-{
-	free(j->buf);
-	memset(j, 0, sizeof(*j));
-}
-
-static void
-jw_quoted(struct jw *j, const char *s)
-{
-	jw_raw(j, "\"");
-	for (; *s != '\0'; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\') {
-			jw_raw(j, "\\%c", ch);
-		} else if (ch < 0x20) {
-			jw_raw(j, "\\u%04x", ch);
-		} else {
-			jw_raw(j, "%c", ch);
-		}
-	}
-	jw_raw(j, "\"");
-}
-
-/* start a value: comma if needed, then "key": when key != NULL */
-static void
-jw_key(struct jw *j, const char *key)
-{
-	if (j->need_comma[j->depth]) {
-		jw_raw(j, ",");
-	}
-	j->need_comma[j->depth] = true;
-	if (key != NULL) {
-		jw_quoted(j, key);
-		jw_raw(j, ":");
-	}
-}
-
-void
-jw_begin(struct jw *j, const char *key, char open)
-{
-	jw_key(j, key);
-	jw_raw(j, "%c", open);
-	if (j->depth < 15) {
-		j->depth++;
-	}
-	j->need_comma[j->depth] = false;
-}
-
-void
-jw_end(struct jw *j, char close)
-{
-	if (j->depth > 0) {
-		j->depth--;
-	}
-	jw_raw(j, "%c", close);
-}
-
-void
-jw_num(struct jw *j, const char *key, double v)
-{
-	jw_key(j, key);
-	if (isfinite(v)) {
-		jw_raw(j, "%.6g", v);
-	} else {
-		jw_raw(j, "null");
-	}
-}
-
-void
-jw_int(struct jw *j, const char *key, long long v)
-{
-	jw_key(j, key);
-	jw_raw(j, "%lld", v);
-}
-
-void
-jw_str(struct jw *j, const char *key, const char *s)
-{
-	jw_key(j, key);
-	jw_quoted(j, s);
-}
-
-void
-jw_bool(struct jw *j, const char *key, bool v)
-{
-	jw_key(j, key);
-	jw_raw(j, v ? "true" : "false");
 }
 
 /* ---- targets and sections ----------------------------------------------- */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "proc.h"
 
 #define READY_LINE "cxlpool-metaserver: ready"
 #define MS_ARGS_MAX 8
@@ -196,13 +197,24 @@ ms_wait_ready(struct ms_proc *m)
 	return -1;
 }
 
+/* in the metaserver's child: confine it to --server-cpus, if given */
+static int
+server_cpus(void *arg)
+{
+	const struct bench *b = arg;
+
+	return b->server_cpus != NULL ? cpus_apply(b->server_cpus) : 0;
+}
+
 static int
 ms_start(struct bench *b, const struct opts *o, struct ms_proc *m)
 {
 	char bin[1024], size[24];
 	const char *argv[BENCH_MAX_ARGS] = { bin, "--pool", m->pool, "--size",
 		size, "--listen", m->url, "--reformat" };
-	int n = 8, fd;
+	struct test_spawn sp = { .argv = argv, .in_fd = -1,
+		.before_exec = server_cpus, .arg = b };
+	int n = 8;
 
 	ms_binary(b, o, bin, sizeof(bin));
 	snprintf(m->pool, sizeof(m->pool), "/dev/shm/cxlpool-bench-%d.pool",
@@ -215,22 +227,15 @@ ms_start(struct bench *b, const struct opts *o, struct ms_proc *m)
 	for (int i = 0; i < o->nms_args; i++) {
 		argv[n++] = o->ms_args[i];
 	}
-	fflush(NULL);
-	if ((m->pid = fork()) < 0) {
-		return -1;
+	sp.path = bin;
+	sp.out_fd = sp.err_fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC, 0600);
+	m->pid = test_spawn(&sp);
+	if (sp.out_fd >= 0) {
+		close(sp.out_fd);
 	}
-	if (m->pid == 0) {
-		fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd >= 0) {
-			dup2(fd, STDERR_FILENO);
-			dup2(fd, STDOUT_FILENO);
-		}
-		if (b->server_cpus != NULL && cpus_apply(b->server_cpus) != 0) {
-			_exit(126);
-		}
-		execv(bin, (char *const *)argv);
-		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
-		_exit(127);
+	if (m->pid < 0) {
+		return -1;
 	}
 	b->url = m->url;
 	b->ms_pid = m->pid;

@@ -7,9 +7,9 @@
  * schedstat run time (nanoseconds) and utime + stime from
  * /proc/<pid>/stat (clock ticks, 10 ms each here). Per-key figures need
  * the nanosecond source; the tick figure is kept in the JSON as a cross
- * check. Children are always fork + exec'ed, never just forked: nng (in
- * the handler library) cannot live in a process forked after its threads
- * started.
+ * check. Children are always fork + exec'ed (tests/support/proc.c's
+ * test_spawn), never just forked: nng (in the handler library) cannot
+ * live in a process forked after its threads started.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +24,7 @@
 
 #include "bench.h"
 #include "cxlpool.h"
+#include "proc.h"
 
 /* now_ns -- CLOCK_MONOTONIC in ns. */
 uint64_t
@@ -185,6 +186,8 @@ cpu_us(const struct cpu_sample *a, const struct cpu_sample *b)
 int
 child_spawn(struct child *c, const char *const argv[])
 {
+	struct test_spawn sp = { .path = argv[0], .argv = argv,
+		.err_fd = -1 };
 	int in[2], out[2];
 
 	memset(c, 0, sizeof(*c));
@@ -194,20 +197,11 @@ child_spawn(struct child *c, const char *const argv[])
 	if (pipe2(out, O_CLOEXEC) != 0) {
 		goto err_in;
 	}
-	fflush(NULL);
-	c->pid = fork();
+	sp.in_fd = in[0];
+	sp.out_fd = out[1];
+	c->pid = test_spawn(&sp);
 	if (c->pid < 0) {
 		goto err_out;
-	}
-	if (c->pid == 0) {
-		dup2(in[0], STDIN_FILENO);
-		dup2(out[1], STDOUT_FILENO);
-		close(in[0]);
-		close(in[1]);
-		close(out[0]);
-		close(out[1]);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
 	}
 	close(in[0]);
 	close(out[1]);

@@ -158,13 +158,10 @@ xcall(struct run *r, int s, uint16_t op, const struct pbuf *body,
     uint8_t **rep, size_t *rep_len)
 {
 	struct raw_client *c = &r->c[s];
-	struct proto_req_hdr h = { PROTO_VERSION, op, c->next_id++,
-		c->session, c->token };
 	struct pbuf b;
 	int rc;
 
-	pbuf_init(&b);
-	proto_put_req_hdr(&b, &h);
+	raw_frame(&b, c, PROTO_VERSION, op, c->token);
 	if (body != NULL) {
 		pbuf_put_bytes(&b, body->data, body->len);
 	}
@@ -200,20 +197,6 @@ xcall(struct run *r, int s, uint16_t op, const struct pbuf *body,
 	return rc;
 }
 
-/* the reply's status, and with it its body in *rd (rep stays owned) */
-static int
-reply_status(uint16_t op, const uint8_t *rep, size_t len,
-    struct preader *rd)
-{
-	struct proto_rep_hdr h;
-	int rc = proto_get_rep_hdr(rep, len, &h, rd);
-
-	if (rc != 0 || h.op != op) {
-		return rc != 0 ? rc : CXLP_E_PROTO;
-	}
-	return h.status;
-}
-
 /* op with a result list: 0 and res[0..*got), or an error */
 static int
 results_req(struct run *r, int s, uint16_t op, const struct pbuf *body,
@@ -226,7 +209,7 @@ results_req(struct run *r, int s, uint16_t op, const struct pbuf *body,
 
 	*got = 0;
 	if (rc == 0) {
-		rc = reply_status(op, rep, len, &rd);
+		rc = raw_reply(op, rep, len, &rd);
 	}
 	if (rc == 0 && res != NULL) {
 		rc = proto_get_results(&rd, res, max, got);
@@ -373,7 +356,7 @@ op_region(struct run *r, int s, struct proto_loc *loc)
 	proto_put_region_req(&b, 2 * MiB, PAGE);
 	rc = xcall(r, s, PROTO_OP_REGION_ALLOC, &b, &rep, &len);
 	if (rc == 0) {
-		rc = reply_status(PROTO_OP_REGION_ALLOC, rep, len, &rd);
+		rc = raw_reply(PROTO_OP_REGION_ALLOC, rep, len, &rd);
 	}
 	if (rc == 0) {
 		rc = proto_get_loc(&rd, loc);
@@ -429,7 +412,7 @@ op_hello(struct run *r, int s)
 	proto_put_hello(&b, &m);
 	rc = xcall(r, s, PROTO_OP_HELLO, &b, &rep, &len);
 	if (rc == 0) {
-		rc = reply_status(PROTO_OP_HELLO, rep, len, &rd);
+		rc = raw_reply(PROTO_OP_HELLO, rep, len, &rd);
 	}
 	if (rc == 0 && (rc = proto_get_welcome(&rd, &w)) == 0) {
 		r->c[s].session = w.session;

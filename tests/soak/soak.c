@@ -112,7 +112,9 @@ worker_start(unsigned id)
 {
 	struct worker *w = &S.w[id];
 	char ids[16], seed[24], next[16];
-	int in[2], out[2];
+	const char *const argv[] = { "cxlp-soak", "--worker", S.srv.url, ids,
+		seed, next, NULL };
+	struct test_child ch;
 
 	/* a killed incarnation may have stored a batch it never reported:
 	 * the new one starts past those numbers, which become "maybe" */
@@ -125,28 +127,12 @@ worker_start(unsigned id)
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)now_ms() *
 	    31 + id * 7919 + w->lives);
 	snprintf(next, sizeof(next), "%u", w->next);
-	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
-		return fail("pipe: %s", strerror(errno));
+	if (test_child_spawn(&ch, S.self, argv) != 0) {
+		return fail("spawn %s: %s", S.self, strerror(errno));
 	}
-	w->pid = fork();
-	if (w->pid < 0) {
-		return fail("fork: %s", strerror(errno));
-	}
-	if (w->pid == 0) {
-		dup2(in[0], STDIN_FILENO);
-		dup2(out[1], STDOUT_FILENO);
-		close(in[0]);
-		close(in[1]);
-		close(out[0]);
-		close(out[1]);
-		execl(S.self, "cxlp-soak", "--worker", S.srv.url, ids, seed,
-		    next, (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	w->in_fd = in[1];
-	w->out_fd = out[0];
+	w->pid = ch.pid;
+	w->in_fd = ch.go_fd;
+	w->out_fd = ch.out_fd;
 	w->lives++;
 	return 0;
 }

@@ -382,7 +382,7 @@ json_results(struct bctx *c, unsigned nprocs)
 {
 	struct jw *j = &c->b->json;
 
-	jw_begin(j, "batch", '[');
+	jw_arr(j, "batch");
 	for (unsigned pi = 0; pi < nprocs; pi++) {
 		for (unsigned bi = 0; bi < NBATCH; bi++) {
 			for (unsigned op = 0; op < NOPS; op++) {
@@ -391,21 +391,21 @@ json_results(struct bctx *c, unsigned nprocs)
 				if (!r->ran) {
 					continue;
 				}
-				jw_begin(j, NULL, '{');
+				jw_obj(j, NULL);
 				jw_str(j, "op", op_names[op]);
-				jw_int(j, "batch", batches[bi]);
-				jw_int(j, "procs", procs_full[pi]);
+				jw_i64(j, "batch", batches[bi]);
+				jw_i64(j, "procs", procs_full[pi]);
 				jw_num(j, "keys_per_s", r->keys_s);
 				jw_num(j, "server_cpu_us_per_key",
 				    r->srv_us_key);
 				jw_num(j, "server_cores", r->srv_cores);
 				jw_num(j, "client_cores", r->cli_cores);
-				jw_int(j, "errors", (long long)r->errors);
-				jw_end(j, '}');
+				jw_i64(j, "errors", (int64_t)r->errors);
+				jw_close(j);
 			}
 		}
 	}
-	jw_end(j, ']');
+	jw_close(j);
 }
 
 /* What the server CPU per registered key is made of, as far as this run

@@ -1,8 +1,9 @@
 /*
  * bench.h -- cxlpool-bench's shared pieces: the run context, timing and
- * statistics, /proc CPU accounting, child processes, the JSON writer and
- * the target summary. Each section (echo.c, dispatch.c, latency.c,
- * batch.c, datapath.c, index.c) is one function over a struct bench.
+ * statistics, /proc CPU accounting, child processes, the JSON document
+ * (written with common/jsonw.h) and the target summary. Each section
+ * (echo.c, dispatch.c, latency.c, batch.c, datapath.c, index.c) is one
+ * function over a struct bench.
  */
 #ifndef CXLP_BENCH_H
 #define CXLP_BENCH_H
@@ -14,27 +15,11 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "jsonw.h"
+
 #define BENCH_KEY_LEN 32   /* every benchmark key is this long, bytes */
 #define BENCH_KEY_BUF 40
 #define BENCH_MAX_ARGS 24
-
-/* A JSON document built in memory (a growing string). */
-struct jw {
-	char *buf;
-	size_t len, cap;
-	int depth;
-	bool need_comma[16];
-	bool err;
-};
-
-void jw_init(struct jw *j);
-void jw_fini(struct jw *j);
-void jw_begin(struct jw *j, const char *key, char open); /* '{' or '[' */
-void jw_end(struct jw *j, char close);
-void jw_num(struct jw *j, const char *key, double v);
-void jw_int(struct jw *j, const char *key, long long v);
-void jw_str(struct jw *j, const char *key, const char *s);
-void jw_bool(struct jw *j, const char *key, bool v);
 
 /* One target of the issue: measured value against a limit. */
 struct target {
@@ -57,7 +42,10 @@ struct bench {
 	unsigned batch_only;     /* batch: only this batch size (0 all) */
 	const char *server_cpus; /* CPU list of the server side, or NULL */
 	char cmdline[1024];
-	struct jw json;
+	struct jw json;          /* the JSON document (compact), on json_f */
+	FILE *json_f;            /* open_memstream over json_buf */
+	char *json_buf;
+	size_t json_len;
 	struct target targets[BENCH_TARGETS_MAX];
 	int ntargets;
 	double echo_p50_us;      /* set by the echo section, 0 if not run */

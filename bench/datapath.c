@@ -275,18 +275,18 @@ dp_row(struct dp *d, const char *pass, unsigned nthr, double mc,
 	} else {
 		printf("\n");
 	}
-	jw_begin(j, NULL, '{');
-	jw_int(j, "page_bytes", (long long)d->page);
+	jw_obj(j, NULL);
+	jw_i64(j, "page_bytes", (int64_t)d->page);
 	jw_str(j, "pass", pass);
-	jw_int(j, "threads", nthr);
-	jw_int(j, "total_bytes", (long long)(d->npages * d->page));
-	jw_int(j, "batch_pages", (long long)d->batch);
+	jw_i64(j, "threads", nthr);
+	jw_i64(j, "total_bytes", (int64_t)(d->npages * d->page));
+	jw_i64(j, "batch_pages", (int64_t)d->batch);
 	jw_num(j, "memcpy_gbs", mc);
 	jw_num(j, "write_store_gbs", f->st);
 	jw_num(j, "write_only_gbs", f->wr);
 	jw_num(j, "retrieve_read_gbs", f->rt);
 	jw_num(j, "connect_ms", conn_ms);
-	jw_end(j, '}');
+	jw_close(j);
 }
 
 /* One pass by nthr threads: write + store, retrieve + read, delete. */
@@ -375,10 +375,10 @@ datapath_section(struct bench *b)
 	printf("%10s %5s %-10s %9s %9s %7s %9s %7s %7s %8s\n", "page",
 	    "batch", "pass", "memcpy", "wr+store", "st/mc", "retr+rd",
 	    "rd/mc", "wr/mc", "conn ms");
-	jw_begin(&b->json, "datapath", '[');
+	jw_arr(&b->json, "datapath");
 	rc |= dp_run(b, 64u << 10, DP_BATCH_BYTES, total);
 	rc |= dp_run(b, 1u << 20, DP_BATCH_BYTES, total);
 	rc |= dp_run(b, 64u << 10, DP_BIG_BATCH_BYTES, total);
-	jw_end(&b->json, ']');
+	jw_close(&b->json);
 	return rc == 0 ? 0 : -1;
 }

@@ -46,13 +46,13 @@ report_op(struct bench *b, const char *op, double *ns, size_t n,
 	double p50 = pctl(ns, n, 50) / batch, p90 = pctl(ns, n, 90) / batch;
 
 	printf("%-10s %6u %12.1f %12.1f\n", op, batch, p50, p90);
-	jw_begin(&b->json, NULL, '{');
+	jw_obj(&b->json, NULL);
 	jw_str(&b->json, "op", op);
-	jw_int(&b->json, "batch", batch);
-	jw_int(&b->json, "rounds", (long long)n);
+	jw_i64(&b->json, "batch", batch);
+	jw_i64(&b->json, "rounds", (int64_t)n);
 	jw_num(&b->json, "ns_per_key_p50", p50);
 	jw_num(&b->json, "ns_per_key_p90", p90);
-	jw_end(&b->json, '}');
+	jw_close(&b->json);
 }
 
 static void
@@ -62,10 +62,10 @@ report(struct bench *b, struct drounds *d)
 	    "in-process (no nng)\n");
 	printf("%-10s %6s %12s %12s\n", "op", "batch", "p50 ns/key",
 	    "p90 ns/key");
-	jw_begin(&b->json, "dispatch", '[');
+	jw_arr(&b->json, "dispatch");
 	report_op(b, "register", d->reg, d->n, d->batch);
 	report_op(b, "delete", d->del, d->n, d->batch);
-	jw_end(&b->json, ']');
+	jw_close(&b->json);
 	b->dispatch_reg_us = pctl(d->reg, d->n, 50) / d->batch / 1000;
 }
 

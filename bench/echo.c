@@ -249,16 +249,16 @@ echo_report(struct bench *b, const struct eres *r, const char *cpus)
 	printf("floor under server CPU per registered key at batch 256: "
 	    "%.3f us\n", r[1].srv / 256);
 	for (size_t i = 0; i < NSHAPES; i++) {
-		jw_begin(&b->json, i == 0 ? "echo" : "echo_register256", '{');
+		jw_obj(&b->json, i == 0 ? "echo" : "echo_register256");
 		jw_num(&b->json, "p50_us", r[i].p50);
 		jw_num(&b->json, "p99_us", r[i].p99);
-		jw_int(&b->json, "n", (long long)r[i].n);
-		jw_int(&b->json, "frame_bytes", (long long)shapes[i].req);
-		jw_int(&b->json, "reply_bytes", (long long)shapes[i].rep);
+		jw_i64(&b->json, "n", (int64_t)r[i].n);
+		jw_i64(&b->json, "frame_bytes", (int64_t)shapes[i].req);
+		jw_i64(&b->json, "reply_bytes", (int64_t)shapes[i].rep);
 		jw_num(&b->json, "server_cpu_us_per_rt", r[i].srv);
 		jw_num(&b->json, "client_cpu_us_per_rt", r[i].cli);
 		jw_str(&b->json, "server_cpus", cpus);
-		jw_end(&b->json, '}');
+		jw_close(&b->json);
 	}
 }
 

@@ -83,11 +83,11 @@ print_thp(struct bench *b, const struct ithp *t)
 {
 	printf("# THP: shmem_enabled=%s; pool metadata: %s pages (%s)\n",
 	    t->shmem, t->choice, t->setting);
-	jw_begin(&b->json, "index_thp", '{');
+	jw_obj(&b->json, "index_thp");
 	jw_str(&b->json, "shmem_enabled", t->shmem);
 	jw_str(&b->json, "metadata_pages", t->choice);
 	jw_str(&b->json, "setting", t->setting);
-	jw_end(&b->json, '}');
+	jw_close(&b->json);
 }
 
 static void
@@ -100,7 +100,7 @@ print_rows(struct bench *b, const struct irow *rows, int n,
 	printf("%10s %9s %9s %9s %9s %9s %9s %8s %8s %8s %9s %8s\n", "keys",
 	    "insert ns", "hit ns", "miss ns", "bhit ns", "dhit ns",
 	    "dbhit ns", "slot B", "rec B", "DRAM B", "slots", "meta 2M");
-	jw_begin(&b->json, "index", '[');
+	jw_arr(&b->json, "index");
 	for (int i = 0; i < n; i++) {
 		const struct irow *r = &rows[i];
 
@@ -110,8 +110,8 @@ print_rows(struct bench *b, const struct irow *rows, int n,
 		    r->dram_b, r->slots,
 		    r->rss_kb == 0 ? 0.0 :
 		    100.0 * (double)r->pmd_kb / (double)r->rss_kb);
-		jw_begin(&b->json, NULL, '{');
-		jw_int(&b->json, "keys", (long long)r->keys);
+		jw_obj(&b->json, NULL);
+		jw_i64(&b->json, "keys", (int64_t)r->keys);
 		jw_num(&b->json, "insert_ns", r->ins);
 		jw_num(&b->json, "lookup_hit_ns", r->hit);
 		jw_num(&b->json, "lookup_miss_ns", r->miss);
@@ -121,12 +121,12 @@ print_rows(struct bench *b, const struct irow *rows, int n,
 		jw_num(&b->json, "slot_bytes_per_key", r->slot_b);
 		jw_num(&b->json, "record_bytes_per_key", r->rec_b);
 		jw_num(&b->json, "dram_bytes_per_key", r->dram_b);
-		jw_int(&b->json, "slots", (long long)r->slots);
-		jw_int(&b->json, "meta_pmd_kb", (long long)r->pmd_kb);
-		jw_int(&b->json, "meta_rss_kb", (long long)r->rss_kb);
-		jw_end(&b->json, '}');
+		jw_i64(&b->json, "slots", (int64_t)r->slots);
+		jw_i64(&b->json, "meta_pmd_kb", (int64_t)r->pmd_kb);
+		jw_i64(&b->json, "meta_rss_kb", (int64_t)r->rss_kb);
+		jw_close(&b->json);
 	}
-	jw_end(&b->json, ']');
+	jw_close(&b->json);
 }
 
 static void

@@ -85,13 +85,13 @@ lat_report(struct bench *b, int op, double *us, size_t n, size_t errors)
 
 	printf("%-24s %10.1f %10.1f %8zu %8.2fx\n", op_names[op], p50, p99,
 	    n, x);
-	jw_begin(&b->json, op_names[op], '{');
+	jw_obj(&b->json, op_names[op]);
 	jw_num(&b->json, "p50_us", p50);
 	jw_num(&b->json, "p99_us", p99);
 	jw_num(&b->json, "vs_echo_p50", x);
-	jw_int(&b->json, "n", (long long)n);
-	jw_int(&b->json, "errors", (long long)errors);
-	jw_end(&b->json, '}');
+	jw_i64(&b->json, "n", (int64_t)n);
+	jw_i64(&b->json, "errors", (int64_t)errors);
+	jw_close(&b->json);
 	if ((op == OP_STORE || op == OP_RETRIEVE) && x > 0) {
 		char what[96];
 
@@ -134,14 +134,14 @@ latency_section(struct bench *b)
 	    "%d-byte keys\n", LAT_PAGE, BENCH_KEY_LEN);
 	printf("%-24s %10s %10s %8s %9s\n", "op", "p50 us", "p99 us", "n",
 	    "/echo");
-	jw_begin(&b->json, "latency", '{');
+	jw_obj(&b->json, "latency");
 	for (int op = 0; op < OP_N; op++) {
 		size_t e = lat_phase(h, op, keys, n, src, us);
 
 		errors += e;
 		lat_report(b, op, us, n, e);
 	}
-	jw_end(&b->json, '}');
+	jw_close(&b->json);
 	rc = errors == 0 ? 0 : -1;
 out:
 	cxlp_close(&h);

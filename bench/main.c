@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "proc.h"
 
 #define READY_LINE "cxlpool-metaserver: ready"
 #define MS_ARGS_MAX 8
@@ -196,13 +197,24 @@ ms_wait_ready(struct ms_proc *m)
 	return -1;
 }
 
+/* in the metaserver's child: confine it to --server-cpus, if given */
+static int
+server_cpus(void *arg)
+{
+	const struct bench *b = arg;
+
+	return b->server_cpus != NULL ? cpus_apply(b->server_cpus) : 0;
+}
+
 static int
 ms_start(struct bench *b, const struct opts *o, struct ms_proc *m)
 {
 	char bin[1024], size[24];
 	const char *argv[BENCH_MAX_ARGS] = { bin, "--pool", m->pool, "--size",
 		size, "--listen", m->url, "--reformat" };
-	int n = 8, fd;
+	struct test_spawn sp = { .argv = argv, .in_fd = -1,
+		.before_exec = server_cpus, .arg = b };
+	int n = 8;
 
 	ms_binary(b, o, bin, sizeof(bin));
 	snprintf(m->pool, sizeof(m->pool), "/dev/shm/cxlpool-bench-%d.pool",
@@ -215,22 +227,15 @@ ms_start(struct bench *b, const struct opts *o, struct ms_proc *m)
 	for (int i = 0; i < o->nms_args; i++) {
 		argv[n++] = o->ms_args[i];
 	}
-	fflush(NULL);
-	if ((m->pid = fork()) < 0) {
-		return -1;
+	sp.path = bin;
+	sp.out_fd = sp.err_fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC, 0600);
+	m->pid = test_spawn(&sp);
+	if (sp.out_fd >= 0) {
+		close(sp.out_fd);
 	}
-	if (m->pid == 0) {
-		fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		if (fd >= 0) {
-			dup2(fd, STDERR_FILENO);
-			dup2(fd, STDOUT_FILENO);
-		}
-		if (b->server_cpus != NULL && cpus_apply(b->server_cpus) != 0) {
-			_exit(126);
-		}
-		execv(bin, (char *const *)argv);
-		fprintf(stderr, "exec %s: %s\n", bin, strerror(errno));
-		_exit(127);
+	if (m->pid < 0) {
+		return -1;
 	}
 	b->url = m->url;
 	b->ms_pid = m->pid;
@@ -264,7 +269,7 @@ print_targets(struct bench *b)
 {
 	printf("\n## targets (issue 5)\n%-50s %12s %12s %6s\n", "target",
 	    "measured", "limit", "");
-	jw_begin(&b->json, "targets", '[');
+	jw_arr(&b->json, "targets");
 	for (int i = 0; i < b->ntargets; i++) {
 		const struct target *t = &b->targets[i];
 		bool ok = t->upper ? t->value <= t->limit :
@@ -273,7 +278,7 @@ print_targets(struct bench *b)
 		printf("%-50s %12.3g %s%11.3g %6s %s\n", t->what, t->value,
 		    t->upper ? "<=" : ">=", t->limit, ok ? "met" : "MISSED",
 		    t->note);
-		jw_begin(&b->json, NULL, '{');
+		jw_obj(&b->json, NULL);
 		jw_str(&b->json, "target", t->what);
 		jw_num(&b->json, "measured", t->value);
 		jw_num(&b->json, "limit", t->limit);
@@ -281,9 +286,9 @@ print_targets(struct bench *b)
 		jw_str(&b->json, "bound", t->upper ? "max" : "min");
 		jw_bool(&b->json, "met", ok);
 		jw_str(&b->json, "note", t->note);
-		jw_end(&b->json, '}');
+		jw_close(&b->json);
 	}
-	jw_end(&b->json, ']');
+	jw_close(&b->json);
 }
 
 static int
@@ -292,7 +297,7 @@ write_json(struct bench *b, const char *path, int json_fd)
 	FILE *f = json_fd >= 0 ? fdopen(json_fd, "w") : fopen(path, "w");
 	int rc;
 
-	if (f == NULL || b->json.err) {
+	if (f == NULL || fflush(b->json_f) != 0 || ferror(b->json_f)) {
 		fprintf(stderr, "cxlpool-bench: cannot write JSON to %s\n",
 		    path);
 		if (f != NULL) {
@@ -300,7 +305,7 @@ write_json(struct bench *b, const char *path, int json_fd)
 		}
 		return -1;
 	}
-	fprintf(f, "%s\n", b->json.buf);
+	fwrite(b->json_buf, 1, b->json_len, f); /* jw_end ended the line */
 	rc = fclose(f);
 	return rc == 0 ? 0 : -1;
 }
@@ -327,10 +332,10 @@ placement_report(struct bench *b)
 		(void)cpus_of(b->ms_pid, srv, sizeof(srv));
 	}
 	printf("# CPUs: bench and handlers %s, metaserver %s\n", cli, srv);
-	jw_begin(&b->json, "placement", '{');
+	jw_obj(&b->json, "placement");
 	jw_str(&b->json, "client_cpus", cli);
 	jw_str(&b->json, "server_cpus", srv);
-	jw_end(&b->json, '}');
+	jw_close(&b->json);
 }
 
 /* Run the selected sections; returns how many failed. */
@@ -373,10 +378,10 @@ bench_main(int argc, char **argv, struct bench *b)
 		dup2(STDERR_FILENO, STDOUT_FILENO);
 	}
 	printf("# %s\n", b->cmdline);
-	jw_begin(&b->json, NULL, '{');
+	jw_begin(&b->json, b->json_f, JW_COMPACT);
 	jw_str(&b->json, "command", b->cmdline);
 	jw_bool(&b->json, "quick", b->quick);
-	jw_int(&b->json, "time", (long long)time(NULL));
+	jw_i64(&b->json, "time", (int64_t)time(NULL));
 	if (o.server != NULL) {
 		b->url = o.server;
 		b->ms_pid = (pid_t)o.server_pid;
@@ -388,8 +393,8 @@ bench_main(int argc, char **argv, struct bench *b)
 	placement_report(b);
 	failed = run_sections(b);
 	print_targets(b);
-	jw_int(&b->json, "failed_sections", failed);
-	jw_end(&b->json, '}');
+	jw_i64(&b->json, "failed_sections", failed);
+	jw_end(&b->json);
 	if (o.server == NULL && ms_stop(&m) != 0) {
 		failed++;
 	}
@@ -422,8 +427,15 @@ main(int argc, char **argv)
 		return batch_worker_main(argv[2],
 		    (unsigned)strtoul(argv[3], NULL, 10));
 	}
-	jw_init(&b.json);
+	/* the document is built in memory and written at the end, since
+	 * --json - takes stdout only once the tables are done */
+	b.json_f = open_memstream(&b.json_buf, &b.json_len);
+	if (b.json_f == NULL) {
+		perror("cxlpool-bench: open_memstream");
+		return 1;
+	}
 	rc = bench_main(argc, argv, &b);
-	jw_fini(&b.json);
+	fclose(b.json_f);
+	free(b.json_buf);
 	return rc;
 }

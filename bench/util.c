@@ -1,22 +1,21 @@
 /*
  * util.c -- what every benchmark section shares: a monotonic clock and
  * percentiles, the metaserver's CPU time read from /proc, child processes
- * on pipes, a tiny JSON writer, and the table of targets.
+ * on pipes, and the table of targets (the JSON writer is common/jsonw.c).
  *
  * CPU time comes from two /proc sources: the sum of every thread's
  * schedstat run time (nanoseconds) and utime + stime from
  * /proc/<pid>/stat (clock ticks, 10 ms each here). Per-key figures need
  * the nanosecond source; the tick figure is kept in the JSON as a cross
- * check. Children are always fork + exec'ed, never just forked: nng (in
- * the handler library) cannot live in a process forked after its threads
- * started.
+ * check. Children are always fork + exec'ed (tests/support/proc.c's
+ * test_spawn), never just forked: nng (in the handler library) cannot
+ * live in a process forked after its threads started.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -25,6 +24,7 @@
 
 #include "bench.h"
 #include "cxlpool.h"
+#include "proc.h"
 
 /* now_ns -- CLOCK_MONOTONIC in ns. */
 uint64_t
@@ -186,6 +186,8 @@ cpu_us(const struct cpu_sample *a, const struct cpu_sample *b)
 int
 child_spawn(struct child *c, const char *const argv[])
 {
+	struct test_spawn sp = { .path = argv[0], .argv = argv,
+		.err_fd = -1 };
 	int in[2], out[2];
 
 	memset(c, 0, sizeof(*c));
@@ -195,20 +197,11 @@ child_spawn(struct child *c, const char *const argv[])
 	if (pipe2(out, O_CLOEXEC) != 0) {
 		goto err_in;
 	}
-	fflush(NULL);
-	c->pid = fork();
+	sp.in_fd = in[0];
+	sp.out_fd = out[1];
+	c->pid = test_spawn(&sp);
 	if (c->pid < 0) {
 		goto err_out;
-	}
-	if (c->pid == 0) {
-		dup2(in[0], STDIN_FILENO);
-		dup2(out[1], STDOUT_FILENO);
-		close(in[0]);
-		close(in[1]);
-		close(out[0]);
-		close(out[1]);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
 	}
 	close(in[0]);
 	close(out[1]);
@@ -293,143 +286,6 @@ helper_run(const struct bench *b, const char *name, const char *pool,
 		fprintf(stderr, "%s exited with status %d\n", name, status);
 	}
 	return status == 0 ? 0 : -1;
-}
-
-/* ---- JSON --------------------------------------------------------------- */
-
-static void
-jw_raw(struct jw *j, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		size_t room = j->cap - j->len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(j->buf + j->len, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			j->err = true;
-			return;
-		}
-		if ((size_t)n < room) {
-			j->len += (size_t)n;
-			return;
-		}
-		size_t cap = (j->cap + (size_t)n + 1) * 2;
-		char *p = realloc(j->buf, cap);
-
-		if (p == NULL) {
-			j->err = true;
-			return;
-		}
-		j->buf = p;
-		j->cap = cap;
-	}
-}
-
-void
-jw_init(struct jw *j)
-{
-	memset(j, 0, sizeof(*j));
-	j->buf = malloc(4096);
-	j->cap = j->buf != NULL ? 4096 : 0;
-	j->err = j->buf == NULL;
-	if (j->buf != NULL) {
-		j->buf[0] = '\0';
-	}
-}
-
-void
-jw_fini(struct jw *j)
-{
-	free(j->buf);
-	memset(j, 0, sizeof(*j));
-}
-
-static void
-jw_quoted(struct jw *j, const char *s)
-{
-	jw_raw(j, "\"");
-	for (; *s != '\0'; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\') {
-			jw_raw(j, "\\%c", ch);
-		} else if (ch < 0x20) {
-			jw_raw(j, "\\u%04x", ch);
-		} else {
-			jw_raw(j, "%c", ch);
-		}
-	}
-	jw_raw(j, "\"");
-}
-
-/* start a value: comma if needed, then "key": when key != NULL */
-static void
-jw_key(struct jw *j, const char *key)
-{
-	if (j->need_comma[j->depth]) {
-		jw_raw(j, ",");
-	}
-	j->need_comma[j->depth] = true;
-	if (key != NULL) {
-		jw_quoted(j, key);
-		jw_raw(j, ":");
-	}
-}
-
-void
-jw_begin(struct jw *j, const char *key, char open)
-{
-	jw_key(j, key);
-	jw_raw(j, "%c", open);
-	if (j->depth < 15) {
-		j->depth++;
-	}
-	j->need_comma[j->depth] = false;
-}
-
-void
-jw_end(struct jw *j, char close)
-{
-	if (j->depth > 0) {
-		j->depth--;
-	}
-	jw_raw(j, "%c", close);
-}
-
-void
-jw_num(struct jw *j, const char *key, double v)
-{
-	jw_key(j, key);
-	if (isfinite(v)) {
-		jw_raw(j, "%.6g", v);
-	} else {
-		jw_raw(j, "null");
-	}
-}
-
-void
-jw_int(struct jw *j, const char *key, long long v)
-{
-	jw_key(j, key);
-	jw_raw(j, "%lld", v);
-}
-
-void
-jw_str(struct jw *j, const char *key, const char *s)
-{
-	jw_key(j, key);
-	jw_quoted(j, s);
-}
-
-void
-jw_bool(struct jw *j, const char *key, bool v)
-{
-	jw_key(j, key);
-	jw_raw(j, v ? "true" : "false");
 }
 
 /* ---- targets and sections ----------------------------------------------- */

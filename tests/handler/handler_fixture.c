@@ -53,3 +53,17 @@ hfx_connect(void)
 	cr_assert_not_null(h);
 	return h;
 }
+
+/* hfx_stats_ok -- see handler_fixture.h */
+struct cxlp_stats
+hfx_stats_ok(struct cxlp_handler *h)
+{
+	struct cxlp_stats st;
+	int rc = cxlp_stats(h, &st);
+
+	cr_assert_eq(rc, 0, "stats: %s (%s)", cxlp_strerror(rc),
+	    cxlp_errormsg());
+	cr_assert_eq(st.pages_free + st.pages_allocated +
+	    st.pages_registered + st.pages_unresolved, st.pages_total);
+	return st;
+}

@@ -1,8 +1,8 @@
 /*
  * handler_fixture.h -- what the handler tests that need a live metaserver
  * share: a metaserver on a fresh 256 MiB pool, a config pointing at it
- * with the suite's page and region sizes, connect-or-fail, and a leak
- * check at the end (ASan builds).
+ * with the suite's page and region sizes, connect-or-fail, stats whose
+ * page counts add up, and a leak check at the end (ASan builds).
  */
 #ifndef CXLP_HANDLER_FIXTURE_H
 #define CXLP_HANDLER_FIXTURE_H
@@ -25,5 +25,8 @@ void hfx_start_with(size_t page_size, size_t region_size,
 void hfx_stop(void);
 /* hfx_connect -- cxlp_connect with cfg; asserts it worked. */
 struct cxlp_handler *hfx_connect(void);
+/* hfx_stats_ok -- h's stats; asserts the call worked and the page
+ * counts add up to pages_total. */
+struct cxlp_stats hfx_stats_ok(struct cxlp_handler *h);
 
 #endif /* CXLP_HANDLER_FIXTURE_H */

@@ -1,6 +1,8 @@
 /*
  * test_handler.c -- tests of libcxlpool (handler.c, regions.c, store.c,
- * ops.c, client.c) against a real cxlpool-metaserver process.
+ * ops.c, client.c) against a real cxlpool-metaserver process, one
+ * calling thread at a time; the tests of the same suite with many
+ * threads are in test_handler_threads.c.
  *
  * Each test starts its own metaserver on a fresh pool and a private ipc
  * socket (tests/support/server.h) and stops it at the end.
@@ -71,19 +73,6 @@ setup(void)
 
 TestSuite(handler, .init = setup, .fini = hfx_stop, .timeout = 100);
 
-static struct cxlp_stats
-stats_ok(struct cxlp_handler *h)
-{
-	struct cxlp_stats st;
-	int rc = cxlp_stats(h, &st);
-
-	cr_assert_eq(rc, 0, "stats: %s (%s)", cxlp_strerror(rc),
-	    cxlp_errormsg());
-	cr_assert_eq(st.pages_free + st.pages_allocated +
-	    st.pages_registered + st.pages_unresolved, st.pages_total);
-	return st;
-}
-
 static cxlp_page_t
 alloc_ok(struct cxlp_handler *h, void **buf)
 {
@@ -130,7 +119,7 @@ assert_bytes(const void *data, size_t len, int seed)
 Test(handler, connect_then_close_frees_the_handler)
 {
 	struct cxlp_handler *h = hfx_connect();
-	struct cxlp_stats st = stats_ok(h);
+	struct cxlp_stats st = hfx_stats_ok(h);
 
 	cr_assert_eq(cxlp_healthcheck(h), 0);
 	cr_assert_eq(cxlp_page_size(h), PAGE);
@@ -157,7 +146,7 @@ Test(handler, alloc_takes_a_second_region_when_the_first_is_full)
 			cr_assert_neq(bufs[i], bufs[j]);
 		}
 	}
-	st = stats_ok(h);
+	st = hfx_stats_ok(h);
 	cr_assert_eq(st.own_regions, 2);
 	cr_assert_eq(st.pages_total, 2 * PAGES_PER_REGION);
 	cr_assert_eq(st.pages_allocated, PAGES_PER_REGION + 1);
@@ -177,7 +166,7 @@ Test(handler, alloc_without_auto_expand_reports_nospace_when_full)
 		alloc_ok(h, NULL);
 	}
 	cr_assert_eq(cxlp_alloc(h, &pg, &buf), CXLP_E_NOSPACE);
-	cr_assert_eq(stats_ok(h).own_regions, 1);
+	cr_assert_eq(hfx_stats_ok(h).own_regions, 1);
 	cxlp_close(&h);
 }
 
@@ -212,7 +201,7 @@ Test(handler, alloc_past_max_regions_reports_nospace)
 		alloc_ok(h, NULL);
 	}
 	cr_assert_eq(cxlp_alloc(h, &pg, &buf), CXLP_E_NOSPACE);
-	cr_assert_eq(stats_ok(h).own_regions, 2);
+	cr_assert_eq(hfx_stats_ok(h).own_regions, 2);
 	cxlp_close(&h);
 }
 
@@ -225,7 +214,7 @@ Test(handler, free_then_free_again_is_badpage)
 	cr_assert_eq(cxlp_free(h, pg), CXLP_E_BADPAGE);
 	cr_assert_eq(cxlp_free(h, ((cxlp_page_t)7 << 32)), CXLP_E_BADPAGE);
 	cr_assert_eq(cxlp_free(h, PAGES_PER_REGION), CXLP_E_BADPAGE);
-	cr_assert_eq(stats_ok(h).pages_free, PAGES_PER_REGION);
+	cr_assert_eq(hfx_stats_ok(h).pages_free, PAGES_PER_REGION);
 	cxlp_close(&h);
 }
 
@@ -244,7 +233,7 @@ Test(handler, store_then_retrieve_gives_my_own_bytes_in_place)
 	cr_assert_eq(cxlp_exists(h, "model@0@abc", 11), 1);
 	cr_assert_eq(cxlp_exists(h, "model@0@abd", 11), 0);
 	cr_assert_eq(cxlp_free(h, pg), CXLP_E_BADPAGE);
-	st = stats_ok(h);
+	st = hfx_stats_ok(h);
 	cr_assert_eq(st.pages_registered, 1);
 	cr_assert_eq(st.keys, 1);
 	cr_assert_eq(st.foreign_maps, 0);
@@ -276,7 +265,7 @@ Test(handler, a_second_store_of_a_key_keeps_the_first_and_frees_its_page)
 	cr_assert_eq(cxlp_retrieve(h, "k", 1, 0, &data, &len), 0);
 	cr_assert_eq(len, 100);
 	assert_bytes(data, len, 1);
-	st = stats_ok(h);
+	st = hfx_stats_ok(h);
 	cr_assert_eq(st.pages_registered, 1);
 	cr_assert_eq(st.pages_allocated, 0);
 	cxlp_close(&h);
@@ -298,7 +287,7 @@ Test(handler, a_batch_with_a_key_twice_registers_the_first_page_only)
 	    stored), 0);
 	cr_assert(stored[0] && stored[1] && stored[2]);
 	cr_assert_eq(cxlp_free(h, pages[2]), CXLP_E_BADPAGE);
-	st = stats_ok(h);
+	st = hfx_stats_ok(h);
 	cr_assert_eq(st.pages_registered, 2);
 	cr_assert_eq(st.pages_allocated, 0);
 	cr_assert_eq(st.keys, 2);
@@ -336,8 +325,8 @@ Test(handler, a_refused_batch_leaves_every_page_with_the_caller)
 	pages[1] = (cxlp_page_t)9 << 32;
 	cr_assert_eq(cxlp_batch_store(h, 2, keys, klens, pages, lens, 0,
 	    stored), CXLP_E_BADPAGE);
-	cr_assert_eq(stats_ok(h).pages_allocated, 2);
-	cr_assert_eq(stats_ok(h).keys, 0);
+	cr_assert_eq(hfx_stats_ok(h).pages_allocated, 2);
+	cr_assert_eq(hfx_stats_ok(h).keys, 0);
 	cr_assert_eq(cxlp_free(h, pages[0]), 0);
 	cxlp_close(&h);
 }
@@ -357,7 +346,7 @@ Test(handler, stats_page_counts_add_up)
 	alloc_ok(h, NULL);
 	pg = alloc_ok(h, NULL);
 	cr_assert_eq(cxlp_free(h, pg), 0);
-	st = stats_ok(h);
+	st = hfx_stats_ok(h);
 	cr_assert_eq(st.pages_registered, 5);
 	cr_assert_eq(st.pages_allocated, 1);
 	cr_assert_eq(st.pages_free, PAGES_PER_REGION - 6);
@@ -377,93 +366,10 @@ Test(handler, delete_of_my_key_frees_its_page)
 	cr_assert_eq(cxlp_delete(h, "gone", 4), 0);
 	cr_assert_eq(cxlp_exists(h, "gone", 4), 0);
 	cr_assert_eq(cxlp_delete(h, "gone", 4), CXLP_E_NOTFOUND);
-	st = stats_ok(h);
+	st = hfx_stats_ok(h);
 	cr_assert_eq(st.pages_registered, 0);
 	cr_assert_eq(st.pages_free, PAGES_PER_REGION);
 	cxlp_close(&h);
-}
-
-/* One thread stores keys, another deletes each as soon as it exists, on
- * one handler: a delete often lands after the server registered a key and
- * before its store settled the page. That page must end free, not stay
- * registered with no key (it did: a few pages in 3000 leaked until
- * close). */
-#define RACE_KEYS 3000
-#define RACE_AHEAD 8 /* keys stored and not yet deleted, at most */
-
-struct race {
-	struct cxlp_handler *h;
-	int stored, deleted; /* atomic: keys done */
-	int errors;          /* atomic */
-};
-
-static void *
-race_storer(void *arg)
-{
-	struct race *r = arg;
-
-	for (int i = 0; i < RACE_KEYS; i++) {
-		char key[32];
-		int n = snprintf(key, sizeof(key), "race-%d", i);
-		cxlp_page_t pg;
-		void *buf;
-		bool stored = false;
-
-		while (i - __atomic_load_n(&r->deleted, __ATOMIC_ACQUIRE) >
-		    RACE_AHEAD) {
-			sched_yield();
-		}
-		if (cxlp_alloc(r->h, &pg, &buf) != 0 ||
-		    cxlp_store(r->h, key, (size_t)n, pg, 64, 0, &stored) != 0 ||
-		    !stored) {
-			__atomic_add_fetch(&r->errors, 1, __ATOMIC_RELAXED);
-		}
-		__atomic_store_n(&r->stored, i + 1, __ATOMIC_RELEASE);
-	}
-	return NULL;
-}
-
-static void *
-race_deleter(void *arg)
-{
-	struct race *r = arg;
-
-	for (int i = 0; i < RACE_KEYS; i++) {
-		char key[32];
-		int n = snprintf(key, sizeof(key), "race-%d", i), rc;
-
-		while ((rc = cxlp_delete(r->h, key, (size_t)n)) ==
-		    CXLP_E_NOTFOUND) {
-			if (__atomic_load_n(&r->stored, __ATOMIC_ACQUIRE) > i) {
-				continue; /* stored: this delete must find it */
-			}
-		}
-		if (rc != 0) {
-			__atomic_add_fetch(&r->errors, 1, __ATOMIC_RELAXED);
-		}
-		__atomic_store_n(&r->deleted, i + 1, __ATOMIC_RELEASE);
-	}
-	return NULL;
-}
-
-Test(handler, a_delete_racing_the_store_of_its_key_leaks_no_page)
-{
-	struct race r = { .h = hfx_connect() };
-	struct cxlp_stats st;
-	pthread_t s, d;
-
-	cr_assert_eq(pthread_create(&s, NULL, race_storer, &r), 0);
-	cr_assert_eq(pthread_create(&d, NULL, race_deleter, &r), 0);
-	pthread_join(s, NULL);
-	pthread_join(d, NULL);
-	cr_assert_eq(r.errors, 0);
-	st = stats_ok(r.h);
-	cr_assert_eq(st.keys, 0);
-	cr_assert_eq(st.pages_registered, 0, "%llu pages registered with no "
-	    "key", (unsigned long long)st.pages_registered);
-	cr_assert_eq(st.pages_allocated, 0);
-	cr_assert_eq(st.pages_free, st.pages_total);
-	cxlp_close(&r.h);
 }
 
 Test(handler, a_pinned_key_refuses_delete_until_unpinned)
@@ -503,13 +409,13 @@ Test(handler, another_handler_reads_my_bytes_through_a_readonly_map)
 	cr_assert_eq(cxlp_retrieve(r, "shared", 6, 0, &data, &len), 0);
 	cr_assert_eq(len, 3000);
 	assert_bytes(data, len, 9);
-	cr_assert_eq(stats_ok(r).foreign_maps, 1);
+	cr_assert_eq(hfx_stats_ok(r).foreign_maps, 1);
 	cr_assert_eq(cxlp_batch_retrieve(r, 2, keys, klens, 0, datas, lens,
 	    st), 0);
 	cr_assert_eq(st[0], 0);
 	cr_assert_eq(st[1], CXLP_E_NOTFOUND);
 	cr_assert_eq(datas[0], data);
-	cr_assert_eq(stats_ok(r).foreign_maps, 1);
+	cr_assert_eq(hfx_stats_ok(r).foreign_maps, 1);
 	cr_assert_eq(cxlp_delete(r, "shared", 6), CXLP_E_PERM);
 	cxlp_close(&r);
 	cxlp_close(&w);
@@ -525,7 +431,7 @@ Test(handler, close_with_unregistered_pages_gives_the_region_back)
 	}
 	cxlp_close(&h);
 	h2 = hfx_connect();
-	st = stats_ok(h2);
+	st = hfx_stats_ok(h2);
 	cr_assert_eq(st.regions, 1);
 	cr_assert_eq(st.sessions, 1);
 	cxlp_close(&h2);
@@ -560,7 +466,7 @@ Test(handler, a_lost_register_reply_keeps_the_page_until_resolved)
 	for (int i = 0; i < 50 && cxlp_stats(h, &st) != 0; i++) {
 		sleep_ms(100);
 	}
-	st = stats_ok(h);
+	st = hfx_stats_ok(h);
 	cr_assert_eq(st.pages_unresolved, 0);
 	cr_assert_eq(cxlp_free(h, pg), CXLP_E_BADPAGE);
 	if (cxlp_exists(h, "lost", 4) == 1) {
@@ -600,224 +506,4 @@ Test(handler, closing_as_late_replies_arrive_leaves_nng_working)
 	}
 	cr_assert_eq(raw_nng_usable(20000), 0, "nng cannot close sockets "
 	    "in this process any more");
-}
-
-struct worker {
-	struct cxlp_handler *h;
-	int id;
-	int fails;
-};
-
-static void *
-worker_main(void *arg)
-{
-	struct worker *w = arg;
-
-	for (int i = 0; i < 50; i++) {
-		char key[32];
-		cxlp_page_t pg;
-		void *buf;
-		bool stored = false;
-		const void *data;
-		size_t len;
-
-		snprintf(key, sizeof(key), "w%d-%d", w->id, i);
-		if (cxlp_alloc(w->h, &pg, &buf) != 0) {
-			w->fails++;
-			continue;
-		}
-		memset(buf, w->id + i, 256);
-		if (cxlp_store(w->h, key, strlen(key), pg, 256, 0,
-			&stored) != 0 || !stored ||
-		    cxlp_retrieve(w->h, key, strlen(key), 0, &data,
-			&len) != 0 || len != 256 ||
-		    ((const unsigned char *)data)[255] !=
-			(unsigned char)(w->id + i)) {
-			w->fails++;
-		}
-	}
-	return NULL;
-}
-
-Test(handler, many_threads_share_one_handler)
-{
-	struct cxlp_handler *h = hfx_connect();
-	pthread_t th[4];
-	struct worker w[4];
-	struct cxlp_stats st;
-
-	for (int i = 0; i < 4; i++) {
-		w[i] = (struct worker){.h = h, .id = i};
-		cr_assert_eq(pthread_create(&th[i], NULL, worker_main, &w[i]),
-		    0);
-	}
-	for (int i = 0; i < 4; i++) {
-		pthread_join(th[i], NULL);
-		cr_assert_eq(w[i].fails, 0, "worker %d failed %d times", i,
-		    w[i].fails);
-	}
-	st = stats_ok(h);
-	cr_assert_eq(st.pages_registered, 200);
-	cr_assert_eq(st.keys, 200);
-	cr_assert_geq(st.own_regions, 7);
-	cxlp_close(&h);
-}
-
-/* Threads sharing one handler, each storing, reading back, checking and
- * deleting batches of its own keys whose sizes change every round: the
- * batch calls' reusable memory (handler/scratch.c) is taken and grown by
- * many threads at once, and a request built in memory another thread also
- * uses would store or read the wrong keys or bytes. */
-#define BT_THREADS 12
-#define BT_ROUNDS 40
-#define BT_MAX 150
-
-struct bthread {
-	struct cxlp_handler *h;
-	int id;
-	char why[160];
-};
-
-static size_t
-bt_batch_size(int id, int round)
-{
-	return 20 + (size_t)(id * 37 + round * 53) % (BT_MAX - 19);
-}
-
-/* store n pages stamped (id, round, i); 0 or -1 with why */
-static int
-bt_store(struct bthread *t, int round, size_t n, const void **kp,
-    const size_t *kl)
-{
-	cxlp_page_t pg[BT_MAX];
-	size_t lens[BT_MAX];
-	bool stored[BT_MAX];
-
-	for (size_t i = 0; i < n; i++) {
-		uint32_t stamp[3] = {(uint32_t)t->id, (uint32_t)round,
-			(uint32_t)i};
-		void *buf;
-
-		if (cxlp_alloc(t->h, &pg[i], &buf) != 0) {
-			snprintf(t->why, sizeof(t->why), "alloc: %s",
-			    cxlp_errormsg());
-			return -1;
-		}
-		memcpy(buf, stamp, sizeof(stamp));
-		lens[i] = sizeof(stamp) + i;
-	}
-	if (cxlp_batch_store(t->h, n, kp, kl, pg, lens, 0, stored) != 0) {
-		snprintf(t->why, sizeof(t->why), "store: %s", cxlp_errormsg());
-		return -1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!stored[i]) {
-			snprintf(t->why, sizeof(t->why), "key %zu not stored",
-			    i);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* read every key back and check its stamp and length */
-static int
-bt_check(struct bthread *t, int round, size_t n, const void **kp,
-    const size_t *kl)
-{
-	const void *data[BT_MAX];
-	size_t lens[BT_MAX];
-	int st[BT_MAX];
-	bool ex[BT_MAX];
-
-	if (cxlp_batch_retrieve(t->h, n, kp, kl, 0, data, lens, st) != 0 ||
-	    cxlp_batch_exists(t->h, n, kp, kl, ex) != 0) {
-		snprintf(t->why, sizeof(t->why), "read: %s", cxlp_errormsg());
-		return -1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		uint32_t want[3] = {(uint32_t)t->id, (uint32_t)round,
-			(uint32_t)i};
-
-		if (st[i] != 0 || !ex[i] || lens[i] != sizeof(want) + i ||
-		    memcmp(data[i], want, sizeof(want)) != 0) {
-			snprintf(t->why, sizeof(t->why), "round %d key %zu: "
-			    "status %d, exists %d, %zu bytes, wrong stamp %d",
-			    round, i, st[i], ex[i], lens[i], st[i] == 0 &&
-			    memcmp(data[i], want, sizeof(want)) != 0);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-static void *
-bt_main(void *arg)
-{
-	struct bthread *t = arg;
-	char keys[BT_MAX][40];
-	const void *kp[BT_MAX];
-	size_t kl[BT_MAX];
-	int st[BT_MAX];
-
-	for (int round = 0; round < BT_ROUNDS; round++) {
-		size_t n = bt_batch_size(t->id, round);
-
-		for (size_t i = 0; i < n; i++) {
-			kl[i] = (size_t)snprintf(keys[i], sizeof(keys[i]),
-			    "bt-%d-%d-%zu-%.*s", t->id, round, i,
-			    (int)(i % 17), "padding-padding-p");
-			kp[i] = keys[i];
-		}
-		if (bt_store(t, round, n, kp, kl) != 0 ||
-		    bt_check(t, round, n, kp, kl) != 0) {
-			return t;
-		}
-		if (cxlp_batch_delete(t->h, n, kp, kl, st) != 0) {
-			snprintf(t->why, sizeof(t->why), "delete: %s",
-			    cxlp_errormsg());
-			return t;
-		}
-		for (size_t i = 0; i < n; i++) {
-			if (st[i] != 0) {
-				snprintf(t->why, sizeof(t->why), "delete key "
-				    "%zu: %d", i, st[i]);
-				return t;
-			}
-		}
-	}
-	return NULL;
-}
-
-Test(handler, threads_with_large_batches_never_mix_their_requests)
-{
-	struct cxlp_handler *h[2];
-	struct bthread t[BT_THREADS];
-	pthread_t th[BT_THREADS];
-	struct cxlp_stats st;
-
-	h[0] = hfx_connect(); /* direct reads */
-	cr_assert_eq(cxlp_config_set_direct_reads(cfg, false), 0);
-	h[1] = hfx_connect(); /* every lookup through the server */
-	for (int i = 0; i < BT_THREADS; i++) {
-		t[i] = (struct bthread){.h = h[i % 2], .id = i};
-		cr_assert_eq(pthread_create(&th[i], NULL, bt_main, &t[i]), 0);
-	}
-	for (int i = 0; i < BT_THREADS; i++) {
-		void *rv;
-
-		pthread_join(th[i], &rv);
-		cr_expect_null(rv, "thread %d: %s", i, t[i].why);
-	}
-	for (int k = 0; k < 2; k++) {
-		st = stats_ok(h[k]);
-		cr_assert_eq(st.pages_registered, 0);
-		cr_assert_eq(st.pages_allocated, 0);
-		cxlp_close(&h[k]);
-	}
-	st = (struct cxlp_stats){0};
-	h[0] = hfx_connect();
-	st = stats_ok(h[0]);
-	cr_assert_eq(st.keys, 0, "%llu keys left", (unsigned long long)st.keys);
-	cxlp_close(&h[0]);
 }

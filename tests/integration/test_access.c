@@ -59,6 +59,7 @@ static int
 run_ms(const char *const args[], char *out, size_t n)
 {
 	const char *argv[24] = { getenv("CXLP_METASERVER") };
+	struct test_spawn sp = { .argv = argv, .in_fd = -1 };
 	char log[64];
 	int rc = -1, status, fd, i;
 	pid_t pid;
@@ -68,15 +69,14 @@ run_ms(const char *const args[], char *out, size_t n)
 		argv[i + 1] = args[i];
 	}
 	snprintf(log, sizeof(log), "/tmp/cxlp-access-%d.log", getpid());
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
+	sp.path = argv[0];
+	sp.out_fd = sp.err_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC, 0600);
+	pid = test_spawn(&sp);
+	if (sp.out_fd >= 0) {
+		close(sp.out_fd);
 	}
+	cr_assert_geq(pid, 0);
 	for (i = 0; i < 1000 && rc < 0; i++) { /* 10 s */
 		if (waitpid(pid, &status, WNOHANG) == pid) {
 			rc = WIFEXITED(status) ? WEXITSTATUS(status) :

@@ -12,16 +12,13 @@
 
 TestSuite(hostile, .init = itest_start, .fini = itest_stop, .timeout = 60);
 
-/* frame -- a request header for c's session followed by body. */
+/* frame -- a request header for c's session (raw_frame), the body to
+ * follow. */
 static void
 frame(struct pbuf *b, struct raw_client *c, uint16_t version, uint16_t op,
     uint64_t token)
 {
-	struct proto_req_hdr h = { version, op, c->next_id++, c->session,
-		token };
-
-	pbuf_init(b);
-	proto_put_req_hdr(b, &h);
+	raw_frame(b, c, version, op, token);
 }
 
 /* send_expect -- send len bytes of b, return the reply's status. The

@@ -99,22 +99,9 @@ static uint64_t
 raw_stat(struct raw_client *c, enum proto_stat which)
 {
 	uint64_t v[PROTO_STATS_MAX] = { 0 };
-	uint8_t *rep = NULL;
-	struct proto_rep_hdr h;
-	struct preader r;
-	struct pbuf f;
-	size_t len = 0;
 	uint32_t n = 0;
 
-	pbuf_init(&f);
-	proto_put_req_hdr(&f, &(struct proto_req_hdr){ PROTO_VERSION,
-	    PROTO_OP_STATS, c->next_id++, c->session, c->token });
-	cr_assert_eq(raw_call(c, f.data, f.len, &rep, &len), 0);
-	pbuf_fini(&f);
-	cr_assert_eq(proto_get_rep_hdr(rep, len, &h, &r), 0);
-	cr_assert_eq(h.status, 0);
-	cr_assert_eq(proto_get_stats(&r, v, PROTO_STATS_MAX, &n), 0);
-	free(rep);
+	cr_assert_rc(raw_stats(c, v, PROTO_STATS_MAX, &n), 0);
 	return v[which];
 }
 

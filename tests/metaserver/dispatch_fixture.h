@@ -3,6 +3,8 @@
  * struct ms on a temporary pool (set up per test), clients that are plain
  * numbers for pipes, and builders that send one request through
  * ms_dispatch and decode its reply. dispatch_fixture.c implements it.
+ * Every name it exports starts with dfx_ (the macros excepted), so that
+ * the test files that include it keep their own names to themselves.
  */
 #ifndef CXLP_TEST_DISPATCH_FIXTURE_H
 #define CXLP_TEST_DISPATCH_FIXTURE_H
@@ -25,45 +27,46 @@
 #define PAGE (64ull << 10)
 #define GRACE_MS 1000
 
-struct cl {
+struct dfx_cl {
 	uint64_t session, token, next_id, pipe;
 	struct proto_loc region; /* from cl_region */
 };
 
-extern struct ms ms;
-extern char pool_file[96];
+extern struct ms dfx_ms;
+extern char dfx_pool_file[96];
 
-void ms_open(void);
-void setup(void);
-void teardown(void);
-int send_raw(uint64_t pipe, const struct pbuf *frame, struct pbuf *rep,
+void dfx_ms_open(void);
+void dfx_setup(void);
+void dfx_teardown(void);
+int dfx_send_raw(uint64_t pipe, const struct pbuf *frame, struct pbuf *rep,
     struct proto_rep_hdr *h, struct preader *body);
-void put_req(struct pbuf *b, const struct cl *c, uint16_t op, uint64_t req_id);
-int call_id(struct cl *c, uint16_t op, uint64_t req_id,
+void dfx_put_req(struct pbuf *b, const struct dfx_cl *c, uint16_t op,
+    uint64_t req_id);
+int dfx_call_id(struct dfx_cl *c, uint16_t op, uint64_t req_id,
     const struct pbuf *body, struct pbuf *rep, struct proto_result *res,
     uint32_t *n);
-int call(struct cl *c, uint16_t op, const struct pbuf *body,
+int dfx_call(struct dfx_cl *c, uint16_t op, const struct pbuf *body,
     struct proto_result *res, uint32_t *n);
-int hello_flags(struct cl *c, uint64_t pipe, uint32_t flags, uint32_t pid,
-    uint64_t start_time);
-/* hello_from -- hello_flags as a handler of host (hello_flags: "testhost",
- * which is not this host). */
-int hello_from(struct cl *c, uint64_t pipe, uint32_t flags, uint32_t pid,
-    uint64_t start_time, const char *host);
-void hello(struct cl *c, uint64_t pipe);
-int region_alloc(struct cl *c, uint64_t len, uint64_t page,
+int dfx_hello_flags(struct dfx_cl *c, uint64_t pipe, uint32_t flags,
+    uint32_t pid, uint64_t start_time);
+/* dfx_hello_from -- dfx_hello_flags as a handler of host
+ * (dfx_hello_flags: "testhost", which is not this host). */
+int dfx_hello_from(struct dfx_cl *c, uint64_t pipe, uint32_t flags,
+    uint32_t pid, uint64_t start_time, const char *host);
+void dfx_hello(struct dfx_cl *c, uint64_t pipe);
+int dfx_region_alloc(struct dfx_cl *c, uint64_t len, uint64_t page,
     struct proto_loc *loc);
-void client(struct cl *c, uint64_t pipe);
-uint64_t page_off(const struct cl *c, unsigned page);
-int reg1(struct cl *c, uint32_t flags, const char *key, uint32_t region,
+void dfx_client(struct dfx_cl *c, uint64_t pipe);
+uint64_t dfx_page_off(const struct dfx_cl *c, unsigned page);
+int dfx_reg1(struct dfx_cl *c, uint32_t flags, const char *key, uint32_t region,
     uint64_t off, uint64_t len, struct proto_result *res);
-int reg_page(struct cl *c, uint32_t flags, const char *key, unsigned page,
-    struct proto_result *res);
-void put_keys(struct pbuf *b, uint32_t flags, size_t n,
+int dfx_reg_page(struct dfx_cl *c, uint32_t flags, const char *key,
+    unsigned page, struct proto_result *res);
+void dfx_put_keys(struct pbuf *b, uint32_t flags, size_t n,
     const char *const *keys);
-int keyop(struct cl *c, uint16_t op, uint32_t flags, size_t n,
+int dfx_keyop(struct dfx_cl *c, uint16_t op, uint32_t flags, size_t n,
     const char *const *keys, struct proto_result *res, uint32_t *m);
-int key1(struct cl *c, uint16_t op, uint32_t flags, const char *key);
-uint64_t stat_of(struct cl *c, enum proto_stat which);
+int dfx_key1(struct dfx_cl *c, uint16_t op, uint32_t flags, const char *key);
+uint64_t dfx_stat_of(struct dfx_cl *c, enum proto_stat which);
 
 #endif

@@ -1,37 +1,39 @@
 /*
  * test_dispatch.c -- metaserver/dispatch.c: ms_dispatch driven directly
  * with frames built by the codec, on a temporary pool, with no sockets
- * (dispatch_fixture.h). Session death is in test_liveness.c, malformed
- * and hostile frames in test_frames.c.
+ * (dispatch_fixture.h): sessions (HELLO, SESSIONS, reattach, tokens),
+ * REGISTER and LOOKUP/EXISTS. DELETE, regions, unpins and replayed
+ * requests are in test_dispatch_release.c; session death in
+ * test_liveness.c, malformed and hostile frames in test_frames.c.
  */
 #include "dispatch_fixture.h"
 #include "layout.h"
 
-TestSuite(dispatch, .init = setup, .fini = teardown);
+TestSuite(dispatch, .init = dfx_setup, .fini = dfx_teardown);
 
 /* ---- sessions ----------------------------------------------------------- */
 
 Test(dispatch, hello_returns_a_session_with_pool_path_size_and_align)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 
-	hello(&a, 1);
-	hello(&b, 2);
+	dfx_hello(&a, 1);
+	dfx_hello(&b, 2);
 	cr_assert_neq(a.session, b.session);
 	cr_assert_neq(a.token, 0);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_SESSIONS), 2);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_SESSIONS), 2);
 }
 
 /* SESSIONS as c; the decoded entries in *v (caller frees), count in *n.
  * Hosts point into *rep, which the caller finishes. */
 static void
-sessions_of(struct cl *c, struct pbuf *rep, struct proto_session_info **v,
+sessions_of(struct dfx_cl *c, struct pbuf *rep, struct proto_session_info **v,
     uint32_t *n)
 {
 	struct proto_rep_hdr h;
 	struct preader r;
 
-	cr_assert_eq(call_id(c, PROTO_OP_SESSIONS, ++c->next_id, NULL, rep,
+	cr_assert_eq(dfx_call_id(c, PROTO_OP_SESSIONS, ++c->next_id, NULL, rep,
 	    NULL, NULL), 0, "SESSIONS: %s", cxlp_errormsg());
 	cr_assert_eq(proto_get_rep_hdr(rep->data, rep->len, &h, &r), 0);
 	cr_assert_eq(proto_get_sessions(&r, v, n), 0, "%s", cxlp_errormsg());
@@ -54,13 +56,13 @@ Test(dispatch, sessions_lists_every_session_with_its_regions_and_pins)
 	const struct proto_session_info *ea, *eb;
 	struct proto_session_info *v = NULL;
 	struct proto_result res;
-	struct cl a, b;
+	struct dfx_cl a, b;
 	struct pbuf rep;
 	uint32_t n = 0;
 
-	client(&a, 1);
-	hello(&b, 2);
-	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	dfx_client(&a, 1);
+	dfx_hello(&b, 2);
+	cr_assert_eq(dfx_reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
 	pbuf_init(&rep);
 	sessions_of(&b, &rep, &v, &n);
 	cr_assert_eq(n, 2);
@@ -83,14 +85,14 @@ Test(dispatch, sessions_lists_every_session_with_its_regions_and_pins)
 Test(dispatch, sessions_flags_a_session_whose_pipe_went_as_detached)
 {
 	struct proto_session_info *v = NULL;
-	struct cl a, b;
+	struct dfx_cl a, b;
 	struct pbuf rep;
 	uint32_t n = 0;
 
-	hello(&a, 1);
-	hello(&b, 2);
-	ms_pipe_added(&ms, 1, (uint64_t)getpid());
-	ms_pipe_removed(&ms, 1, ms_now_ms());
+	dfx_hello(&a, 1);
+	dfx_hello(&b, 2);
+	ms_pipe_added(&dfx_ms, 1, (uint64_t)getpid());
+	ms_pipe_removed(&dfx_ms, 1, ms_now_ms());
 	pbuf_init(&rep);
 	sessions_of(&b, &rep, &v, &n);
 	cr_assert_eq(n, 2);
@@ -99,7 +101,7 @@ Test(dispatch, sessions_flags_a_session_whose_pipe_went_as_detached)
 	free(v);
 	pbuf_fini(&rep);
 	/* a session that ended is no longer listed */
-	cr_assert_eq(call(&a, PROTO_OP_BYE, NULL, NULL, NULL), 0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_BYE, NULL, NULL, NULL), 0);
 	pbuf_init(&rep);
 	sessions_of(&b, &rep, &v, &n);
 	cr_assert_eq(n, 1);
@@ -110,77 +112,77 @@ Test(dispatch, sessions_flags_a_session_whose_pipe_went_as_detached)
 
 Test(dispatch, sessions_needs_a_session_and_an_empty_body)
 {
-	struct cl none = { 0 }, a;
+	struct dfx_cl none = { 0 }, a;
 	struct pbuf body;
 
-	cr_assert_eq(call(&none, PROTO_OP_SESSIONS, NULL, NULL, NULL),
+	cr_assert_eq(dfx_call(&none, PROTO_OP_SESSIONS, NULL, NULL, NULL),
 	    CXLP_E_SESSION);
-	hello(&a, 1);
+	dfx_hello(&a, 1);
 	pbuf_init(&body);
 	pbuf_put_u32(&body, 0);
-	cr_assert_eq(call(&a, PROTO_OP_SESSIONS, &body, NULL, NULL),
+	cr_assert_eq(dfx_call(&a, PROTO_OP_SESSIONS, &body, NULL, NULL),
 	    CXLP_E_PROTO);
 	pbuf_fini(&body);
 }
 
 Test(dispatch, request_without_session_is_refused_with_session_error)
 {
-	struct cl none = { 0 };
+	struct dfx_cl none = { 0 };
 
-	cr_assert_eq(call(&none, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	cr_assert_eq(dfx_call(&none, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
 	    CXLP_E_SESSION);
 }
 
 Test(dispatch, request_with_wrong_token_is_refused_with_session_error)
 {
-	struct cl a, thief;
+	struct dfx_cl a, thief;
 
-	hello(&a, 1);
+	dfx_hello(&a, 1);
 	thief = a;
 	thief.token ^= 1;
 	thief.pipe = 9;
-	cr_assert_eq(call(&thief, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	cr_assert_eq(dfx_call(&thief, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
 	    CXLP_E_SESSION);
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
 }
 
 Test(dispatch, reattach_with_its_token_resumes_the_session_and_its_regions)
 {
-	struct cl a, again, bad;
+	struct dfx_cl a, again, bad;
 	struct proto_result res;
 
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
-	ms_pipe_added(&ms, 1, 0);
-	ms_pipe_removed(&ms, 1, ms_now_ms());
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&dfx_ms, 1, 0);
+	ms_pipe_removed(&dfx_ms, 1, ms_now_ms());
 	again = a;
-	cr_assert_eq(hello_flags(&again, 2, PROTO_HELLO_REATTACH,
+	cr_assert_eq(dfx_hello_flags(&again, 2, PROTO_HELLO_REATTACH,
 	    (uint32_t)getpid(), 0), 0);
 	cr_assert_eq(again.session, a.session);
 	cr_assert_eq(again.token, a.token);
-	cr_assert_eq(ms_reap(&ms, ms_now_ms() + 10 * GRACE_MS), 0);
+	cr_assert_eq(ms_reap(&dfx_ms, ms_now_ms() + 10 * GRACE_MS), 0);
 	/* still owns its region and its pin */
-	cr_assert_eq(reg_page(&again, 0, "k2", 1, &res), 0);
+	cr_assert_eq(dfx_reg_page(&again, 0, "k2", 1, &res), 0);
 	cr_assert_eq(res.status, 0);
-	cr_assert_eq(key1(&again, PROTO_OP_UNPIN, 0, "k"), 0);
+	cr_assert_eq(dfx_key1(&again, PROTO_OP_UNPIN, 0, "k"), 0);
 	bad = a;
 	bad.token++;
-	cr_assert_eq(hello_flags(&bad, 3, PROTO_HELLO_REATTACH, 1, 0),
+	cr_assert_eq(dfx_hello_flags(&bad, 3, PROTO_HELLO_REATTACH, 1, 0),
 	    CXLP_E_SESSION);
 }
 
 Test(dispatch, heartbeat_gets_an_empty_reply)
 {
-	struct cl a;
+	struct dfx_cl a;
 	struct proto_rep_hdr h;
 	struct preader r;
 	struct pbuf f, rep;
 
-	hello(&a, 1);
+	dfx_hello(&a, 1);
 	pbuf_init(&f);
 	pbuf_init(&rep);
-	put_req(&f, &a, PROTO_OP_HEARTBEAT, 5);
-	cr_assert_eq(send_raw(1, &f, &rep, &h, &r), 0);
+	dfx_put_req(&f, &a, PROTO_OP_HEARTBEAT, 5);
+	cr_assert_eq(dfx_send_raw(1, &f, &rep, &h, &r), 0);
 	cr_assert_eq(rep.len, PROTO_REP_HDR_LEN);
 	pbuf_fini(&f);
 	pbuf_fini(&rep);
@@ -190,91 +192,91 @@ Test(dispatch, heartbeat_gets_an_empty_reply)
 
 Test(dispatch, register_of_a_new_key_reports_new_and_its_location)
 {
-	struct cl a;
+	struct dfx_cl a;
 	struct proto_result res;
 
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, 0, "model@0@abc", 3, &res), 0);
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg_page(&a, 0, "model@0@abc", 3, &res), 0);
 	cr_assert_eq(res.status, 0);
 	cr_assert_eq(res.flags, PROTO_R_NEW);
 	cr_assert_eq(res.loc.region, a.region.region);
 	cr_assert_eq(res.loc.gen, a.region.gen);
 	cr_assert_eq(res.loc.region_off, a.region.region_off);
 	cr_assert_eq(res.loc.region_len, a.region.region_len);
-	cr_assert_eq(res.loc.off, page_off(&a, 3));
+	cr_assert_eq(res.loc.off, dfx_page_off(&a, 3));
 	cr_assert_eq(res.loc.len, 100);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_KEYS), 1);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_KEYS), 1);
 }
 
 Test(dispatch, register_of_an_existing_key_reports_the_winners_location)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	struct proto_result ra, rb;
 
-	client(&a, 1);
-	client(&b, 2);
-	cr_assert_eq(reg_page(&a, 0, "k", 0, &ra), 0);
-	cr_assert_eq(reg_page(&b, 0, "k", 5, &rb), 0);
+	dfx_client(&a, 1);
+	dfx_client(&b, 2);
+	cr_assert_eq(dfx_reg_page(&a, 0, "k", 0, &ra), 0);
+	cr_assert_eq(dfx_reg_page(&b, 0, "k", 5, &rb), 0);
 	cr_assert_eq(rb.status, 0);
 	cr_assert_eq(rb.flags, 0);
 	cr_assert_eq(rb.loc.region, a.region.region);
-	cr_assert_eq(rb.loc.off, page_off(&a, 0));
+	cr_assert_eq(rb.loc.off, dfx_page_off(&a, 0));
 	/* the loser's page stays free: it can register another key there */
-	cr_assert_eq(reg_page(&b, 0, "other", 5, &rb), 0);
+	cr_assert_eq(dfx_reg_page(&b, 0, "other", 5, &rb), 0);
 	cr_assert_eq(rb.flags, PROTO_R_NEW);
 }
 
 Test(dispatch, register_duplicate_in_one_batch_reports_the_first_entry)
 {
-	struct cl a;
+	struct dfx_cl a;
 	struct proto_reg g[2];
 	struct proto_result res[2];
 	struct pbuf b;
 	uint32_t n = 0;
 
-	client(&a, 1);
+	dfx_client(&a, 1);
 	for (int i = 0; i < 2; i++) {
 		g[i].key.data = (const uint8_t *)"dup";
 		g[i].key.len = 3;
 		g[i].region = a.region.region;
-		g[i].off = page_off(&a, (unsigned)i);
+		g[i].off = dfx_page_off(&a, (unsigned)i);
 		g[i].len = 10;
 	}
 	pbuf_init(&b);
 	proto_put_regs(&b, 0, 2, g);
-	cr_assert_eq(call(&a, PROTO_OP_REGISTER, &b, res, &n), 0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_REGISTER, &b, res, &n), 0);
 	pbuf_fini(&b);
 	cr_assert_eq(n, 2);
 	cr_assert_eq(res[0].flags, PROTO_R_NEW);
 	cr_assert_eq(res[1].status, 0);
 	cr_assert_eq(res[1].flags, 0);
-	cr_assert_eq(res[1].loc.off, page_off(&a, 0));
+	cr_assert_eq(res[1].loc.off, dfx_page_off(&a, 0));
 }
 
 Test(dispatch, register_into_a_foreign_region_is_refused_with_perm)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	struct proto_result res;
 
-	client(&a, 1);
-	client(&b, 2);
-	cr_assert_eq(reg1(&b, 0, "k", a.region.region, page_off(&a, 0), 10,
-	    &res), 0);
+	dfx_client(&a, 1);
+	dfx_client(&b, 2);
+	cr_assert_eq(dfx_reg1(&b, 0, "k", a.region.region, dfx_page_off(&a, 0),
+	    10, &res), 0);
 	cr_assert_eq(res.status, CXLP_E_PERM);
 	cr_assert_eq(res.loc.region_off, 0);
-	cr_assert_eq(key1(&a, PROTO_OP_EXISTS, 0, "k"), CXLP_E_NOTFOUND);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_EXISTS, 0, "k"), CXLP_E_NOTFOUND);
 }
 
 Test(dispatch, register_past_the_region_end_is_refused_with_bounds)
 {
-	struct cl a;
+	struct dfx_cl a;
 	struct proto_result res;
 
-	client(&a, 1);
-	cr_assert_eq(reg1(&a, 0, "k", a.region.region,
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg1(&a, 0, "k", a.region.region,
 	    a.region.region_off + a.region.region_len, 10, &res), 0);
 	cr_assert_eq(res.status, CXLP_E_BOUNDS);
-	cr_assert_eq(reg1(&a, 0, "k", a.region.region, page_off(&a, 0),
+	cr_assert_eq(dfx_reg1(&a, 0, "k", a.region.region, dfx_page_off(&a, 0),
 	    PAGE + 1, &res), 0);
 	cr_assert_eq(res.status, CXLP_E_TOOBIG);
 }
@@ -285,21 +287,21 @@ Test(dispatch, register_past_the_region_end_is_refused_with_bounds)
 Test(dispatch, register_at_a_partial_last_page_is_refused_with_bounds)
 {
 	const uint64_t page = 12288; /* 170 whole pages in 2 MiB, and 8 KiB */
-	struct cl a, b;
+	struct dfx_cl a, b;
 	struct proto_loc loc;
 	struct proto_result res;
 
-	hello(&a, 1);
-	cr_assert_eq(region_alloc(&a, REGION_LEN, page, &loc), 0);
+	dfx_hello(&a, 1);
+	cr_assert_eq(dfx_region_alloc(&a, REGION_LEN, page, &loc), 0);
 	cr_assert_neq(loc.region_len % page, 0);
-	cr_assert_eq(reg1(&a, 0, "last", loc.region, loc.region_off +
+	cr_assert_eq(dfx_reg1(&a, 0, "last", loc.region, loc.region_off +
 	    (loc.region_len / page) * page, 10, &res), 0);
 	cr_assert_eq(res.status, CXLP_E_BOUNDS);
-	cr_assert_eq(reg1(&a, 0, "whole", loc.region, loc.region_off +
+	cr_assert_eq(dfx_reg1(&a, 0, "whole", loc.region, loc.region_off +
 	    (loc.region_len / page - 1) * page, 10, &res), 0);
 	cr_assert_eq(res.status, 0, "the last whole page is a page");
-	hello(&b, 2);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_KEYS), 1);
+	dfx_hello(&b, 2);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_KEYS), 1);
 }
 
 /* One session may hold PIN_COUNT_MAX pins on one key. A PIN past that
@@ -312,75 +314,75 @@ Test(dispatch, a_pin_past_the_per_key_limit_is_refused_and_stops_the_batch)
 	static const char *keys[N];
 	static struct proto_result res[N];
 	struct proto_result r1;
-	struct cl a;
+	struct dfx_cl a;
 	uint64_t total = 0;
 	uint32_t m = 0;
 
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, 0, "k", 0, &r1), 0);
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg_page(&a, 0, "k", 0, &r1), 0);
 	for (int i = 0; i < N; i++) {
 		keys[i] = "k";
 	}
 	for (; total + N <= PIN_COUNT_MAX; total += N) {
-		int st = keyop(&a, PROTO_OP_PIN, 0, N, keys, res, &m);
+		int st = dfx_keyop(&a, PROTO_OP_PIN, 0, N, keys, res, &m);
 
 		cr_assert_eq(st, 0, "after %llu pins: %d",
 		    (unsigned long long)total, st);
 		cr_assert_eq(m, N);
 		cr_assert_eq(res[N - 1].status, 0);
 	}
-	cr_assert_eq(keyop(&a, PROTO_OP_PIN, 0, N, keys, res, &m), 0);
+	cr_assert_eq(dfx_keyop(&a, PROTO_OP_PIN, 0, N, keys, res, &m), 0);
 	cr_assert_eq(m, PIN_COUNT_MAX - total + 1, "%u results", m);
 	cr_assert_eq(res[m - 1].status, CXLP_E_NOSPACE);
 	cr_assert_eq(res[m - 2].status, 0);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), PIN_COUNT_MAX);
-	cr_assert_eq(key1(&a, PROTO_OP_LOOKUP, PROTO_F_PIN, "k"),
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_PINS), PIN_COUNT_MAX);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_LOOKUP, PROTO_F_PIN, "k"),
 	    CXLP_E_NOSPACE);
-	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_LOOKUP, PROTO_F_PIN, "k"), 0);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), PIN_COUNT_MAX);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_UNPIN, 0, "k"), 0);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_LOOKUP, PROTO_F_PIN, "k"), 0);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_PINS), PIN_COUNT_MAX);
 }
 
 Test(dispatch, register_into_a_page_that_holds_a_key_is_refused_with_busy)
 {
-	struct cl a;
+	struct dfx_cl a;
 	struct proto_result res;
 
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, 0, "first", 2, &res), 0);
-	cr_assert_eq(reg_page(&a, 0, "second", 2, &res), 0);
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg_page(&a, 0, "first", 2, &res), 0);
+	cr_assert_eq(dfx_reg_page(&a, 0, "second", 2, &res), 0);
 	cr_assert_eq(res.status, CXLP_E_BUSY);
 }
 
 Test(dispatch, register_with_pin_pins_winners_and_losers)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	struct proto_result res;
 
-	client(&a, 1);
-	client(&b, 2);
-	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	dfx_client(&a, 1);
+	dfx_client(&b, 2);
+	cr_assert_eq(dfx_reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
 	cr_assert_eq(res.flags, PROTO_R_NEW);
-	cr_assert_eq(reg_page(&b, PROTO_F_PIN, "k", 0, &res), 0);
+	cr_assert_eq(dfx_reg_page(&b, PROTO_F_PIN, "k", 0, &res), 0);
 	cr_assert_eq(res.flags, 0);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 2);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_PINS), 2);
 	/* each holds exactly one pin of its own */
-	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), CXLP_E_NOTPINNED);
-	cr_assert_eq(key1(&b, PROTO_OP_UNPIN, 0, "k"), 0);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 0);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_UNPIN, 0, "k"), 0);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_UNPIN, 0, "k"), CXLP_E_NOTPINNED);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_UNPIN, 0, "k"), 0);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_PINS), 0);
 }
 
 Test(dispatch, register_with_pin_does_not_pin_failed_entries)
 {
-	struct cl a;
+	struct dfx_cl a;
 	struct proto_result res;
 
-	client(&a, 1);
-	cr_assert_eq(reg1(&a, PROTO_F_PIN, "k", a.region.region, 7, 10, &res),
-	    0);
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg1(&a, PROTO_F_PIN, "k", a.region.region, 7, 10,
+	    &res), 0);
 	cr_assert_neq(res.status, 0);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 0);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_PINS), 0);
 }
 
 /* ---- lookup / exists ---------------------------------------------------- */
@@ -389,363 +391,38 @@ Test(dispatch, lookup_and_exists_find_keys_and_report_missing_ones)
 {
 	static const char *const keys[] = { "a", "missing", "b" };
 	struct proto_result res[3];
-	struct cl c;
+	struct dfx_cl c;
 	uint32_t m = 0;
 
-	client(&c, 1);
-	cr_assert_eq(reg_page(&c, 0, "a", 0, res), 0);
-	cr_assert_eq(reg_page(&c, 0, "b", 1, res), 0);
+	dfx_client(&c, 1);
+	cr_assert_eq(dfx_reg_page(&c, 0, "a", 0, res), 0);
+	cr_assert_eq(dfx_reg_page(&c, 0, "b", 1, res), 0);
 	for (int op = PROTO_OP_LOOKUP; op <= PROTO_OP_EXISTS; op++) {
-		cr_assert_eq(keyop(&c, (uint16_t)op, 0, 3, keys, res, &m), 0);
+		cr_assert_eq(dfx_keyop(&c, (uint16_t)op, 0, 3, keys, res, &m),
+		    0);
 		cr_assert_eq(m, 3);
 		cr_assert_eq(res[0].status, 0);
-		cr_assert_eq(res[0].loc.off, page_off(&c, 0));
+		cr_assert_eq(res[0].loc.off, dfx_page_off(&c, 0));
 		cr_assert_eq(res[0].loc.region_len, REGION_LEN);
 		cr_assert_eq(res[1].status, CXLP_E_NOTFOUND);
 		cr_assert_eq(res[2].status, 0);
-		cr_assert_eq(res[2].loc.off, page_off(&c, 1));
+		cr_assert_eq(res[2].loc.off, dfx_page_off(&c, 1));
 	}
-	cr_assert_eq(stat_of(&c, PROTO_STAT_PINS), 0);
+	cr_assert_eq(dfx_stat_of(&c, PROTO_STAT_PINS), 0);
 }
 
 Test(dispatch, lookup_with_pin_pins_each_key_found)
 {
 	static const char *const keys[] = { "a", "missing" };
 	struct proto_result res[2];
-	struct cl c;
+	struct dfx_cl c;
 	uint32_t m = 0;
 
-	client(&c, 1);
-	cr_assert_eq(reg_page(&c, 0, "a", 0, res), 0);
-	cr_assert_eq(keyop(&c, PROTO_OP_LOOKUP, PROTO_F_PIN, 2, keys, res, &m),
-	    0);
+	dfx_client(&c, 1);
+	cr_assert_eq(dfx_reg_page(&c, 0, "a", 0, res), 0);
+	cr_assert_eq(dfx_keyop(&c, PROTO_OP_LOOKUP, PROTO_F_PIN, 2, keys, res,
+	    &m), 0);
 	cr_assert_eq(res[1].status, CXLP_E_NOTFOUND);
-	cr_assert_eq(stat_of(&c, PROTO_STAT_PINS), 1);
-	cr_assert_eq(key1(&c, PROTO_OP_DELETE, 0, "a"), CXLP_E_PINNED);
-}
-
-/* ---- delete ------------------------------------------------------------- */
-
-Test(dispatch, delete_of_a_pinned_key_is_refused_with_pinned)
-{
-	struct cl a, b;
-	struct proto_result res;
-
-	client(&a, 1);
-	hello(&b, 2);
-	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
-	cr_assert_eq(key1(&b, PROTO_OP_PIN, 0, "k"), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
-	cr_assert_eq(key1(&a, PROTO_OP_EXISTS, 0, "k"), 0);
-	cr_assert_eq(key1(&b, PROTO_OP_UNPIN, 0, "k"), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_DELETE, 0, "k"), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_DELETE, 0, "k"), CXLP_E_NOTFOUND);
-}
-
-Test(dispatch, delete_of_another_live_sessions_key_is_refused_with_perm)
-{
-	struct cl a, b;
-	struct proto_result res;
-
-	client(&a, 1);
-	hello(&b, 2);
-	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PERM);
-	cr_assert_eq(key1(&b, PROTO_OP_EXISTS, 0, "k"), 0);
-}
-
-Test(dispatch, delete_returns_the_old_location_to_the_owner)
-{
-	static const char *const key = "k";
-	struct proto_result res[1];
-	struct cl a;
-	uint32_t m = 0;
-
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, 0, "k", 4, res), 0);
-	cr_assert_eq(keyop(&a, PROTO_OP_DELETE, 0, 1, &key, res, &m), 0);
-	cr_assert_eq(res[0].status, 0);
-	cr_assert_eq(res[0].loc.off, page_off(&a, 4));
-	cr_assert_eq(res[0].loc.region, a.region.region);
-}
-
-Test(dispatch, delete_is_allowed_after_the_owner_said_bye)
-{
-	struct cl a, b;
-	struct proto_result res;
-
-	client(&a, 1);
-	hello(&b, 2);
-	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
-	cr_assert_eq(call(&a, PROTO_OP_BYE, NULL, NULL, NULL), 0);
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
-	    CXLP_E_SESSION);
-	cr_assert_eq(key1(&b, PROTO_OP_EXISTS, 0, "k"), 0);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
-}
-
-Test(dispatch, deleting_the_last_key_of_an_orphan_region_frees_it)
-{
-	struct cl a, b;
-	struct proto_result res;
-	uint64_t free0;
-
-	hello(&b, 2);
-	free0 = stat_of(&b, PROTO_STAT_FREE_BYTES);
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, 0, "k1", 0, &res), 0);
-	cr_assert_eq(reg_page(&a, 0, "k2", 1, &res), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0 - REGION_LEN);
-	cr_assert_eq(call(&a, PROTO_OP_BYE, NULL, NULL, NULL), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k1"), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0 - REGION_LEN);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k2"), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 0);
-}
-
-Test(dispatch, bye_frees_a_region_with_no_keys_at_once)
-{
-	struct cl a, b;
-	uint64_t free0;
-
-	hello(&b, 2);
-	free0 = stat_of(&b, PROTO_STAT_FREE_BYTES);
-	client(&a, 1);
-	cr_assert_eq(call(&a, PROTO_OP_BYE, NULL, NULL, NULL), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
-}
-
-/* ---- regions ------------------------------------------------------------ */
-
-Test(dispatch, region_free_needs_the_owner_and_the_right_gen)
-{
-	struct cl a, b;
-	struct pbuf body;
-	uint64_t free0;
-
-	hello(&b, 2);
-	free0 = stat_of(&b, PROTO_STAT_FREE_BYTES);
-	client(&a, 1);
-	pbuf_init(&body);
-	proto_put_region_free(&body, a.region.region, a.region.gen);
-	cr_assert_eq(call(&b, PROTO_OP_REGION_FREE, &body, NULL, NULL),
-	    CXLP_E_PERM);
-	pbuf_reset(&body);
-	proto_put_region_free(&body, a.region.region, a.region.gen + 1);
-	cr_assert_eq(call(&a, PROTO_OP_REGION_FREE, &body, NULL, NULL),
-	    CXLP_E_PERM);
-	pbuf_reset(&body);
-	proto_put_region_free(&body, a.region.region, a.region.gen);
-	cr_assert_eq(call(&a, PROTO_OP_REGION_FREE, &body, NULL, NULL), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0);
-	cr_assert_eq(call(&a, PROTO_OP_REGION_FREE, &body, NULL, NULL),
-	    CXLP_E_PERM);
-	pbuf_fini(&body);
-}
-
-Test(dispatch, region_alloc_beyond_the_pool_fails_with_nospace)
-{
-	struct cl a;
-	struct proto_loc loc;
-
-	hello(&a, 1);
-	cr_assert_eq(region_alloc(&a, POOL_SIZE, PAGE, &loc),
-	    CXLP_E_NOSPACE); /* the metadata area takes some */
-	cr_assert_eq(region_alloc(&a, REGION_LEN, 1, &loc), -EINVAL);
-	cr_assert_eq(region_alloc(&a, REGION_LEN, PAGE, &loc), 0);
-}
-
-/* ---- pins --------------------------------------------------------------- */
-
-Test(dispatch, another_sessions_unpin_cannot_release_my_pin)
-{
-	struct cl a, b;
-	struct proto_result res;
-
-	client(&a, 1);
-	hello(&b, 2);
-	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_PIN, 0, "k"), 0);
-	cr_assert_eq(key1(&b, PROTO_OP_UNPIN, 0, "k"), CXLP_E_NOTPINNED);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 1);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
-}
-
-Test(dispatch, unpin_without_a_pin_fails_and_of_a_missing_key_is_notfound)
-{
-	struct cl a;
-	struct proto_result res;
-
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), CXLP_E_NOTPINNED);
-	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "nope"), CXLP_E_NOTFOUND);
-	cr_assert_eq(key1(&a, PROTO_OP_PIN, 0, "k"), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_PIN, 0, "k"), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), CXLP_E_NOTPINNED);
-}
-
-Test(dispatch, batch_pin_stops_after_the_first_missing_key)
-{
-	static const char *const keys[] = { "a", "b", "missing", "c" };
-	struct proto_result res[4];
-	struct cl c;
-	uint32_t m = 0;
-
-	client(&c, 1);
-	cr_assert_eq(reg_page(&c, 0, "a", 0, res), 0);
-	cr_assert_eq(reg_page(&c, 0, "b", 1, res), 0);
-	cr_assert_eq(reg_page(&c, 0, "c", 2, res), 0);
-	cr_assert_eq(keyop(&c, PROTO_OP_PIN, 0, 4, keys, res, &m), 0);
-	cr_assert_eq(m, 3);
-	cr_assert_eq(res[0].status, 0);
-	cr_assert_eq(res[1].status, 0);
-	cr_assert_eq(res[2].status, CXLP_E_NOTFOUND);
-	cr_assert_eq(stat_of(&c, PROTO_STAT_PINS), 2);
-	cr_assert_eq(key1(&c, PROTO_OP_UNPIN, 0, "c"), CXLP_E_NOTPINNED);
-}
-
-Test(dispatch, bye_releases_all_pins_of_the_session)
-{
-	struct cl a, b;
-	struct proto_result res;
-
-	client(&a, 1);
-	hello(&b, 2);
-	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
-	cr_assert_eq(key1(&b, PROTO_OP_PIN, 0, "k"), 0);
-	cr_assert_eq(key1(&b, PROTO_OP_PIN, 0, "k"), 0);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 3);
-	cr_assert_eq(call(&b, PROTO_OP_BYE, NULL, NULL, NULL), 0);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 1);
-	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_DELETE, 0, "k"), 0);
-}
-
-/* ---- replies are cached by req_id -------------------------------------- */
-
-Test(dispatch, a_replayed_request_gets_the_identical_reply_bytes)
-{
-	struct cl a;
-	struct proto_reg g;
-	struct pbuf body, r1, r2;
-
-	client(&a, 1);
-	g = (struct proto_reg){ { (const uint8_t *)"k", 1 }, a.region.region,
-		page_off(&a, 0), 10 };
-	pbuf_init(&body);
-	pbuf_init(&r1);
-	pbuf_init(&r2);
-	proto_put_regs(&body, PROTO_F_PIN, 1, &g);
-	cr_assert_eq(call_id(&a, PROTO_OP_REGISTER, 77, &body, &r1, NULL,
-	    NULL), 0);
-	cr_assert_eq(call_id(&a, PROTO_OP_REGISTER, 77, &body, &r2, NULL,
-	    NULL), 0);
-	cr_assert_eq(r1.len, r2.len);
-	cr_assert(memcmp(r1.data, r2.data, r1.len) == 0);
-	/* applied once: the key is NEW in both, and pinned once */
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 1);
-	pbuf_fini(&body);
-	pbuf_fini(&r1);
-	pbuf_fini(&r2);
-}
-
-Test(dispatch, a_replayed_unpin_does_not_release_two_pins)
-{
-	static const char *const key = "k";
-	struct proto_result res;
-	struct cl a;
-	struct pbuf body, rep;
-
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_PIN, 0, "k"), 0);
-	pbuf_init(&body);
-	pbuf_init(&rep);
-	put_keys(&body, 0, 1, &key);
-	for (int i = 0; i < 3; i++) {
-		cr_assert_eq(call_id(&a, PROTO_OP_UNPIN, 500, &body, &rep,
-		    NULL, NULL), 0);
-	}
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 1);
-	pbuf_fini(&body);
-	pbuf_fini(&rep);
-}
-
-Test(dispatch, a_replayed_delete_answers_the_first_result)
-{
-	static const char *const key = "k";
-	struct proto_result res[1];
-	struct cl a;
-	struct pbuf body, rep;
-	uint32_t m = 0;
-
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, 0, "k", 0, res), 0);
-	pbuf_init(&body);
-	pbuf_init(&rep);
-	put_keys(&body, 0, 1, &key);
-	cr_assert_eq(call_id(&a, PROTO_OP_DELETE, 900, &body, &rep, res, &m),
-	    0);
-	cr_assert_eq(res[0].status, 0);
-	cr_assert_eq(call_id(&a, PROTO_OP_DELETE, 900, &body, &rep, res, &m),
-	    0);
-	cr_assert_eq(res[0].status, 0, "replay must answer the first result");
-	cr_assert_eq(call_id(&a, PROTO_OP_DELETE, 901, &body, &rep, res, &m),
-	    0);
-	cr_assert_eq(res[0].status, CXLP_E_NOTFOUND);
-	pbuf_fini(&body);
-	pbuf_fini(&rep);
-}
-
-/* A busy handler can retry a request after more than RC_ENTRIES other
- * requests of its session: the reply is gone from the cache, and the
- * retry must not be applied again (a second pin, taken by a PIN whose
- * caller believes it holds one) but answered CXLP_E_UNKNOWN. */
-Test(dispatch, a_retry_whose_reply_was_evicted_is_not_applied_again)
-{
-	static const char *const key = "k";
-	struct proto_result res;
-	struct cl a;
-	struct pbuf body, rep;
-
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
-	pbuf_init(&body);
-	pbuf_init(&rep);
-	put_keys(&body, 0, 1, &key);
-	cr_assert_eq(call_id(&a, PROTO_OP_PIN, 200, &body, &rep, NULL, NULL),
-	    0);
-	a.next_id = 1000;
-	for (int i = 0; i < RC_ENTRIES; i++) {
-		cr_assert_eq(key1(&a, PROTO_OP_EXISTS, 0, "k"), 0);
-	}
-	cr_assert_eq(call_id(&a, PROTO_OP_PIN, 200, &body, &rep, NULL, NULL),
-	    CXLP_E_UNKNOWN);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 1, "the retry pinned "
-	    "again");
-	pbuf_fini(&body);
-	pbuf_fini(&rep);
-}
-
-Test(dispatch, another_sessions_same_req_id_is_not_a_replay)
-{
-	struct cl a, b;
-	struct pbuf rep;
-	struct proto_loc loc;
-
-	hello(&a, 1);
-	hello(&b, 2);
-	pbuf_init(&rep);
-	a.next_id = 41;
-	b.next_id = 41;
-	cr_assert_eq(region_alloc(&a, REGION_LEN, PAGE, &loc), 0);
-	cr_assert_eq(region_alloc(&b, REGION_LEN, PAGE, &loc), 0);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_REGIONS), 2);
-	pbuf_fini(&rep);
+	cr_assert_eq(dfx_stat_of(&c, PROTO_STAT_PINS), 1);
+	cr_assert_eq(dfx_key1(&c, PROTO_OP_DELETE, 0, "a"), CXLP_E_PINNED);
 }

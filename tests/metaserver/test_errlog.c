@@ -39,11 +39,11 @@ count_line(int level, const char *msg, void *arg)
 static void
 errlog_setup(void)
 {
-	setup();
+	dfx_setup();
 	cxlp_set_log_fn(count_line, NULL, CXLP_LOG_ERR);
 }
 
-TestSuite(errlog, .init = errlog_setup, .fini = teardown, .timeout = 60);
+TestSuite(errlog, .init = errlog_setup, .fini = dfx_teardown, .timeout = 60);
 
 static uint64_t
 now_ms(void)
@@ -60,12 +60,13 @@ Test(errlog, a_flood_of_bad_frames_is_logged_in_bounded_lines_and_counted)
 {
 	static const uint8_t junk[24] = { 0xde, 0xad, 0xbe, 0xef };
 	struct pbuf rep, f;
-	struct cl c;
+	struct dfx_cl c;
 	uint64_t t0 = now_ms(), secs;
 
 	pbuf_init(&rep);
 	for (int i = 0; i < FLOOD; i++) {
-		cr_assert_eq(ms_dispatch(&ms, 1, junk, sizeof(junk), &rep), 0);
+		cr_assert_eq(ms_dispatch(&dfx_ms, 1, junk, sizeof(junk), &rep),
+		    0);
 	}
 	secs = (now_ms() - t0) / RL_WINDOW_MS + 1;
 	cr_assert_leq(seen.errors, RL_BURST * secs, "%llu error lines for "
@@ -73,13 +74,13 @@ Test(errlog, a_flood_of_bad_frames_is_logged_in_bounded_lines_and_counted)
 	    FLOOD, (unsigned long long)secs);
 	/* another peer is not held to pipe 1's budget */
 	pbuf_init(&f);
-	client(&c, 2);
-	put_req(&f, &c, 999, 424242);
-	cr_assert_eq(ms_dispatch(&ms, 2, f.data, f.len, &rep), 0);
+	dfx_client(&c, 2);
+	dfx_put_req(&f, &c, 999, 424242);
+	cr_assert_eq(ms_dispatch(&dfx_ms, 2, f.data, f.len, &rep), 0);
 	cr_assert_eq(seen.pipe2, 1, "pipe 2's error was not written");
 	/* after the window, any request writes the summary */
 	usleep((RL_WINDOW_MS + 100) * 1000);
-	cr_assert_eq(call(&c, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(dfx_call(&c, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
 	cr_assert_geq(seen.summaries, 1, "no summary line");
 	cr_assert_eq(seen.errors - seen.pipe2 + seen.suppressed, FLOOD,
 	    "%llu lines + %llu suppressed for %d frames",

@@ -6,7 +6,7 @@
  */
 #include "dispatch_fixture.h"
 
-TestSuite(frames, .init = setup, .fini = teardown);
+TestSuite(frames, .init = dfx_setup, .fini = dfx_teardown);
 
 /* Read a reply header without the codec's checks (the codec refuses op 0,
  * which the server uses when it cannot read the request's op). */
@@ -34,14 +34,14 @@ raw_rep_hdr(const struct pbuf *rep, struct proto_rep_hdr *h)
 /* Dispatch bytes; check the error reply's status, op and req_id; then
  * check that a good request still works. */
 static void
-expect_error(struct cl *c, const void *frame, size_t len, int status,
+expect_error(struct dfx_cl *c, const void *frame, size_t len, int status,
     uint16_t op, uint64_t req_id)
 {
 	struct proto_rep_hdr h;
 	struct pbuf rep;
 
 	pbuf_init(&rep);
-	cr_assert_eq(ms_dispatch(&ms, c->pipe, frame, len, &rep), 0);
+	cr_assert_eq(ms_dispatch(&dfx_ms, c->pipe, frame, len, &rep), 0);
 	raw_rep_hdr(&rep, &h);
 	cr_assert_eq(h.status, status, "status %d, expected %d", h.status,
 	    status);
@@ -49,17 +49,17 @@ expect_error(struct cl *c, const void *frame, size_t len, int status,
 	cr_assert_eq(h.req_id, req_id);
 	cr_assert_eq(rep.len, PROTO_REP_HDR_LEN);
 	pbuf_fini(&rep);
-	cr_assert_eq(call(c, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(dfx_call(c, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
 }
 
 static void
-frame_keys(struct pbuf *f, const struct cl *c, uint16_t op, uint64_t id,
+frame_keys(struct pbuf *f, const struct dfx_cl *c, uint16_t op, uint64_t id,
     uint32_t n, size_t klen)
 {
 	static char key[CXLP_KEY_MAX + 2];
 
 	memset(key, 'x', sizeof(key));
-	put_req(f, c, op, id);
+	dfx_put_req(f, c, op, id);
 	pbuf_put_u32(f, 0);
 	pbuf_put_u32(f, n);
 	for (uint32_t i = 0; i < n; i++) {
@@ -70,32 +70,32 @@ frame_keys(struct pbuf *f, const struct cl *c, uint16_t op, uint64_t id,
 
 Test(frames, malformed_headers_get_error_replies_and_the_server_goes_on)
 {
-	struct cl a;
+	struct dfx_cl a;
 	struct pbuf f;
 	uint8_t junk[8] = { 1, 2, 3 };
 
-	hello(&a, 1);
+	dfx_hello(&a, 1);
 	pbuf_init(&f);
 	expect_error(&a, junk, 0, CXLP_E_PROTO, 0, 0);
 	expect_error(&a, junk, sizeof(junk), CXLP_E_PROTO, 0, 0);
-	put_req(&f, &a, PROTO_OP_HEARTBEAT, 33);
+	dfx_put_req(&f, &a, PROTO_OP_HEARTBEAT, 33);
 	expect_error(&a, f.data, f.len - 1, CXLP_E_PROTO, PROTO_OP_HEARTBEAT,
 	    33); /* truncated */
 	f.data[0] ^= 0xff;
 	expect_error(&a, f.data, f.len, CXLP_E_PROTO, 0, 0); /* bad magic */
 	pbuf_reset(&f);
-	put_req(&f, &a, PROTO_OP_HEARTBEAT, 34);
+	dfx_put_req(&f, &a, PROTO_OP_HEARTBEAT, 34);
 	f.data[4] = 99; /* version */
 	expect_error(&a, f.data, f.len, CXLP_E_VERSION, PROTO_OP_HEARTBEAT,
 	    34);
 	pbuf_reset(&f);
-	put_req(&f, &a, 77, 35);
+	dfx_put_req(&f, &a, 77, 35);
 	expect_error(&a, f.data, f.len, CXLP_E_BADOP, 0, 35);
 	pbuf_reset(&f);
-	put_req(&f, &a, PROTO_OP_HEARTBEAT | PROTO_REPLY, 36);
+	dfx_put_req(&f, &a, PROTO_OP_HEARTBEAT | PROTO_REPLY, 36);
 	expect_error(&a, f.data, f.len, CXLP_E_PROTO, PROTO_OP_HEARTBEAT, 36);
 	pbuf_reset(&f);
-	put_req(&f, &a, PROTO_OP_HEARTBEAT, 37);
+	dfx_put_req(&f, &a, PROTO_OP_HEARTBEAT, 37);
 	pbuf_put_u32(&f, 0); /* trailing bytes */
 	expect_error(&a, f.data, f.len, CXLP_E_PROTO, PROTO_OP_HEARTBEAT, 37);
 	pbuf_fini(&f);
@@ -103,10 +103,10 @@ Test(frames, malformed_headers_get_error_replies_and_the_server_goes_on)
 
 Test(frames, malformed_bodies_get_the_exact_error_code)
 {
-	struct cl a;
+	struct dfx_cl a;
 	struct pbuf f;
 
-	client(&a, 1);
+	dfx_client(&a, 1);
 	pbuf_init(&f);
 	frame_keys(&f, &a, PROTO_OP_LOOKUP, 50, 1, CXLP_KEY_MAX + 1);
 	expect_error(&a, f.data, f.len, CXLP_E_KEYLEN, PROTO_OP_LOOKUP, 50);
@@ -123,29 +123,29 @@ Test(frames, malformed_bodies_get_the_exact_error_code)
 	frame_keys(&f, &a, PROTO_OP_PIN, 54, 3, 4);
 	expect_error(&a, f.data, f.len - 1, CXLP_E_PROTO, PROTO_OP_PIN, 54);
 	pbuf_reset(&f);
-	put_req(&f, &a, PROTO_OP_DELETE, 55); /* PIN flag on delete */
+	dfx_put_req(&f, &a, PROTO_OP_DELETE, 55); /* PIN flag on delete */
 	pbuf_put_u32(&f, PROTO_F_PIN);
 	pbuf_put_u32(&f, 1);
 	pbuf_put_u16(&f, 1);
 	pbuf_put_bytes(&f, "k", 1);
 	expect_error(&a, f.data, f.len, CXLP_E_PROTO, PROTO_OP_DELETE, 55);
 	pbuf_reset(&f);
-	put_req(&f, &a, PROTO_OP_REGION_ALLOC, 56);
+	dfx_put_req(&f, &a, PROTO_OP_REGION_ALLOC, 56);
 	pbuf_put_u64(&f, REGION_LEN);
 	expect_error(&a, f.data, f.len, CXLP_E_PROTO, PROTO_OP_REGION_ALLOC,
 	    56);
 	pbuf_fini(&f);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_REGIONS), 1);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_REGIONS), 1);
 }
 
 Test(frames, a_frame_larger_than_the_maximum_is_refused)
 {
-	struct cl a;
+	struct dfx_cl a;
 	struct pbuf f;
 
-	hello(&a, 1);
+	dfx_hello(&a, 1);
 	pbuf_init(&f);
-	put_req(&f, &a, PROTO_OP_HEARTBEAT, 60);
+	dfx_put_req(&f, &a, PROTO_OP_HEARTBEAT, 60);
 	while (f.len <= PROTO_FRAME_MAX) {
 		pbuf_put_u64(&f, 0);
 	}
@@ -155,12 +155,12 @@ Test(frames, a_frame_larger_than_the_maximum_is_refused)
 
 Test(frames, hello_with_a_malformed_body_is_refused)
 {
-	struct cl a;
+	struct dfx_cl a;
 	struct pbuf f;
 
-	hello(&a, 1);
+	dfx_hello(&a, 1);
 	pbuf_init(&f);
-	put_req(&f, NULL, PROTO_OP_HELLO, 3);
+	dfx_put_req(&f, NULL, PROTO_OP_HELLO, 3);
 	pbuf_put_u32(&f, 1);
 	expect_error(&a, f.data, f.len, CXLP_E_PROTO, PROTO_OP_HELLO, 3);
 	pbuf_fini(&f);
@@ -168,13 +168,13 @@ Test(frames, hello_with_a_malformed_body_is_refused)
 
 Test(frames, random_frames_always_get_a_decodable_reply)
 {
-	struct cl a;
+	struct dfx_cl a;
 	struct pbuf f, rep;
 	struct proto_rep_hdr h;
 	struct preader r;
 	unsigned seed = 12345;
 
-	client(&a, 1);
+	dfx_client(&a, 1);
 	pbuf_init(&f);
 	pbuf_init(&rep);
 	for (int i = 0; i < 3000; i++) {
@@ -182,7 +182,7 @@ Test(frames, random_frames_always_get_a_decodable_reply)
 		    (PROTO_OP_MAX + 1)); /* one unknown op too */
 
 		pbuf_reset(&f);
-		put_req(&f, &a, op == PROTO_OP_BYE ? PROTO_OP_HELLO : op,
+		dfx_put_req(&f, &a, op == PROTO_OP_BYE ? PROTO_OP_HELLO : op,
 		    (uint64_t)i + 1000);
 		for (int j = rand_r(&seed) % 80; j > 0; j--) {
 			uint8_t byte = (uint8_t)(rand_r(&seed) % 4 == 0 ?
@@ -193,7 +193,7 @@ Test(frames, random_frames_always_get_a_decodable_reply)
 		if (rand_r(&seed) % 8 == 0) {
 			f.data[rand_r(&seed) % f.len] ^= 0x5a;
 		}
-		cr_assert_eq(ms_dispatch(&ms, 1, f.data, f.len, &rep), 0);
+		cr_assert_eq(ms_dispatch(&dfx_ms, 1, f.data, f.len, &rep), 0);
 		raw_rep_hdr(&rep, &h);
 		if (h.op != 0) {
 			cr_assert_eq(proto_get_rep_hdr(rep.data, rep.len, &h,
@@ -202,7 +202,7 @@ Test(frames, random_frames_always_get_a_decodable_reply)
 	}
 	pbuf_fini(&f);
 	pbuf_fini(&rep);
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
-	cr_assert_eq(pool_check(ms.pool, NULL, NULL), 0);
-	cr_assert_eq(pins_check(&ms.pins, NULL, 0), 0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(pool_check(dfx_ms.pool, NULL, NULL), 0);
+	cr_assert_eq(pins_check(&dfx_ms.pins, NULL, 0), 0);
 }

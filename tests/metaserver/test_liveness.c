@@ -7,7 +7,7 @@
  */
 #include "dispatch_fixture.h"
 
-TestSuite(liveness, .init = setup, .fini = teardown);
+TestSuite(liveness, .init = dfx_setup, .fini = dfx_teardown);
 
 /* ---- session death ------------------------------------------------------ */
 
@@ -26,50 +26,51 @@ dead_pid(void)
 
 Test(liveness, a_session_whose_process_died_ends_when_its_pipe_goes)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	struct proto_result res;
 	uint64_t free0;
 
-	hello(&b, 2);
-	free0 = stat_of(&b, PROTO_STAT_FREE_BYTES);
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
-	ms_pipe_added(&ms, 1, (uint64_t)dead_pid());
-	ms_pipe_removed(&ms, 1, ms_now_ms());
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	dfx_hello(&b, 2);
+	free0 = dfx_stat_of(&b, PROTO_STAT_FREE_BYTES);
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&dfx_ms, 1, (uint64_t)dead_pid());
+	ms_pipe_removed(&dfx_ms, 1, ms_now_ms());
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
 	    CXLP_E_SESSION);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_FREE_BYTES), free0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_PINS), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_FREE_BYTES), free0);
 }
 
 Test(liveness, a_reused_pid_with_another_start_time_counts_as_dead)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 
-	hello(&b, 2);
+	dfx_hello(&b, 2);
 	memset(&a, 0, sizeof(a));
-	cr_assert_eq(hello_flags(&a, 1, 0, (uint32_t)getpid(), 1), 0);
-	ms_pipe_added(&ms, 1, (uint64_t)getpid());
-	ms_pipe_removed(&ms, 1, ms_now_ms());
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	cr_assert_eq(dfx_hello_flags(&a, 1, 0, (uint32_t)getpid(), 1), 0);
+	ms_pipe_added(&dfx_ms, 1, (uint64_t)getpid());
+	ms_pipe_removed(&dfx_ms, 1, ms_now_ms());
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
 	    CXLP_E_SESSION);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_SESSIONS), 1);
 }
 
 /* a (pipe 1, its process pid, 0 unknown) pins "k", then loses its pipe
  * at t0; b (pipe 2) watches. */
 static void
-pinned_then_detached(struct cl *a, struct cl *b, uint64_t pid, uint64_t t0)
+pinned_then_detached(struct dfx_cl *a, struct dfx_cl *b, uint64_t pid,
+    uint64_t t0)
 {
 	struct proto_result res;
 
-	hello(b, 2);
-	client(a, 1);
-	cr_assert_eq(reg_page(a, PROTO_F_PIN, "k", 0, &res), 0);
-	ms_pipe_added(&ms, 1, pid);
-	ms_pipe_removed(&ms, 1, t0);
+	dfx_hello(b, 2);
+	dfx_client(a, 1);
+	cr_assert_eq(dfx_reg_page(a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&dfx_ms, 1, pid);
+	ms_pipe_removed(&dfx_ms, 1, t0);
 }
 
 /* Its mappings outlive its connection: a process of this host that still
@@ -77,18 +78,18 @@ pinned_then_detached(struct cl *a, struct cl *b, uint64_t pid, uint64_t t0)
  * stays however long it is silent. */
 Test(liveness, a_live_process_of_this_host_keeps_its_session_while_it_runs)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	struct proto_result res;
 	uint64_t t0 = ms_now_ms();
 
 	pinned_then_detached(&a, &b, (uint64_t)getpid(), t0);
-	cr_assert_eq(ms_reap(&ms, t0 + 1000 * GRACE_MS), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 1);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 2);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
+	cr_assert_eq(ms_reap(&dfx_ms, t0 + 1000 * GRACE_MS), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_PINS), 1);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_SESSIONS), 2);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
 	a.pipe = 3; /* it speaks again, on a new connection */
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
-	cr_assert_eq(reg_page(&a, 0, "k2", 1, &res), 0, "its region is "
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(dfx_reg_page(&a, 0, "k2", 1, &res), 0, "its region is "
 	    "still its own");
 }
 
@@ -96,34 +97,34 @@ Test(liveness, a_live_process_of_this_host_keeps_its_session_while_it_runs)
  * is given the grace period, then ended: pins released. */
 Test(liveness, a_peer_of_unknown_pid_ends_after_the_grace_period)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	uint64_t t0 = ms_now_ms();
 
 	pinned_then_detached(&a, &b, 0, t0);
-	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS - 1), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 1);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
-	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS), 1);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 0);
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	cr_assert_eq(ms_reap(&dfx_ms, t0 + GRACE_MS - 1), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_PINS), 1);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
+	cr_assert_eq(ms_reap(&dfx_ms, t0 + GRACE_MS), 1);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_PINS), 0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
 	    CXLP_E_SESSION);
 }
 
 Test(liveness, a_detached_session_that_speaks_again_is_not_reaped)
 {
-	struct cl a;
+	struct dfx_cl a;
 	uint64_t t0 = ms_now_ms();
 
-	hello(&a, 1);
-	ms_pipe_added(&ms, 1, 0);
-	ms_pipe_removed(&ms, 1, t0);
+	dfx_hello(&a, 1);
+	ms_pipe_added(&dfx_ms, 1, 0);
+	ms_pipe_removed(&dfx_ms, 1, t0);
 	a.pipe = 5; /* nng redialed */
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
-	cr_assert_eq(ms_reap(&ms, t0 + 100 * GRACE_MS), 0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(ms_reap(&dfx_ms, t0 + 100 * GRACE_MS), 0);
 	/* the old pipe's late removal does not touch the new binding */
-	ms_pipe_removed(&ms, 1, t0);
-	cr_assert_eq(ms_reap(&ms, t0 + 100 * GRACE_MS), 0);
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	ms_pipe_removed(&dfx_ms, 1, t0);
+	cr_assert_eq(ms_reap(&dfx_ms, t0 + 100 * GRACE_MS), 0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
 }
 
 /* A request still in a worker's hands when its pipe's removal is handled
@@ -131,50 +132,50 @@ Test(liveness, a_detached_session_that_speaks_again_is_not_reaped)
  * pipe: nothing would ever detach the session again. */
 Test(liveness, a_request_served_after_its_pipe_went_does_not_reattach)
 {
-	struct cl a;
+	struct dfx_cl a;
 	uint64_t t0 = ms_now_ms();
 
-	hello(&a, 1);
-	ms_pipe_added(&ms, 1, 0);
-	ms_pipe_removed(&ms, 1, t0);
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0,
+	dfx_hello(&a, 1);
+	ms_pipe_added(&dfx_ms, 1, 0);
+	ms_pipe_removed(&dfx_ms, 1, t0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0,
 	    "the late request itself is still served");
-	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS), 1, "the late request "
+	cr_assert_eq(ms_reap(&dfx_ms, t0 + GRACE_MS), 1, "the late request "
 	    "bound the session to its dead pipe");
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
 	    CXLP_E_SESSION);
 }
 
 Test(liveness, a_hello_served_after_its_pipe_went_starts_detached)
 {
-	struct cl a;
+	struct dfx_cl a;
 	uint64_t t0;
 
-	ms_pipe_added(&ms, 3, 0);
-	ms_pipe_removed(&ms, 3, ms_now_ms());
-	hello(&a, 3);
+	ms_pipe_added(&dfx_ms, 3, 0);
+	ms_pipe_removed(&dfx_ms, 3, ms_now_ms());
+	dfx_hello(&a, 3);
 	t0 = ms_now_ms();
-	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS), 1, "a session made on a "
+	cr_assert_eq(ms_reap(&dfx_ms, t0 + GRACE_MS), 1, "a session made on a "
 	    "dead pipe would never end");
 }
 
 Test(liveness, a_late_request_on_an_old_pipe_leaves_a_live_session_alone)
 {
-	struct cl a;
+	struct dfx_cl a;
 	uint64_t t0 = ms_now_ms();
 
-	ms_pipe_added(&ms, 1, 0);
-	ms_pipe_added(&ms, 2, 0);
-	hello(&a, 1);
+	ms_pipe_added(&dfx_ms, 1, 0);
+	ms_pipe_added(&dfx_ms, 2, 0);
+	dfx_hello(&a, 1);
 	a.pipe = 2; /* the handler dialed afresh */
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
-	ms_pipe_removed(&ms, 1, t0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	ms_pipe_removed(&dfx_ms, 1, t0);
 	a.pipe = 1; /* one request still queued from the old connection */
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
-	cr_assert_eq(ms_reap(&ms, t0 + 100 * GRACE_MS), 0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(ms_reap(&dfx_ms, t0 + 100 * GRACE_MS), 0);
 	/* still bound to pipe 2: its loss detaches the session */
-	ms_pipe_removed(&ms, 2, t0);
-	cr_assert_eq(ms_reap(&ms, t0 + GRACE_MS), 1);
+	ms_pipe_removed(&dfx_ms, 2, t0);
+	cr_assert_eq(ms_reap(&dfx_ms, t0 + GRACE_MS), 1);
 }
 
 /* A handler in another pid namespace (a container sharing the ipc
@@ -185,37 +186,37 @@ Test(liveness, a_late_request_on_an_old_pipe_leaves_a_live_session_alone)
 Test(liveness, a_session_keeps_the_pid_the_server_saw_on_its_pipe)
 {
 	struct pool_session r;
-	struct cl a;
+	struct dfx_cl a;
 	char host[64] = "";
 
 	cr_assert_eq(gethostname(host, sizeof(host) - 1), 0);
 	memset(&a, 0, sizeof(a));
-	ms_pipe_added(&ms, 1, (uint64_t)getpid());
-	cr_assert_eq(hello_from(&a, 1, 0, 1, 0, host), 0); /* pid 1: init */
-	cr_assert_eq(pool_session_get(ms.pool, a.session, &r), 0);
+	ms_pipe_added(&dfx_ms, 1, (uint64_t)getpid());
+	cr_assert_eq(dfx_hello_from(&a, 1, 0, 1, 0, host), 0); /* pid 1: init */
+	cr_assert_eq(pool_session_get(dfx_ms.pool, a.session, &r), 0);
 	cr_assert_eq(r.pid, (uint32_t)getpid());
-	ms_fini(&ms);
-	ms_open();
-	cr_assert_eq(ms_reap(&ms, ms_now_ms() + 1000 * GRACE_MS), 0, "a "
+	ms_fini(&dfx_ms);
+	dfx_ms_open();
+	cr_assert_eq(ms_reap(&dfx_ms, ms_now_ms() + 1000 * GRACE_MS), 0, "a "
 	    "live handler's session ended after the restart");
 	a.pipe = 2;
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
 }
 
 Test(liveness, sessions_survive_a_restart_and_reattach_with_their_regions)
 {
-	struct cl a;
+	struct dfx_cl a;
 	struct proto_result res;
 
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
-	ms_fini(&ms);
-	ms_open();
-	cr_assert_eq(hello_flags(&a, 3, PROTO_HELLO_REATTACH,
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg_page(&a, 0, "k", 0, &res), 0);
+	ms_fini(&dfx_ms);
+	dfx_ms_open();
+	cr_assert_eq(dfx_hello_flags(&a, 3, PROTO_HELLO_REATTACH,
 	    (uint32_t)getpid(), 0), 0);
-	cr_assert_eq(reg_page(&a, 0, "k2", 1, &res), 0);
+	cr_assert_eq(dfx_reg_page(&a, 0, "k2", 1, &res), 0);
 	cr_assert_eq(res.flags, PROTO_R_NEW);
-	cr_assert_eq(key1(&a, PROTO_OP_EXISTS, 0, "k"), 0);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_EXISTS, 0, "k"), 0);
 }
 
 /* An unpin of a key's last pin was applied and the server restarted
@@ -228,52 +229,52 @@ Test(liveness, the_last_unpin_replayed_after_a_restart_answers_ok)
 	static const char *const key = "k";
 	struct proto_result res;
 	struct pbuf body, rep;
-	struct cl a;
+	struct dfx_cl a;
 	uint32_t n = 0;
 
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
 	pbuf_init(&body);
 	pbuf_init(&rep);
-	put_keys(&body, 0, 1, &key);
-	cr_assert_eq(call_id(&a, PROTO_OP_UNPIN, 700, &body, &rep, &res,
+	dfx_put_keys(&body, 0, 1, &key);
+	cr_assert_eq(dfx_call_id(&a, PROTO_OP_UNPIN, 700, &body, &rep, &res,
 	    &n), 0);
 	cr_assert_eq(res.status, 0);
-	ms_fini(&ms);
-	ms_open();
-	cr_assert_eq(hello_flags(&a, 3, PROTO_HELLO_REATTACH,
+	ms_fini(&dfx_ms);
+	dfx_ms_open();
+	cr_assert_eq(dfx_hello_flags(&a, 3, PROTO_HELLO_REATTACH,
 	    (uint32_t)getpid(), 0), 0);
-	cr_assert_eq(call_id(&a, PROTO_OP_UNPIN, 700, &body, &rep, &res,
+	cr_assert_eq(dfx_call_id(&a, PROTO_OP_UNPIN, 700, &body, &rep, &res,
 	    &n), 0);
 	cr_assert_eq(res.status, 0, "the replay got %d", res.status);
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 0);
-	cr_assert_eq(key1(&a, PROTO_OP_UNPIN, 0, "k"), CXLP_E_NOTPINNED);
-	cr_assert_eq(key1(&a, PROTO_OP_DELETE, 0, "k"), 0);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_PINS), 0);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_UNPIN, 0, "k"), CXLP_E_NOTPINNED);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_DELETE, 0, "k"), 0);
 	pbuf_fini(&body);
 	pbuf_fini(&rep);
 }
 
 Test(liveness, sessions_that_do_not_come_back_after_a_restart_are_reaped)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	struct proto_result res;
 
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, 0, "k", 0, &res), 0);
-	ms_fini(&ms);
-	ms_open();
-	cr_assert_eq(ms_reap(&ms, ms_now_ms() + GRACE_MS + 1), 1);
-	hello(&b, 2);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 0);
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg_page(&a, 0, "k", 0, &res), 0);
+	ms_fini(&dfx_ms);
+	dfx_ms_open();
+	cr_assert_eq(ms_reap(&dfx_ms, ms_now_ms() + GRACE_MS + 1), 1);
+	dfx_hello(&b, 2);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_SESSIONS), 1);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_REGIONS), 0);
 }
 
 /* ---- concurrency -------------------------------------------------------- */
 
 struct worker_arg {
-	struct cl c;
+	struct dfx_cl c;
 	int errors;
 };
 
@@ -291,7 +292,8 @@ worker_main(void *p)
 		char key[32];
 		const char *keys[2] = { key, "shared" };
 		struct proto_reg g = { { (const uint8_t *)key, 0 },
-			w->c.region.region, page_off(&w->c, (unsigned)i % 8),
+			w->c.region.region, dfx_page_off(&w->c,
+			    (unsigned)i % 8),
 			10 };
 		struct pbuf b;
 
@@ -300,14 +302,14 @@ worker_main(void *p)
 		g.key.len = (uint16_t)strlen(key);
 		pbuf_init(&b);
 		proto_put_regs(&b, PROTO_F_PIN, 1, &g);
-		w->errors += call(&w->c, PROTO_OP_REGISTER, &b, res, &m) != 0 ||
-		    res[0].flags != PROTO_R_NEW;
+		w->errors += dfx_call(&w->c, PROTO_OP_REGISTER, &b, res,
+		    &m) != 0 || res[0].flags != PROTO_R_NEW;
 		pbuf_fini(&b);
-		w->errors += keyop(&w->c, PROTO_OP_LOOKUP, 0, 2, keys, res,
+		w->errors += dfx_keyop(&w->c, PROTO_OP_LOOKUP, 0, 2, keys, res,
 		    &m) != 0 || res[0].status != 0 || res[1].status != 0;
-		w->errors += keyop(&w->c, PROTO_OP_UNPIN, 0, 1, keys, res,
+		w->errors += dfx_keyop(&w->c, PROTO_OP_UNPIN, 0, 1, keys, res,
 		    &m) != 0 || res[0].status != 0;
-		w->errors += keyop(&w->c, PROTO_OP_DELETE, 0, 1, keys, res,
+		w->errors += dfx_keyop(&w->c, PROTO_OP_DELETE, 0, 1, keys, res,
 		    &m) != 0 || res[0].status != 0;
 	}
 	return NULL;
@@ -317,14 +319,14 @@ Test(liveness, concurrent_sessions_keep_pins_and_the_pool_consistent)
 {
 	struct worker_arg w[4];
 	pthread_t t[4];
-	struct cl owner;
+	struct dfx_cl owner;
 	struct proto_result res;
 
-	client(&owner, 100);
-	cr_assert_eq(reg_page(&owner, 0, "shared", 0, &res), 0);
+	dfx_client(&owner, 100);
+	cr_assert_eq(dfx_reg_page(&owner, 0, "shared", 0, &res), 0);
 	for (int i = 0; i < 4; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
-		client(&w[i].c, (uint64_t)i + 1);
+		dfx_client(&w[i].c, (uint64_t)i + 1);
 	}
 	for (int i = 0; i < 4; i++) {
 		cr_assert_eq(pthread_create(&t[i], NULL, worker_main, &w[i]),
@@ -335,14 +337,14 @@ Test(liveness, concurrent_sessions_keep_pins_and_the_pool_consistent)
 		cr_assert_eq(w[i].errors, 0, "worker %d: %d errors", i,
 		    w[i].errors);
 	}
-	cr_assert_eq(stat_of(&owner, PROTO_STAT_PINS), 0);
-	cr_assert_eq(stat_of(&owner, PROTO_STAT_KEYS), 1);
-	cr_assert_eq(pool_check(ms.pool, NULL, NULL), 0);
-	cr_assert_eq(pins_check(&ms.pins, NULL, 0), 0);
+	cr_assert_eq(dfx_stat_of(&owner, PROTO_STAT_PINS), 0);
+	cr_assert_eq(dfx_stat_of(&owner, PROTO_STAT_KEYS), 1);
+	cr_assert_eq(pool_check(dfx_ms.pool, NULL, NULL), 0);
+	cr_assert_eq(pins_check(&dfx_ms.pins, NULL, 0), 0);
 }
 
 struct replay_arg {
-	struct cl c;
+	struct dfx_cl c;
 	int status;
 };
 
@@ -357,8 +359,8 @@ replay_main(void *p)
 
 	pbuf_init(&body);
 	pbuf_init(&rep);
-	put_keys(&body, 0, 1, &key);
-	r->status = call_id(&r->c, PROTO_OP_UNPIN, 4242, &body, &rep, res,
+	dfx_put_keys(&body, 0, 1, &key);
+	r->status = dfx_call_id(&r->c, PROTO_OP_UNPIN, 4242, &body, &rep, res,
 	    &m);
 	if (r->status == 0) {
 		r->status = res[0].status;
@@ -372,13 +374,13 @@ Test(liveness, the_same_req_id_sent_twice_at_once_is_applied_once)
 {
 	struct replay_arg r[4];
 	pthread_t t[4];
-	struct cl a;
+	struct dfx_cl a;
 	struct proto_result res;
 
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
 	for (int i = 0; i < 3; i++) {
-		cr_assert_eq(key1(&a, PROTO_OP_PIN, 0, "k"), 0);
+		cr_assert_eq(dfx_key1(&a, PROTO_OP_PIN, 0, "k"), 0);
 	}
 	for (int i = 0; i < 4; i++) {
 		r[i].c = a;
@@ -390,12 +392,12 @@ Test(liveness, the_same_req_id_sent_twice_at_once_is_applied_once)
 		pthread_join(t[i], NULL);
 		cr_assert_eq(r[i].status, 0);
 	}
-	cr_assert_eq(stat_of(&a, PROTO_STAT_PINS), 3);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_PINS), 3);
 }
 
 Test(liveness, a_peer_that_dies_after_its_pipe_went_is_reaped_before_grace)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	struct proto_result res;
 	uint64_t t0 = ms_now_ms();
 	pid_t child = fork();
@@ -405,14 +407,14 @@ Test(liveness, a_peer_that_dies_after_its_pipe_went_is_reaped_before_grace)
 		_exit(0);
 	}
 	cr_assert_gt(child, 0);
-	hello(&b, 2);
-	client(&a, 1);
-	cr_assert_eq(reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
-	ms_pipe_added(&ms, 1, (uint64_t)child);
-	ms_pipe_removed(&ms, 1, t0);
-	cr_assert_eq(ms_reap(&ms, t0), 0); /* still alive: detached */
+	dfx_hello(&b, 2);
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	ms_pipe_added(&dfx_ms, 1, (uint64_t)child);
+	ms_pipe_removed(&dfx_ms, 1, t0);
+	cr_assert_eq(ms_reap(&dfx_ms, t0), 0); /* still alive: detached */
 	kill(child, SIGKILL);
 	cr_assert_eq(waitpid(child, NULL, 0), child);
-	cr_assert_eq(ms_reap(&ms, t0), 1);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 0);
+	cr_assert_eq(ms_reap(&dfx_ms, t0), 1);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_PINS), 0);
 }

@@ -10,14 +10,14 @@
  */
 #include "dispatch_fixture.h"
 
-TestSuite(silence, .init = setup, .fini = teardown);
+TestSuite(silence, .init = dfx_setup, .fini = dfx_teardown);
 
 #define KA_MS 100 /* keepalive: 5 periods < GRACE_MS, so the limit is grace */
 
 /* HELLO promising keepalive ka (0: none) and asking for reasons; the
  * refusal's reason goes to why (may be NULL). Returns the status. */
 static int
-hello_ka(struct cl *c, uint64_t pipe, uint32_t ka, uint32_t pid,
+hello_ka(struct dfx_cl *c, uint64_t pipe, uint32_t ka, uint32_t pid,
     const char *host, char *why, size_t n)
 {
 	struct proto_hello m = { .pid = pid, .start_time = 0,
@@ -33,10 +33,10 @@ hello_ka(struct cl *c, uint64_t pipe, uint32_t ka, uint32_t pid,
 	memset(c, 0, sizeof(*c));
 	pbuf_init(&f);
 	pbuf_init(&rep);
-	put_req(&f, c, PROTO_OP_HELLO, 1);
+	dfx_put_req(&f, c, PROTO_OP_HELLO, 1);
 	proto_put_hello(&f, &m);
 	c->pipe = pipe;
-	st = send_raw(pipe, &f, &rep, &h, &r);
+	st = dfx_send_raw(pipe, &f, &rep, &h, &r);
 	if (st == 0) {
 		cr_assert_eq(proto_get_welcome(&r, &w), 0);
 		c->session = w.session;
@@ -58,7 +58,7 @@ reap_over(uint64_t from, uint64_t to)
 	unsigned n = 0;
 
 	for (uint64_t t = from + 100; t <= to; t += 100) {
-		n += ms_reap(&ms, t);
+		n += ms_reap(&dfx_ms, t);
 	}
 	return n;
 }
@@ -67,57 +67,57 @@ reap_over(uint64_t from, uint64_t to)
  * heartbeats, took a region and pinned "k" in it; b (pipe 2, keepalive
  * off, another host) watches. */
 static void
-silent_pinner(struct cl *a, struct cl *b, uint64_t pid)
+silent_pinner(struct dfx_cl *a, struct dfx_cl *b, uint64_t pid)
 {
 	struct proto_result res;
 	char host[64] = "";
 
 	cr_assert_eq(gethostname(host, sizeof(host) - 1), 0);
-	hello(b, 2);
-	ms_pipe_added(&ms, 1, pid);
+	dfx_hello(b, 2);
+	ms_pipe_added(&dfx_ms, 1, pid);
 	cr_assert_eq(hello_ka(a, 1, KA_MS, 1, host, NULL, 0), 0);
-	cr_assert_eq(region_alloc(a, REGION_LEN, PAGE, &a->region), 0);
-	cr_assert_eq(reg_page(a, PROTO_F_PIN, "k", 0, &res), 0);
+	cr_assert_eq(dfx_region_alloc(a, REGION_LEN, PAGE, &a->region), 0);
+	cr_assert_eq(dfx_reg_page(a, PROTO_F_PIN, "k", 0, &res), 0);
 }
 
 Test(silence, a_silent_session_is_fenced_its_pins_go_and_its_region_stays)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	struct proto_loc loc;
 	uint64_t t0 = ms_now_ms();
 
 	silent_pinner(&a, &b, (uint64_t)getpid());
-	ms_pipe_removed(&ms, 1, t0); /* it closed; its process runs */
+	ms_pipe_removed(&dfx_ms, 1, t0); /* it closed; its process runs */
 	cr_assert_eq(reap_over(t0, t0 + GRACE_MS - 200), 0);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_DELETE, 0, "k"), CXLP_E_PINNED);
 	cr_assert_eq(reap_over(t0 + GRACE_MS - 200, t0 + GRACE_MS + 300), 1);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 0, "its pins were kept");
-	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0, "its key is "
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_PINS), 0, "its pins were kept");
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_SESSIONS), 1);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_DELETE, 0, "k"), 0, "its key is "
 	    "anyone's now");
 	a.pipe = 3;
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
 	    CXLP_E_SESSION);
-	cr_assert_eq(hello_flags(&a, 3, PROTO_HELLO_REATTACH, 1, 0),
+	cr_assert_eq(dfx_hello_flags(&a, 3, PROTO_HELLO_REATTACH, 1, 0),
 	    CXLP_E_SESSION);
 	/* its region is still taken: the next one is elsewhere */
-	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 1);
-	cr_assert_eq(region_alloc(&b, REGION_LEN, PAGE, &loc), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_REGIONS), 1);
+	cr_assert_eq(dfx_region_alloc(&b, REGION_LEN, PAGE, &loc), 0);
 	cr_assert_neq(loc.region_off, a.region.region_off, "a fenced region "
 	    "was handed to another handler while its process runs");
 	cr_assert_eq(reap_over(t0 + GRACE_MS + 300, t0 + 5 * GRACE_MS), 0);
-	cr_assert_eq(pool_check(ms.pool, NULL, NULL), 0);
+	cr_assert_eq(pool_check(dfx_ms.pool, NULL, NULL), 0);
 }
 
 Test(silence, an_attached_session_that_stops_speaking_is_fenced_too)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	uint64_t t0 = ms_now_ms();
 
 	silent_pinner(&a, &b, (uint64_t)getpid()); /* pipe 1 stays */
 	cr_assert_eq(reap_over(t0, t0 + GRACE_MS + 300), 1);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 1, "region kept");
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_PINS), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_REGIONS), 1, "region kept");
 }
 
 static pid_t child = -1;
@@ -131,13 +131,13 @@ kill_child(void)
 		waitpid(child, NULL, 0);
 		child = -1;
 	}
-	teardown();
+	dfx_teardown();
 }
 
 Test(silence, a_fenced_session_ends_when_its_process_exits,
     .fini = kill_child)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	uint64_t t0 = ms_now_ms(), t1 = t0 + GRACE_MS + 300;
 
 	child = fork();
@@ -148,48 +148,48 @@ Test(silence, a_fenced_session_ends_when_its_process_exits,
 	cr_assert_gt(child, 0);
 	silent_pinner(&a, &b, (uint64_t)child);
 	cr_assert_eq(reap_over(t0, t1), 1);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 1);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_REGIONS), 1);
 	kill(child, SIGKILL);
 	cr_assert_eq(waitpid(child, NULL, 0), child);
 	child = -1;
 	cr_assert_eq(reap_over(t1, t1 + 200), 1);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 0, "the region of a "
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_REGIONS), 0, "the region of a "
 	    "fenced session outlived its process");
-	cr_assert_neq(pool_session_get(ms.pool, a.session,
+	cr_assert_neq(pool_session_get(dfx_ms.pool, a.session,
 	    &(struct pool_session){ 0 }), 0);
 }
 
 Test(silence, a_late_bye_ends_a_fenced_session_and_frees_its_region)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	uint64_t t0 = ms_now_ms();
 
 	silent_pinner(&a, &b, (uint64_t)getpid());
-	ms_pipe_removed(&ms, 1, t0);
+	ms_pipe_removed(&dfx_ms, 1, t0);
 	cr_assert_eq(reap_over(t0, t0 + GRACE_MS + 300), 1);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
 	a.pipe = 4; /* the same process connects again */
-	cr_assert_eq(call(&a, PROTO_OP_BYE, NULL, NULL, NULL), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
-	cr_assert_eq(pool_check(ms.pool, NULL, NULL), 0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_BYE, NULL, NULL, NULL), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_REGIONS), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_SESSIONS), 1);
+	cr_assert_eq(pool_check(dfx_ms.pool, NULL, NULL), 0);
 }
 
 /* A connect whose WELCOME was lost: a session with no region, never
  * heard again. Nothing can write anywhere for it: it ends. */
 Test(silence, a_silent_session_with_no_region_ends_outright)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	uint64_t t0 = ms_now_ms();
 
-	hello(&b, 2);
-	ms_pipe_added(&ms, 1, (uint64_t)getpid());
+	dfx_hello(&b, 2);
+	ms_pipe_added(&dfx_ms, 1, (uint64_t)getpid());
 	cr_assert_eq(hello_ka(&a, 1, KA_MS, 1, "testhost", NULL, 0), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 2);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_SESSIONS), 2);
 	cr_assert_eq(reap_over(t0, t0 + GRACE_MS + 300), 1);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 1);
-	cr_assert_neq(pool_session_get(ms.pool, a.session,
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_SESSIONS), 1);
+	cr_assert_neq(pool_session_get(dfx_ms.pool, a.session,
 	    &(struct pool_session){ 0 }), 0, "its record was kept");
 }
 
@@ -197,34 +197,34 @@ Test(silence, a_silent_session_with_no_region_ends_outright)
  * as the grace period ends such a peer. */
 Test(silence, a_silent_peer_of_unknown_pid_ends_with_its_regions)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	uint64_t t0 = ms_now_ms();
 
 	silent_pinner(&a, &b, 0);
 	cr_assert_eq(reap_over(t0, t0 + GRACE_MS + 300), 1);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_REGIONS), 0);
 }
 
 /* Real time here: a request counts at the server's clock. */
 Test(silence, a_handler_that_speaks_or_promised_nothing_is_kept)
 {
-	struct cl a, b, c;
+	struct dfx_cl a, b, c;
 	uint64_t t0 = ms_now_ms();
 
 	silent_pinner(&a, &b, (uint64_t)getpid());
-	ms_pipe_added(&ms, 5, (uint64_t)getpid());
+	ms_pipe_added(&dfx_ms, 5, (uint64_t)getpid());
 	cr_assert_eq(hello_ka(&c, 5, 0, 1, "testhost", NULL, 0), 0);
 	while (ms_now_ms() < t0 + 3 * GRACE_MS) {
 		usleep(100 * 1000);
-		cr_assert_eq(ms_reap(&ms, ms_now_ms()), 0);
-		cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+		cr_assert_eq(ms_reap(&dfx_ms, ms_now_ms()), 0);
+		cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
 		    0);
 	}
 	cr_assert_eq(reap_over(ms_now_ms(), ms_now_ms() + 50 * GRACE_MS), 1,
 	    "then silent: only a ends, c promised nothing");
-	cr_assert_eq(stat_of(&b, PROTO_STAT_SESSIONS), 2);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_SESSIONS), 2);
 }
 
 /* The clock runs while the server is stopped, and its handlers'
@@ -232,12 +232,12 @@ Test(silence, a_handler_that_speaks_or_promised_nothing_is_kept)
  * silence afresh. */
 Test(silence, a_server_that_was_stalled_ends_nobody_for_its_own_silence)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	uint64_t t0 = ms_now_ms(), t1 = t0 + 20 * GRACE_MS;
 
 	silent_pinner(&a, &b, (uint64_t)getpid());
 	cr_assert_eq(reap_over(t0, t0 + GRACE_MS / 2), 0);
-	cr_assert_eq(ms_reap(&ms, t1), 0, "ended for the server's stall");
+	cr_assert_eq(ms_reap(&dfx_ms, t1), 0, "ended for the server's stall");
 	cr_assert_eq(reap_over(t1, t1 + GRACE_MS - 200), 0);
 	cr_assert_eq(reap_over(t1 + GRACE_MS - 200, t1 + GRACE_MS + 300), 1);
 }
@@ -246,27 +246,27 @@ Test(silence, a_server_that_was_stalled_ends_nobody_for_its_own_silence)
  * restarted server ends the session its handler never comes back for. */
 Test(silence, the_promise_outlives_a_restart)
 {
-	struct cl a, b;
+	struct dfx_cl a, b;
 	struct pool_session r;
 	uint64_t t0;
 
 	silent_pinner(&a, &b, (uint64_t)getpid());
-	cr_assert_eq(pool_session_get(ms.pool, a.session, &r), 0);
+	cr_assert_eq(pool_session_get(dfx_ms.pool, a.session, &r), 0);
 	cr_assert_eq(r.keepalive_ms, KA_MS);
-	ms_fini(&ms);
-	ms_open();
+	ms_fini(&dfx_ms);
+	dfx_ms_open();
 	t0 = ms_now_ms();
-	hello(&b, 2);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 1);
+	dfx_hello(&b, 2);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_PINS), 1);
 	cr_assert_eq(reap_over(t0, t0 + GRACE_MS - 200), 0);
 	/* a is fenced; the first b, of another host, ends by its grace */
 	cr_assert_eq(reap_over(t0 + GRACE_MS - 200, t0 + GRACE_MS + 300), 2);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_PINS), 0);
-	cr_assert_eq(key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
-	cr_assert_eq(stat_of(&b, PROTO_STAT_REGIONS), 1, "a's region is "
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_PINS), 0);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_DELETE, 0, "k"), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_REGIONS), 1, "a's region is "
 	    "kept while its process runs");
 	a.pipe = 3;
-	cr_assert_eq(call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
 	    CXLP_E_SESSION);
 }
 
@@ -274,11 +274,11 @@ Test(silence, the_promise_outlives_a_restart)
 
 Test(silence, one_process_is_bounded_and_told_which_limit_it_hit)
 {
-	struct cl c[4], other;
+	struct dfx_cl c[4], other;
 	char why[PROTO_ERRMSG_MAX + 1] = "";
 
-	ms.sess_per_proc = 3;
-	ms_pipe_added(&ms, 1, (uint64_t)getpid());
+	dfx_ms.sess_per_proc = 3;
+	ms_pipe_added(&dfx_ms, 1, (uint64_t)getpid());
 	for (int i = 0; i < 3; i++) {
 		cr_assert_eq(hello_ka(&c[i], 1, KA_MS, 1, "testhost", NULL, 0),
 		    0);
@@ -290,13 +290,13 @@ Test(silence, one_process_is_bounded_and_told_which_limit_it_hit)
 	    "reason: \"%s\"", why);
 	cr_assert_eq(hello_ka(&other, 2, KA_MS, 4242, "testhost", NULL, 0), 0,
 	    "another process is refused too");
-	cr_assert_eq(call(&c[0], PROTO_OP_BYE, NULL, NULL, NULL), 0);
+	cr_assert_eq(dfx_call(&c[0], PROTO_OP_BYE, NULL, NULL, NULL), 0);
 	cr_assert_eq(hello_ka(&c[3], 1, KA_MS, 1, "testhost", NULL, 0), 0);
 }
 
 Test(silence, a_full_session_table_says_so, .timeout = 120)
 {
-	struct cl c;
+	struct dfx_cl c;
 	char why[PROTO_ERRMSG_MAX + 1] = "";
 	uint32_t pid = 100000;
 	int st;

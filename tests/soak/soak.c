@@ -36,7 +36,9 @@
  * have a gone owner, which any handler may delete), and
  *   5. no region other than the parent's is left and the free bytes are
  *      back to what they were before the first worker started.
- * Exit 0 when all holds; 1 with a reason on stderr otherwise.
+ * Exit 0 when all holds; 1 with a reason on stderr otherwise. The audit
+ * is soak_audit.c; this file runs the workers and keeps the picture of
+ * the pool it checks (soak_parent.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,36 +57,13 @@
 #include "pool.h"
 #include "proc.h"
 #include "server.h"
-#include "soak.h"
+#include "soak_parent.h"
 
-struct worker {
-	pid_t pid;
-	int in_fd;  /* parent -> worker stdin */
-	int out_fd; /* worker stdout -> parent */
-	uint32_t next; /* next private key number for a new incarnation */
-	struct soak_stats st; /* from the final E_STATS */
-	bool got_stats;
-	unsigned lives;
-};
+static struct soak_parent S;
 
-static struct {
-	struct test_server srv;
-	struct worker w[SOAK_WORKERS_MAX];
-	unsigned nworkers;
-	unsigned seconds, kill_ms; /* kill_ms 0: no kills */
-	bool hostile;
-	uint8_t shared[SOAK_SHARED];  /* K_* per shared key */
-	uint8_t *priv[SOAK_WORKERS_MAX]; /* K_* per private key */
-	unsigned kills;
-	uint64_t events;
-	char self[4096];
-} S;
-
-static int fail(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-
-static int
-fail(const char *fmt, ...)
+/* soak_fail -- see soak_parent.h */
+int
+soak_fail(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -112,7 +91,9 @@ worker_start(unsigned id)
 {
 	struct worker *w = &S.w[id];
 	char ids[16], seed[24], next[16];
-	int in[2], out[2];
+	const char *const argv[] = { "cxlp-soak", "--worker", S.srv.url, ids,
+		seed, next, NULL };
+	struct test_child ch;
 
 	/* a killed incarnation may have stored a batch it never reported:
 	 * the new one starts past those numbers, which become "maybe" */
@@ -125,28 +106,12 @@ worker_start(unsigned id)
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)now_ms() *
 	    31 + id * 7919 + w->lives);
 	snprintf(next, sizeof(next), "%u", w->next);
-	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
-		return fail("pipe: %s", strerror(errno));
+	if (test_child_spawn(&ch, S.self, argv) != 0) {
+		return soak_fail("spawn %s: %s", S.self, strerror(errno));
 	}
-	w->pid = fork();
-	if (w->pid < 0) {
-		return fail("fork: %s", strerror(errno));
-	}
-	if (w->pid == 0) {
-		dup2(in[0], STDIN_FILENO);
-		dup2(out[1], STDOUT_FILENO);
-		close(in[0]);
-		close(in[1]);
-		close(out[0]);
-		close(out[1]);
-		execl(S.self, "cxlp-soak", "--worker", S.srv.url, ids, seed,
-		    next, (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	w->in_fd = in[1];
-	w->out_fd = out[0];
+	w->pid = ch.pid;
+	w->in_fd = ch.go_fd;
+	w->out_fd = ch.out_fd;
 	w->lives++;
 	return 0;
 }
@@ -163,7 +128,7 @@ apply_event(unsigned id, const struct soak_event *e)
 		return 0;
 	}
 	if (e->key >= SOAK_PRIVATE_MAX) {
-		return fail("worker %u: bad event key %u", id, e->key);
+		return soak_fail("worker %u: bad event key %u", id, e->key);
 	}
 	if (e->key >= w->next) {
 		w->next = e->key + 1;
@@ -185,7 +150,7 @@ apply_event(unsigned id, const struct soak_event *e)
 		S.priv[id][e->key] = K_MAYBE;
 		return 0;
 	default:
-		return fail("worker %u: bad event type %u", id, e->type);
+		return soak_fail("worker %u: bad event type %u", id, e->type);
 	}
 }
 
@@ -208,12 +173,12 @@ worker_drain(unsigned id, bool block)
 			return 1;
 		}
 		if (n != (ssize_t)sizeof(e)) {
-			return fail("worker %u: short event (%zd)", id, n);
+			return soak_fail("worker %u: short event (%zd)", id, n);
 		}
 		if (e.type == E_STATS) {
 			if (read(w->out_fd, &w->st, sizeof(w->st)) !=
 			    (ssize_t)sizeof(w->st)) {
-				return fail("worker %u: short stats", id);
+				return soak_fail("worker %u: short stats", id);
 			}
 			w->got_stats = true;
 			return 0;
@@ -246,7 +211,7 @@ worker_kill_restart(unsigned id)
 	st = kv_wait_child(w->pid);
 	worker_close_fds(w);
 	if (st != 128 + SIGKILL) {
-		return fail("worker %u exited %d before it was killed",
+		return soak_fail("worker %u exited %d before it was killed",
 		    id, st);
 	}
 	S.kills++;
@@ -275,8 +240,8 @@ run_phase(void)
 				return -1;
 			}
 			if (rc == 1 || (p[i].revents & POLLHUP)) {
-				return fail("worker %u died on its own (see "
-				    "stderr above)", i);
+				return soak_fail("worker %u died on its own "
+				    "(see stderr above)", i);
 			}
 		}
 		if (now_ms() >= next_kill) {
@@ -297,14 +262,14 @@ quiesce(void)
 {
 	for (unsigned i = 0; i < S.nworkers; i++) {
 		if (write(S.w[i].in_fd, "q", 1) != 1) {
-			return fail("cannot stop worker %u", i);
+			return soak_fail("cannot stop worker %u", i);
 		}
 	}
 	for (unsigned i = 0; i < S.nworkers; i++) {
 		while (!S.w[i].got_stats) {
 			if (worker_drain(i, true) != 0) {
-				return fail("worker %u ended without stats",
-				    i);
+				return soak_fail("worker %u ended without "
+				    "stats", i);
 			}
 		}
 	}
@@ -323,248 +288,22 @@ workers_close(void)
 		worker_close_fds(w);
 		st = kv_wait_child(w->pid);
 		if (st != 0) {
-			bad = fail("worker %u exited %d at the end", i,
+			bad = soak_fail("worker %u exited %d at the end", i,
 			    st);
 		}
 	}
 	return bad;
 }
 
-/* ---- the audit ---------------------------------------------------------- */
-
-static int
-run_inspect_check(void)
-{
-	int st = test_inspect_check(S.srv.pool, "/dev/null");
-
-	return st == 0 ? 0 : fail("pool-inspect check %s: exit %d",
-	    S.srv.pool, st);
-}
-
-/* A batch of key names with the pattern number each page holds. */
-#define KB_MAX 1024
-
-struct keybatch {
-	char names[KB_MAX][48];
-	const void *kp[KB_MAX];
-	size_t kl[KB_MAX];
-	uint32_t ids[KB_MAX];
-	size_t n;
-};
-
-/* 2: the batch's keys are all there, with intact bytes. */
-static int
-kb_check(struct cxlp_handler *h, struct keybatch *b)
-{
-	static const void *data[KB_MAX];
-	static size_t lens[KB_MAX];
-	static int st[KB_MAX];
-	int rc = b->n == 0 ? 0 : cxlp_batch_retrieve(h, b->n, b->kp, b->kl, 0,
-	    data, lens, st);
-
-	if (rc != 0) {
-		return fail("batch_retrieve: %s", cxlp_strerror(rc));
-	}
-	for (size_t i = 0; i < b->n; i++) {
-		if (st[i] != 0) {
-			return fail("acknowledged key %s is missing (%s)",
-			    b->names[i], cxlp_strerror(st[i]));
-		}
-		if (!kv_check(data[i], lens[i], b->ids[i], NULL)) {
-			return fail("bytes of %s are wrong", b->names[i]);
-		}
-	}
-	b->n = 0;
-	return 0;
-}
-
-/* Delete the batch's keys; each is deleted or was not there. */
-static int
-kb_delete(struct cxlp_handler *h, struct keybatch *b)
-{
-	static int st[KB_MAX];
-	int rc = b->n == 0 ? 0 : cxlp_batch_delete(h, b->n, b->kp, b->kl, st);
-
-	if (rc != 0) {
-		return fail("batch_delete: %s", cxlp_strerror(rc));
-	}
-	for (size_t i = 0; i < b->n; i++) {
-		if (st[i] != 0 && st[i] != CXLP_E_NOTFOUND) {
-			return fail("delete of %s (owner gone): %s",
-			    b->names[i], cxlp_strerror(st[i]));
-		}
-	}
-	b->n = 0;
-	return 0;
-}
-
-/* Add a key; when the batch is full, run fn on it. */
-static int
-kb_add(struct cxlp_handler *h, struct keybatch *b, int worker, uint32_t i,
-    int (*fn)(struct cxlp_handler *, struct keybatch *))
-{
-	char *k = b->names[b->n];
-
-	if (worker < 0) {
-		soak_shared_key(k, sizeof(b->names[0]), i);
-		b->ids[b->n] = i;
-	} else {
-		soak_private_key(k, sizeof(b->names[0]), (unsigned)worker, i);
-		b->ids[b->n] = soak_private_id((unsigned)worker, i);
-	}
-	b->kp[b->n] = k;
-	b->kl[b->n] = strlen(k);
-	return ++b->n == KB_MAX ? fn(h, b) : 0;
-}
-
-/* Run fn over every key whose state is in mask (1 << K_*). */
-static int
-for_keys(struct cxlp_handler *h, unsigned mask,
-    int (*fn)(struct cxlp_handler *, struct keybatch *), unsigned *count)
-{
-	static struct keybatch b;
-	int rc = 0;
-
-	b.n = 0;
-	for (uint32_t i = 0; i < SOAK_SHARED && rc == 0; i++) {
-		if (mask & 1u << S.shared[i]) {
-			rc = kb_add(h, &b, -1, i, fn);
-			++*count;
-		}
-	}
-	for (unsigned id = 0; id < S.nworkers; id++) {
-		for (uint32_t i = 0; i < S.w[id].next && rc == 0; i++) {
-			if (mask & 1u << S.priv[id][i]) {
-				rc = kb_add(h, &b, (int)id, i, fn);
-				++*count;
-			}
-		}
-	}
-	return rc != 0 ? rc : fn(h, &b);
-}
-
-/* 2: every acknowledged key that was not deleted is there, intact. */
-static int
-check_keys(struct cxlp_handler *h)
-{
-	unsigned n = 0;
-
-	if (for_keys(h, 1u << K_PRESENT, kb_check, &n) != 0) {
-		return -1;
-	}
-	fprintf(stderr, "cxlp-soak: %u acknowledged keys present and intact\n",
-	    n);
-	return 0;
-}
-
-/* The pid behind session id sid, from the pool's session records. */
-static uint32_t
-session_pid(struct pool *p, uint64_t sid)
-{
-	struct pool_session s;
-	uint64_t cursor = 0;
-
-	while (pool_session_next(p, &cursor, &s) == 1) {
-		if (s.id == sid) {
-			return s.pid;
-		}
-	}
-	return 0;
-}
-
-/* 4: keys in each live worker's regions == its registered pages. */
-static int
-check_region_keys(void)
-{
-	uint64_t keys[SOAK_WORKERS_MAX] = { 0 };
-	struct pool *p = NULL;
-	int bad = 0;
-
-	if (pool_open(&p, S.srv.pool, POOL_RDONLY, NULL) != 0) {
-		return fail("open %s read-only: %s", S.srv.pool,
-		    cxlp_errormsg());
-	}
-	for (uint32_t id = 0; id < pool_region_max(p); id++) {
-		struct pool_region r;
-		uint32_t pid;
-
-		if (pool_region_get(p, id, &r) != 0 ||
-		    r.state != POOL_REGION_OWNED) {
-			continue;
-		}
-		pid = session_pid(p, r.owner);
-		for (unsigned i = 0; i < S.nworkers; i++) {
-			keys[i] += (uint32_t)S.w[i].pid == pid ? r.nkeys : 0;
-		}
-	}
-	pool_close(&p);
-	for (unsigned i = 0; i < S.nworkers && bad == 0; i++) {
-		const struct soak_stats *st = &S.w[i].st;
-
-		if (keys[i] != st->pages_registered) {
-			bad = fail("worker %u: the pool has %llu keys in its "
-			    "regions, the worker registered %llu pages", i,
-			    (unsigned long long)keys[i],
-			    (unsigned long long)st->pages_registered);
-		}
-		if (st->pages_free + st->pages_registered != st->pages_total ||
-		    st->pages_allocated != 0 || st->pages_unresolved != 0) {
-			bad = fail("worker %u: pages do not add up (%llu "
-			    "allocated, %llu unresolved)", i,
-			    (unsigned long long)st->pages_allocated,
-			    (unsigned long long)st->pages_unresolved);
-		}
-	}
-	return bad;
-}
-
-/* 5: delete every key the workers made; the pool returns to st0. */
-static int
-cleanup_and_compare(struct cxlp_handler *h, const struct cxlp_stats *st0)
-{
-	struct cxlp_stats st;
-	unsigned n = 0;
-
-	for (int i = 0; i < 500; i++) { /* sessions end within ms */
-		if (kv_stats(h).sessions == 1) {
-			break;
-		}
-		usleep(10000);
-	}
-	if (for_keys(h, 1u << K_PRESENT | 1u << K_MAYBE, kb_delete, &n) != 0) {
-		return -1;
-	}
-	st = kv_stats(h);
-	if (st.keys != 0 || st.pins != 0 || st.orphan_regions != 0 ||
-	    st.regions != st0->regions) {
-		return fail("after deleting every key: %llu keys, %llu pins, "
-		    "%llu regions (%llu orphans), want %llu regions",
-		    (unsigned long long)st.keys, (unsigned long long)st.pins,
-		    (unsigned long long)st.regions,
-		    (unsigned long long)st.orphan_regions,
-		    (unsigned long long)st0->regions);
-	}
-	if (st.free_bytes != st0->free_bytes) {
-		return fail("free bytes did not come back: %llu leaked",
-		    (unsigned long long)(st0->free_bytes - st.free_bytes));
-	}
-	return 0;
-}
+/* ---- the audit (soak_audit.c) ------------------------------------------ */
 
 static int
 audit(struct cxlp_handler *h, const struct cxlp_stats *st0)
 {
-	int rc = run_inspect_check();
+	int rc = soak_audit_live(&S, h);
 
-	rc = rc != 0 ? rc : check_keys(h);
-	if (rc == 0 && kv_stats(h).pins != 0) {
-		rc = fail("pins left after every worker unpinned");
-	}
-	rc = rc != 0 ? rc : check_region_keys();
 	rc |= workers_close();
-	rc = rc != 0 ? rc : cleanup_and_compare(h, st0);
-	rc = rc != 0 ? rc : run_inspect_check();
-	return rc;
+	return rc != 0 ? rc : soak_audit_closed(&S, h, st0);
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -613,7 +352,7 @@ soak(void)
 
 	h = kv_connect(S.srv.url, SOAK_PAGE, SOAK_REGION, true);
 	if (h == NULL) {
-		return fail("cannot connect to %s", S.srv.url);
+		return soak_fail("cannot connect to %s", S.srv.url);
 	}
 	st0 = kv_stats(h);
 	for (unsigned i = 0; i < S.nworkers && rc == 0; i++) {

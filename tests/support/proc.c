@@ -1,11 +1,15 @@
 /*
  * proc.c -- child processes for tests (see proc.h): the fork/exec/pipe
- * plumbing that the crash, integration and soak tests each need, written
- * once. Two shapes cover them: a child the test talks to over a pair of
+ * plumbing that the crash, integration and soak tests and cxlpool-bench
+ * each need, written once. test_spawn is the only fork + exec; on it,
+ * two shapes cover the tests: a child the test talks to over a pair of
  * pipes while it runs (itest-worker), and a tool run to completion with its
  * output kept in a file for the failure message (pool-inspect check).
  * Pipes are close-on-exec, so a child never holds another child's pipe
  * ends and each sees EOF when the test closes its own.
+ *
+ * libc only (no Criterion, no nng, nothing of cxlpool): cxlpool-bench,
+ * which is installed, links this file alone (test_proc_dep).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,26 +48,58 @@ test_file_has(const char *path, const char *needle)
 	return strstr(buf, needle) != NULL;
 }
 
+/* in the child: the fds, the death signal and the hook, then exec */
+static _Noreturn void
+spawn_child(const struct test_spawn *sp, pid_t parent)
+{
+	const int fds[3] = { sp->in_fd, sp->out_fd, sp->err_fd };
+
+	if (sp->die_with_parent && (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
+	    getppid() != parent)) {
+		_exit(127);
+	}
+	for (int i = 0; i < 3; i++) {
+		if (fds[i] >= 0 && dup2(fds[i], i) < 0) {
+			_exit(127);
+		}
+	}
+	if (sp->before_exec != NULL && sp->before_exec(sp->arg) != 0) {
+		_exit(126);
+	}
+	execv(sp->path, (char *const *)sp->argv);
+	dprintf(STDERR_FILENO, "exec %s: %s\n", sp->path, strerror(errno));
+	_exit(127);
+}
+
+/* test_spawn -- see proc.h */
+pid_t
+test_spawn(const struct test_spawn *sp)
+{
+	pid_t parent = getpid(), pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		spawn_child(sp, parent);
+	}
+	return pid < 0 ? -1 : pid;
+}
+
+/* test_run_logged -- see proc.h */
 int
 test_run_logged(const char *path, const char *const argv[],
     const char *out_path)
 {
-	int status;
-	pid_t pid = fork();
+	int status, fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC, 0600);
+	struct test_spawn sp = { path, argv, -1, fd, fd, false, NULL, NULL };
+	pid_t pid = test_spawn(&sp);
 
+	if (fd >= 0) {
+		close(fd);
+	}
 	if (pid < 0) {
 		return -1;
-	}
-	if (pid == 0) {
-		int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		if (fd >= 0) {
-			dup2(fd, STDOUT_FILENO);
-			dup2(fd, STDERR_FILENO);
-			close(fd);
-		}
-		execv(path, (char *const *)argv);
-		_exit(127);
 	}
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
 		return -1;
@@ -114,31 +150,16 @@ test_worker_path(char *out, size_t n, const char *rel)
 	    n - (size_t)(dir_end - out));
 }
 
-/* in the child: stdin from go, stdout to out, then exec; never returns */
-/* In the child: exec path on the pipes. The child is killed when the
- * test process ends (PR_SET_PDEATHSIG): a test that fails an assert
- * while its worker waits to be killed (pin-and-die, hold) would
- * otherwise leave the worker holding the test's stderr, and meson would
- * wait for that pipe until the test's timeout. */
-static void
-exec_on_pipes(const char *path, const char *const argv[], const int go[2],
-    const int out[2], pid_t parent)
-{
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
-		_exit(127);
-	}
-	if (dup2(go[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0) {
-		_exit(127);
-	}
-	execv(path, (char *const *)argv);
-	_exit(127);
-}
-
+/* test_child_spawn -- see proc.h. The child is killed when the test
+ * process ends (PR_SET_PDEATHSIG): a test that fails an assert while its
+ * worker waits to be killed (pin-and-die, hold) would otherwise leave
+ * the worker holding the test's stderr, and meson would wait for that
+ * pipe until the test's timeout. */
 int
 test_child_spawn(struct test_child *c, const char *path,
     const char *const argv[])
 {
-	pid_t parent = getpid();
+	struct test_spawn sp = { path, argv, -1, -1, -1, true, NULL, NULL };
 	int go[2], out[2];
 
 	c->pid = -1;
@@ -149,12 +170,11 @@ test_child_spawn(struct test_child *c, const char *path,
 	if (pipe2(out, O_CLOEXEC) != 0) {
 		goto err_go;
 	}
-	c->pid = fork();
+	sp.in_fd = go[0];
+	sp.out_fd = out[1];
+	c->pid = test_spawn(&sp);
 	if (c->pid < 0) {
 		goto err_out;
-	}
-	if (c->pid == 0) {
-		exec_on_pipes(path, argv, go, out, parent);
 	}
 	close(go[0]);
 	close(out[1]);

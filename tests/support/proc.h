@@ -42,6 +42,29 @@ int test_inspect_check(const char *pool, const char *out_path);
 int test_worker_path(char *out, size_t n, const char *rel);
 
 /*
+ * The one fork + exec of the tests, the soak and the benchmark: what the
+ * child's stdin, stdout and stderr are, whether it dies with the thread
+ * that started it, and a hook run in the child just before the exec.
+ */
+struct test_spawn {
+	const char *path;          /* program to exec */
+	const char *const *argv;   /* NULL-terminated; argv[0] as it sees it */
+	int in_fd, out_fd, err_fd; /* dup'ed onto 0, 1, 2; -1: inherited */
+	/* PR_SET_PDEATHSIG SIGKILL: the child is killed when the thread
+	 * that forked it ends (so never from a thread that ends first) */
+	bool die_with_parent;
+	/* in the child before the exec, if set; nonzero: _exit(126) */
+	int (*before_exec)(void *arg);
+	void *arg;
+};
+
+/* test_spawn -- fork and exec sp->path as sp says. Returns the child's
+ * pid, or -1 (no child). The caller reaps it and closes its own fds:
+ * the child's copies are made by dup2, so pass them close-on-exec. A
+ * failed exec exits 127. stdio is flushed before the fork. */
+pid_t test_spawn(const struct test_spawn *sp);
+
+/*
  * A child whose stdin is a "go" pipe and whose stdout is a results pipe:
  * it blocks until the test writes to go_fd (or closes it), then writes
  * fixed-size records that the test reads from out_fd.

@@ -123,48 +123,84 @@ raw_call(struct raw_client *c, const void *frame, size_t len, uint8_t **rep,
 	return 0;
 }
 
-static int
-decode_reply(uint16_t op, const uint8_t *rep, size_t len,
-    struct proto_result *res, uint32_t max, uint32_t *n)
+/* raw_frame -- see rawclient.h */
+void
+raw_frame(struct pbuf *b, struct raw_client *c, uint16_t version,
+    uint16_t op, uint64_t token)
+{
+	struct proto_req_hdr h = { version, op, c->next_id++, c->session,
+		token };
+
+	pbuf_init(b);
+	proto_put_req_hdr(b, &h);
+}
+
+/* raw_reply -- see rawclient.h */
+int
+raw_reply(uint16_t op, const uint8_t *rep, size_t len, struct preader *rd)
 {
 	struct proto_rep_hdr h;
-	struct preader r;
-	int rc = proto_get_rep_hdr(rep, len, &h, &r);
+	int rc = proto_get_rep_hdr(rep, len, &h, rd);
 
 	if (rc != 0) {
 		return rc;
 	}
-	if (h.op != op) {
-		return CXLP_E_PROTO;
+	return h.op != op ? CXLP_E_PROTO : h.status;
+}
+
+/* op with body under c's session; 0 and the reply in *rep (malloc'd,
+ * the caller frees it), or a transport or encoding error */
+static int
+request(struct raw_client *c, uint16_t op, const struct pbuf *body,
+    uint8_t **rep, size_t *rep_len)
+{
+	struct pbuf b;
+	int rc;
+
+	raw_frame(&b, c, PROTO_VERSION, op, c->token);
+	if (body != NULL) {
+		pbuf_put_bytes(&b, body->data, body->len);
 	}
-	if (h.status != 0 || res == NULL) {
-		return h.status;
-	}
-	return proto_get_results(&r, res, max, n);
+	rc = b.err ? b.err : raw_call(c, b.data, b.len, rep, rep_len);
+	pbuf_fini(&b);
+	return rc;
 }
 
 int
 raw_request(struct raw_client *c, uint16_t op, const struct pbuf *body,
     struct proto_result *res, uint32_t max, uint32_t *n)
 {
-	struct proto_req_hdr h = { PROTO_VERSION, op, c->next_id++,
-		c->session, c->token };
-	struct pbuf b;
+	struct preader r;
 	uint8_t *rep = NULL;
 	size_t rep_len = 0;
-	int rc;
+	int rc = request(c, op, body, &rep, &rep_len);
 
-	pbuf_init(&b);
-	proto_put_req_hdr(&b, &h);
-	if (body != NULL) {
-		pbuf_put_bytes(&b, body->data, body->len);
-	}
-	rc = b.err ? b.err : raw_call(c, b.data, b.len, &rep, &rep_len);
 	if (rc == 0) {
-		rc = decode_reply(op, rep, rep_len, res, max, n);
+		rc = raw_reply(op, rep, rep_len, &r);
+	}
+	if (rc == 0 && res != NULL) {
+		rc = proto_get_results(&r, res, max, n);
 	}
 	free(rep);
-	pbuf_fini(&b);
+	return rc;
+}
+
+/* raw_stats -- see rawclient.h */
+int
+raw_stats(struct raw_client *c, uint64_t *v, uint32_t max, uint32_t *n)
+{
+	struct preader r;
+	uint8_t *rep = NULL;
+	size_t rep_len = 0;
+	int rc = request(c, PROTO_OP_STATS, NULL, &rep, &rep_len);
+
+	if (rc == 0) {
+		rc = raw_reply(PROTO_OP_STATS, rep, rep_len, &r);
+	}
+	if (rc == 0) {
+		rc = proto_get_stats(&r, v, max, n);
+	}
+	free(rep);
 	return rc;
 }
 
@@ -215,9 +251,6 @@ int
 raw_region(struct raw_client *c, uint64_t len, uint64_t page_size,
     struct proto_loc *loc)
 {
-	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_REGION_ALLOC,
-		c->next_id++, c->session, c->token };
-	struct proto_rep_hdr rh;
 	struct preader r;
 	struct pbuf b;
 	uint8_t *rep = NULL;
@@ -225,14 +258,14 @@ raw_region(struct raw_client *c, uint64_t len, uint64_t page_size,
 	int rc;
 
 	pbuf_init(&b);
-	proto_put_req_hdr(&b, &h);
 	proto_put_region_req(&b, len, page_size);
-	rc = b.err ? b.err : raw_call(c, b.data, b.len, &rep, &rep_len);
+	rc = b.err ? b.err : request(c, PROTO_OP_REGION_ALLOC, &b, &rep,
+	    &rep_len);
 	if (rc == 0) {
-		rc = proto_get_rep_hdr(rep, rep_len, &rh, &r);
+		rc = raw_reply(PROTO_OP_REGION_ALLOC, rep, rep_len, &r);
 	}
 	if (rc == 0) {
-		rc = rh.status ? rh.status : proto_get_loc(&r, loc);
+		rc = proto_get_loc(&r, loc);
 	}
 	free(rep);
 	pbuf_fini(&b);

@@ -36,11 +36,28 @@ int raw_redial(struct raw_client *c, const char *url);
 int raw_call(struct raw_client *c, const void *frame, size_t len,
     uint8_t **rep, size_t *rep_len);
 
+/* raw_frame -- pbuf_init b and write a request header into it: op under
+ * c's session with c's next request id, and version and token as given
+ * (a test may send a wrong one). The caller appends the body, sends it
+ * with raw_call (as often as it likes: a resend keeps the id) and
+ * pbuf_fini's b. */
+void raw_frame(struct pbuf *b, struct raw_client *c, uint16_t version,
+    uint16_t op, uint64_t token);
+/* raw_reply -- the status of reply rep[0..len) to op (its decode error,
+ * or CXLP_E_PROTO for a reply to another op), with *rd on its body; rep
+ * stays the caller's. */
+int raw_reply(uint16_t op, const uint8_t *rep, size_t len,
+    struct preader *rd);
+
 /* raw_request -- send op with body (may be NULL) under c's session and
  * return the reply's status; on status 0 with res != NULL, decode up to max
  * results into res and *n. */
 int raw_request(struct raw_client *c, uint16_t op, const struct pbuf *body,
     struct proto_result *res, uint32_t max, uint32_t *n);
+
+/* raw_stats -- STATS under c's session: 0 and v[0..*n), at most max,
+ * or an error. */
+int raw_stats(struct raw_client *c, uint64_t *v, uint32_t max, uint32_t *n);
 
 /* raw_hello -- open a session (fills c->session/token). */
 int raw_hello(struct raw_client *c);

@@ -53,19 +53,6 @@ build_argv(const struct test_server *s, uint64_t size,
 	return 0;
 }
 
-static void
-exec_child(const char *log, const char *argv[])
-{
-	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-	if (fd >= 0) {
-		dup2(fd, STDERR_FILENO);
-		close(fd);
-	}
-	execv(argv[0], (char *const *)argv);
-	_exit(127);
-}
-
 static int
 wait_ready(struct test_server *s)
 {
@@ -95,6 +82,7 @@ static int
 spawn(struct test_server *s, uint64_t size, const char *const extra[])
 {
 	const char *argv[MAX_ARGS];
+	struct test_spawn sp = { .argv = argv, .in_fd = -1, .out_fd = -1 };
 	char sizebuf[32];
 
 	if (build_argv(s, size, extra, argv, sizebuf) != 0) {
@@ -103,12 +91,17 @@ spawn(struct test_server *s, uint64_t size, const char *const extra[])
 	if (truncate(s->log, 0) != 0 && errno != ENOENT) {
 		return -1;
 	}
-	s->pid = fork();
+	/* its stderr to the log; not tied to this thread's life: the
+	 * crash tests restart it from a watcher thread that ends first */
+	sp.path = argv[0];
+	sp.err_fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0600);
+	s->pid = test_spawn(&sp);
+	if (sp.err_fd >= 0) {
+		close(sp.err_fd);
+	}
 	if (s->pid < 0) {
 		return -1;
-	}
-	if (s->pid == 0) {
-		exec_child(s->log, argv);
 	}
 	return wait_ready(s);
 }

@@ -47,7 +47,7 @@ cmd_check(int argc, char **argv)
 	rc = pool_open(&p, o.path, POOL_RDONLY, NULL);
 	if (o.json) {
 		s.w = &w;
-		jw_begin(&w, stdout);
+		jw_begin(&w, stdout, 0);
 		jw_str(&w, "pool", o.path);
 		jw_arr(&w, "problems_list");
 	}

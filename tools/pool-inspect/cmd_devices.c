@@ -54,7 +54,7 @@ print(const struct inspect_opts *o, const struct devscan_dev *d, size_t n)
 	struct jw w;
 
 	if (o->json) {
-		jw_begin(&w, stdout);
+		jw_begin(&w, stdout, 0);
 		jw_arr(&w, "devices");
 		for (size_t i = 0; i < n; i++) {
 			row_json(&w, &d[i]);

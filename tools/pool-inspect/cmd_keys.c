@@ -120,7 +120,7 @@ print(const struct inspect_opts *o, const struct ent *v, size_t n)
 		bytes += v[i].kv.len;
 	}
 	if (o->json) {
-		jw_begin(&w, stdout);
+		jw_begin(&w, stdout, 0);
 		jw_str(&w, "pool", o->path);
 		jw_str(&w, "prefix", o->prefix);
 		print_json(&w, v, n);

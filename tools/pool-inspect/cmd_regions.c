@@ -94,7 +94,7 @@ cmd_regions(int argc, char **argv)
 	}
 	pool_stats(p, &st);
 	if (o.json) {
-		jw_begin(&w, stdout);
+		jw_begin(&w, stdout, 0);
 		jw_str(&w, "pool", o.path);
 		jw_arr(&w, "regions");
 		list(p, &w, &n, &bytes);

@@ -67,7 +67,7 @@ cmd_sessions(int argc, char **argv)
 		return rc;
 	}
 	if (o.json) {
-		jw_begin(&w, stdout);
+		jw_begin(&w, stdout, 0);
 		jw_str(&w, "pool", o.path);
 		jw_arr(&w, "sessions");
 	} else {

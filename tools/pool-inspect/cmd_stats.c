@@ -349,7 +349,7 @@ print_json(const struct inspect_opts *o, const struct live *l)
 	char name[16];
 	struct jw w;
 
-	jw_begin(&w, stdout);
+	jw_begin(&w, stdout, 0);
 	jw_str(&w, "server", o->server);
 	jw_str(&w, "pool", l->path);
 	jw_u64(&w, "pool_size", l->pool_size);

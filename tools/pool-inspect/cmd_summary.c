@@ -116,7 +116,7 @@ print_json(const char *path, const struct pool *p,
 {
 	struct jw w;
 
-	jw_begin(&w, stdout);
+	jw_begin(&w, stdout, 0);
 	jw_str(&w, "pool", path);
 	jw_u64(&w, "size", st->size);
 	jw_u64(&w, "align", st->align);

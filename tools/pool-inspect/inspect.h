@@ -3,8 +3,8 @@
  * command is cmd_<name>(argc, argv) with argv[0] == "<name>", returning
  * the process exit status (0 ok, 1 failure or damage, 2 usage). main.c
  * parses options and opens pools; fmt.c formats sizes and keys for a
- * terminal and writes JSON (always valid: strings escaped, bytes that are
- * not UTF-8 written as \u00XX).
+ * terminal; --json goes through common/jsonw.h (always valid: strings
+ * escaped, bytes that are not UTF-8 written as \u00XX).
  */
 #ifndef CXLP_INSPECT_H
 #define CXLP_INSPECT_H
@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "jsonw.h"
 
 struct pool;
 
@@ -51,27 +53,6 @@ const char *fmt_size(char buf[FMT_SIZE_LEN], uint64_t bytes);
  * when longer. Returns buf. */
 const char *fmt_key(char *buf, size_t n, const void *key, size_t klen,
     size_t width);
-
-#define JW_DEPTH 8
-/* A JSON writer: values and containers are separated and escaped here,
- * so the commands cannot emit invalid JSON. key is NULL inside arrays. */
-struct jw {
-	FILE *f;
-	int depth;
-	bool first[JW_DEPTH]; /* nothing written yet at this depth */
-	char close[JW_DEPTH]; /* '}' or ']' ends this depth */
-};
-
-void jw_begin(struct jw *w, FILE *f); /* the top-level object */
-void jw_end(struct jw *w);            /* closes it and ends the line */
-void jw_obj(struct jw *w, const char *key);
-void jw_arr(struct jw *w, const char *key);
-void jw_close(struct jw *w);          /* the innermost object or array */
-void jw_u64(struct jw *w, const char *key, uint64_t v);
-void jw_i64(struct jw *w, const char *key, int64_t v);
-void jw_bool(struct jw *w, const char *key, bool v);
-void jw_str(struct jw *w, const char *key, const char *s);
-void jw_bytes(struct jw *w, const char *key, const void *b, size_t n);
 
 int cmd_summary(int argc, char **argv);
 int cmd_check(int argc, char **argv);

@@ -63,6 +63,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "persist.h"
 #include "pool_ext.h"
 #include "pool_int.h"
 

@@ -39,56 +39,18 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crashpt.h"
 #include "devscan.h"
 #include "err.h"
 #include "log.h"
 #include "owner.h"
+#include "persist.h"
 #include "pool_int.h"
-
-/* pool_persist_cb -- see pool_int.h */
-void
-pool_persist_cb(void *ctx, const void *addr, size_t len)
-{
-	struct pool *p = ctx;
-
-	crashpt_range((void *)(uintptr_t)addr, len);
-	pmap_persist(p->map, addr, len);
-}
-
-/* pool_store8 -- see pool_int.h */
-void
-pool_store8(struct pool *p, uint64_t *dst, uint64_t v)
-{
-	cxlp_assert(!p->rdonly && ((uintptr_t)dst & 7u) == 0);
-	crashpt_store8(dst, v);
-	__atomic_store_n(dst, v, __ATOMIC_RELEASE);
-	pmap_persist(p->map, dst, sizeof(*dst));
-}
-
-/* pool_boot_id -- see pool_int.h */
-void
-pool_boot_id(char out[POOL_BOOT_ID_LEN])
-{
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	size_t n = 0;
-
-	memset(out, 0, POOL_BOOT_ID_LEN);
-	if (f != NULL) {
-		n = fread(out, 1, POOL_BOOT_ID_LEN - 1, f);
-		fclose(f);
-	}
-	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0')) {
-		out[--n] = '\0';
-	}
-}
 
 /* the superblock for a new pool of size bytes */
 static int

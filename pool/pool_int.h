@@ -18,8 +18,6 @@
 #include "map.h"
 #include "pool.h"
 
-#define POOL_PAGE_MIN 64u /* smallest page size a region may have, bytes */
-
 /* DRAM state of one region table slot, rebuilt at open. */
 struct region_dram {
 	bool live;       /* OWNED or ORPHAN, validated, space taken */
@@ -75,17 +73,11 @@ struct pool {
 	struct pool_damage *damage; /* open only: what recovery finds */
 };
 
-/* pool_persist_cb -- persist callback over p's mapping (ctx = p). */
-void pool_persist_cb(void *ctx, const void *addr, size_t len);
-/* pool_store8 -- one aligned 8-byte store to media, then persist it. */
-void pool_store8(struct pool *p, uint64_t *dst, uint64_t v);
-
+/* owner.c (see its design notes) */
+struct pool_own;
 /* pool_boot_id -- this boot's id (/proc/sys/kernel/random/boot_id), NUL
  * padded; all zero if it cannot be read. */
 void pool_boot_id(char out[POOL_BOOT_ID_LEN]);
-
-/* owner.c (see its design notes) */
-struct pool_own;
 /* owner_enter -- lock the mapped target and decide, from its owner
  * record, whether this server may take it (note 1): 0, or -EBUSY naming
  * the server that has it. Before anything is written; may wait. */
@@ -104,10 +96,6 @@ void owner_release(struct pool *p);
 int region_rebuild(struct pool *p, bool repair);
 /* region_fini -- free DRAM region state. */
 void region_fini(struct pool *p);
-/* region_rec_problem -- why a live region record is invalid (checksum,
- * bounds, page size) or NULL if it is fine; pure. */
-const char *region_rec_problem(const struct pool *p,
-    const struct pool_rrec *r);
 /* region_link -- a key at (v) is being counted: 0, or CXLP_E_CORRUPT if
  * its region is not live, its gen differs, its page is outside the region
  * or already taken, or len exceeds the page. */

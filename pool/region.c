@@ -29,6 +29,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "persist.h"
 #include "pool_ext.h"
 #include "pool_int.h"
 
@@ -39,34 +40,6 @@ static uint64_t
 data_units(const struct pool *p)
 {
 	return p->sb->area[POOL_AREA_DATA].count;
-}
-
-/* region_rec_problem -- see pool_int.h */
-const char *
-region_rec_problem(const struct pool *p, const struct pool_rrec *r)
-{
-	uint32_t st = rrec_state(r->word);
-	const struct pool_area *d = &p->sb->area[POOL_AREA_DATA];
-
-	if (st != POOL_REGION_OWNED && st != POOL_REGION_ORPHAN) {
-		return "bad state";
-	}
-	if (layout_rrec_checksum(r) != r->checksum) {
-		return "checksum mismatch";
-	}
-	if (r->off < d->off || r->off % p->align != 0 || r->len == 0 ||
-	    r->len % p->align != 0 || r->len > d->len ||
-	    r->off - d->off > d->len - r->len) {
-		return "extent outside the data area or unaligned";
-	}
-	if (r->page_size < POOL_PAGE_MIN || r->page_size > r->len ||
-	    r->page_size > UINT32_MAX || r->len / r->page_size > UINT32_MAX) {
-		return "bad page size";
-	}
-	if (r->owner == 0 || r->reserved != 0) {
-		return "no owner or nonzero reserved field";
-	}
-	return NULL;
 }
 
 /* DRAM state for the valid live record i, whose space is taken */
@@ -126,7 +99,7 @@ region_rebuild(struct pool *p, bool repair)
 		if (rrec_state(r->word) == POOL_REGION_FREE) {
 			continue;
 		}
-		why = region_rec_problem(p, r);
+		why = layout_rrec_problem(p->sb, p->align, r);
 		rc = why ? CXLP_E_CORRUPT : region_load(p, i);
 		if (rc == -ENOMEM) {
 			return rc;

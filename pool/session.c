@@ -20,6 +20,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "persist.h"
 #include "pool_int.h"
 
 /* session_rebuild -- see pool_int.h */

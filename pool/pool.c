@@ -5,7 +5,7 @@
  * refuse the pool with its own error (not a pool, another layout version,
  * a torn or flipped superblock, a truncated file, a volatile pool from an
  * earlier boot), then a rebuild of every DRAM cache from the media: free
- * extents (region.c), sessions (session.c), key heap and index
+ * extents (regtab.c), sessions (sesstab.c), key heap and index
  * (kvindex.c), key counts and page bitmaps (kv.c). Without POOL_RDONLY the
  * rebuild also repairs what a crash can leave behind (records caught
  * mid-write, an ORPHAN region whose last key was just deleted); with it,
@@ -175,14 +175,14 @@ rebuild(struct pool *p, bool repair)
 	int rc;
 
 	memset(p->damage, 0, sizeof(*p->damage));
-	if ((rc = region_rebuild(p, repair)) != 0 ||
-	    (rc = session_rebuild(p, repair)) != 0 ||
+	if ((rc = regtab_rebuild(p, repair)) != 0 ||
+	    (rc = sesstab_rebuild(p, repair)) != 0 ||
 	    (rc = damage_index_recover(p, repair)) != 0 ||
 	    (rc = kv_rebuild(p, repair)) != 0 ||
 	    (rc = pintab_rebuild(p, repair)) != 0) {
 		return rc;
 	}
-	reap = region_reap(p, repair);
+	reap = regtab_reap(p, repair);
 	p->damage->torn += reap;
 	p->damage->dropped = repair && p->damage->nrec > 0;
 	return 0;
@@ -230,7 +230,7 @@ attach(struct pool *p, bool fresh, unsigned flags)
 		return 0;
 	}
 	pintab_fini(p);
-	region_fini(p);
+	regtab_fini(p);
 	return rebuild(p, true);
 }
 
@@ -481,7 +481,7 @@ pool_close(struct pool **pp)
 	p = *pp;
 	owner_release(p);
 	pintab_fini(p);
-	region_fini(p);
+	regtab_fini(p);
 	keyheap_fini(&p->heap);
 	pmap_close(&p->map);
 	free(p->path);

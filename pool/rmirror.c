@@ -7,7 +7,7 @@
  * after the first, in the same area, written after the primary in the
  * same order (body, persist, word), so that at any moment either the two
  * agree or the primary holds the newer state:
- *   alloc  [region_alloc]: primary body, word; then the copy
+ *   alloc  [regtab_alloc]: primary body, word; then the copy
  *          [rmirror_sync];
  *   disown, free, repair drop [rrec_set_word]: primary word, copy word.
  * A crash in between leaves the copy one step behind, and a copy whose

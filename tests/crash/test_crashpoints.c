@@ -40,7 +40,6 @@
 
 #include "crashtest.h"
 #include "pool.h"
-#include "pool_ext.h"
 #include "proc.h"
 #include "proto.h"
 #include "rawclient.h"

@@ -139,7 +139,7 @@ layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
 /* layout_sb_checksum -- XXH64 of the superblock, next_session_id and
  * the owner record as 0 (so a 2.0 pool, whose owner bytes are zero,
  * keeps its checksum) */
-uint64_t
+static uint64_t
 layout_sb_checksum(const struct pool_sb *sb)
 {
 	struct pool_sb tmp;

@@ -278,8 +278,6 @@ int layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
     uint64_t index_slots, uint32_t max_sessions, char *why, size_t n);
 /* layout_seal -- compute and store sb->checksum. */
 void layout_seal(struct pool_sb *sb);
-/* layout_sb_checksum -- the checksum sb should carry. */
-uint64_t layout_sb_checksum(const struct pool_sb *sb);
 /* layout_validate -- check a superblock read from a file of file_size
  * bytes. Returns 0, CXLP_E_BADMAGIC, CXLP_E_VERSION, CXLP_E_CHECKSUM or
  * CXLP_E_CORRUPT (truncated file, bad geometry, nonzero reserved), with

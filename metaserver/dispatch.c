@@ -40,7 +40,7 @@
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
-#include "pool_ext.h"
+#include "pool.h"
 
 struct req {
 	struct ms *ms;

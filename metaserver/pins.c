@@ -32,7 +32,7 @@
 
 #include "err.h"
 #include "ms_int.h"
-#include "pool_ext.h"
+#include "pool.h"
 
 #define LOAD_NUM 7 /* grow past 7/10 full */
 #define LOAD_DEN 10
@@ -343,7 +343,7 @@ ms_pins_reserve(struct ms *ms, size_t n)
 }
 
 /* ms_pin_change -- see ms_int.h. The DRAM mirror changes only when the
- * pool applied the change (not on a replay, pool_ext.h). */
+ * pool applied the change (not on a replay, pool.h). */
 int
 ms_pin_change(struct ms *ms, uint64_t sess, uint64_t slot, int delta,
     uint64_t req, unsigned nth)

@@ -6,12 +6,12 @@
  * pool), regions are allocated rarely (a handler asks for one at a time
  * and keeps it), and the truth lives in the region table on media. So the
  * allocator is a plain sorted array with first fit, rebuilt at every open,
- * and it does no I/O at all: region.c persists the table and calls in here.
+ * and it does no I/O at all: regtab.c persists the table and calls in here.
  *
  * DESIGN NOTES
  *
  * 1. Units. Unit u is the bytes [data_off + u * align, + align) of the
- *    pool. The allocator never sees bytes; region.c converts.
+ *    pool. The allocator never sees bytes; regtab.c converts.
  *
  * 2. Invariants (alloc_check): ext[0..next) is sorted by start; every
  *    extent has len > 0 and lies in [0, nunits); consecutive extents
@@ -21,7 +21,7 @@
  * 3. Capacity. Free extents alternate with used ones, so there are at
  *    most nunits / 2 + 1 of them; alloc_init allocates that many once, and
  *    no later call allocates. alloc_release therefore cannot fail, which
- *    lets region.c free a region after its media record is already FREE.
+ *    lets regtab.c free a region after its media record is already FREE.
  *
  * 4. Transitions of a unit:
  *    FREE -> USED [alloc_reserve: first fit, the lowest extent that is
@@ -36,13 +36,13 @@
  * 5. Every mutator ends with assert(alloc_check(a, NULL, 0) == 0); the
  *    check is O(extents), cheap at this size.
  *
- * 6. Order against the media (region.c). Allocate: alloc_reserve (DRAM)
+ * 6. Order against the media (regtab.c). Allocate: alloc_reserve (DRAM)
  *    -> region record body written and persisted while its word reads
  *    FREE -> word (OWNED | gen << 32) stored and persisted
  *    [pool_region_alloc]. Free: word (FREE) stored and persisted ->
- *    alloc_release [region_free]. So a crash never leaves media claiming
+ *    alloc_release [regtab_free]. So a crash never leaves media claiming
  *    less than DRAM gave out, and open rebuilds the extents from the
- *    published words alone [region_rebuild -> alloc_take].
+ *    published words alone [regtab_rebuild -> alloc_take].
  */
 #include <assert.h>
 #include <errno.h>

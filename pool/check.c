@@ -5,7 +5,7 @@
  * Why this shape: pool-inspect runs it on a pool opened read-only, where
  * damaged records were skipped rather than repaired, so the check re-reads
  * every record and recomputes what the caches should say: superblock
- * (layout_validate), region records (region_rec_problem, overlaps), the
+ * (layout_validate), region records (layout_rrec_problem, overlaps), the
  * session table, the index and key heap (kvindex_scan), index entries
  * against regions (live, same gen, page in range, one key per page, value
  * fits), per-region key counts, the free-space accounting
@@ -92,7 +92,7 @@ check_regions(struct ck *c, uint64_t *used_bytes)
 		if (rrec_state(r->word) == POOL_REGION_FREE) {
 			continue;
 		}
-		if ((why = region_rec_problem(p, r)) != NULL) {
+		if ((why = layout_rrec_problem(p->sb, p->align, r)) != NULL) {
 			problem(c, "region %u: %s", i, why);
 			continue;
 		}
@@ -128,7 +128,7 @@ static const char *
 live_problem(const struct pool *p, const struct pool_rrec *r)
 {
 	return rrec_state(r->word) == POOL_REGION_FREE ? NULL :
-	    region_rec_problem(p, r);
+	    layout_rrec_problem(p->sb, p->align, r);
 }
 
 /* the region table's copy (rmirror.c): a damaged primary the copy
@@ -212,8 +212,8 @@ check_entry(struct ck *c, uint64_t slot, const struct kv_val *v,
 	const struct pool *p = c->p;
 	const struct pool_rrec *r;
 
-	if (v->region >= p->nregions ||
-	    region_rec_problem(p, &p->rtab[v->region]) != NULL) {
+	if (v->region >= p->nregions || layout_rrec_problem(p->sb,
+	    p->align, &p->rtab[v->region]) != NULL) {
 		problem(c, "key in slot %llu: region %u is not live",
 		    (unsigned long long)slot, v->region);
 		return;

@@ -2,7 +2,7 @@
  * damage.c -- the damage report of an open: which records recovery would
  * drop because they are damaged, and what dropping them loses.
  *
- * Why this module: recovery (region.c, session.c, kvindex.c, kv.c,
+ * Why this module: recovery (regtab.c, sesstab.c, kvindex.c, kv.c,
  * pintab.c) was built to roll back what a crash leaves half written, and
  * it used to drop everything else that failed validation the same way,
  * with one log line at most: one flipped bit in a region record lost all

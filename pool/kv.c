@@ -7,7 +7,7 @@
  *
  * Ordering: pool_kv_insert makes the index entry durable (kvindex_put)
  * before it counts the key; pool_kv_remove makes the delete durable
- * (kvindex_drop) before region_unlink may free the region on media, so a
+ * (kvindex_drop) before regtab_unlink may free the region on media, so a
  * crash in between leaves an ORPHAN with no keys, which open reaps.
  */
 #include <errno.h>
@@ -26,7 +26,7 @@ kv_out(const struct pool *p, const struct kv_val *v, uint64_t slot,
 	}
 	out->region = v->region;
 	out->gen = v->gen;
-	out->off = region_key_off(p, v);
+	out->off = regtab_key_off(p, v);
 	out->len = v->len;
 	out->slot = slot;
 }
@@ -43,7 +43,7 @@ kv_rebuild(struct pool *p, bool repair)
 	p->keys = p->key_bytes = p->value_bytes = 0;
 	while (kvindex_next(&p->kv, &cursor, &slot) == 1) {
 		kvindex_get(&p->kv, slot, &v, &key, &klen);
-		if (region_link(p, &v) == 0) {
+		if (regtab_link(p, &v) == 0) {
 			p->keys++;
 			p->key_bytes += klen;
 			p->value_bytes += v.len;
@@ -78,7 +78,7 @@ insert_checks(const struct pool *p, uint64_t owner, const void *key,
 		    "session %llu", region, (unsigned long long)owner);
 	}
 	/* a whole page: the region's length need not be a multiple of its
-	 * page size, and a partial last page is no page (region_link) */
+	 * page size, and a partial last page is no page (regtab_link) */
 	if (off < r->off || off - r->off >= r->len ||
 	    (off - r->off) % r->page_size != 0 ||
 	    (off - r->off) / r->page_size >= r->len / r->page_size) {
@@ -125,7 +125,7 @@ pool_kv_insert(struct pool *p, uint64_t owner, const void *key,
 	if ((rc = kvindex_put(&p->kv, &pr, key, klen, &v, &slot)) != 0) {
 		return rc;
 	}
-	cxlp_assert(region_link(p, &v) == 0);
+	cxlp_assert(regtab_link(p, &v) == 0);
 	p->keys++;
 	p->key_bytes += klen;
 	p->value_bytes += len;
@@ -201,7 +201,7 @@ pool_kv_remove(struct pool *p, const void *key, size_t klen,
 	p->keys--;
 	p->key_bytes -= kl;
 	p->value_bytes -= v.len;
-	region_unlink(p, &v);
+	regtab_unlink(p, &v);
 	return 0;
 }
 

@@ -99,7 +99,7 @@
  * 10. The other records follow the same rule -- body persisted first,
  *    then one aligned 8-byte publish store, persisted:
  *    region record  [pool_region_alloc; disown/free: word only,
- *                    pool_region_disown, region_free]
+ *                    pool_region_disown, regtab_free]
  *    session record [pool_session_add: next_session_id stored and
  *                    persisted first, then body, then id; remove: id = 0,
  *                    pool_session_remove]
@@ -107,10 +107,10 @@
  *                    magic last]. next_session_id is the one superblock
  *                    field that changes after format; a checksum over it
  *                    could tear, so the checksum reads it as 0 and
- *                    session_rebuild raises it above every live id.
+ *                    sesstab_rebuild raises it above every live id.
  *    key removal vs region free [pool_kv_remove: kvindex_drop persisted
- *                    before region_unlink frees an ORPHAN; an ORPHAN left
- *                    with no keys by a crash is freed by region_reap].
+ *                    before regtab_unlink frees an ORPHAN; an ORPHAN left
+ *                    with no keys by a crash is freed by regtab_reap].
  *    pin record     [pool_pin_change: body while session == 0, then
  *                    session; count by one store of word; free: session
  *                    = 0; pintab.c notes 2-4]

@@ -15,6 +15,7 @@
 
 #include "cxlpool.h"
 #include "layout.h"
+#include "pool.h" /* enum pool_region_state */
 
 static uint64_t
 round_up(uint64_t v, uint64_t a)
@@ -138,7 +139,7 @@ layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
 /* layout_sb_checksum -- XXH64 of the superblock, next_session_id and
  * the owner record as 0 (so a 2.0 pool, whose owner bytes are zero,
  * keeps its checksum) */
-uint64_t
+static uint64_t
 layout_sb_checksum(const struct pool_sb *sb)
 {
 	struct pool_sb tmp;
@@ -344,6 +345,35 @@ layout_rrec_checksum(const struct pool_rrec *r)
 
 	tmp.word = rrec_word(0, rrec_gen(r->word));
 	return XXH64(&tmp, offsetof(struct pool_rrec, checksum), 0);
+}
+
+/* layout_rrec_problem -- see layout.h */
+const char *
+layout_rrec_problem(const struct pool_sb *sb, uint64_t align,
+    const struct pool_rrec *r)
+{
+	uint32_t st = rrec_state(r->word);
+	const struct pool_area *d = &sb->area[POOL_AREA_DATA];
+
+	if (st != POOL_REGION_OWNED && st != POOL_REGION_ORPHAN) {
+		return "bad state";
+	}
+	if (layout_rrec_checksum(r) != r->checksum) {
+		return "checksum mismatch";
+	}
+	if (r->off < d->off || r->off % align != 0 || r->len == 0 ||
+	    r->len % align != 0 || r->len > d->len ||
+	    r->off - d->off > d->len - r->len) {
+		return "extent outside the data area or unaligned";
+	}
+	if (r->page_size < POOL_PAGE_MIN || r->page_size > r->len ||
+	    r->page_size > UINT32_MAX || r->len / r->page_size > UINT32_MAX) {
+		return "bad page size";
+	}
+	if (r->owner == 0 || r->reserved != 0) {
+		return "no owner or nonzero reserved field";
+	}
+	return NULL;
 }
 
 /* layout_srec_checksum -- XXH64 of a session record */

@@ -34,6 +34,7 @@
                                                    * code understands */
 #define POOL_SB_VOLATILE 0x1ull  /* sb.flags: media does not survive boot */
 #define POOL_SB_SIZE 4096u
+#define POOL_PAGE_MIN 64u        /* smallest page size of a region */
 #define POOL_AREA_ALIGN 4096u    /* every metadata area starts on a page */
 #define POOL_BOOT_ID_LEN 40      /* text of a boot id (36) + NUL padding */
 
@@ -277,8 +278,6 @@ int layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
     uint64_t index_slots, uint32_t max_sessions, char *why, size_t n);
 /* layout_seal -- compute and store sb->checksum. */
 void layout_seal(struct pool_sb *sb);
-/* layout_sb_checksum -- the checksum sb should carry. */
-uint64_t layout_sb_checksum(const struct pool_sb *sb);
 /* layout_validate -- check a superblock read from a file of file_size
  * bytes. Returns 0, CXLP_E_BADMAGIC, CXLP_E_VERSION, CXLP_E_CHECKSUM or
  * CXLP_E_CORRUPT (truncated file, bad geometry, nonzero reserved), with
@@ -306,6 +305,12 @@ int layout_media_check(const struct pool_sb *sb, uint64_t media_align,
 uint64_t layout_orec_checksum(const struct pool_orec *o);
 /* layout_rrec_checksum -- the checksum a region record should carry. */
 uint64_t layout_rrec_checksum(const struct pool_rrec *r);
+/* layout_rrec_problem -- why the live region record r of a pool with
+ * superblock sb and region alignment align (bytes) is invalid (state,
+ * checksum, extent outside the data area or unaligned, page size, owner
+ * or reserved field), or NULL if it is fine. */
+const char *layout_rrec_problem(const struct pool_sb *sb, uint64_t align,
+    const struct pool_rrec *r);
 /* layout_srec_checksum -- the checksum a session record should carry. */
 uint64_t layout_srec_checksum(const struct pool_srec *s);
 /* layout_pinrec_checksum -- the checksum a pin record should carry. */

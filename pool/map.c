@@ -537,17 +537,3 @@ pmap_huge_setting(const struct pmap *m)
 {
 	return m->huge_setting;
 }
-
-/* pmap_huge_name -- see map.h */
-const char *
-pmap_huge_name(enum pmap_huge h)
-{
-	static const char *const names[] = {
-		[PMAP_HUGE_NONE] = "base pages",
-		[PMAP_HUGE_DEVDAX] = "devdax PMD",
-		[PMAP_HUGE_ADVISED] = "advised",
-	};
-
-	return (unsigned)h < sizeof(names) / sizeof(names[0]) ?
-	    names[h] : "unknown";
-}

@@ -104,7 +104,5 @@ enum pmap_huge pmap_huge(const struct pmap *m);
  * "shmem_enabled=deny", "devdax align 2097152", "not tmpfs"; "" before
  * pmap_advise_huge. Owned by m. */
 const char *pmap_huge_setting(const struct pmap *m);
-/* pmap_huge_name -- "base pages", "devdax PMD", "advised" ("unknown"). */
-const char *pmap_huge_name(enum pmap_huge h);
 
 #endif /* CXLP_MAP_H */

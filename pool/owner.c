@@ -47,9 +47,10 @@
  *     that claims the moment word is 0 writes a body nobody else is
  *     still writing; the whole record then reads 0, as in a layout 2.0
  *     pool, which older builds require. Then drop the lock.
- *  5. Owner writes do not pass the crash points (crashpt.h): they come
- *     from a timer, not from the workload whose persists a crash test
- *     counts. A crash between them leaves what notes 1-4 read safely.
+ *  5. Owner writes do not pass the crash points (crashpt.h; they go
+ *     through persist.c's quiet calls): they come from a timer, not from
+ *     the workload whose persists a crash test counts. A crash between
+ *     them leaves what notes 1-4 read safely.
  * A server of a format and a claim on a blank or reformatted target is
  * excluded from a second one on another host only from its claim on: two
  * hosts formatting one device in the same seconds are not told apart.
@@ -70,6 +71,7 @@
 #include "err.h"
 #include "log.h"
 #include "owner.h"
+#include "persist.h"
 #include "pool_int.h"
 
 #define WATCH_POLL_MS 50u
@@ -99,6 +101,23 @@ now_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* pool_boot_id -- see pool_int.h */
+void
+pool_boot_id(char out[POOL_BOOT_ID_LEN])
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	size_t n = 0;
+
+	memset(out, 0, POOL_BOOT_ID_LEN);
+	if (f != NULL) {
+		n = fread(out, 1, POOL_BOOT_ID_LEN - 1, f);
+		fclose(f);
+	}
+	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0')) {
+		out[--n] = '\0';
+	}
+}
+
 static struct pool_orec *
 orec(const struct pool *p)
 {
@@ -111,8 +130,8 @@ orec_load(const struct pool *p, struct pool_orec *r)
 {
 	const struct pool_orec *o = orec(p);
 
-	r->word = __atomic_load_n(&o->word, __ATOMIC_ACQUIRE);
-	r->beat = __atomic_load_n(&o->beat, __ATOMIC_ACQUIRE);
+	r->word = pool_load8(&o->word);
+	r->beat = pool_load8(&o->beat);
 	memcpy(&r->beat_ns, &o->beat_ns, sizeof(*r) - 2 * sizeof(r->word));
 }
 
@@ -349,12 +368,6 @@ owner_enter(struct pool *p, const struct pool_own *own)
 	return decide(p, p->own, busy, ours);
 }
 
-static void
-persist(struct pool *p, const void *addr, size_t len)
-{
-	pmap_persist(p->map, addr, len); /* note 5: no crash point */
-}
-
 /* the body of our record: who we are */
 static void
 fill_body(struct pool_orec *o, const struct pool_own *own)
@@ -391,17 +404,16 @@ owner_claim(struct pool *p, const struct pool_own *own, bool fresh)
 	while (token == 0 && getrandom(&token, sizeof(token), 0) !=
 	    sizeof(token)) {
 	}
-	if (!__atomic_compare_exchange_n(&o->word, &expect, token, false,
-	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+	if (!pool_cas8(&o->word, &expect, token)) {
 		(void)pool_owner_get(p, &cur);
 		return refuse_owner(p, &cur); /* note 2: another won */
 	}
-	persist(p, &o->word, sizeof(o->word));
+	pool_persist_quiet(p, &o->word, sizeof(o->word));
 	fill_body(o, own);
-	__atomic_store_n(&o->beat, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&o->beat_ns, now_ns(CLOCK_REALTIME), __ATOMIC_RELEASE);
+	pool_set8(&o->beat, 0);
+	pool_set8(&o->beat_ns, now_ns(CLOCK_REALTIME));
 	o->checksum = layout_orec_checksum(o);
-	persist(p, o, sizeof(*o));
+	pool_persist_quiet(p, o, sizeof(*o));
 	p->own->token = token;
 	if (pthread_create(&p->own->thread, NULL, beat_main, p) != 0) {
 		return cxlp_fail(-EAGAIN, "%s: cannot start the heartbeat "
@@ -417,18 +429,16 @@ pool_owner_beat(struct pool *p)
 {
 	struct pool_orec *o = orec(p);
 
-	__atomic_store_n(&o->beat, __atomic_load_n(&o->beat, __ATOMIC_RELAXED)
-	    + 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&o->beat_ns, now_ns(CLOCK_REALTIME), __ATOMIC_RELEASE);
-	persist(p, &o->beat, 2 * sizeof(o->beat));
+	pool_set8(&o->beat, pool_load8(&o->beat) + 1);
+	pool_set8(&o->beat_ns, now_ns(CLOCK_REALTIME));
+	pool_persist_quiet(p, &o->beat, 2 * sizeof(o->beat));
 }
 
 /* note 3: one beat if the record is still ours */
 static bool
 beat_once(struct pool *p)
 {
-	if (__atomic_load_n(&orec(p)->word, __ATOMIC_ACQUIRE) !=
-	    p->own->token) {
+	if (pool_load8(&orec(p)->word) != p->own->token) {
 		return false;
 	}
 	pool_owner_beat(p);
@@ -482,13 +492,13 @@ clear_record(struct pool *p)
 	struct pool_orec *o = orec(p);
 	size_t body = sizeof(*o) - sizeof(o->word);
 
-	if (__atomic_load_n(&o->word, __ATOMIC_ACQUIRE) != p->own->token) {
+	if (pool_load8(&o->word) != p->own->token) {
 		return;
 	}
 	memset((uint8_t *)o + sizeof(o->word), 0, body);
-	persist(p, (uint8_t *)o + sizeof(o->word), body);
-	__atomic_store_n(&o->word, 0, __ATOMIC_RELEASE);
-	persist(p, &o->word, sizeof(o->word));
+	pool_persist_quiet(p, (uint8_t *)o + sizeof(o->word), body);
+	pool_set8(&o->word, 0);
+	pool_persist_quiet(p, &o->word, sizeof(o->word));
 }
 
 /* owner_release -- see pool_int.h */
@@ -540,5 +550,5 @@ pool_owner_write(struct pool *p, const struct pool_owner *src)
 	o->beat = src->beat;
 	o->beat_ns = src->beat_ns;
 	o->checksum = layout_orec_checksum(o);
-	persist(p, o, sizeof(*o));
+	pool_persist_quiet(p, o, sizeof(*o));
 }

@@ -63,7 +63,7 @@
 
 #include "err.h"
 #include "log.h"
-#include "pool_ext.h"
+#include "persist.h"
 #include "pool_int.h"
 
 #define PIN_NONE UINT32_MAX
@@ -262,7 +262,7 @@ pin_reclaim(struct pool *p)
 	}
 }
 
-/* pool_pin_reserve -- see pool_ext.h */
+/* pool_pin_reserve -- see pool.h */
 int
 pool_pin_reserve(struct pool *p, size_t n)
 {
@@ -336,7 +336,7 @@ pin_step(struct pool *p, uint32_t i, int delta, uint64_t req)
 	return 0;
 }
 
-/* pool_pin_change -- see pool_ext.h */
+/* pool_pin_change -- see pool.h */
 int
 pool_pin_change(struct pool *p, uint64_t session, uint64_t slot, int delta,
     uint64_t req, unsigned nth, bool *applied)
@@ -369,7 +369,7 @@ pool_pin_change(struct pool *p, uint64_t session, uint64_t slot, int delta,
 	return rc;
 }
 
-/* pool_pin_held -- see pool_ext.h */
+/* pool_pin_held -- see pool.h */
 uint32_t
 pool_pin_held(const struct pool *p, uint64_t session, uint64_t slot)
 {
@@ -378,7 +378,7 @@ pool_pin_held(const struct pool *p, uint64_t session, uint64_t slot)
 	return i == PIN_NONE ? 0 : pin_count(p->ptab[i].word);
 }
 
-/* pool_pin_release_session -- see pool_ext.h */
+/* pool_pin_release_session -- see pool.h */
 uint64_t
 pool_pin_release_session(struct pool *p, uint64_t session)
 {
@@ -393,7 +393,7 @@ pool_pin_release_session(struct pool *p, uint64_t session)
 	return n;
 }
 
-/* pool_pin_next -- see pool_ext.h */
+/* pool_pin_next -- see pool.h */
 int
 pool_pin_next(const struct pool *p, uint64_t *cursor, struct pool_pin *out)
 {
@@ -410,7 +410,7 @@ pool_pin_next(const struct pool *p, uint64_t *cursor, struct pool_pin *out)
 	return 0;
 }
 
-/* pool_pin_max -- see pool_ext.h */
+/* pool_pin_max -- see pool.h */
 uint32_t
 pool_pin_max(const struct pool *p)
 {

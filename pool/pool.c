@@ -5,7 +5,7 @@
  * refuse the pool with its own error (not a pool, another layout version,
  * a torn or flipped superblock, a truncated file, a volatile pool from an
  * earlier boot), then a rebuild of every DRAM cache from the media: free
- * extents (region.c), sessions (session.c), key heap and index
+ * extents (regtab.c), sessions (sesstab.c), key heap and index
  * (kvindex.c), key counts and page bitmaps (kv.c). Without POOL_RDONLY the
  * rebuild also repairs what a crash can leave behind (records caught
  * mid-write, an ORPHAN region whose last key was just deleted); with it,
@@ -39,56 +39,18 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crashpt.h"
 #include "devscan.h"
 #include "err.h"
 #include "log.h"
 #include "owner.h"
+#include "persist.h"
 #include "pool_int.h"
-
-/* pool_persist_cb -- see pool_int.h */
-void
-pool_persist_cb(void *ctx, const void *addr, size_t len)
-{
-	struct pool *p = ctx;
-
-	crashpt_range((void *)(uintptr_t)addr, len);
-	pmap_persist(p->map, addr, len);
-}
-
-/* pool_store8 -- see pool_int.h */
-void
-pool_store8(struct pool *p, uint64_t *dst, uint64_t v)
-{
-	cxlp_assert(!p->rdonly && ((uintptr_t)dst & 7u) == 0);
-	crashpt_store8(dst, v);
-	__atomic_store_n(dst, v, __ATOMIC_RELEASE);
-	pmap_persist(p->map, dst, sizeof(*dst));
-}
-
-/* pool_boot_id -- see pool_int.h */
-void
-pool_boot_id(char out[POOL_BOOT_ID_LEN])
-{
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	size_t n = 0;
-
-	memset(out, 0, POOL_BOOT_ID_LEN);
-	if (f != NULL) {
-		n = fread(out, 1, POOL_BOOT_ID_LEN - 1, f);
-		fclose(f);
-	}
-	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0')) {
-		out[--n] = '\0';
-	}
-}
 
 /* the superblock for a new pool of size bytes */
 static int
@@ -213,14 +175,14 @@ rebuild(struct pool *p, bool repair)
 	int rc;
 
 	memset(p->damage, 0, sizeof(*p->damage));
-	if ((rc = region_rebuild(p, repair)) != 0 ||
-	    (rc = session_rebuild(p, repair)) != 0 ||
+	if ((rc = regtab_rebuild(p, repair)) != 0 ||
+	    (rc = sesstab_rebuild(p, repair)) != 0 ||
 	    (rc = damage_index_recover(p, repair)) != 0 ||
 	    (rc = kv_rebuild(p, repair)) != 0 ||
 	    (rc = pintab_rebuild(p, repair)) != 0) {
 		return rc;
 	}
-	reap = region_reap(p, repair);
+	reap = regtab_reap(p, repair);
 	p->damage->torn += reap;
 	p->damage->dropped = repair && p->damage->nrec > 0;
 	return 0;
@@ -268,7 +230,7 @@ attach(struct pool *p, bool fresh, unsigned flags)
 		return 0;
 	}
 	pintab_fini(p);
-	region_fini(p);
+	regtab_fini(p);
 	return rebuild(p, true);
 }
 
@@ -519,7 +481,7 @@ pool_close(struct pool **pp)
 	p = *pp;
 	owner_release(p);
 	pintab_fini(p);
-	region_fini(p);
+	regtab_fini(p);
 	keyheap_fini(&p->heap);
 	pmap_close(&p->map);
 	free(p->path);

@@ -1,7 +1,7 @@
 /*
  * pool_int.h -- the pool's private structs and the calls between its
- * modules (pool.c opens and formats, region.c keeps the region table,
- * session.c the session table, kv.c ties the index to regions, check.c
+ * modules (pool.c opens and formats, regtab.c keeps the region table,
+ * sesstab.c the session table, kv.c ties the index to regions, check.c
  * verifies all of it). Tests include it to damage a pool on purpose.
  */
 #ifndef CXLP_POOL_INT_H
@@ -17,8 +17,6 @@
 #include "layout.h"
 #include "map.h"
 #include "pool.h"
-
-#define POOL_PAGE_MIN 64u /* smallest page size a region may have, bytes */
 
 /* DRAM state of one region table slot, rebuilt at open. */
 struct region_dram {
@@ -75,17 +73,11 @@ struct pool {
 	struct pool_damage *damage; /* open only: what recovery finds */
 };
 
-/* pool_persist_cb -- persist callback over p's mapping (ctx = p). */
-void pool_persist_cb(void *ctx, const void *addr, size_t len);
-/* pool_store8 -- one aligned 8-byte store to media, then persist it. */
-void pool_store8(struct pool *p, uint64_t *dst, uint64_t v);
-
+/* owner.c (see its design notes) */
+struct pool_own;
 /* pool_boot_id -- this boot's id (/proc/sys/kernel/random/boot_id), NUL
  * padded; all zero if it cannot be read. */
 void pool_boot_id(char out[POOL_BOOT_ID_LEN]);
-
-/* owner.c (see its design notes) */
-struct pool_own;
 /* owner_enter -- lock the mapped target and decide, from its owner
  * record, whether this server may take it (note 1): 0, or -EBUSY naming
  * the server that has it. Before anything is written; may wait. */
@@ -98,31 +90,27 @@ int owner_claim(struct pool *p, const struct pool_own *own, bool fresh);
  * drop the lock (note 4). NULL-safe on p->own. */
 void owner_release(struct pool *p);
 
-/* region.c */
-/* region_rebuild -- DRAM state and alloc from the region table. With
+/* regtab.c */
+/* regtab_rebuild -- DRAM state and alloc from the region table. With
  * repair, live records that fail validation are freed on media. */
-int region_rebuild(struct pool *p, bool repair);
-/* region_fini -- free DRAM region state. */
-void region_fini(struct pool *p);
-/* region_rec_problem -- why a live region record is invalid (checksum,
- * bounds, page size) or NULL if it is fine; pure. */
-const char *region_rec_problem(const struct pool *p,
-    const struct pool_rrec *r);
-/* region_link -- a key at (v) is being counted: 0, or CXLP_E_CORRUPT if
+int regtab_rebuild(struct pool *p, bool repair);
+/* regtab_fini -- free DRAM region state. */
+void regtab_fini(struct pool *p);
+/* regtab_link -- a key at (v) is being counted: 0, or CXLP_E_CORRUPT if
  * its region is not live, its gen differs, its page is outside the region
  * or already taken, or len exceeds the page. */
-int region_link(struct pool *p, const struct kv_val *v);
-/* region_unlink -- the key at v is gone: clear its page, count it, free
+int regtab_link(struct pool *p, const struct kv_val *v);
+/* regtab_unlink -- the key at v is gone: clear its page, count it, free
  * an ORPHAN region whose last key it was (on media unless rdonly). */
-void region_unlink(struct pool *p, const struct kv_val *v);
-/* region_reap -- free every ORPHAN region that no key points into (only
+void regtab_unlink(struct pool *p, const struct kv_val *v);
+/* regtab_reap -- free every ORPHAN region that no key points into (only
  * count them unless repair); returns how many. */
-uint64_t region_reap(struct pool *p, bool repair);
-/* region_key_off -- bytes from pool start of v's page. */
-uint64_t region_key_off(const struct pool *p, const struct kv_val *v);
+uint64_t regtab_reap(struct pool *p, bool repair);
+/* regtab_key_off -- bytes from pool start of v's page. */
+uint64_t regtab_key_off(const struct pool *p, const struct kv_val *v);
 
 /* rmirror.c: the region table's copy */
-/* rmirror_prepare -- before region_rebuild: count damaged primaries the
+/* rmirror_prepare -- before regtab_rebuild: count damaged primaries the
  * copy restores and copies that differ; with repair, restore them on
  * media, else read the table from rcopy with them restored. */
 int rmirror_prepare(struct pool *p, bool repair);
@@ -135,10 +123,10 @@ void rrec_set_word(struct pool *p, uint32_t i, uint64_t w);
 /* rmirror_fini -- drop rcopy; read the media table again. */
 void rmirror_fini(struct pool *p);
 
-/* session.c */
-/* session_rebuild -- count sessions; with repair, clear records that fail
+/* sesstab.c */
+/* sesstab_rebuild -- count sessions; with repair, clear records that fail
  * their checksum and raise next_session_id above every live id. */
-int session_rebuild(struct pool *p, bool repair);
+int sesstab_rebuild(struct pool *p, bool repair);
 
 /* kv.c */
 /* kv_rebuild -- link every live index entry to its region (page bitmap,

@@ -7,13 +7,13 @@
  * after the first, in the same area, written after the primary in the
  * same order (body, persist, word), so that at any moment either the two
  * agree or the primary holds the newer state:
- *   alloc  [region_alloc]: primary body, word; then the copy
+ *   alloc  [regtab_alloc]: primary body, word; then the copy
  *          [rmirror_sync];
  *   disown, free, repair drop [rrec_set_word]: primary word, copy word.
  * A crash in between leaves the copy one step behind, and a copy whose
  * body is rewritten is first marked FREE, so every state a crash leaves
  * in it is a valid record or a FREE one. At open [rmirror_prepare]:
- *   - a primary that fails region_rec_problem while its copy passes is
+ *   - a primary that fails layout_rrec_problem while its copy passes is
  *     damage the copy undoes: the copy is written over it, nothing is
  *     lost (counted in damage->restored);
  *   - any other difference is the copy lagging (a crash: torn) or a
@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "persist.h"
 #include "pool_int.h"
 
 static bool
@@ -43,14 +44,14 @@ rec_live(const struct pool_rrec *r)
 static bool
 rec_bad(const struct pool *p, const struct pool_rrec *r)
 {
-	return rec_live(r) && region_rec_problem(p, r) != NULL;
+	return rec_live(r) && layout_rrec_problem(p->sb, p->align, r) != NULL;
 }
 
 /* the copy can stand in for a damaged primary */
 static bool
 rec_good(const struct pool *p, const struct pool_rrec *r)
 {
-	return rec_live(r) && region_rec_problem(p, r) == NULL;
+	return rec_live(r) && layout_rrec_problem(p->sb, p->align, r) == NULL;
 }
 
 /* dst := src, body first (dst reads FREE meanwhile if they differ) */

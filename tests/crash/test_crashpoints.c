@@ -42,7 +42,6 @@
 #include "crashpoints.h"
 #include "crashtest.h"
 #include "pool.h"
-#include "pool_ext.h"
 #include "proc.h"
 
 #ifdef __SANITIZE_ADDRESS__

@@ -34,7 +34,6 @@
 #include "kvtest.h"
 #include "layout.h"
 #include "pool.h"
-#include "pool_ext.h"
 #include "proc.h"
 #include "proto.h"
 #include "rawclient.h"

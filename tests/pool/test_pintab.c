@@ -15,7 +15,6 @@
 #include "err.h"
 #include "layout.h"
 #include "pool.h"
-#include "pool_ext.h"
 #include "pool_int.h"
 #include "pool_test.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_pool.c -- pool/pool.c, region.c, session.c, kv.c on real files:
+ * test_pool.c -- pool/pool.c, regtab.c, sesstab.c, kv.c on real files:
  * create/open round trips, every pool_kv_insert refusal, ORPHAN regions,
  * damaged files, stale volatile pools, and failed opens leaving NULL.
  */

@@ -1,5 +1,5 @@
 /*
- * session.c -- the session table: one 128-byte record per handler session,
+ * sesstab.c -- the session table: one 128-byte record per handler session,
  * so that a restarted metaserver knows who owned what and a handler can
  * reattach with its token.
  *
@@ -13,18 +13,19 @@
  *          and persisted while id == 0; id stored and persisted.
  *   remove [pool_session_remove]: id = 0, persisted.
  * The checksum covers the whole record, id included; a live record that
- * fails it is dropped at open (session_rebuild).
+ * fails it is dropped at open (sesstab_rebuild).
  */
 #include <errno.h>
 #include <string.h>
 
 #include "err.h"
 #include "log.h"
+#include "persist.h"
 #include "pool_int.h"
 
-/* session_rebuild -- see pool_int.h */
+/* sesstab_rebuild -- see pool_int.h */
 int
-session_rebuild(struct pool *p, bool repair)
+sesstab_rebuild(struct pool *p, bool repair)
 {
 	uint64_t max_id = 0;
 

@@ -1,5 +1,5 @@
 /*
- * region.c -- the region table: 64-byte records on media, one DRAM mirror
+ * regtab.c -- the region table: 64-byte records on media, one DRAM mirror
  * per record (live flag, key count, page bitmap), and the calls that move
  * a record between FREE, OWNED and ORPHAN.
  *
@@ -7,16 +7,16 @@
  * (gen, owner, off, len, page_size, checksum) is written and persisted
  * while the record still reads FREE, and the state changes only through
  * the first word (state | gen << 32), one aligned 8-byte store:
- *   FREE -> OWNED   [region_alloc: body, persist, word, persist]
+ *   FREE -> OWNED   [regtab_alloc: body, persist, word, persist]
  *   OWNED -> ORPHAN [pool_region_disown, keys still point in]
- *   OWNED|ORPHAN -> FREE [region_free: from disown with no keys, or from
- *                   region_unlink when an ORPHAN's last key goes]
+ *   OWNED|ORPHAN -> FREE [regtab_free: from disown with no keys, or from
+ *                   regtab_unlink when an ORPHAN's last key goes]
  * The body never changes while the region is live, so the checksum holds
  * across OWNED -> ORPHAN (it excludes the state bits). Free space is
  * alloc.c's, rebuilt from the live records at open; key counts and page
  * bitmaps are rebuilt from the index by kv.c. An ORPHAN with no keys left
  * after a crash (key deleted, region not yet freed) is freed by
- * region_reap at open. The body also keeps the id of the request that
+ * regtab_reap at open. The body also keeps the id of the request that
  * allocated it (req, layout 2): a REGION_ALLOC replayed after a restart
  * finds its region there [pool_region_alloc_req] instead of taking a
  * second one. Pools of POOL_INCOMPAT_RMIRROR keep a copy of every record
@@ -29,10 +29,10 @@
 
 #include "err.h"
 #include "log.h"
-#include "pool_ext.h"
+#include "persist.h"
 #include "pool_int.h"
 
-static int region_alloc(struct pool *p, uint64_t owner, uint64_t req,
+static int regtab_alloc(struct pool *p, uint64_t owner, uint64_t req,
     uint64_t len, uint64_t page_size, struct pool_region *out);
 
 static uint64_t
@@ -41,37 +41,9 @@ data_units(const struct pool *p)
 	return p->sb->area[POOL_AREA_DATA].count;
 }
 
-/* region_rec_problem -- see pool_int.h */
-const char *
-region_rec_problem(const struct pool *p, const struct pool_rrec *r)
-{
-	uint32_t st = rrec_state(r->word);
-	const struct pool_area *d = &p->sb->area[POOL_AREA_DATA];
-
-	if (st != POOL_REGION_OWNED && st != POOL_REGION_ORPHAN) {
-		return "bad state";
-	}
-	if (layout_rrec_checksum(r) != r->checksum) {
-		return "checksum mismatch";
-	}
-	if (r->off < d->off || r->off % p->align != 0 || r->len == 0 ||
-	    r->len % p->align != 0 || r->len > d->len ||
-	    r->off - d->off > d->len - r->len) {
-		return "extent outside the data area or unaligned";
-	}
-	if (r->page_size < POOL_PAGE_MIN || r->page_size > r->len ||
-	    r->page_size > UINT32_MAX || r->len / r->page_size > UINT32_MAX) {
-		return "bad page size";
-	}
-	if (r->owner == 0 || r->reserved != 0) {
-		return "no owner or nonzero reserved field";
-	}
-	return NULL;
-}
-
 /* DRAM state for the valid live record i, whose space is taken */
 static int
-region_adopt(struct pool *p, uint32_t i)
+regtab_adopt(struct pool *p, uint32_t i)
 {
 	const struct pool_rrec *r = &p->rtab[i];
 	struct region_dram *g = &p->reg[i];
@@ -90,7 +62,7 @@ region_adopt(struct pool *p, uint32_t i)
 
 /* open: take record i's space and adopt it; 0, CXLP_E_CORRUPT, -ENOMEM */
 static int
-region_load(struct pool *p, uint32_t i)
+regtab_load(struct pool *p, uint32_t i)
 {
 	const struct pool_rrec *r = &p->rtab[i];
 	uint64_t start = (r->off - p->data_off) / p->align;
@@ -99,15 +71,15 @@ region_load(struct pool *p, uint32_t i)
 	if (alloc_take(&p->alloc, start, r->len / p->align) != 0) {
 		return CXLP_E_CORRUPT;
 	}
-	if ((rc = region_adopt(p, i)) != 0) {
+	if ((rc = regtab_adopt(p, i)) != 0) {
 		alloc_release(&p->alloc, start, r->len / p->align);
 	}
 	return rc;
 }
 
-/* region_rebuild -- see pool_int.h */
+/* regtab_rebuild -- see pool_int.h */
 int
-region_rebuild(struct pool *p, bool repair)
+regtab_rebuild(struct pool *p, bool repair)
 {
 	int rc;
 
@@ -126,8 +98,8 @@ region_rebuild(struct pool *p, bool repair)
 		if (rrec_state(r->word) == POOL_REGION_FREE) {
 			continue;
 		}
-		why = region_rec_problem(p, r);
-		rc = why ? CXLP_E_CORRUPT : region_load(p, i);
+		why = layout_rrec_problem(p->sb, p->align, r);
+		rc = why ? CXLP_E_CORRUPT : regtab_load(p, i);
 		if (rc == -ENOMEM) {
 			return rc;
 		}
@@ -147,9 +119,9 @@ region_rebuild(struct pool *p, bool repair)
 	return 0;
 }
 
-/* region_fini -- see pool_int.h */
+/* regtab_fini -- see pool_int.h */
 void
-region_fini(struct pool *p)
+regtab_fini(struct pool *p)
 {
 	for (uint32_t i = 0; p->reg != NULL && i < p->nregions; i++) {
 		free(p->reg[i].pages);
@@ -162,7 +134,7 @@ region_fini(struct pool *p)
 
 /* record i back to FREE: media first, then DRAM */
 static void
-region_free(struct pool *p, uint32_t i)
+regtab_free(struct pool *p, uint32_t i)
 {
 	struct pool_rrec *r = &p->rtab[i];
 	struct region_dram *g = &p->reg[i];
@@ -230,7 +202,7 @@ find_stamped(const struct pool *p, uint64_t owner, uint64_t req)
 	return UINT32_MAX;
 }
 
-/* pool_region_alloc_req -- see pool_ext.h */
+/* pool_region_alloc_req -- see pool.h */
 int
 pool_region_alloc_req(struct pool *p, uint64_t owner, uint64_t req,
     uint64_t len, uint64_t page_size, struct pool_region *out, bool *found)
@@ -241,7 +213,7 @@ pool_region_alloc_req(struct pool *p, uint64_t owner, uint64_t req,
 	if (*found) {
 		return pool_region_get(p, i, out);
 	}
-	return region_alloc(p, owner, req, len, page_size, out);
+	return regtab_alloc(p, owner, req, len, page_size, out);
 }
 
 /* pool_region_alloc -- see pool.h */
@@ -249,12 +221,12 @@ int
 pool_region_alloc(struct pool *p, uint64_t owner, uint64_t len,
     uint64_t page_size, struct pool_region *out)
 {
-	return region_alloc(p, owner, 0, len, page_size, out);
+	return regtab_alloc(p, owner, 0, len, page_size, out);
 }
 
 /* FREE -> OWNED for owner, stamped req (header comment) */
 static int
-region_alloc(struct pool *p, uint64_t owner, uint64_t req, uint64_t len,
+regtab_alloc(struct pool *p, uint64_t owner, uint64_t req, uint64_t len,
     uint64_t page_size, struct pool_region *out)
 {
 	struct pool_rrec rec, *r;
@@ -279,7 +251,7 @@ region_alloc(struct pool *p, uint64_t owner, uint64_t req, uint64_t len,
 	/* the body while the word still says FREE, then publish */
 	memcpy((uint8_t *)r + 8, (uint8_t *)&rec + 8, sizeof(rec) - 8);
 	pool_persist_cb(p, r, sizeof(*r));
-	if ((rc = region_adopt(p, i)) != 0) {
+	if ((rc = regtab_adopt(p, i)) != 0) {
 		alloc_release(&p->alloc, start, rlen / p->align);
 		return rc;
 	}
@@ -325,7 +297,7 @@ pool_region_disown(struct pool *p, uint32_t id)
 	}
 	r = &p->rtab[id];
 	if (p->reg[id].nkeys == 0) {
-		region_free(p, id);
+		regtab_free(p, id);
 	} else if (rrec_state(r->word) == POOL_REGION_OWNED) {
 		rrec_set_word(p, id,
 		    rrec_word(POOL_REGION_ORPHAN, rrec_gen(r->word)));
@@ -341,9 +313,9 @@ pool_region_max(const struct pool *p)
 	return p->nregions;
 }
 
-/* region_link -- see pool_int.h */
+/* regtab_link -- see pool_int.h */
 int
-region_link(struct pool *p, const struct kv_val *v)
+regtab_link(struct pool *p, const struct kv_val *v)
 {
 	struct region_dram *g;
 	const struct pool_rrec *r;
@@ -363,9 +335,9 @@ region_link(struct pool *p, const struct kv_val *v)
 	return 0;
 }
 
-/* region_unlink -- see pool_int.h */
+/* regtab_unlink -- see pool_int.h */
 void
-region_unlink(struct pool *p, const struct kv_val *v)
+regtab_unlink(struct pool *p, const struct kv_val *v)
 {
 	struct region_dram *g = &p->reg[v->region];
 
@@ -375,15 +347,15 @@ region_unlink(struct pool *p, const struct kv_val *v)
 	g->nkeys--;
 	if (g->nkeys == 0 &&
 	    rrec_state(p->rtab[v->region].word) == POOL_REGION_ORPHAN) {
-		region_free(p, v->region);
+		regtab_free(p, v->region);
 	}
 }
 
-/* region_reap -- free every ORPHAN region no key points into (left by a
+/* regtab_reap -- free every ORPHAN region no key points into (left by a
  * crash between a last key's delete and its region's free); without
  * repair only count them. */
 uint64_t
-region_reap(struct pool *p, bool repair)
+regtab_reap(struct pool *p, bool repair)
 {
 	uint64_t n = 0;
 
@@ -392,16 +364,16 @@ region_reap(struct pool *p, bool repair)
 		    rrec_state(p->rtab[i].word) == POOL_REGION_ORPHAN) {
 			n++;
 			if (repair) {
-				region_free(p, i);
+				regtab_free(p, i);
 			}
 		}
 	}
 	return n;
 }
 
-/* region_key_off -- see pool_int.h */
+/* regtab_key_off -- see pool_int.h */
 uint64_t
-region_key_off(const struct pool *p, const struct kv_val *v)
+regtab_key_off(const struct pool *p, const struct kv_val *v)
 {
 	const struct pool_rrec *r = &p->rtab[v->region];
 

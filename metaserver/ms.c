@@ -219,9 +219,7 @@ ms_fini(struct ms *ms)
 {
 	ms_sess_free_all(ms);
 	pins_fini(&ms->pins);
-	free(ms->pipes);
-	ms->pipes = NULL;
-	ms->npipes = ms->cap_pipes = 0;
+	ms_pipes_fini(ms);
 	pool_close(&ms->pool);
 	locks_fini(ms);
 }

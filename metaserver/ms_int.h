@@ -1,6 +1,6 @@
 /*
  * ms_int.h -- the metaserver's internals: the server state (struct ms),
- * sessions, pins and the reply cache, and the pure request dispatcher.
+ * sessions, pipes, pins and the reply cache, and the pure request dispatcher.
  *
  * Only server.c includes nng. Everything declared here works on plain
  * frames and pipe ids, so tests and the fuzz target drive it without
@@ -188,7 +188,7 @@ struct ms_sess {
 };
 
 #define MS_SESS_BUCKETS 256
-#define MS_GONE_PIPES 64 /* removed pipes remembered (liveness.c) */
+#define MS_GONE_PIPES 64 /* removed pipes remembered (pipes.c) */
 
 struct ms_pipe {
 	uint64_t id;
@@ -263,8 +263,33 @@ void ms_errlog_flush(struct ms *ms);
 /* ms_now_ms -- CLOCK_MONOTONIC in ms. */
 uint64_t ms_now_ms(void);
 
-/* Pipe events (server.c calls these from nng's threads). */
+/* ---- pipes (pipes.c): the peer pipes and their pids -------------------- */
+
+/* ms_pipe_added -- remember a new pipe and its peer pid (0: unknown);
+ * server.c calls it from nng's threads. Takes ms->sess_lock. */
 void ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid);
+/* ms_pipe_forget -- pipe_id is gone: drop it from the live pipes and
+ * remember it among the last MS_GONE_PIPES removed. Returns its peer pid
+ * (0 unknown). sess_lock held. */
+uint64_t ms_pipe_forget(struct ms *ms, uint64_t pipe_id);
+/* ms_pipe_gone -- pipe_id was removed lately: the entry (its peer pid), or
+ * NULL. sess_lock held. */
+const struct ms_pipe *ms_pipe_gone(const struct ms *ms, uint64_t pipe_id);
+/* ms_pipe_pid -- the peer pid the server saw on pipe_id (ipc; a pid of
+ * the server's own pid namespace), live or lately gone; 0 unknown.
+ * sess_lock held. */
+uint64_t ms_pipe_pid(const struct ms *ms, uint64_t pipe_id);
+/* ms_pid_checkable -- pid names a process of this host whose life the
+ * server can look at (kill, /proc): nonzero, and a pid_t. */
+bool ms_pid_checkable(uint64_t pid);
+/* ms_pipes_fini -- free the pipe table (ms_fini). */
+void ms_pipes_fini(struct ms *ms);
+
+/* ---- liveness (liveness.c): pipe removals and the reaper --------------- */
+
+/* ms_pipe_removed -- pipe_id is gone (server.c, from nng's threads): each
+ * session that last spoke on it ends now if its process is gone, else is
+ * detached. Takes both locks. */
 void ms_pipe_removed(struct ms *ms, uint64_t pipe_id, uint64_t now_ms);
 /* ms_reap -- end detached sessions whose deadline passed; returns how
  * many ended. */
@@ -279,6 +304,8 @@ unsigned ms_reap(struct ms *ms, uint64_t now_ms);
 int ms_hello_admit(struct ms *ms, const void *frame, size_t len,
     struct pbuf *reply);
 
+/* ---- sessions (session.c): shadows, HELLO and every transition -------- */
+
 /* Used by dispatch.c: */
 int sess_hello(struct ms *ms, const struct proto_req_hdr *h,
     const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out);
@@ -289,20 +316,21 @@ void sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
     const struct pbuf *reply);
 int ms_sess_load(struct ms *ms, uint64_t now_ms);
 void ms_sess_free_all(struct ms *ms);
+/* Transitions (session.c design note 1), called by liveness.c: */
+/* sess_end_locked -- end s as BYE would (pins, regions, record); both
+ * locks held. */
 void sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why);
-/* Used by session.c (sess_lock held): */
-/* ms_pipe_gone -- pipe_id was removed lately: the entry (its peer pid), or
- * NULL. */
-const struct ms_pipe *ms_pipe_gone(const struct ms *ms, uint64_t pipe_id);
-/* ms_pipe_pid -- the peer pid the server saw on pipe_id (ipc; a pid of
- * the server's own pid namespace), live or lately gone; 0 unknown. */
-uint64_t ms_pipe_pid(const struct ms *ms, uint64_t pipe_id);
 /* ms_sess_detach -- s lost its pipe (peer pid, 0 unknown). The reaper
  * ends it once it finds its process gone; a peer whose pid is unknown
  * (another host) also ends at now + grace unless it speaks on a live pipe
- * first (liveness.c). */
+ * first (liveness.c). sess_lock held. */
 void ms_sess_detach(struct ms *ms, struct ms_sess *s, uint64_t pid,
     uint64_t now_ms);
+/* ms_sess_silence_end -- end s for silence (ms_sess_silent): its pins go;
+ * with regions and a process of this host that runs (pid, 0 none), it is
+ * fenced (record and regions kept, token refused), else ended. Both
+ * locks held. */
+void ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid);
 /* sess_usable -- s may run op: it has not ended, and is not fenced
  * unless op is BYE. Stable while ms->lock is held. */
 bool sess_usable(struct ms *ms, const struct ms_sess *s, uint16_t op);
@@ -313,7 +341,7 @@ bool ms_sess_fenced_id(struct ms *ms, uint64_t id);
  * session v[i].id, for i < n; takes ms->sess_lock. */
 void sess_list_flags(struct ms *ms, struct proto_session_info *v, size_t n);
 
-/* ---- silence (silence.c): sessions whose handler closed unheard -------- */
+/* ---- silence (silence.c): the rules for handlers that closed unheard --- */
 
 #define MS_SILENT_PERIODS 5     /* keepalive periods of silence that end */
 #define MS_REAP_STALL_MS 1000u  /* a reaper pass this late restarts silence */
@@ -327,10 +355,6 @@ void ms_silence_clock(struct ms *ms, uint64_t now_ms);
  * started or the last stall. sess_lock held. */
 bool ms_sess_silent(const struct ms *ms, const struct ms_sess *s,
     uint64_t now_ms);
-/* ms_sess_silence_end -- end s for silence: its pins go; with regions and
- * a process of this host that runs, it is fenced (record and regions
- * kept, token refused), else ended. Both locks held. */
-void ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid);
 /* ms_sess_admit -- a new session for (pid, start_time, host) is within
  * --max-sessions-per-process; else CXLP_E_NOSPACE naming that limit.
  * sess_lock held. */

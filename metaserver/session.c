@@ -1,7 +1,8 @@
 /*
  * session.c -- handler sessions: HELLO, the token check every request
- * passes, the pipe a session last spoke on, and the end of a session
- * (BYE, death of its process, or a grace period after its pipe is gone).
+ * passes, the pipe a session last spoke on, and every change of a
+ * session's state: detached, fenced, ended (BYE, death of its process, a
+ * grace period after its pipe is gone, or silence).
  *
  * The pool records sessions durably (pool_session_add); this module keeps
  * a DRAM shadow per session for what only a running server knows: the
@@ -15,6 +16,12 @@
  * record is removed and its shadow is marked dead (freed once no request
  * holds it). This gives contract 5 (pins of a dead session are released)
  * and contract 6 (its regions live on only while referenced).
+ *
+ * Who decides is elsewhere: liveness.c (pipe gone, process gone, the
+ * reaper) and dispatch.c (BYE) call the transitions here. This file in
+ * turn asks only modules below it -- the pipe table (pipes.c), the
+ * per-process bound (silence.c), pins.c and replycache.c -- so the calls
+ * go one way.
  *
  * DESIGN NOTES
  *  1. live -> detached [ms_pipe_removed: pipe gone, process may live]
@@ -529,6 +536,21 @@ sess_list_flags(struct ms *ms, struct proto_session_info *v, size_t n)
 	ms_sess_unlock(ms);
 }
 
+/* ms_sess_detach -- see ms_int.h; sess_lock held. */
+void
+ms_sess_detach(struct ms *ms, struct ms_sess *s, uint64_t pid,
+    uint64_t now_ms)
+{
+	s->detached = true;
+	s->deadline_ms = now_ms + ms->grace_ms;
+	s->peer_pid = pid; /* the reaper looks again: exit may still be on */
+	log_info("op=detach session=%llu pipe=%llu pid=%llu until=%s "
+	    "grace_ms=%llu", (unsigned long long)s->id,
+	    (unsigned long long)s->pipe, (unsigned long long)pid,
+	    ms_pid_checkable(pid) ? "exit" : "grace",
+	    (unsigned long long)ms->grace_ms);
+}
+
 static unsigned
 disown_regions(struct ms *ms, uint64_t owner)
 {
@@ -577,4 +599,42 @@ sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why)
 		sess_free(s);
 	}
 	pthread_cond_broadcast(&ms->sess_cond);
+}
+
+static bool
+owns_region(struct ms *ms, uint64_t owner)
+{
+	uint32_t max = pool_region_max(ms->pool);
+
+	for (uint32_t id = 0; id < max; id++) {
+		struct pool_region r;
+
+		if (pool_region_get(ms->pool, id, &r) == 0 &&
+		    r.state == POOL_REGION_OWNED && r.owner == owner) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ms_sess_silence_end -- see ms_int.h. pid is the process of this host
+ * behind s (0: none the server can look at). */
+void
+ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid)
+{
+	uint64_t pins;
+
+	if (pid == 0 || !owns_region(ms, s->id)) {
+		sess_end_locked(ms, s, "silent");
+		return;
+	}
+	pins = ms_pins_release_session(ms, s->id);
+	s->fenced = true;
+	s->fence_pid = pid;
+	ms->nfenced++;
+	log_info("op=session_fence session=%llu pid=%llu pins=%llu "
+	    "keepalive_ms=%u msg=\"silent: its keys are anyone's, its "
+	    "regions stay out of use until its process exits or its BYE "
+	    "comes\"", (unsigned long long)s->id, (unsigned long long)pid,
+	    (unsigned long long)pins, s->keepalive_ms);
 }

@@ -18,7 +18,7 @@
  * and contract 6 (its regions live on only while referenced).
  *
  * Who decides is elsewhere: liveness.c (pipe gone, process gone, the
- * reaper) and dispatch.c (BYE) call the transitions here. This file in
+ * reaper) and op_session.c (BYE) call the transitions here. This file in
  * turn asks only modules below it -- the pipe table (pipes.c), the
  * per-process bound (silence.c), pins.c and replycache.c -- so the calls
  * go one way.

@@ -24,7 +24,7 @@
  *     period ends a silent peer of another host today;
  *   - else it is FENCED: its token is refused (a handler that was only
  *     stopped gets CXLP_E_SESSION on its next call and hands out no more
- *     pages), its keys may be deleted by anyone (dispatch.c delete_one),
+ *     pages), its keys may be deleted by anyone (op_kv.c delete_one),
  *     but its record stays, and with it the ownership of its regions, so
  *     none of their pages goes to another handler while its process may
  *     still write into pages it took before. A fenced session ends for

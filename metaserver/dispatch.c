@@ -281,7 +281,7 @@ ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame, size_t len,
 	if (rc == 0 && def->needs_session) {
 		rc = sess_enter(ms, &rq.h, pipe_id, !def->self_replay, reply,
 		    &rq.s);
-		if (rc == RC_HIT) {
+		if (rc == RCACHE_HIT) {
 			return reply->err; /* answered from the cache */
 		}
 	}

@@ -121,48 +121,48 @@ int ms_pins_load(struct ms *ms);
 
 /* ---- reply cache (replycache.c): the last replies of one session ------- */
 
-#define RC_ENTRIES 64
-#define RC_BYTES_MAX (4u << 20)
-#define RC_GONE 256 /* request ids of the last replies evicted */
+#define RCACHE_ENTRIES 64
+#define RCACHE_BYTES_MAX (4u << 20)
+#define RCACHE_GONE 256 /* request ids of the last replies evicted */
 
-enum rc_state {
-	RC_EMPTY = 0,
-	RC_PENDING = 1, /* being applied; its reply is not known yet */
-	RC_DONE = 2,
+enum rcache_state {
+	RCACHE_EMPTY = 0,
+	RCACHE_PENDING = 1, /* being applied; its reply is not known yet */
+	RCACHE_DONE = 2,
 };
 
-struct rc_ent {
+struct rcache_ent {
 	uint64_t req_id;
 	uint64_t seq;   /* age: larger is newer */
-	int state;      /* enum rc_state */
-	uint8_t *data;  /* RC_DONE: the reply frame (owned) */
+	int state;      /* enum rcache_state */
+	uint8_t *data;  /* RCACHE_DONE: the reply frame (owned) */
 	size_t len;
 };
 
 struct rcache {
-	struct rc_ent ent[RC_ENTRIES];
+	struct rcache_ent ent[RCACHE_ENTRIES];
 	uint64_t seq;
-	size_t bytes; /* sum of len over RC_DONE entries */
-	uint64_t gone[RC_GONE]; /* ring: ids whose applied reply went */
+	size_t bytes; /* sum of len over RCACHE_DONE entries */
+	uint64_t gone[RCACHE_GONE]; /* ring: ids whose applied reply went */
 	unsigned gone_next;
 };
 
-/* rc_begin results (non-negative; CXLP_E_UNKNOWN for a retry of a request
- * applied once whose reply was evicted, CXLP_E_BUSY) */
+/* rcache_begin results (non-negative; CXLP_E_UNKNOWN for a retry of a
+ * request applied once whose reply was evicted, CXLP_E_BUSY) */
 enum {
-	RC_NEW = 0,  /* not seen: now PENDING; apply, then rc_finish */
-	RC_HIT = 1,  /* seen: the cached reply was copied into the pbuf */
-	RC_WAIT = 2, /* being applied by another thread: wait and retry */
+	RCACHE_NEW = 0,  /* not seen: now PENDING; apply, then rcache_finish */
+	RCACHE_HIT = 1,  /* seen: the cached reply was copied into the pbuf */
+	RCACHE_WAIT = 2, /* being applied by another thread: wait and retry */
 };
 
-void rc_init(struct rcache *rc);
-void rc_fini(struct rcache *rc);
-int rc_begin(struct rcache *rc, uint64_t req_id, bool gone_unknown,
+void rcache_init(struct rcache *c);
+void rcache_fini(struct rcache *c);
+int rcache_begin(struct rcache *c, uint64_t req_id, bool gone_unknown,
     struct pbuf *reply);
-void rc_finish(struct rcache *rc, uint64_t req_id, const void *data,
+void rcache_finish(struct rcache *c, uint64_t req_id, const void *data,
     size_t len);
-void rc_abort(struct rcache *rc, uint64_t req_id);
-size_t rc_count(const struct rcache *rc);
+void rcache_abort(struct rcache *c, uint64_t req_id);
+size_t rcache_count(const struct rcache *c);
 
 /* ---- sessions (session.c) ---------------------------------------------- */
 
@@ -184,7 +184,7 @@ struct ms_sess {
 	char host[64];        /* as the HELLO (or the record) named it */
 	bool dead;            /* ended; freed when refs drops to 0 */
 	unsigned refs;        /* requests in flight */
-	struct rcache rc;
+	struct rcache rcache; /* its replies (replycache.c) */
 };
 
 #define MS_SESS_BUCKETS 256

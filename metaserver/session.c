@@ -84,7 +84,7 @@ sess_unlink(struct ms *ms, struct ms_sess *s)
 static void
 sess_free(struct ms_sess *s)
 {
-	rc_fini(&s->rc);
+	rcache_fini(&s->rcache);
 	free(s);
 }
 
@@ -107,7 +107,7 @@ sess_track(struct ms *ms, const struct pool_session *r)
 	s->heard_ms = ms_now_ms();
 	memcpy(s->host, r->host, sizeof(s->host));
 	s->host[sizeof(s->host) - 1] = '\0';
-	rc_init(&s->rc);
+	rcache_init(&s->rcache);
 	s->next = ms->sess[b];
 	ms->sess[b] = s;
 	ms->nsess++;
@@ -425,7 +425,7 @@ reply_is_for(const struct pbuf *reply, uint16_t op)
  * (reply holds the cached reply; *out NULL), or CXLP_E_SESSION /
  * CXLP_E_BUSY, or CXLP_E_PROTO when req_id was first used for another op;
  * with gone_unknown, CXLP_E_UNKNOWN for a retry whose reply was evicted
- * (rc_begin). req_id 0 is never cached. */
+ * (rcache_begin). req_id 0 is never cached. */
 int
 sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
     bool gone_unknown, struct pbuf *reply, struct ms_sess **out)
@@ -449,19 +449,19 @@ sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
 			break;
 		}
 		sess_bind(ms, s, pipe_id);
-		rc = h->req_id == 0 ? RC_NEW : rc_begin(&s->rc, h->req_id,
-		    gone_unknown, reply);
-		if (rc != RC_WAIT) {
+		rc = h->req_id == 0 ? RCACHE_NEW : rcache_begin(&s->rcache,
+		    h->req_id, gone_unknown, reply);
+		if (rc != RCACHE_WAIT) {
 			break;
 		}
 		pthread_cond_wait(&ms->sess_cond, &ms->sess_lock);
 	}
-	if (rc == RC_NEW) {
+	if (rc == RCACHE_NEW) {
 		s->refs++;
 		*out = s;
 	}
 	ms_sess_unlock(ms);
-	if (rc == RC_HIT && !reply_is_for(reply, h->op)) {
+	if (rc == RCACHE_HIT && !reply_is_for(reply, h->op)) {
 		pbuf_reset(reply);
 		rc = cxlp_fail(CXLP_E_PROTO, "request id %llu was first used "
 		    "for another operation", (unsigned long long)h->req_id);
@@ -477,9 +477,9 @@ sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
 {
 	ms_sess_lock(ms);
 	if (req_id != 0 && reply->err != 0) {
-		rc_abort(&s->rc, req_id);
+		rcache_abort(&s->rcache, req_id);
 	} else if (req_id != 0) {
-		rc_finish(&s->rc, req_id, reply->data, reply->len);
+		rcache_finish(&s->rcache, req_id, reply->data, reply->len);
 	}
 	cxlp_assert(s->refs > 0);
 	s->refs--;

@@ -64,9 +64,6 @@ void ms_config_defaults(struct ms_config *cfg);
 /* ms_config_parse -- parse argv into cfg. Returns 0 to run, 1 when --help
  * or --version was printed (exit 0), 2 after a usage message (exit 2). */
 int ms_config_parse(struct ms_config *cfg, int argc, char **argv);
-/* ms_url_needs_secret -- a listener on url must have a shared secret:
- * everything but ipc://, inproc:// and TLS (tls+tcp://, wss://). */
-bool ms_url_needs_secret(const char *url);
 /* ms_secret_load -- read the shared secret from path (1..PROTO_SECRET_MAX
  * bytes; one trailing newline is dropped) into buf. Returns 0 and *len, or
  * a negative error with cxlp_errormsg() set. */
@@ -240,9 +237,6 @@ int ms_init(struct ms *ms, const struct ms_config *cfg);
 int ms_pool_open(struct pool **out, const struct ms_config *cfg,
     unsigned flags, const struct pool_params *params,
     const struct pool_own *own);
-/* ms_recover -- finish session ends a crash cut short: disown regions
- * whose owner has no session record. Called by ms_init. */
-void ms_recover(struct ms *ms);
 /* ms_fini -- free everything and close the pool. */
 void ms_fini(struct ms *ms);
 

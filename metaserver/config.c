@@ -246,6 +246,22 @@ usage(FILE *f)
 	}
 }
 
+/* A listener on url must have a shared secret: everything but ipc://,
+ * inproc:// and TLS (tls+tcp://, wss://). */
+static bool
+ms_url_needs_secret(const char *url)
+{
+	static const char *const exempt[] = { "ipc://", "inproc://",
+		"tls+tcp://", "tls+tcp4://", "tls+tcp6://", "wss://" };
+
+	for (size_t i = 0; i < sizeof(exempt) / sizeof(exempt[0]); i++) {
+		if (strncmp(url, exempt[i], strlen(exempt[i])) == 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
 /* A listener that other hosts may reach needs the shared secret. */
 static int
 check_access(const struct ms_config *cfg)
@@ -326,21 +342,6 @@ ms_config_parse(struct ms_config *cfg, int argc, char **argv)
 		rc = check_access(cfg);
 	}
 	return rc;
-}
-
-/* ms_url_needs_secret -- everything but ipc://, inproc:// and TLS. */
-bool
-ms_url_needs_secret(const char *url)
-{
-	static const char *const exempt[] = { "ipc://", "inproc://",
-		"tls+tcp://", "tls+tcp4://", "tls+tcp6://", "wss://" };
-
-	for (size_t i = 0; i < sizeof(exempt) / sizeof(exempt[0]); i++) {
-		if (strncmp(url, exempt[i], strlen(exempt[i])) == 0) {
-			return false;
-		}
-	}
-	return true;
 }
 
 /* ms_secret_load -- read the shared secret file; see ms_int.h. */

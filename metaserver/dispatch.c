@@ -11,13 +11,16 @@
  *
  * Each op is one row of a table: how its body decodes, which lock it
  * takes, whether it needs a session, which request flags it accepts, and
- * the function that applies it. Decoding happens before any lock is taken;
- * the apply functions run under ms->lock and write a complete success
- * reply, or return an error that the dispatcher turns into an error reply.
+ * the function that applies it. This file holds the decoders, the table
+ * and the dispatcher; the apply functions live by op family in
+ * op_session.c, op_region.c, op_kv.c and op_report.c (op.h is what they
+ * share with this file). Decoding happens before any lock is taken; the
+ * apply functions run under ms->lock and write a complete success reply,
+ * or return an error that the dispatcher turns into an error reply.
  *
- * Per-key rules (contracts 2, 3, 5, 7) live in the apply functions:
- * REGISTER decides existence inside pool_kv_insert under the write lock
- * (no check-then-act) and pins winners and losers in the same critical
+ * Per-key rules (contracts 2, 3, 5, 7) live in op_kv.c: REGISTER decides
+ * existence inside pool_kv_insert under the write lock (no
+ * check-then-act) and pins winners and losers in the same critical
  * section; DELETE refuses pinned keys and keys in another live session's
  * region.
  *
@@ -39,99 +42,9 @@
 
 #include "err.h"
 #include "log.h"
-#include "ms_int.h"
-#include "pool.h"
+#include "op.h"
 
-struct req {
-	struct ms *ms;
-	uint64_t pipe;
-	struct proto_req_hdr h;
-	struct preader body;
-	struct ms_sess *s;   /* NULL for HELLO */
-	struct pbuf *reply;
-	/* decoded body (pointers into the frame, arrays owned) */
-	uint32_t flags;
-	uint32_t n;
-	struct proto_key *keys;
-	struct proto_reg *regs;
-	struct proto_hello hello;
-	uint64_t len, page_size;
-	uint32_t region, gen;
-	/* per key, one allocation (batch_new) */
-	struct proto_result *res;
-	uint64_t *slots;     /* index slot of each key found (res[i] ok) */
-	uint64_t *hash;      /* index hash of each key (pool_kv_hash) */
-	struct occ *occ;     /* scratch for nth */
-	unsigned *nth;       /* pin changes: occurrence number of each key */
-};
-
-struct occ {
-	uint64_t slot;
-	uint32_t i;
-};
-
-enum op_lock {
-	LK_READ,
-	LK_WRITE,
-	LK_PINFLAG, /* write if the request asks for PROTO_F_PIN, else read */
-};
-
-struct op_def {
-	int (*decode)(struct req *rq);
-	int (*apply)(struct req *rq);
-	bool needs_session;
-	uint8_t lock;      /* enum op_lock */
-	uint32_t flags_ok; /* request flag bits this op accepts */
-	bool self_replay;  /* run again under its request id, it finds what
-	                    * its first run did, so a retry whose reply was
-	                    * evicted is run, not answered CXLP_E_UNKNOWN */
-};
-
-/* ---- reply helpers ------------------------------------------------------ */
-
-static void
-put_hdr(struct req *rq, int status)
-{
-	struct proto_rep_hdr h = {
-		.version = PROTO_VERSION,
-		.op = rq->h.op,
-		.req_id = rq->h.req_id,
-		.status = status,
-	};
-
-	proto_put_rep_hdr(rq->reply, &h);
-}
-
-static uint64_t
-sess_id(const struct req *rq)
-{
-	return rq->s == NULL ? 0 : rq->s->id;
-}
-
-static void
-kv_loc(const struct pool *p, const struct pool_kv *kv, struct proto_loc *loc)
-{
-	struct pool_region r;
-
-	memset(loc, 0, sizeof(*loc));
-	loc->region = kv->region;
-	loc->gen = kv->gen;
-	loc->off = kv->off;
-	loc->len = kv->len;
-	if (pool_region_get(p, kv->region, &r) == 0) {
-		loc->region_off = r.off;
-		loc->region_len = r.len;
-	}
-}
-
-static void
-res_ok(struct req *rq, uint32_t i, const struct pool_kv *kv, uint32_t flags)
-{
-	rq->slots[i] = kv->slot;
-	rq->res[i].status = 0;
-	rq->res[i].flags = flags;
-	kv_loc(rq->ms->pool, kv, &rq->res[i].loc);
-}
+/* ---- body decoders (no lock held) -------------------------------------- */
 
 /* The per-key arrays of a batch of n keys, in one block (rq->res owns
  * it), and every key's index hash, computed here before any lock. */
@@ -159,103 +72,6 @@ batch_new(struct req *rq, bool regs)
 	}
 	return 0;
 }
-
-/* Under the op's lock, before its per-key loop: room for the pins it may
- * take, and the index warmed for its keys, so that the probes' cache and
- * TLB misses overlap instead of coming one at a time (pool_kv_prefetch).
- * insert: the keys are about to be registered. */
-static int
-results_new(struct req *rq, bool pin, bool insert)
-{
-	pool_kv_prefetch(rq->ms->pool, rq->hash, rq->n, insert);
-	return pin ? ms_pins_reserve(rq->ms, rq->n) : 0;
-}
-
-static int
-cmp_occ(const void *a, const void *b)
-{
-	const struct occ *x = a, *y = b;
-
-	if (x->slot != y->slot) {
-		return x->slot < y->slot ? -1 : 1;
-	}
-	return x->i < y->i ? -1 : x->i > y->i;
-}
-
-/* nth[i] = 1 + how many earlier keys of res[0..m) found the same slot
- * (the change number pool_pin_change needs to recognize a replay) */
-static void
-occurrences(struct req *rq, uint32_t m)
-{
-	struct occ *o = rq->occ;
-	unsigned *nth = rq->nth;
-	uint32_t k = 0;
-
-	for (uint32_t i = 0; i < m; i++) {
-		if (rq->res[i].status == 0) {
-			o[k++] = (struct occ){ rq->slots[i], i };
-		}
-	}
-	qsort(o, k, sizeof(*o), cmp_occ);
-	for (uint32_t j = 0; j < k; j++) {
-		nth[o[j].i] = j > 0 && o[j - 1].slot == o[j].slot ?
-		    nth[o[j - 1].i] + 1 : 1;
-	}
-}
-
-/* What pin_results does with a change pool_pin_change refuses (an unpin
- * without a pin, or a pin past PIN_COUNT_MAX on one key). */
-enum refused {
-	REFUSED_MARK, /* the key's result reports it; go on */
-	REFUSED_STOP, /* the same, and stop there (PIN: in order) */
-	REFUSED_KEEP, /* REGISTER: the key stays registered, unpinned, and
-	               * is reported stored (its page must not be freed) */
-};
-
-/* Pin (delta +1) or unpin (-1) the key of every good result in res[0..m),
- * durably, in order. Room was reserved, so a pin is refused only at
- * PIN_COUNT_MAX. Returns how many results to reply with: m, or with
- * REFUSED_STOP one past the first refused change. */
-static uint32_t
-pin_results(struct req *rq, uint32_t m, int delta, enum refused on)
-{
-	uint32_t kept = 0;
-
-	occurrences(rq, m);
-	for (uint32_t i = 0; i < m; i++) {
-		int prc;
-
-		if (rq->res[i].status != 0) {
-			continue;
-		}
-		prc = ms_pin_change(rq->ms, sess_id(rq), rq->slots[i], delta,
-		    rq->h.req_id, rq->nth[i]);
-		if (prc != 0 && on == REFUSED_KEEP) {
-			kept++;
-		} else if (prc != 0) {
-			memset(&rq->res[i], 0, sizeof(rq->res[i]));
-			rq->res[i].status = prc;
-			if (on == REFUSED_STOP) {
-				return i + 1;
-			}
-		}
-	}
-	if (kept > 0) {
-		log_err("op=%s session=%llu refused=%u msg=\"keys stored "
-		    "without their pin: %s\"", proto_op_name(rq->h.op),
-		    (unsigned long long)sess_id(rq), kept, cxlp_errormsg());
-	}
-	return m;
-}
-
-static void
-put_results(struct req *rq, uint32_t n)
-{
-	put_hdr(rq, 0);
-	proto_put_results(rq->reply, n, rq->res);
-}
-
-/* ---- body decoders (no lock held) -------------------------------------- */
 
 static int
 dec_none(struct req *rq)
@@ -300,421 +116,39 @@ dec_keys(struct req *rq)
 	return rc != 0 ? rc : batch_new(rq, false);
 }
 
-/* ---- apply functions (ms->lock held) ----------------------------------- */
-
-static int
-ap_hello(struct req *rq)
-{
-	struct pool *p = rq->ms->pool;
-	const char *path = pool_path(p);
-	struct proto_welcome w = { 0 };
-	struct ms_sess *s;
-	size_t plen = strlen(path);
-	int rc = sess_hello(rq->ms, &rq->h, &rq->hello, rq->pipe, &s);
-
-	log_info("op=hello session=%llu pid=%u reattach=%d rc=%d",
-	    (unsigned long long)(s == NULL ? 0 : s->id), rq->hello.pid,
-	    (rq->hello.flags & PROTO_HELLO_REATTACH) != 0, rc);
-	if (rc != 0) {
-		return rc;
-	}
-	w.session = s->id;
-	w.token = s->token;
-	w.pool_size = pool_size(p);
-	w.align = pool_align(p);
-	w.path = path;
-	w.path_len = (uint16_t)(plen < PROTO_PATH_MAX ? plen : PROTO_PATH_MAX);
-	put_hdr(rq, 0);
-	proto_put_welcome(rq->reply, &w);
-	return 0;
-}
-
-static int
-ap_region_alloc(struct req *rq)
-{
-	struct pool_region r = { 0 };
-	struct proto_loc loc = { 0 };
-	bool found = false;
-	int rc = pool_region_alloc_req(rq->ms->pool, sess_id(rq),
-	    rq->h.req_id, rq->len, rq->page_size, &r, &found);
-
-	log_info("op=region_alloc session=%llu region=%u len=%llu "
-	    "page_size=%llu replay=%d rc=%d", (unsigned long long)sess_id(rq),
-	    r.id, (unsigned long long)r.len,
-	    (unsigned long long)rq->page_size, found, rc);
-	if (rc != 0) {
-		return rc;
-	}
-	loc.region = r.id;
-	loc.gen = r.gen;
-	loc.region_off = r.off;
-	loc.region_len = r.len;
-	put_hdr(rq, 0);
-	proto_put_loc(rq->reply, &loc);
-	return 0;
-}
-
-static int
-ap_region_free(struct req *rq)
-{
-	struct pool_region r;
-	int rc = pool_region_get(rq->ms->pool, rq->region, &r);
-
-	if (rc != 0 || r.gen != rq->gen || r.state != POOL_REGION_OWNED ||
-	    r.owner != sess_id(rq)) {
-		rc = cxlp_fail(CXLP_E_PERM, "region %u gen %u is not owned "
-		    "by session %llu", rq->region, rq->gen,
-		    (unsigned long long)sess_id(rq));
-	} else {
-		rc = pool_region_disown(rq->ms->pool, rq->region);
-	}
-	log_info("op=region_free session=%llu region=%u gen=%u rc=%d",
-	    (unsigned long long)sess_id(rq), rq->region, rq->gen, rc);
-	if (rc != 0) {
-		return rc;
-	}
-	put_hdr(rq, 0);
-	return 0;
-}
-
-static int
-ap_register(struct req *rq)
-{
-	bool pin = (rq->flags & PROTO_F_PIN) != 0;
-	unsigned added = 0, failed = 0;
-	char why[128] = "";
-	int rc = results_new(rq, pin, true);
-
-	if (rc != 0) {
-		return rc;
-	}
-	for (uint32_t i = 0; i < rq->n; i++) {
-		const struct proto_reg *g = &rq->regs[i];
-		struct pool_kv kv;
-		bool ins = false;
-
-		rc = pool_kv_insert(rq->ms->pool, sess_id(rq), g->key.data,
-		    g->key.len, g->region, g->off, g->len, &kv, &ins);
-		if (rc != 0) {
-			rq->res[i].status = rc;
-			if (failed++ == 0) {
-				snprintf(why, sizeof(why), "%s",
-				    cxlp_errormsg());
-			}
-			continue;
-		}
-		res_ok(rq, i, &kv, ins ? PROTO_R_NEW : 0);
-		added += ins;
-	}
-	/* winners and losers pinned in the same critical section */
-	if (pin) {
-		(void)pin_results(rq, rq->n, +1, REFUSED_KEEP);
-	}
-	log_info("op=register session=%llu n=%u new=%u existing=%u "
-	    "failed=%u pin=%d rc=0%s%s%s", (unsigned long long)sess_id(rq),
-	    rq->n, added, rq->n - added - failed, failed, pin,
-	    failed ? " first_failure=\"" : "", why, failed ? "\"" : "");
-	put_results(rq, rq->n);
-	return 0;
-}
-
-/* lookup_keys -- fill rq->res with each key's location or error, in
- * order; with stop_at_miss, stop after the first missing key. Returns how
- * many entries were filled. */
-static uint32_t
-lookup_keys(struct req *rq, bool stop_at_miss)
-{
-	uint32_t m = 0;
-
-	while (m < rq->n) {
-		struct pool_kv kv;
-		int rc = pool_kv_lookup(rq->ms->pool, rq->keys[m].data,
-		    rq->keys[m].len, &kv);
-
-		if (rc != 0) {
-			rq->res[m++].status = rc;
-			if (stop_at_miss) {
-				break;
-			}
-			continue;
-		}
-		res_ok(rq, m++, &kv, 0);
-	}
-	return m;
-}
-
-/* LOOKUP (optionally pinning what it finds) and EXISTS. */
-static int
-ap_lookup(struct req *rq)
-{
-	bool pin = (rq->flags & PROTO_F_PIN) != 0;
-	int rc = results_new(rq, pin, false);
-
-	if (rc != 0) {
-		return rc;
-	}
-	lookup_keys(rq, false);
-	if (pin) {
-		(void)pin_results(rq, rq->n, +1, REFUSED_MARK);
-	}
-	put_results(rq, rq->n);
-	return 0;
-}
-
-/* PIN: stops after the first key that is missing or cannot take one
- * more pin. */
-static int
-ap_pin(struct req *rq)
-{
-	uint32_t m;
-	int rc = results_new(rq, true, false);
-
-	if (rc != 0) {
-		return rc;
-	}
-	m = pin_results(rq, lookup_keys(rq, true), +1, REFUSED_STOP);
-	log_dbg("op=pin session=%llu n=%u done=%u",
-	    (unsigned long long)sess_id(rq), rq->n, m);
-	put_results(rq, m);
-	return 0;
-}
-
-/* UNPIN: releases one of the caller's pins on each key found. */
-static int
-ap_unpin(struct req *rq)
-{
-	int rc = results_new(rq, false, false);
-
-	if (rc != 0) {
-		return rc;
-	}
-	lookup_keys(rq, false);
-	(void)pin_results(rq, rq->n, -1, REFUSED_MARK);
-	put_results(rq, rq->n);
-	return 0;
-}
-
-/* Delete one key: refused while pinned by anyone, or while its region is
- * owned by another live session (eviction is the owner's). A fenced
- * owner (silence.c) has ended: its keys are anyone's, though its record
- * keeps the region out of use. */
-static int
-delete_one(struct req *rq, uint32_t i)
-{
-	struct pool *p = rq->ms->pool;
-	const struct proto_key *k = &rq->keys[i];
-	struct pool_region r;
-	struct pool_kv kv;
-	int rc = pool_kv_lookup(p, k->data, k->len, &kv);
-
-	if (rc != 0) {
-		return rc;
-	}
-	if (pins_total(&rq->ms->pins, kv.slot) > 0) {
-		return cxlp_fail(CXLP_E_PINNED, "key is pinned");
-	}
-	if (pool_region_get(p, kv.region, &r) == 0 &&
-	    r.state == POOL_REGION_OWNED && r.owner != sess_id(rq) &&
-	    !ms_sess_fenced_id(rq->ms, r.owner)) {
-		return cxlp_fail(CXLP_E_PERM, "key belongs to live session "
-		    "%llu", (unsigned long long)r.owner);
-	}
-	kv_loc(p, &kv, &rq->res[i].loc); /* before the region may go */
-	return pool_kv_remove(p, k->data, k->len, &kv);
-}
-
-static int
-ap_delete(struct req *rq)
-{
-	unsigned failed = 0;
-	int rc = results_new(rq, false, false);
-
-	if (rc != 0) {
-		return rc;
-	}
-	for (uint32_t i = 0; i < rq->n; i++) {
-		rc = delete_one(rq, i);
-		if (rc != 0) {
-			memset(&rq->res[i], 0, sizeof(rq->res[i]));
-			rq->res[i].status = rc;
-			failed++;
-		}
-	}
-	log_info("op=delete session=%llu n=%u failed=%u rc=0",
-	    (unsigned long long)sess_id(rq), rq->n, failed);
-	put_results(rq, rq->n);
-	return 0;
-}
-
-static int
-ap_stats(struct req *rq)
-{
-	struct pool_stats st;
-	uint64_t v[PROTO_STAT_COUNT] = { 0 };
-
-	pool_stats(rq->ms->pool, &st);
-	v[PROTO_STAT_POOL_BYTES] = st.size;
-	v[PROTO_STAT_DATA_BYTES] = st.data_bytes;
-	v[PROTO_STAT_FREE_BYTES] = st.free_bytes;
-	v[PROTO_STAT_REGIONS] = st.regions;
-	v[PROTO_STAT_ORPHAN_REGIONS] = st.orphan_regions;
-	v[PROTO_STAT_KEYS] = st.keys;
-	v[PROTO_STAT_VALUE_BYTES] = st.value_bytes;
-	v[PROTO_STAT_SESSIONS] = st.sessions - rq->ms->nfenced; /* ended */
-	v[PROTO_STAT_PINS] = rq->ms->pins.count;
-	v[PROTO_STAT_INDEX_SLOTS] = st.index_slots;
-	put_hdr(rq, 0);
-	proto_put_stats(rq->reply, PROTO_STAT_COUNT, v);
-	return 0;
-}
-
-/* ---- SESSIONS: every recorded session, with what it owns and holds ---- */
-
-struct sess_list {
-	struct pool_session *rec;     /* the pool's records (hosts) */
-	struct proto_session_info *v; /* sorted by id; hosts into rec */
-	uint32_t n;
-};
-
-static int
-cmp_info(const void *a, const void *b)
-{
-	const struct proto_session_info *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
-static struct proto_session_info *
-find_info(struct sess_list *l, uint64_t id)
-{
-	struct proto_session_info key = { .id = id };
-
-	return l->n == 0 ? NULL : bsearch(&key, l->v, l->n, sizeof(*l->v),
-	    cmp_info);
-}
-
-static uint32_t
-add_sat32(uint32_t a, uint64_t b)
-{
-	return b >= UINT32_MAX - a ? UINT32_MAX : (uint32_t)(a + b);
-}
-
-static void
-count_pins(void *arg, uint64_t sess, uint64_t count)
-{
-	struct proto_session_info *e = find_info(arg, sess);
-
-	if (e != NULL) {
-		e->pins = add_sat32(e->pins, count);
-	}
-}
-
-/* Fill l from the pool's session table (at most PROTO_SESSIONS_MAX). */
-static int
-list_sessions(struct pool *p, struct sess_list *l)
-{
-	struct pool_session r;
-	uint64_t cursor = 0;
-	uint32_t cap = 0;
-
-	while (cap < PROTO_SESSIONS_MAX &&
-	    pool_session_next(p, &cursor, &r) == 1) {
-		cap++;
-	}
-	l->rec = calloc(cap + 1, sizeof(*l->rec));
-	l->v = calloc(cap + 1, sizeof(*l->v));
-	if (l->rec == NULL || l->v == NULL) {
-		return cxlp_fail(-ENOMEM, "no memory for %u sessions", cap);
-	}
-	cursor = 0;
-	while (l->n < cap &&
-	    pool_session_next(p, &cursor, &l->rec[l->n]) == 1) {
-		struct pool_session *s = &l->rec[l->n];
-
-		l->v[l->n++] = (struct proto_session_info){ .id = s->id,
-			.pid = s->pid, .start_time = s->start_time,
-			.instance = s->instance, .host = s->host,
-			.host_len = (uint16_t)strnlen(s->host,
-			sizeof(s->host)) };
-	}
-	qsort(l->v, l->n, sizeof(*l->v), cmp_info);
-	return 0;
-}
-
-/* Regions each listed session owns: one pass over the region table. */
-static void
-count_regions(struct pool *p, struct sess_list *l)
-{
-	uint32_t max = pool_region_max(p);
-
-	for (uint32_t id = 0; id < max; id++) {
-		struct proto_session_info *e;
-		struct pool_region r;
-
-		if (pool_region_get(p, id, &r) == 0 &&
-		    r.state == POOL_REGION_OWNED &&
-		    (e = find_info(l, r.owner)) != NULL) {
-			e->regions = add_sat32(e->regions, 1);
-		}
-	}
-}
-
-static int
-ap_sessions(struct req *rq)
-{
-	struct sess_list l = { 0 };
-	int rc = list_sessions(rq->ms->pool, &l);
-
-	if (rc == 0) {
-		count_regions(rq->ms->pool, &l);
-		pins_each_held(&rq->ms->pins, count_pins, &l);
-		sess_list_flags(rq->ms, l.v, l.n);
-		put_hdr(rq, 0);
-		proto_put_sessions(rq->reply, l.n, l.v);
-	}
-	log_dbg("op=sessions session=%llu n=%u rc=%d",
-	    (unsigned long long)sess_id(rq), l.n, rc);
-	free(l.v);
-	free(l.rec);
-	return rc;
-}
-
-static int
-ap_heartbeat(struct req *rq)
-{
-	put_hdr(rq, 0);
-	return 0;
-}
-
-static int
-ap_bye(struct req *rq)
-{
-	ms_sess_lock(rq->ms);
-	sess_end_locked(rq->ms, rq->s, "bye");
-	ms_sess_unlock(rq->ms);
-	put_hdr(rq, 0);
-	return 0;
-}
-
+/* One row per op: how its body decodes, which lock, whether it needs a
+ * session, the request flags it accepts, and its apply function. */
 static const struct op_def ops[PROTO_OP_MAX + 1] = {
-	[PROTO_OP_HELLO] = { dec_hello, ap_hello, false, LK_WRITE,
-	    PROTO_HELLO_FLAGS },
-	[PROTO_OP_REGION_ALLOC] = { dec_region, ap_region_alloc, true,
-	    LK_WRITE, 0, true }, /* the region carries the request id */
-	[PROTO_OP_REGION_FREE] = { dec_region_free, ap_region_free, true,
-	    LK_WRITE, 0 },
-	[PROTO_OP_REGISTER] = { dec_regs, ap_register, true, LK_WRITE,
-	    PROTO_F_PIN },
-	[PROTO_OP_LOOKUP] = { dec_keys, ap_lookup, true, LK_PINFLAG,
-	    PROTO_F_PIN },
-	[PROTO_OP_EXISTS] = { dec_keys, ap_lookup, true, LK_READ, 0 },
-	[PROTO_OP_PIN] = { dec_keys, ap_pin, true, LK_WRITE, 0 },
-	[PROTO_OP_UNPIN] = { dec_keys, ap_unpin, true, LK_WRITE, 0 },
-	[PROTO_OP_DELETE] = { dec_keys, ap_delete, true, LK_WRITE, 0 },
-	[PROTO_OP_STATS] = { dec_none, ap_stats, true, LK_READ, 0 },
-	[PROTO_OP_HEARTBEAT] = { dec_none, ap_heartbeat, true, LK_READ, 0 },
-	[PROTO_OP_BYE] = { dec_none, ap_bye, true, LK_WRITE, 0 },
-	[PROTO_OP_SESSIONS] = { dec_none, ap_sessions, true, LK_READ, 0 },
+	[PROTO_OP_HELLO] = { .decode = dec_hello, .apply = op_hello,
+	    .needs_session = false, .lock = LK_WRITE,
+	    .flags_ok = PROTO_HELLO_FLAGS },
+	[PROTO_OP_REGION_ALLOC] = { .decode = dec_region,
+	    .apply = op_region_alloc, .needs_session = true, .lock = LK_WRITE,
+	    .self_replay = true }, /* the region carries the request id */
+	[PROTO_OP_REGION_FREE] = { .decode = dec_region_free,
+	    .apply = op_region_free, .needs_session = true,
+	    .lock = LK_WRITE },
+	[PROTO_OP_REGISTER] = { .decode = dec_regs, .apply = op_register,
+	    .needs_session = true, .lock = LK_WRITE, .flags_ok = PROTO_F_PIN },
+	[PROTO_OP_LOOKUP] = { .decode = dec_keys, .apply = op_lookup,
+	    .needs_session = true, .lock = LK_PINFLAG,
+	    .flags_ok = PROTO_F_PIN },
+	[PROTO_OP_EXISTS] = { .decode = dec_keys, .apply = op_lookup,
+	    .needs_session = true, .lock = LK_READ },
+	[PROTO_OP_PIN] = { .decode = dec_keys, .apply = op_pin,
+	    .needs_session = true, .lock = LK_WRITE },
+	[PROTO_OP_UNPIN] = { .decode = dec_keys, .apply = op_unpin,
+	    .needs_session = true, .lock = LK_WRITE },
+	[PROTO_OP_DELETE] = { .decode = dec_keys, .apply = op_delete,
+	    .needs_session = true, .lock = LK_WRITE },
+	[PROTO_OP_STATS] = { .decode = dec_none, .apply = op_stats,
+	    .needs_session = true, .lock = LK_READ },
+	[PROTO_OP_HEARTBEAT] = { .decode = dec_none, .apply = op_heartbeat,
+	    .needs_session = true, .lock = LK_READ },
+	[PROTO_OP_BYE] = { .decode = dec_none, .apply = op_bye,
+	    .needs_session = true, .lock = LK_WRITE },
+	[PROTO_OP_SESSIONS] = { .decode = dec_none, .apply = op_sessions,
+	    .needs_session = true, .lock = LK_READ },
 };
 
 /* ---- the dispatcher ---------------------------------------------------- */
@@ -847,7 +281,7 @@ ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame, size_t len,
 	if (rc == 0 && def->needs_session) {
 		rc = sess_enter(ms, &rq.h, pipe_id, !def->self_replay, reply,
 		    &rq.s);
-		if (rc == RC_HIT) {
+		if (rc == RCACHE_HIT) {
 			return reply->err; /* answered from the cache */
 		}
 	}

@@ -3,7 +3,8 @@
  * and process liveness, and the reaper of detached sessions.
  *
  * nng tells server.c when a pipe (one connection) comes and goes; server.c
- * passes the events here with the peer's pid (ipc only). When the pipe a
+ * records a new one with its peer's pid (ipc only) in the pipe table
+ * (pipes.c) and passes its removal here. When the pipe a
  * session last spoke on goes away, the session ends at once if its process
  * is gone (kill(pid, 0) says ESRCH, or /proc/<pid>/stat shows another
  * start time than the HELLO's: the pid was reused), since nothing can come
@@ -22,6 +23,11 @@
  * unless it speaks again. A session whose handler promised heartbeats
  * and has gone silent is ended (or fenced) by the rule of silence.c,
  * attached or not. ms_reap ends what is due.
+ *
+ * This file decides; it does not change a session itself. The
+ * transitions (detach, end, fence) are session.c's, the pipe table is
+ * pipes.c's and the rule of silence silence.c's, and none of them calls
+ * back here: liveness.c -> session.c -> {silence.c, pipes.c}.
  *
  * No nng here: times are passed in, so tests drive the same code with a
  * fake clock.
@@ -68,13 +74,6 @@ proc_stat(uint64_t pid, char *state, uint64_t *start_time)
 	return true;
 }
 
-/* pid names a process of this host that peer_gone can look at. */
-static bool
-pid_checkable(uint64_t pid)
-{
-	return pid != 0 && pid <= INT32_MAX;
-}
-
 /* The process behind pid is gone: no such pid, a zombie (dead, not yet
  * reaped by its parent), or pid now names another process (start time). */
 static bool
@@ -83,7 +82,7 @@ peer_gone(uint64_t pid, uint64_t start_time)
 	uint64_t st = 0;
 	char state = '?';
 
-	if (!pid_checkable(pid)) {
+	if (!ms_pid_checkable(pid)) {
 		return false;
 	}
 	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
@@ -94,78 +93,6 @@ peer_gone(uint64_t pid, uint64_t start_time)
 	}
 	return state == 'Z' || state == 'X' ||
 	    (start_time != 0 && st != start_time);
-}
-
-/* ms_pipe_added -- remember a new pipe and its peer pid (0: unknown). */
-void
-ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid)
-{
-	ms_sess_lock(ms);
-	if (ms->npipes == ms->cap_pipes) {
-		size_t cap = ms->cap_pipes == 0 ? 16 : ms->cap_pipes * 2;
-		struct ms_pipe *np = realloc(ms->pipes, cap * sizeof(*np));
-
-		if (np == NULL) {
-			ms_sess_unlock(ms);
-			log_err("op=pipe_add pipe=%llu rc=%d msg=\"no memory\"",
-			    (unsigned long long)pipe_id, -ENOMEM);
-			return;
-		}
-		ms->pipes = np;
-		ms->cap_pipes = cap;
-	}
-	ms->pipes[ms->npipes].id = pipe_id;
-	ms->pipes[ms->npipes].pid = peer_pid;
-	ms->npipes++;
-	ms_sess_unlock(ms);
-	log_info("op=pipe_add pipe=%llu pid=%llu", (unsigned long long)pipe_id,
-	    (unsigned long long)peer_pid);
-}
-
-/* Forget pipe_id, remembering it among the gone ones; returns its peer
- * pid (0 unknown). sess_lock held. */
-static uint64_t
-pipe_forget(struct ms *ms, uint64_t pipe_id)
-{
-	for (size_t i = 0; i < ms->npipes; i++) {
-		if (ms->pipes[i].id == pipe_id) {
-			uint64_t pid = ms->pipes[i].pid;
-
-			ms->gone[ms->gone_next++ % MS_GONE_PIPES] =
-			    ms->pipes[i];
-			ms->pipes[i] = ms->pipes[--ms->npipes];
-			return pid;
-		}
-	}
-	return 0;
-}
-
-/* ms_pipe_pid -- see ms_int.h */
-uint64_t
-ms_pipe_pid(const struct ms *ms, uint64_t pipe_id)
-{
-	const struct ms_pipe *gone = ms_pipe_gone(ms, pipe_id);
-
-	for (size_t i = 0; i < ms->npipes; i++) {
-		if (ms->pipes[i].id == pipe_id) {
-			return ms->pipes[i].pid;
-		}
-	}
-	return gone != NULL ? gone->pid : 0;
-}
-
-/* ms_pipe_gone -- see ms_int.h. A request can still be in a worker's
- * hands when its pipe's removal is handled; it must not bind its session
- * to that pipe again, or nothing would ever detach the session. */
-const struct ms_pipe *
-ms_pipe_gone(const struct ms *ms, uint64_t pipe_id)
-{
-	for (size_t i = 0; i < MS_GONE_PIPES; i++) {
-		if (ms->gone[i].id == pipe_id && pipe_id != 0) {
-			return &ms->gone[i];
-		}
-	}
-	return NULL;
 }
 
 /* Detach or end one session whose pipe is gone; both locks held. */
@@ -179,21 +106,6 @@ pipe_lost(struct ms *ms, struct ms_sess *s, uint64_t pid, uint64_t now_ms)
 	ms_sess_detach(ms, s, pid, now_ms);
 }
 
-/* ms_sess_detach -- see ms_int.h; sess_lock held. */
-void
-ms_sess_detach(struct ms *ms, struct ms_sess *s, uint64_t pid,
-    uint64_t now_ms)
-{
-	s->detached = true;
-	s->deadline_ms = now_ms + ms->grace_ms;
-	s->peer_pid = pid; /* the reaper looks again: exit may still be on */
-	log_info("op=detach session=%llu pipe=%llu pid=%llu until=%s "
-	    "grace_ms=%llu", (unsigned long long)s->id,
-	    (unsigned long long)s->pipe, (unsigned long long)pid,
-	    pid_checkable(pid) ? "exit" : "grace",
-	    (unsigned long long)ms->grace_ms);
-}
-
 /* ms_pipe_removed -- pipe_id is gone: each session that last spoke on it
  * ends now if its process is gone, else is detached until now + grace. */
 void
@@ -203,7 +115,7 @@ ms_pipe_removed(struct ms *ms, uint64_t pipe_id, uint64_t now_ms)
 
 	ms_wrlock(ms);
 	ms_sess_lock(ms);
-	pid = pipe_forget(ms, pipe_id);
+	pid = ms_pipe_forget(ms, pipe_id);
 	log_info("op=pipe_rem pipe=%llu pid=%llu", (unsigned long long)pipe_id,
 	    (unsigned long long)pid);
 	for (size_t b = 0; b < MS_SESS_BUCKETS && !ms->closing; b++) {
@@ -238,7 +150,7 @@ end_reason(const struct ms *ms, const struct ms_sess *s, uint64_t now_ms)
 	if (ms_sess_silent(ms, s, now_ms)) {
 		return WHY_SILENT;
 	}
-	if (!s->detached || pid_checkable(s->peer_pid)) {
+	if (!s->detached || ms_pid_checkable(s->peer_pid)) {
 		return NULL; /* it runs: it may still write its regions */
 	}
 	return s->deadline_ms <= now_ms ? "grace_expired" : NULL;
@@ -251,7 +163,7 @@ local_pid(const struct ms *ms, const struct ms_sess *s)
 {
 	uint64_t pid = s->detached ? s->peer_pid : ms_pipe_pid(ms, s->pipe);
 
-	return pid_checkable(pid) ? pid : 0;
+	return ms_pid_checkable(pid) ? pid : 0;
 }
 
 /* End s for why; both locks held. */

@@ -114,9 +114,10 @@ owner_gone(struct ms *ms, const struct pool_region *r)
 	    pool_session_get(ms->pool, r->owner, &s) != 0;
 }
 
-/* ms_recover -- disown every region whose owner's session record is gone
- * (restart step 4). Only at start (single-threaded). */
-void
+/* Finish the session ends a crash cut short: disown every region whose
+ * owner's session record is gone (restart step 4). Only at start
+ * (single-threaded). */
+static void
 ms_recover(struct ms *ms)
 {
 	uint32_t max = pool_region_max(ms->pool);
@@ -219,9 +220,7 @@ ms_fini(struct ms *ms)
 {
 	ms_sess_free_all(ms);
 	pins_fini(&ms->pins);
-	free(ms->pipes);
-	ms->pipes = NULL;
-	ms->npipes = ms->cap_pipes = 0;
+	ms_pipes_fini(ms);
 	pool_close(&ms->pool);
 	locks_fini(ms);
 }

@@ -1,6 +1,6 @@
 /*
  * ms_int.h -- the metaserver's internals: the server state (struct ms),
- * sessions, pins and the reply cache, and the pure request dispatcher.
+ * sessions, pipes, pins and the reply cache, and the pure request dispatcher.
  *
  * Only server.c includes nng. Everything declared here works on plain
  * frames and pipe ids, so tests and the fuzz target drive it without
@@ -64,9 +64,6 @@ void ms_config_defaults(struct ms_config *cfg);
 /* ms_config_parse -- parse argv into cfg. Returns 0 to run, 1 when --help
  * or --version was printed (exit 0), 2 after a usage message (exit 2). */
 int ms_config_parse(struct ms_config *cfg, int argc, char **argv);
-/* ms_url_needs_secret -- a listener on url must have a shared secret:
- * everything but ipc://, inproc:// and TLS (tls+tcp://, wss://). */
-bool ms_url_needs_secret(const char *url);
 /* ms_secret_load -- read the shared secret from path (1..PROTO_SECRET_MAX
  * bytes; one trailing newline is dropped) into buf. Returns 0 and *len, or
  * a negative error with cxlp_errormsg() set. */
@@ -121,48 +118,48 @@ int ms_pins_load(struct ms *ms);
 
 /* ---- reply cache (replycache.c): the last replies of one session ------- */
 
-#define RC_ENTRIES 64
-#define RC_BYTES_MAX (4u << 20)
-#define RC_GONE 256 /* request ids of the last replies evicted */
+#define RCACHE_ENTRIES 64
+#define RCACHE_BYTES_MAX (4u << 20)
+#define RCACHE_GONE 256 /* request ids of the last replies evicted */
 
-enum rc_state {
-	RC_EMPTY = 0,
-	RC_PENDING = 1, /* being applied; its reply is not known yet */
-	RC_DONE = 2,
+enum rcache_state {
+	RCACHE_EMPTY = 0,
+	RCACHE_PENDING = 1, /* being applied; its reply is not known yet */
+	RCACHE_DONE = 2,
 };
 
-struct rc_ent {
+struct rcache_ent {
 	uint64_t req_id;
 	uint64_t seq;   /* age: larger is newer */
-	int state;      /* enum rc_state */
-	uint8_t *data;  /* RC_DONE: the reply frame (owned) */
+	int state;      /* enum rcache_state */
+	uint8_t *data;  /* RCACHE_DONE: the reply frame (owned) */
 	size_t len;
 };
 
 struct rcache {
-	struct rc_ent ent[RC_ENTRIES];
+	struct rcache_ent ent[RCACHE_ENTRIES];
 	uint64_t seq;
-	size_t bytes; /* sum of len over RC_DONE entries */
-	uint64_t gone[RC_GONE]; /* ring: ids whose applied reply went */
+	size_t bytes; /* sum of len over RCACHE_DONE entries */
+	uint64_t gone[RCACHE_GONE]; /* ring: ids whose applied reply went */
 	unsigned gone_next;
 };
 
-/* rc_begin results (non-negative; CXLP_E_UNKNOWN for a retry of a request
- * applied once whose reply was evicted, CXLP_E_BUSY) */
+/* rcache_begin results (non-negative; CXLP_E_UNKNOWN for a retry of a
+ * request applied once whose reply was evicted, CXLP_E_BUSY) */
 enum {
-	RC_NEW = 0,  /* not seen: now PENDING; apply, then rc_finish */
-	RC_HIT = 1,  /* seen: the cached reply was copied into the pbuf */
-	RC_WAIT = 2, /* being applied by another thread: wait and retry */
+	RCACHE_NEW = 0,  /* not seen: now PENDING; apply, then rcache_finish */
+	RCACHE_HIT = 1,  /* seen: the cached reply was copied into the pbuf */
+	RCACHE_WAIT = 2, /* being applied by another thread: wait and retry */
 };
 
-void rc_init(struct rcache *rc);
-void rc_fini(struct rcache *rc);
-int rc_begin(struct rcache *rc, uint64_t req_id, bool gone_unknown,
+void rcache_init(struct rcache *c);
+void rcache_fini(struct rcache *c);
+int rcache_begin(struct rcache *c, uint64_t req_id, bool gone_unknown,
     struct pbuf *reply);
-void rc_finish(struct rcache *rc, uint64_t req_id, const void *data,
+void rcache_finish(struct rcache *c, uint64_t req_id, const void *data,
     size_t len);
-void rc_abort(struct rcache *rc, uint64_t req_id);
-size_t rc_count(const struct rcache *rc);
+void rcache_abort(struct rcache *c, uint64_t req_id);
+size_t rcache_count(const struct rcache *c);
 
 /* ---- sessions (session.c) ---------------------------------------------- */
 
@@ -184,11 +181,11 @@ struct ms_sess {
 	char host[64];        /* as the HELLO (or the record) named it */
 	bool dead;            /* ended; freed when refs drops to 0 */
 	unsigned refs;        /* requests in flight */
-	struct rcache rc;
+	struct rcache rcache; /* its replies (replycache.c) */
 };
 
 #define MS_SESS_BUCKETS 256
-#define MS_GONE_PIPES 64 /* removed pipes remembered (liveness.c) */
+#define MS_GONE_PIPES 64 /* removed pipes remembered (pipes.c) */
 
 struct ms_pipe {
 	uint64_t id;
@@ -240,9 +237,6 @@ int ms_init(struct ms *ms, const struct ms_config *cfg);
 int ms_pool_open(struct pool **out, const struct ms_config *cfg,
     unsigned flags, const struct pool_params *params,
     const struct pool_own *own);
-/* ms_recover -- finish session ends a crash cut short: disown regions
- * whose owner has no session record. Called by ms_init. */
-void ms_recover(struct ms *ms);
 /* ms_fini -- free everything and close the pool. */
 void ms_fini(struct ms *ms);
 
@@ -263,8 +257,33 @@ void ms_errlog_flush(struct ms *ms);
 /* ms_now_ms -- CLOCK_MONOTONIC in ms. */
 uint64_t ms_now_ms(void);
 
-/* Pipe events (server.c calls these from nng's threads). */
+/* ---- pipes (pipes.c): the peer pipes and their pids -------------------- */
+
+/* ms_pipe_added -- remember a new pipe and its peer pid (0: unknown);
+ * server.c calls it from nng's threads. Takes ms->sess_lock. */
 void ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid);
+/* ms_pipe_forget -- pipe_id is gone: drop it from the live pipes and
+ * remember it among the last MS_GONE_PIPES removed. Returns its peer pid
+ * (0 unknown). sess_lock held. */
+uint64_t ms_pipe_forget(struct ms *ms, uint64_t pipe_id);
+/* ms_pipe_gone -- pipe_id was removed lately: the entry (its peer pid), or
+ * NULL. sess_lock held. */
+const struct ms_pipe *ms_pipe_gone(const struct ms *ms, uint64_t pipe_id);
+/* ms_pipe_pid -- the peer pid the server saw on pipe_id (ipc; a pid of
+ * the server's own pid namespace), live or lately gone; 0 unknown.
+ * sess_lock held. */
+uint64_t ms_pipe_pid(const struct ms *ms, uint64_t pipe_id);
+/* ms_pid_checkable -- pid names a process of this host whose life the
+ * server can look at (kill, /proc): nonzero, and a pid_t. */
+bool ms_pid_checkable(uint64_t pid);
+/* ms_pipes_fini -- free the pipe table (ms_fini). */
+void ms_pipes_fini(struct ms *ms);
+
+/* ---- liveness (liveness.c): pipe removals and the reaper --------------- */
+
+/* ms_pipe_removed -- pipe_id is gone (server.c, from nng's threads): each
+ * session that last spoke on it ends now if its process is gone, else is
+ * detached. Takes both locks. */
 void ms_pipe_removed(struct ms *ms, uint64_t pipe_id, uint64_t now_ms);
 /* ms_reap -- end detached sessions whose deadline passed; returns how
  * many ended. */
@@ -279,6 +298,8 @@ unsigned ms_reap(struct ms *ms, uint64_t now_ms);
 int ms_hello_admit(struct ms *ms, const void *frame, size_t len,
     struct pbuf *reply);
 
+/* ---- sessions (session.c): shadows, HELLO and every transition -------- */
+
 /* Used by dispatch.c: */
 int sess_hello(struct ms *ms, const struct proto_req_hdr *h,
     const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out);
@@ -289,20 +310,21 @@ void sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
     const struct pbuf *reply);
 int ms_sess_load(struct ms *ms, uint64_t now_ms);
 void ms_sess_free_all(struct ms *ms);
+/* Transitions (session.c design note 1), called by liveness.c: */
+/* sess_end_locked -- end s as BYE would (pins, regions, record); both
+ * locks held. */
 void sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why);
-/* Used by session.c (sess_lock held): */
-/* ms_pipe_gone -- pipe_id was removed lately: the entry (its peer pid), or
- * NULL. */
-const struct ms_pipe *ms_pipe_gone(const struct ms *ms, uint64_t pipe_id);
-/* ms_pipe_pid -- the peer pid the server saw on pipe_id (ipc; a pid of
- * the server's own pid namespace), live or lately gone; 0 unknown. */
-uint64_t ms_pipe_pid(const struct ms *ms, uint64_t pipe_id);
 /* ms_sess_detach -- s lost its pipe (peer pid, 0 unknown). The reaper
  * ends it once it finds its process gone; a peer whose pid is unknown
  * (another host) also ends at now + grace unless it speaks on a live pipe
- * first (liveness.c). */
+ * first (liveness.c). sess_lock held. */
 void ms_sess_detach(struct ms *ms, struct ms_sess *s, uint64_t pid,
     uint64_t now_ms);
+/* ms_sess_silence_end -- end s for silence (ms_sess_silent): its pins go;
+ * with regions and a process of this host that runs (pid, 0 none), it is
+ * fenced (record and regions kept, token refused), else ended. Both
+ * locks held. */
+void ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid);
 /* sess_usable -- s may run op: it has not ended, and is not fenced
  * unless op is BYE. Stable while ms->lock is held. */
 bool sess_usable(struct ms *ms, const struct ms_sess *s, uint16_t op);
@@ -313,7 +335,7 @@ bool ms_sess_fenced_id(struct ms *ms, uint64_t id);
  * session v[i].id, for i < n; takes ms->sess_lock. */
 void sess_list_flags(struct ms *ms, struct proto_session_info *v, size_t n);
 
-/* ---- silence (silence.c): sessions whose handler closed unheard -------- */
+/* ---- silence (silence.c): the rules for handlers that closed unheard --- */
 
 #define MS_SILENT_PERIODS 5     /* keepalive periods of silence that end */
 #define MS_REAP_STALL_MS 1000u  /* a reaper pass this late restarts silence */
@@ -327,10 +349,6 @@ void ms_silence_clock(struct ms *ms, uint64_t now_ms);
  * started or the last stall. sess_lock held. */
 bool ms_sess_silent(const struct ms *ms, const struct ms_sess *s,
     uint64_t now_ms);
-/* ms_sess_silence_end -- end s for silence: its pins go; with regions and
- * a process of this host that runs, it is fenced (record and regions
- * kept, token refused), else ended. Both locks held. */
-void ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid);
 /* ms_sess_admit -- a new session for (pid, start_time, host) is within
  * --max-sessions-per-process; else CXLP_E_NOSPACE naming that limit.
  * sess_lock held. */

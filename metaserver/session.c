@@ -1,7 +1,8 @@
 /*
  * session.c -- handler sessions: HELLO, the token check every request
- * passes, the pipe a session last spoke on, and the end of a session
- * (BYE, death of its process, or a grace period after its pipe is gone).
+ * passes, the pipe a session last spoke on, and every change of a
+ * session's state: detached, fenced, ended (BYE, death of its process, a
+ * grace period after its pipe is gone, or silence).
  *
  * The pool records sessions durably (pool_session_add); this module keeps
  * a DRAM shadow per session for what only a running server knows: the
@@ -15,6 +16,12 @@
  * record is removed and its shadow is marked dead (freed once no request
  * holds it). This gives contract 5 (pins of a dead session are released)
  * and contract 6 (its regions live on only while referenced).
+ *
+ * Who decides is elsewhere: liveness.c (pipe gone, process gone, the
+ * reaper) and op_session.c (BYE) call the transitions here. This file in
+ * turn asks only modules below it -- the pipe table (pipes.c), the
+ * per-process bound (silence.c), pins.c and replycache.c -- so the calls
+ * go one way.
  *
  * DESIGN NOTES
  *  1. live -> detached [ms_pipe_removed: pipe gone, process may live]
@@ -77,7 +84,7 @@ sess_unlink(struct ms *ms, struct ms_sess *s)
 static void
 sess_free(struct ms_sess *s)
 {
-	rc_fini(&s->rc);
+	rcache_fini(&s->rcache);
 	free(s);
 }
 
@@ -100,7 +107,7 @@ sess_track(struct ms *ms, const struct pool_session *r)
 	s->heard_ms = ms_now_ms();
 	memcpy(s->host, r->host, sizeof(s->host));
 	s->host[sizeof(s->host) - 1] = '\0';
-	rc_init(&s->rc);
+	rcache_init(&s->rcache);
 	s->next = ms->sess[b];
 	ms->sess[b] = s;
 	ms->nsess++;
@@ -418,7 +425,7 @@ reply_is_for(const struct pbuf *reply, uint16_t op)
  * (reply holds the cached reply; *out NULL), or CXLP_E_SESSION /
  * CXLP_E_BUSY, or CXLP_E_PROTO when req_id was first used for another op;
  * with gone_unknown, CXLP_E_UNKNOWN for a retry whose reply was evicted
- * (rc_begin). req_id 0 is never cached. */
+ * (rcache_begin). req_id 0 is never cached. */
 int
 sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
     bool gone_unknown, struct pbuf *reply, struct ms_sess **out)
@@ -442,19 +449,19 @@ sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
 			break;
 		}
 		sess_bind(ms, s, pipe_id);
-		rc = h->req_id == 0 ? RC_NEW : rc_begin(&s->rc, h->req_id,
-		    gone_unknown, reply);
-		if (rc != RC_WAIT) {
+		rc = h->req_id == 0 ? RCACHE_NEW : rcache_begin(&s->rcache,
+		    h->req_id, gone_unknown, reply);
+		if (rc != RCACHE_WAIT) {
 			break;
 		}
 		pthread_cond_wait(&ms->sess_cond, &ms->sess_lock);
 	}
-	if (rc == RC_NEW) {
+	if (rc == RCACHE_NEW) {
 		s->refs++;
 		*out = s;
 	}
 	ms_sess_unlock(ms);
-	if (rc == RC_HIT && !reply_is_for(reply, h->op)) {
+	if (rc == RCACHE_HIT && !reply_is_for(reply, h->op)) {
 		pbuf_reset(reply);
 		rc = cxlp_fail(CXLP_E_PROTO, "request id %llu was first used "
 		    "for another operation", (unsigned long long)h->req_id);
@@ -470,9 +477,9 @@ sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
 {
 	ms_sess_lock(ms);
 	if (req_id != 0 && reply->err != 0) {
-		rc_abort(&s->rc, req_id);
+		rcache_abort(&s->rcache, req_id);
 	} else if (req_id != 0) {
-		rc_finish(&s->rc, req_id, reply->data, reply->len);
+		rcache_finish(&s->rcache, req_id, reply->data, reply->len);
 	}
 	cxlp_assert(s->refs > 0);
 	s->refs--;
@@ -529,6 +536,21 @@ sess_list_flags(struct ms *ms, struct proto_session_info *v, size_t n)
 	ms_sess_unlock(ms);
 }
 
+/* ms_sess_detach -- see ms_int.h; sess_lock held. */
+void
+ms_sess_detach(struct ms *ms, struct ms_sess *s, uint64_t pid,
+    uint64_t now_ms)
+{
+	s->detached = true;
+	s->deadline_ms = now_ms + ms->grace_ms;
+	s->peer_pid = pid; /* the reaper looks again: exit may still be on */
+	log_info("op=detach session=%llu pipe=%llu pid=%llu until=%s "
+	    "grace_ms=%llu", (unsigned long long)s->id,
+	    (unsigned long long)s->pipe, (unsigned long long)pid,
+	    ms_pid_checkable(pid) ? "exit" : "grace",
+	    (unsigned long long)ms->grace_ms);
+}
+
 static unsigned
 disown_regions(struct ms *ms, uint64_t owner)
 {
@@ -577,4 +599,42 @@ sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why)
 		sess_free(s);
 	}
 	pthread_cond_broadcast(&ms->sess_cond);
+}
+
+static bool
+owns_region(struct ms *ms, uint64_t owner)
+{
+	uint32_t max = pool_region_max(ms->pool);
+
+	for (uint32_t id = 0; id < max; id++) {
+		struct pool_region r;
+
+		if (pool_region_get(ms->pool, id, &r) == 0 &&
+		    r.state == POOL_REGION_OWNED && r.owner == owner) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ms_sess_silence_end -- see ms_int.h. pid is the process of this host
+ * behind s (0: none the server can look at). */
+void
+ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid)
+{
+	uint64_t pins;
+
+	if (pid == 0 || !owns_region(ms, s->id)) {
+		sess_end_locked(ms, s, "silent");
+		return;
+	}
+	pins = ms_pins_release_session(ms, s->id);
+	s->fenced = true;
+	s->fence_pid = pid;
+	ms->nfenced++;
+	log_info("op=session_fence session=%llu pid=%llu pins=%llu "
+	    "keepalive_ms=%u msg=\"silent: its keys are anyone's, its "
+	    "regions stay out of use until its process exits or its BYE "
+	    "comes\"", (unsigned long long)s->id, (unsigned long long)pid,
+	    (unsigned long long)pins, s->keepalive_ms);
 }

@@ -16,14 +16,15 @@
  * MS_SILENT_PERIODS periods) -- counted from its last request, the
  * server's start, or the last stall of the server itself -- belongs to a
  * handler that closed (or one whose process is stopped or wedged). It is
- * ended for silence [ms_sess_silence_end]:
+ * ended for silence [ms_sess_silence_end, in session.c with the other
+ * transitions]:
  *   - its pins are released at once, durably;
  *   - if it owns no region, or its process cannot be seen (another
  *     host), it ends as BYE would (sess_end_locked), exactly as the grace
  *     period ends a silent peer of another host today;
  *   - else it is FENCED: its token is refused (a handler that was only
  *     stopped gets CXLP_E_SESSION on its next call and hands out no more
- *     pages), its keys may be deleted by anyone (dispatch.c delete_one),
+ *     pages), its keys may be deleted by anyone (op_kv.c delete_one),
  *     but its record stays, and with it the ownership of its regions, so
  *     none of their pages goes to another handler while its process may
  *     still write into pages it took before. A fenced session ends for
@@ -52,6 +53,10 @@
  * by pid, start time and host: the pid the server saw on the ipc pipe, or
  * what a non-ipc HELLO claims (a bound on mistakes, not on an attacker
  * holding the shared secret).
+ *
+ * What is left here are rules that change nothing: the clock of silence,
+ * the test of it and the per-process bound. liveness.c asks the first
+ * two, session.c the bound; this file calls neither.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -95,44 +100,6 @@ ms_sess_silent(const struct ms *ms, const struct ms_sess *s,
 		return false; /* a request in flight is not silence */
 	}
 	return now_ms >= since && now_ms - since >= silence_limit(ms, s);
-}
-
-static bool
-owns_region(struct ms *ms, uint64_t owner)
-{
-	uint32_t max = pool_region_max(ms->pool);
-
-	for (uint32_t id = 0; id < max; id++) {
-		struct pool_region r;
-
-		if (pool_region_get(ms->pool, id, &r) == 0 &&
-		    r.state == POOL_REGION_OWNED && r.owner == owner) {
-			return true;
-		}
-	}
-	return false;
-}
-
-/* ms_sess_silence_end -- see ms_int.h. pid is the process of this host
- * behind s (0: none the server can look at). */
-void
-ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid)
-{
-	uint64_t pins;
-
-	if (pid == 0 || !owns_region(ms, s->id)) {
-		sess_end_locked(ms, s, "silent");
-		return;
-	}
-	pins = ms_pins_release_session(ms, s->id);
-	s->fenced = true;
-	s->fence_pid = pid;
-	ms->nfenced++;
-	log_info("op=session_fence session=%llu pid=%llu pins=%llu "
-	    "keepalive_ms=%u msg=\"silent: its keys are anyone's, its "
-	    "regions stay out of use until its process exits or its BYE "
-	    "comes\"", (unsigned long long)s->id, (unsigned long long)pid,
-	    (unsigned long long)pins, s->keepalive_ms);
 }
 
 /* ms_sess_admit -- see ms_int.h */

@@ -1,7 +1,8 @@
 /*
- * test_dispatch.c -- metaserver/dispatch.c: ms_dispatch driven directly
- * with frames built by the codec, on a temporary pool, with no sockets
- * (dispatch_fixture.h): sessions (HELLO, SESSIONS, reattach, tokens),
+ * test_dispatch.c -- metaserver/dispatch.c and the ops it dispatches to
+ * (op_session.c, op_region.c, op_kv.c, op_report.c): ms_dispatch driven
+ * directly with frames built by the codec, on a temporary pool, with no
+ * sockets (dispatch_fixture.h): sessions (HELLO, SESSIONS, reattach, tokens),
  * REGISTER and LOOKUP/EXISTS. DELETE, regions, unpins and replayed
  * requests are in test_dispatch_release.c; session death in
  * test_liveness.c, malformed and hostile frames in test_frames.c.

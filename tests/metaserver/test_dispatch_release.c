@@ -293,7 +293,7 @@ Test(dispatch, a_replayed_delete_answers_the_first_result)
 	pbuf_fini(&rep);
 }
 
-/* A busy handler can retry a request after more than RC_ENTRIES other
+/* A busy handler can retry a request after more than RCACHE_ENTRIES other
  * requests of its session: the reply is gone from the cache, and the
  * retry must not be applied again (a second pin, taken by a PIN whose
  * caller believes it holds one) but answered CXLP_E_UNKNOWN. */
@@ -312,7 +312,7 @@ Test(dispatch, a_retry_whose_reply_was_evicted_is_not_applied_again)
 	cr_assert_eq(dfx_call_id(&a, PROTO_OP_PIN, 200, &body, &rep, NULL,
 	    NULL), 0);
 	a.next_id = 1000;
-	for (int i = 0; i < RC_ENTRIES; i++) {
+	for (int i = 0; i < RCACHE_ENTRIES; i++) {
 		cr_assert_eq(dfx_key1(&a, PROTO_OP_EXISTS, 0, "k"), 0);
 	}
 	cr_assert_eq(dfx_call_id(&a, PROTO_OP_PIN, 200, &body, &rep, NULL,

@@ -1,0 +1,111 @@
+/*
+ * op.h -- what dispatch.c and the op files (op_session.c, op_region.c,
+ * op_kv.c, op_report.c) share: the decoded request, the row of the op
+ * table, two reply helpers, and the apply function of every op.
+ *
+ * An apply function runs under ms->lock (the lock its row names), with
+ * the request's body decoded and its session checked, and either writes a
+ * complete success reply into rq->reply or returns an error, which
+ * dispatch.c turns into the error reply. Only the metaserver's own .c
+ * files include this; tests go through ms_dispatch (ms_int.h).
+ */
+#ifndef CXLP_MS_OP_H
+#define CXLP_MS_OP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ms_int.h"
+#include "proto.h"
+
+struct occ;
+
+/* One request being dispatched. */
+struct req {
+	struct ms *ms;
+	uint64_t pipe;
+	struct proto_req_hdr h;
+	struct preader body;
+	struct ms_sess *s;   /* NULL for HELLO */
+	struct pbuf *reply;
+	/* decoded body (pointers into the frame, arrays owned) */
+	uint32_t flags;
+	uint32_t n;
+	struct proto_key *keys;
+	struct proto_reg *regs;
+	struct proto_hello hello;
+	uint64_t len, page_size;
+	uint32_t region, gen;
+	/* per key, one allocation (batch_new, dispatch.c) */
+	struct proto_result *res;
+	uint64_t *slots;     /* index slot of each key found (res[i] ok) */
+	uint64_t *hash;      /* index hash of each key (pool_kv_hash) */
+	struct occ *occ;     /* scratch for nth */
+	unsigned *nth;       /* pin changes: occurrence number of each key */
+};
+
+/* scratch of pin changes: the key of result i found slot (op_kv.c) */
+struct occ {
+	uint64_t slot;
+	uint32_t i;
+};
+
+enum op_lock {
+	LK_READ,
+	LK_WRITE,
+	LK_PINFLAG, /* write if the request asks for PROTO_F_PIN, else read */
+};
+
+/* A row of the op table (dispatch.c). */
+struct op_def {
+	int (*decode)(struct req *rq);
+	int (*apply)(struct req *rq);
+	bool needs_session;
+	uint8_t lock;      /* enum op_lock */
+	uint32_t flags_ok; /* request flag bits this op accepts */
+	bool self_replay;  /* run again under its request id, it finds what
+	                    * its first run did, so a retry whose reply was
+	                    * evicted is run, not answered CXLP_E_UNKNOWN */
+};
+
+/* op_put_hdr -- the success (or status) reply header for rq. */
+static inline void
+op_put_hdr(struct req *rq, int status)
+{
+	struct proto_rep_hdr h = {
+		.version = PROTO_VERSION,
+		.op = rq->h.op,
+		.req_id = rq->h.req_id,
+		.status = status,
+	};
+
+	proto_put_rep_hdr(rq->reply, &h);
+}
+
+/* op_sess_id -- the id of rq's session, 0 for HELLO. */
+static inline uint64_t
+op_sess_id(const struct req *rq)
+{
+	return rq->s == NULL ? 0 : rq->s->id;
+}
+
+/* Apply functions, one per op (ms->lock held as the op's row says). */
+
+/* op_session.c */
+int op_hello(struct req *rq);
+int op_heartbeat(struct req *rq);
+int op_bye(struct req *rq);
+/* op_region.c */
+int op_region_alloc(struct req *rq);
+int op_region_free(struct req *rq);
+/* op_kv.c */
+int op_register(struct req *rq);
+int op_lookup(struct req *rq);
+int op_pin(struct req *rq);
+int op_unpin(struct req *rq);
+int op_delete(struct req *rq);
+/* op_report.c */
+int op_stats(struct req *rq);
+int op_sessions(struct req *rq);
+
+#endif /* CXLP_MS_OP_H */

@@ -79,8 +79,8 @@ connect_tcp(const char *hostport)
 	return connect_sa(AF_INET, (struct sockaddr *)&sa, sizeof(sa));
 }
 
-/* A connected socket to url, or -errno. */
-static int
+/* probe_connect -- see probe.h */
+int
 probe_connect(const char *url)
 {
 	if (strncmp(url, "ipc://", 6) == 0) {
@@ -105,6 +105,25 @@ send_bad_frame(int fd, bool ipc)
 	memset(f + off + 8, 0xa5, 12);
 	(void)!write(fd, sp_req_hdr, sizeof(sp_req_hdr));
 	(void)!write(fd, f, off + 8 + 12);
+}
+
+/* probe_announce_frame -- see probe.h */
+int
+probe_announce_frame(int fd, bool ipc, uint64_t len)
+{
+	uint8_t f[1 + 8];
+	size_t off = ipc ? 1 : 0;
+
+	f[0] = 1;
+	for (int i = 0; i < 8; i++) {
+		f[off + (size_t)i] = (uint8_t)(len >> (56 - 8 * i));
+	}
+	if (write(fd, sp_req_hdr, sizeof(sp_req_hdr)) !=
+	    (ssize_t)sizeof(sp_req_hdr) ||
+	    write(fd, f, off + 8) != (ssize_t)(off + 8)) {
+		return -errno;
+	}
+	return 0;
 }
 
 /* Send what kind sends before it hangs up. */

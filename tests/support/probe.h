@@ -9,6 +9,7 @@
 #ifndef CXLP_TEST_PROBE_H
 #define CXLP_TEST_PROBE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum probe_kind {
@@ -23,6 +24,15 @@ enum probe_kind {
 /* probe_once -- connect to url (ipc://PATH or tcp://HOST:PORT), play kind
  * (PROBE_SILENT holds the connection hold_ms), hang up. 0 or -errno. */
 int probe_once(const char *url, enum probe_kind kind, unsigned hold_ms);
+
+/* probe_connect -- a plain socket connected to url (ipc://PATH or
+ * tcp://HOST:PORT), or -errno. The caller closes it. */
+int probe_connect(const char *url);
+
+/* probe_announce_frame -- on fd, a REQ peer's SP header, then the start of
+ * a frame that says it is len bytes long (ipc framing if ipc); the body
+ * never follows. 0 or -errno. */
+int probe_announce_frame(int fd, bool ipc, uint64_t len);
 
 /* probe_free_tcp_port -- a loopback tcp port nothing listens on right
  * now (the kernel's pick for port 0); 0 on failure. */

@@ -11,8 +11,8 @@
  * here (header decodes, op and request id match, status is an error code)
  * so the callers only decode bodies.
  *
- * A connection can hang without closing (and nng 1.5's ipc dialer
- * sometimes never redials a restarted server), so once requests have timed
+ * A connection can hang without closing (a peer or relay that stops
+ * answering), so once requests have timed
  * out REDIAL_AFTER times in a row on one socket (whichever calls sent
  * them) while its connection is up, the next attempt replaces the socket
  * with a freshly dialed one and sends there. A socket is never closed

@@ -22,40 +22,19 @@
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
+#include "procstat.h"
 #include "trace.h"
 
-/* Field 22 of /proc/self/stat: start time in clock ticks since boot.
- * The comm field may hold spaces and parentheses: parse after the last
- * ')'. Returns 0 when unknown. */
+/* This process's start time (clock ticks since boot), which the server
+ * compares with /proc/<pid>/stat to tell a recycled pid from us;
+ * 0 when unknown. */
 static uint64_t
 proc_start_time(void)
 {
-	char buf[1024], *p;
-	unsigned long long v = 0;
-	size_t n;
-	FILE *f = fopen("/proc/self/stat", "r");
+	uint64_t st;
+	char state;
 
-	if (f == NULL) {
-		return 0;
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (p == NULL) {
-		return 0;
-	}
-	/* after ") " come fields 3 (state) .. 22 (starttime): step to the
-	 * space before field 22 (stopping one short read field 21,
-	 * itrealvalue, always 0, and the server never checked a pid's
-	 * start time) */
-	for (int field = 2; field < 22 && p != NULL; field++) {
-		p = strchr(p + 1, ' ');
-	}
-	if (p == NULL || sscanf(p + 1, "%llu", &v) != 1) {
-		return 0;
-	}
-	return v;
+	return procstat_read(0, &state, &st) ? st : 0;
 }
 
 static int

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -235,16 +234,6 @@ h_ping(struct cxlp_handler *h)
 		client_reply_fini(&rep);
 	}
 	return rc;
-}
-
-/* h_now_ms -- see handler_int.h */
-uint64_t
-h_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* h_check_session -- see handler_int.h */

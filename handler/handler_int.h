@@ -79,7 +79,7 @@ void client_set_session(struct client *cl, uint64_t session,
 void client_get_session(const struct client *cl, uint64_t *session,
     uint64_t *token);
 uint64_t client_new_id(struct client *cl);
-/* client_last_reply_ms -- h_now_ms() when the last reply arrived (or
+/* client_last_reply_ms -- cxlp_now_coarse_ms() when the last reply arrived (or
  * when the client opened). */
 uint64_t client_last_reply_ms(const struct client *cl);
 int client_call_id(struct client *cl, uint16_t op, uint64_t id,
@@ -239,8 +239,6 @@ int h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 /* h_ping -- one HEARTBEAT, one try (keeper.c); reattaches, or loses the
  * session, as h_call does. 0 or an error. */
 int h_ping(struct cxlp_handler *h);
-/* h_now_ms -- CLOCK_MONOTONIC_COARSE in ms. */
-uint64_t h_now_ms(void);
 /* h_check_session -- CXLP_E_SESSION once the metaserver has refused to
  * reattach this handler's session: its regions may be another's now, so
  * no page of theirs is handed out or registered again. */

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "deadline.h"
 #include "err.h"
 #include "handler_int.h"
@@ -42,7 +43,7 @@ struct keeper {
 static unsigned
 due_in(const struct cxlp_handler *h, const struct keeper *k)
 {
-	uint64_t period = h->cfg.keepalive_ms, now = h_now_ms();
+	uint64_t period = h->cfg.keepalive_ms, now = cxlp_now_coarse_ms();
 	uint64_t last = client_last_reply_ms(h->cl);
 
 	last = last > k->tried_ms ? last : k->tried_ms;
@@ -67,7 +68,7 @@ keeper_main(void *arg)
 			    &until);
 			continue;
 		}
-		k->tried_ms = h_now_ms();
+		k->tried_ms = cxlp_now_coarse_ms();
 		pthread_mutex_unlock(&k->lock);
 		if (h_ping(h) != 0) {
 			log_info("keepalive: %s", cxlp_errormsg());

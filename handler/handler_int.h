@@ -7,7 +7,9 @@
  *   pages.c    pure page tables: per-region O(1) free list + page states
  *   regions.c  own regions (RW) and the foreign-region map cache (RO);
  *              cxlp_alloc / cxlp_free
- *   handler.c  connect, close, reattach, stats, healthcheck
+ *   call.c     HELLO, reattach and h_call, below every module that
+ *              calls the server; the checks and decoders they share
+ *   handler.c  connect, close, stats, healthcheck (the top)
  *   store.c    store / batch_store and resolving lost registers
  *   ops.c      retrieve, exists, pin, unpin, delete (+ batches)
  *   direct.c   unpinned lookups read straight from the pool's index
@@ -228,6 +230,12 @@ struct cxlp_handler {
 	struct prefaulter *prefaulter;
 };
 
+/* ---- call.c ------------------------------------------------------------- */
+
+/* h_hello -- HELLO (flags 0, or PROTO_HELLO_REATTACH with the session's
+ * token), taking the session and the pool from the WELCOME. 0 or an
+ * error; CXLP_E_PERM says which secret was lacking. */
+int h_hello(struct cxlp_handler *h, uint32_t flags);
 /* h_call -- client_call that reattaches once on CXLP_E_SESSION and
  * repeats the call. Same returns as client_call. */
 int h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
@@ -253,6 +261,8 @@ int h_check_keys(size_t n, const void *const keys[],
  * n when exact is false) and the end of the reply. */
 int h_get_results(struct creply *rep, struct proto_result *res, size_t n,
     bool exact, uint32_t *got);
+
+/* ---- regions.c, continued (its structs are above) ---------------------- */
 
 int regions_init(struct cxlp_handler *h);
 void regions_fini(struct cxlp_handler *h);
@@ -333,6 +343,8 @@ void latebye_send(struct cxlp_handler *h);
 void keeper_start(struct cxlp_handler *h);
 /* keeper_stop -- stop and join it; NULL-safe (h->keeper NULL). */
 void keeper_stop(struct cxlp_handler *h);
+
+/* ---- store.c ------------------------------------------------------------ */
 
 int store_resolve(struct cxlp_handler *h);
 /* store_forget -- drop page pg's unresolved entry (page_lock held): true

@@ -62,6 +62,7 @@ handler_new(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	pthread_rwlock_init(&h->map_lock, NULL);
 	pagetab_init(&h->pages);
 	scratch_cache_init(&h->scratch);
+	keeper_init(&h->keeper);
 	*out = h;
 	return 0;
 }
@@ -74,6 +75,7 @@ handler_free(struct cxlp_handler *h)
 	direct_close(h);
 	client_close(&h->cl);
 	scratch_cache_fini(&h->scratch);
+	keeper_fini(&h->keeper);
 	pthread_rwlock_destroy(&h->map_lock);
 	pthread_mutex_destroy(&h->page_lock);
 	pthread_mutex_destroy(&h->expand_lock);

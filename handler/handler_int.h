@@ -190,6 +190,20 @@ struct unresolved {
 	uint64_t len;    /* bytes */
 };
 
+/* ---- keeper.c (its state; the functions are below) ---------------------- */
+
+/* The keepalive's state, embedded in the handler: keeper_init at
+ * handler_new, keeper_fini at handler_free; between them the thread runs
+ * from keeper_start to keeper_stop (cfg.keepalive_ms > 0). */
+struct keeper {
+	pthread_mutex_t lock; /* guards stop and tried_ms */
+	pthread_cond_t cond;  /* CLOCK_MONOTONIC; signalled by keeper_stop */
+	bool stop;
+	bool running;     /* the thread runs; set and read by connect/close */
+	uint64_t tried_ms; /* the last heartbeat's start, cxlp_now_coarse_ms */
+	pthread_t tid;
+};
+
 /* ---- handler.c ---------------------------------------------------------- */
 
 struct cxlp_handler {
@@ -217,7 +231,7 @@ struct cxlp_handler {
 	uint64_t nforeign;
 
 	struct direct *direct; /* NULL: direct reads off */
-	struct keeper *keeper; /* keeper.c; NULL: keepalive off */
+	struct keeper keeper;  /* keeper.c */
 
 	struct scratch_cache scratch; /* batch calls' transient memory */
 	uint64_t region_req; /* a REGION_ALLOC whose every try timed out:
@@ -338,10 +352,14 @@ void latebye_send(struct cxlp_handler *h);
 
 /* ---- keeper.c ------------------------------------------------------------ */
 
+/* keeper_init -- set up k, with no thread running. */
+void keeper_init(struct keeper *k);
+/* keeper_fini -- tear down k (its thread stopped, or never started). */
+void keeper_fini(struct keeper *k);
 /* keeper_start -- start the keepalive thread (cfg.keepalive_ms > 0); on
  * failure the handler runs without one (logged). */
 void keeper_start(struct cxlp_handler *h);
-/* keeper_stop -- stop and join it; NULL-safe (h->keeper NULL). */
+/* keeper_stop -- stop and join it; a no-op when none runs. */
 void keeper_stop(struct cxlp_handler *h);
 
 /* ---- store.c ------------------------------------------------------------ */

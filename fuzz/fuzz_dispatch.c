@@ -252,7 +252,7 @@ finish(struct script *s)
 {
 	char why[256];
 
-	ms_pipe_removed(&ms, s->pipe, ms_now_ms());
+	ms_pipe_removed(&ms, s->pipe, cxlp_now_ms());
 	ms_reap(&ms, UINT64_MAX);
 	if (pool_check(ms.pool, report, NULL) != 0) {
 		bug("pool_check failed");

@@ -33,6 +33,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "clock.h"
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
@@ -65,7 +66,7 @@ struct client {
 	uint64_t session;     /* atomic */
 	uint64_t token;       /* atomic */
 	uint64_t redials;     /* atomic: sockets replaced */
-	uint64_t last_reply_ms; /* atomic: h_now_ms() of the last reply */
+	uint64_t last_reply_ms; /* atomic: cxlp_now_coarse_ms() of the last reply */
 	unsigned timeout_ms;
 	unsigned retries;
 };
@@ -323,7 +324,7 @@ client_open(struct client **out, const char *url, unsigned timeout_ms,
 	pthread_mutex_init(&cl->lock, NULL);
 	pthread_mutex_init(&cl->redial_lock, NULL);
 	cl->next_id = 1;
-	cl->last_reply_ms = h_now_ms();
+	cl->last_reply_ms = cxlp_now_coarse_ms();
 	cl->timeout_ms = timeout_ms;
 	cl->retries = retries;
 	*out = cl;
@@ -686,7 +687,7 @@ call(struct client *cl, uint16_t op, uint64_t id, const struct pbuf *body,
 	rc = exchange(cl, &f, &msg, retries, &sends);
 	rep->sends = sends;
 	if (rc == 0) {
-		__atomic_store_n(&cl->last_reply_ms, h_now_ms(),
+		__atomic_store_n(&cl->last_reply_ms, cxlp_now_coarse_ms(),
 		    __ATOMIC_RELAXED);
 	}
 	if (rc == CXLP_E_TIMEOUT) {

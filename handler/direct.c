@@ -46,6 +46,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "err.h"
 #include "handler_int.h"
 #include "kvread.h"
@@ -182,7 +183,7 @@ direct_open(struct cxlp_handler *h)
 	}
 	log_info("direct reads on: %s, %llu index slots",
 	    h->pool_path, (unsigned long long)d->kr.nslots);
-	d->check_ms = h_now_ms() + RECHECK_MS;
+	d->check_ms = cxlp_now_coarse_ms() + RECHECK_MS;
 	d->walking = pthread_create(&d->walker, NULL, walker_main, d) == 0;
 	h->direct = d;
 }
@@ -213,7 +214,7 @@ direct_usable(struct cxlp_handler *h, struct direct *d)
 	if (__atomic_load_n(&d->off, __ATOMIC_ACQUIRE)) {
 		return false;
 	}
-	now = h_now_ms();
+	now = cxlp_now_coarse_ms();
 	if (now < due || !__atomic_compare_exchange_n(&d->check_ms, &due,
 	    now + RECHECK_MS, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 		return true;

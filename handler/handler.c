@@ -1,95 +1,24 @@
 /*
- * handler.c -- a handler's life: connect (HELLO, first region), the call
- * wrapper every operation goes through, stats, healthcheck and close.
+ * handler.c -- a handler's life: connect (HELLO, first region), stats,
+ * healthcheck and close; the top of the library, above every other
+ * module (call.c has the call layer they all go through).
  *
- * A handler is one session with one metaserver. HELLO tells the server who
- * we are (pid plus process start time, so a recycled pid is not mistaken
- * for us; hostname; instance id) and returns the session id, its token and
- * where the pool is. Every later call goes through h_call, which is where
- * a lost session is noticed: if the server answers CXLP_E_SESSION (it
- * restarted and forgot us, or dropped us), the handler reattaches once
- * with its token (PROTO_HELLO_REATTACH) and repeats the call, keeping its
- * regions. Only one thread reattaches; the others see the new token.
+ * A handler is one session with one metaserver. cxlp_connect opens the
+ * client, sends the BYEs an earlier handler of this process could not
+ * deliver (latebye.c), says HELLO (call.c), maps a first region
+ * (regions.c), then starts direct reads and the keepalive. cxlp_close
+ * stops the keepalive, unmaps the regions, then says BYE (one that gets
+ * no answer is kept for the next connect) and frees the rest.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
-#include "trace.h"
-
-/* Field 22 of /proc/self/stat: start time in clock ticks since boot.
- * The comm field may hold spaces and parentheses: parse after the last
- * ')'. Returns 0 when unknown. */
-static uint64_t
-proc_start_time(void)
-{
-	char buf[1024], *p;
-	unsigned long long v = 0;
-	size_t n;
-	FILE *f = fopen("/proc/self/stat", "r");
-
-	if (f == NULL) {
-		return 0;
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (p == NULL) {
-		return 0;
-	}
-	/* after ") " come fields 3 (state) .. 22 (starttime): step to the
-	 * space before field 22 (stopping one short read field 21,
-	 * itrealvalue, always 0, and the server never checked a pid's
-	 * start time) */
-	for (int field = 2; field < 22 && p != NULL; field++) {
-		p = strchr(p + 1, ' ');
-	}
-	if (p == NULL || sscanf(p + 1, "%llu", &v) != 1) {
-		return 0;
-	}
-	return v;
-}
-
-static int
-welcome_take(struct cxlp_handler *h, struct creply *rep)
-{
-	struct proto_welcome w;
-
-	if (proto_get_welcome(&rep->body, &w) != 0 ||
-	    preader_end(&rep->body) != 0) {
-		return cxlp_fail(CXLP_E_PROTO, "HELLO: bad welcome body");
-	}
-	if (w.session == 0 || w.pool_size == 0 || w.path_len == 0 ||
-	    w.align == 0 || w.align % 4096 != 0) {
-		return cxlp_fail(CXLP_E_PROTO, "HELLO: welcome with session "
-		    "%llu, pool %llu bytes, align %llu",
-		    (unsigned long long)w.session,
-		    (unsigned long long)w.pool_size,
-		    (unsigned long long)w.align);
-	}
-	if (h->pool_path == NULL) {
-		h->pool_path = strndup(w.path, w.path_len);
-		if (h->pool_path == NULL) {
-			return cxlp_fail(-ENOMEM, "HELLO: out of memory");
-		}
-		h->pool_size = w.pool_size;
-		h->align = w.align;
-	} else if (strlen(h->pool_path) != w.path_len ||
-	    memcmp(h->pool_path, w.path, w.path_len) != 0) {
-		return cxlp_fail(CXLP_E_PROTO, "HELLO: pool moved from %s",
-		    h->pool_path);
-	}
-	client_set_session(h->cl, w.session, w.token);
-	return 0;
-}
 
 /* The first HELLO goes out with a random nonce in the header's token, so
  * that a copy resent after a lost reply gets the same session back. */
@@ -106,234 +35,6 @@ hello_nonce(struct cxlp_handler *h)
 		}
 	}
 	client_set_session(h->cl, 0, nonce);
-	return 0;
-}
-
-/* A HELLO is refused with CXLP_E_PERM for one reason only: a non-ipc
- * endpoint of a metaserver with a --secret-file, and a HELLO without
- * that secret. Which of the two it lacked, the handler knows. */
-static int
-hello_refused(const struct cxlp_handler *h)
-{
-	if (h->cfg.secret_len == 0) {
-		return cxlp_fail(CXLP_E_PERM, "HELLO refused: secret required "
-		    "(the metaserver at %s takes handlers on this endpoint "
-		    "only with the secret of its --secret-file; "
-		    "cxlp_config_set_secret)", h->cfg.server);
-	}
-	return cxlp_fail(CXLP_E_PERM, "HELLO refused: wrong secret (the "
-	    "metaserver at %s has another in its --secret-file)",
-	    h->cfg.server);
-}
-
-/* HELLO, asking for the reason of a refusal, and promising heartbeats
- * every keepalive_ms when the keeper runs (metaserver/silence.c ends a
- * session that breaks the promise: its handler closed unheard). */
-static int
-hello(struct cxlp_handler *h, uint32_t flags)
-{
-	char host[PROTO_HOST_MAX + 1] = "";
-	struct proto_hello m = {.pid = (uint32_t)getpid(),
-	    .flags = flags | PROTO_HELLO_ERRMSG |
-	    (h->cfg.keepalive_ms > 0 ? PROTO_HELLO_KEEPALIVE : 0),
-	    .keepalive_ms = h->cfg.keepalive_ms,
-	    .start_time = proc_start_time(),
-	    .instance_id = h->cfg.instance_id, .host = host,
-	    .secret = h->cfg.secret, .secret_len = h->cfg.secret_len};
-	struct creply rep;
-	struct pbuf b;
-	int rc;
-
-	(void)gethostname(host, sizeof(host) - 1);
-	m.host_len = (uint16_t)strnlen(host, PROTO_HOST_MAX);
-	pbuf_init(&b);
-	proto_put_hello(&b, &m);
-	rc = client_call(h->cl, PROTO_OP_HELLO, &b, &rep);
-	pbuf_fini(&b);
-	if (rc == CXLP_E_PERM) {
-		return hello_refused(h);
-	}
-	if (rc != 0) {
-		return rc;
-	}
-	rc = welcome_take(h, &rep);
-	client_reply_fini(&rep);
-	return rc;
-}
-
-static int
-reattach(struct cxlp_handler *h, uint64_t old_token)
-{
-	uint64_t session, token;
-	int rc = 0;
-
-	pthread_mutex_lock(&h->reattach_lock);
-	client_get_session(h->cl, &session, &token);
-	if (token == old_token) {
-		rc = hello(h, PROTO_HELLO_REATTACH);
-		if (rc == 0) {
-			log_info("reattached session %llu",
-			    (unsigned long long)session);
-		} else {
-			log_err("reattach of session %llu failed: %s",
-			    (unsigned long long)session, cxlp_errormsg());
-		}
-	}
-	pthread_mutex_unlock(&h->reattach_lock);
-	return rc;
-}
-
-/* h_call -- see handler_int.h */
-int
-h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
-    struct creply *rep)
-{
-	return h_call_id(h, op, 0, body, rep);
-}
-
-/* The metaserver answered op with CXLP_E_SESSION for the session whose
- * token was token: reattach (0), or CXLP_E_SESSION when it refuses, and
- * then the session is lost for good. */
-static int
-reattach_or_lose(struct cxlp_handler *h, uint16_t op, uint64_t token)
-{
-	int rc = reattach(h, token);
-
-	if (rc == 0) {
-		return 0;
-	}
-	if (rc == CXLP_E_SESSION) {
-		__atomic_store_n(&h->session_lost, 1, __ATOMIC_RELEASE);
-		direct_invalidate(h, "the metaserver no longer knows this "
-		    "session");
-	}
-	return cxlp_fail(CXLP_E_SESSION, "%s: session lost and reattach "
-	    "failed", proto_op_name(op));
-}
-
-/* h_call_id -- see handler_int.h */
-int
-h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
-    const struct pbuf *body, struct creply *rep)
-{
-	uint64_t session, token;
-	unsigned sends;
-	int rc;
-
-	client_get_session(h->cl, &session, &token);
-	if (op == PROTO_OP_REGISTER) {
-		trace_register(body); /* contract 1's test (trace.h) */
-	}
-	rc = client_call_id(h->cl, op, id, body, rep);
-	if (rc != CXLP_E_SESSION || op == PROTO_OP_BYE) {
-		return rc;
-	}
-	if ((rc = reattach_or_lose(h, op, token)) != 0) {
-		return rc;
-	}
-	if (op == PROTO_OP_REGISTER) {
-		trace_register(body);
-	}
-	sends = rep->sends;
-	rc = client_call_id(h->cl, op, id, body, rep);
-	rep->sends += sends; /* both calls' copies (doubt.c) */
-	return rc;
-}
-
-/* h_ping -- see handler_int.h */
-int
-h_ping(struct cxlp_handler *h)
-{
-	uint64_t session, token;
-	struct creply rep;
-	int rc;
-
-	client_get_session(h->cl, &session, &token);
-	rc = client_call_once(h->cl, PROTO_OP_HEARTBEAT, NULL, &rep);
-	if (rc == CXLP_E_SESSION) {
-		rc = reattach_or_lose(h, PROTO_OP_HEARTBEAT, token);
-	} else if (rc == 0) {
-		client_reply_fini(&rep);
-	}
-	return rc;
-}
-
-/* h_now_ms -- see handler_int.h */
-uint64_t
-h_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* h_check_session -- see handler_int.h */
-int
-h_check_session(const struct cxlp_handler *h)
-{
-	if (__atomic_load_n(&h->session_lost, __ATOMIC_ACQUIRE)) {
-		return cxlp_fail(CXLP_E_SESSION, "the metaserver ended this "
-		    "handler's session (its regions may be another's now): "
-		    "close the handler and connect again");
-	}
-	return 0;
-}
-
-/* h_check_open -- CXLP_E_CLOSED if h is NULL or closing. */
-int
-h_check_open(const struct cxlp_handler *h)
-{
-	if (h == NULL) {
-		return cxlp_fail(-EINVAL, "handler is NULL");
-	}
-	if (__atomic_load_n(&h->closing, __ATOMIC_ACQUIRE)) {
-		return cxlp_fail(CXLP_E_CLOSED, "handler is closing");
-	}
-	return 0;
-}
-
-/* h_check_keys -- validate a batch of keys before any I/O. */
-int
-h_check_keys(size_t n, const void *const keys[], const size_t key_lens[])
-{
-	if (n == 0 || n > CXLP_BATCH_MAX) {
-		return cxlp_fail(CXLP_E_BATCH, "batch of %zu keys (1..%d)", n,
-		    CXLP_BATCH_MAX);
-	}
-	if (keys == NULL || key_lens == NULL) {
-		return cxlp_fail(-EINVAL, "keys or key_lens is NULL");
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (key_lens[i] == 0 || key_lens[i] > CXLP_KEY_MAX) {
-			return cxlp_fail(CXLP_E_KEYLEN, "key %zu: length %zu "
-			    "(1..%d)", i, key_lens[i], CXLP_KEY_MAX);
-		}
-		if (keys[i] == NULL) {
-			return cxlp_fail(-EINVAL, "key %zu is NULL", i);
-		}
-	}
-	return 0;
-}
-
-/* h_get_results -- decode a reply's result list: exactly n entries (exact)
- * or at most n, and nothing after. Returns 0 and *got, or CXLP_E_PROTO. */
-int
-h_get_results(struct creply *rep, struct proto_result *res, size_t n,
-    bool exact, uint32_t *got)
-{
-	const char *op = proto_op_name(rep->hdr.op);
-
-	*got = 0;
-	if (proto_get_results(&rep->body, res, (uint32_t)n, got) != 0 ||
-	    preader_end(&rep->body) != 0) {
-		*got = 0;
-		return cxlp_fail(CXLP_E_PROTO, "%s: malformed result list", op);
-	}
-	if (exact && *got != n) {
-		return cxlp_fail(CXLP_E_PROTO, "%s: %u results for %zu keys",
-		    op, *got, n);
-	}
 	return 0;
 }
 
@@ -361,6 +62,7 @@ handler_new(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	pthread_rwlock_init(&h->map_lock, NULL);
 	pagetab_init(&h->pages);
 	scratch_cache_init(&h->scratch);
+	keeper_init(&h->keeper);
 	*out = h;
 	return 0;
 }
@@ -373,6 +75,7 @@ handler_free(struct cxlp_handler *h)
 	direct_close(h);
 	client_close(&h->cl);
 	scratch_cache_fini(&h->scratch);
+	keeper_fini(&h->keeper);
 	pthread_rwlock_destroy(&h->map_lock);
 	pthread_mutex_destroy(&h->page_lock);
 	pthread_mutex_destroy(&h->expand_lock);
@@ -423,7 +126,7 @@ cxlp_connect(struct cxlp_handler **out, const struct cxlp_config *cfg)
 		goto err_free;
 	}
 	latebye_send(h);
-	if ((rc = hello_nonce(h)) != 0 || (rc = hello(h, 0)) != 0) {
+	if ((rc = hello_nonce(h)) != 0 || (rc = h_hello(h, 0)) != 0) {
 		goto err_free;
 	}
 	if ((rc = regions_init(h)) != 0) {

@@ -7,7 +7,9 @@
  *   pages.c    pure page tables: per-region O(1) free list + page states
  *   regions.c  own regions (RW) and the foreign-region map cache (RO);
  *              cxlp_alloc / cxlp_free
- *   handler.c  connect, close, reattach, stats, healthcheck
+ *   call.c     HELLO, reattach and h_call, below every module that
+ *              calls the server; the checks and decoders they share
+ *   handler.c  connect, close, stats, healthcheck (the top)
  *   store.c    store / batch_store and resolving lost registers
  *   ops.c      retrieve, exists, pin, unpin, delete (+ batches)
  *   direct.c   unpinned lookups read straight from the pool's index
@@ -79,7 +81,7 @@ void client_set_session(struct client *cl, uint64_t session,
 void client_get_session(const struct client *cl, uint64_t *session,
     uint64_t *token);
 uint64_t client_new_id(struct client *cl);
-/* client_last_reply_ms -- h_now_ms() when the last reply arrived (or
+/* client_last_reply_ms -- cxlp_now_coarse_ms() when the last reply arrived (or
  * when the client opened). */
 uint64_t client_last_reply_ms(const struct client *cl);
 int client_call_id(struct client *cl, uint16_t op, uint64_t id,
@@ -188,6 +190,20 @@ struct unresolved {
 	uint64_t len;    /* bytes */
 };
 
+/* ---- keeper.c (its state; the functions are below) ---------------------- */
+
+/* The keepalive's state, embedded in the handler: keeper_init at
+ * handler_new, keeper_fini at handler_free; between them the thread runs
+ * from keeper_start to keeper_stop (cfg.keepalive_ms > 0). */
+struct keeper {
+	pthread_mutex_t lock; /* guards stop and tried_ms */
+	pthread_cond_t cond;  /* CLOCK_MONOTONIC; signalled by keeper_stop */
+	bool stop;
+	bool running;     /* the thread runs; set and read by connect/close */
+	uint64_t tried_ms; /* the last heartbeat's start, cxlp_now_coarse_ms */
+	pthread_t tid;
+};
+
 /* ---- handler.c ---------------------------------------------------------- */
 
 struct cxlp_handler {
@@ -215,7 +231,7 @@ struct cxlp_handler {
 	uint64_t nforeign;
 
 	struct direct *direct; /* NULL: direct reads off */
-	struct keeper *keeper; /* keeper.c; NULL: keepalive off */
+	struct keeper keeper;  /* keeper.c */
 
 	struct scratch_cache scratch; /* batch calls' transient memory */
 	uint64_t region_req; /* a REGION_ALLOC whose every try timed out:
@@ -228,6 +244,12 @@ struct cxlp_handler {
 	struct prefaulter *prefaulter;
 };
 
+/* ---- call.c ------------------------------------------------------------- */
+
+/* h_hello -- HELLO (flags 0, or PROTO_HELLO_REATTACH with the session's
+ * token), taking the session and the pool from the WELCOME. 0 or an
+ * error; CXLP_E_PERM says which secret was lacking. */
+int h_hello(struct cxlp_handler *h, uint32_t flags);
 /* h_call -- client_call that reattaches once on CXLP_E_SESSION and
  * repeats the call. Same returns as client_call. */
 int h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
@@ -239,8 +261,6 @@ int h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 /* h_ping -- one HEARTBEAT, one try (keeper.c); reattaches, or loses the
  * session, as h_call does. 0 or an error. */
 int h_ping(struct cxlp_handler *h);
-/* h_now_ms -- CLOCK_MONOTONIC_COARSE in ms. */
-uint64_t h_now_ms(void);
 /* h_check_session -- CXLP_E_SESSION once the metaserver has refused to
  * reattach this handler's session: its regions may be another's now, so
  * no page of theirs is handed out or registered again. */
@@ -255,6 +275,8 @@ int h_check_keys(size_t n, const void *const keys[],
  * n when exact is false) and the end of the reply. */
 int h_get_results(struct creply *rep, struct proto_result *res, size_t n,
     bool exact, uint32_t *got);
+
+/* ---- regions.c, continued (its structs are above) ---------------------- */
 
 int regions_init(struct cxlp_handler *h);
 void regions_fini(struct cxlp_handler *h);
@@ -330,11 +352,17 @@ void latebye_send(struct cxlp_handler *h);
 
 /* ---- keeper.c ------------------------------------------------------------ */
 
+/* keeper_init -- set up k, with no thread running. */
+void keeper_init(struct keeper *k);
+/* keeper_fini -- tear down k (its thread stopped, or never started). */
+void keeper_fini(struct keeper *k);
 /* keeper_start -- start the keepalive thread (cfg.keepalive_ms > 0); on
  * failure the handler runs without one (logged). */
 void keeper_start(struct cxlp_handler *h);
-/* keeper_stop -- stop and join it; NULL-safe (h->keeper NULL). */
+/* keeper_stop -- stop and join it; a no-op when none runs. */
 void keeper_stop(struct cxlp_handler *h);
+
+/* ---- store.c ------------------------------------------------------------ */
 
 int store_resolve(struct cxlp_handler *h);
 /* store_forget -- drop page pg's unresolved entry (page_lock held): true

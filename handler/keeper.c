@@ -17,24 +17,21 @@
  * (client_last_reply_ms). One attempt per heartbeat, no retries, so a
  * close waits at most one timeout for a heartbeat in flight, as it does
  * for its BYE.
+ *
+ * Its state is its own struct keeper, embedded in the handler and set up
+ * and torn down with it (keeper_init/keeper_fini, nng's way for a
+ * module's state); keeper_start/keeper_stop run the thread in between.
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "deadline.h"
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
-
-struct keeper {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool stop;
-	uint64_t tried_ms; /* the last heartbeat's start */
-	pthread_t tid;
-};
 
 /* ms until the next heartbeat is due (0: now): a period after the last
  * reply, and after the last heartbeat (one that failed at once must not
@@ -42,7 +39,7 @@ struct keeper {
 static unsigned
 due_in(const struct cxlp_handler *h, const struct keeper *k)
 {
-	uint64_t period = h->cfg.keepalive_ms, now = h_now_ms();
+	uint64_t period = h->cfg.keepalive_ms, now = cxlp_now_coarse_ms();
 	uint64_t last = client_last_reply_ms(h->cl);
 
 	last = last > k->tried_ms ? last : k->tried_ms;
@@ -53,7 +50,7 @@ static void *
 keeper_main(void *arg)
 {
 	struct cxlp_handler *h = arg;
-	struct keeper *k = h->keeper;
+	struct keeper *k = &h->keeper;
 
 	pthread_mutex_lock(&k->lock);
 	while (!k->stop) {
@@ -67,7 +64,7 @@ keeper_main(void *arg)
 			    &until);
 			continue;
 		}
-		k->tried_ms = h_now_ms();
+		k->tried_ms = cxlp_now_coarse_ms();
 		pthread_mutex_unlock(&k->lock);
 		if (h_ping(h) != 0) {
 			log_info("keepalive: %s", cxlp_errormsg());
@@ -81,43 +78,53 @@ keeper_main(void *arg)
 	return NULL;
 }
 
-/* keeper_start -- see handler_int.h */
+/* keeper_init -- see handler_int.h */
 void
-keeper_start(struct cxlp_handler *h)
+keeper_init(struct keeper *k)
 {
-	struct keeper *k;
 	pthread_condattr_t ca;
 
-	h->keeper = NULL;
-	if (h->cfg.keepalive_ms == 0) {
-		return;
-	}
-	if ((k = calloc(1, sizeof(*k))) == NULL) {
-		log_err("keepalive off: out of memory");
-		return;
-	}
+	memset(k, 0, sizeof(*k));
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&k->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	h->keeper = k;
+}
+
+/* keeper_fini -- see handler_int.h */
+void
+keeper_fini(struct keeper *k)
+{
+	cxlp_assert(!k->running);
+	pthread_cond_destroy(&k->cond);
+	pthread_mutex_destroy(&k->lock);
+}
+
+/* keeper_start -- see handler_int.h */
+void
+keeper_start(struct cxlp_handler *h)
+{
+	struct keeper *k = &h->keeper;
+
+	if (h->cfg.keepalive_ms == 0) {
+		return;
+	}
+	k->stop = false;
 	if (pthread_create(&k->tid, NULL, keeper_main, h) != 0) {
 		log_err("keepalive off: cannot start its thread");
-		h->keeper = NULL;
-		pthread_cond_destroy(&k->cond);
-		pthread_mutex_destroy(&k->lock);
-		free(k);
+		return;
 	}
+	k->running = true;
 }
 
 /* keeper_stop -- see handler_int.h */
 void
 keeper_stop(struct cxlp_handler *h)
 {
-	struct keeper *k = h->keeper;
+	struct keeper *k = &h->keeper;
 
-	if (k == NULL) {
+	if (!k->running) {
 		return;
 	}
 	pthread_mutex_lock(&k->lock);
@@ -125,8 +132,5 @@ keeper_stop(struct cxlp_handler *h)
 	pthread_cond_signal(&k->cond);
 	pthread_mutex_unlock(&k->lock);
 	pthread_join(k->tid, NULL);
-	pthread_cond_destroy(&k->cond);
-	pthread_mutex_destroy(&k->lock);
-	free(k);
-	h->keeper = NULL;
+	k->running = false;
 }

@@ -5,7 +5,7 @@
  * sends 100k bad frames costs the log a few lines a second, not 100k
  * lines; every suppressed line is still counted in a summary.
  *
- * The limiter is pure; this file gives it the clock (ms_now_ms), the
+ * The limiter is pure; this file gives it the clock (cxlp_now_ms), the
  * lock (ms->sess_lock, held only around the table) and the log.
  */
 #include "log.h"
@@ -28,7 +28,7 @@ ms_errlog_admit(struct ms *ms, uint64_t pipe)
 	bool admit;
 
 	ms_sess_lock(ms);
-	admit = rl_admit(&ms->errlog, pipe, ms_now_ms(), &rep);
+	admit = rl_admit(&ms->errlog, pipe, cxlp_now_ms(), &rep);
 	ms_sess_unlock(ms);
 	if (rep.n > 0) {
 		log_suppressed(&rep);
@@ -48,7 +48,7 @@ ms_errlog_flush(struct ms *ms)
 	}
 	do {
 		ms_sess_lock(ms);
-		got = rl_take_expired(&ms->errlog, ms_now_ms(), &rep);
+		got = rl_take_expired(&ms->errlog, cxlp_now_ms(), &rep);
 		ms_sess_unlock(ms);
 		if (got) {
 			log_suppressed(&rep);

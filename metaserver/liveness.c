@@ -42,37 +42,7 @@
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
-
-/* Read state and start time (clock ticks since boot) of pid from /proc.
- * Returns false if it cannot be read. */
-static bool
-proc_stat(uint64_t pid, char *state, uint64_t *start_time)
-{
-	char path[64];
-	char buf[1024];
-	unsigned long long st = 0;
-	const char *p;
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%llu/stat",
-	    (unsigned long long)pid);
-	f = fopen(path, "r");
-	if (f == NULL) {
-		return false;
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')'); /* comm may hold spaces and parens */
-	/* after ")": state is field 3, starttime field 22 */
-	if (p == NULL || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u "
-	    "%*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", state, &st) != 2) {
-		return false;
-	}
-	*start_time = st;
-	return true;
-}
+#include "procstat.h"
 
 /* The process behind pid is gone: no such pid, a zombie (dead, not yet
  * reaped by its parent), or pid now names another process (start time). */
@@ -88,7 +58,7 @@ peer_gone(uint64_t pid, uint64_t start_time)
 	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
 		return true;
 	}
-	if (!proc_stat(pid, &state, &st)) {
+	if (!procstat_read(pid, &state, &st)) {
 		return false;
 	}
 	return state == 'Z' || state == 'X' ||

@@ -197,7 +197,7 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 		goto err_locks;
 	}
 	if ((rc = ms_pins_load(ms)) != 0 ||
-	    (rc = ms_sess_load(ms, ms_now_ms())) != 0) {
+	    (rc = ms_sess_load(ms, cxlp_now_ms())) != 0) {
 		goto err_sess;
 	}
 	ms_recover(ms);

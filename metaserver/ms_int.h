@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h" /* cxlp_now_ms: every module's clock */
 #include "err.h"
 #include "pool.h"
 #include "proto.h"
@@ -254,8 +255,6 @@ bool ms_errlog_admit(struct ms *ms, uint64_t pipe);
 /* ms_errlog_flush -- write the summaries of pipes whose window ended with
  * lines suppressed (cheap when there are none: one atomic load). */
 void ms_errlog_flush(struct ms *ms);
-/* ms_now_ms -- CLOCK_MONOTONIC in ms. */
-uint64_t ms_now_ms(void);
 
 /* ---- pipes (pipes.c): the peer pipes and their pids -------------------- */
 

@@ -165,7 +165,7 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 		}
 		ms_pipe_added(&srv->ms, (uint64_t)id, pid);
 	} else if (ev == NNG_PIPE_EV_REM_POST) {
-		ms_pipe_removed(&srv->ms, (uint64_t)id, ms_now_ms());
+		ms_pipe_removed(&srv->ms, (uint64_t)id, cxlp_now_ms());
 	}
 }
 
@@ -183,7 +183,7 @@ reaper_main(void *arg)
 
 		pthread_cond_timedwait(&srv->stop_cond, &srv->stop_lock, &ts);
 		pthread_mutex_unlock(&srv->stop_lock);
-		ms_reap(&srv->ms, ms_now_ms());
+		ms_reap(&srv->ms, cxlp_now_ms());
 		pthread_mutex_lock(&srv->stop_lock);
 	}
 	pthread_mutex_unlock(&srv->stop_lock);

@@ -42,7 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -104,7 +103,7 @@ sess_track(struct ms *ms, const struct pool_session *r)
 	s->pid = r->pid;
 	s->start_time = r->start_time;
 	s->keepalive_ms = r->keepalive_ms;
-	s->heard_ms = ms_now_ms();
+	s->heard_ms = cxlp_now_ms();
 	memcpy(s->host, r->host, sizeof(s->host));
 	s->host[sizeof(s->host) - 1] = '\0';
 	rcache_init(&s->rcache);
@@ -124,13 +123,13 @@ sess_bind(struct ms *ms, struct ms_sess *s, uint64_t pipe_id)
 {
 	const struct ms_pipe *gone = ms_pipe_gone(ms, pipe_id);
 
-	s->heard_ms = ms_now_ms();
+	s->heard_ms = cxlp_now_ms();
 	if (gone != NULL) {
 		log_info("op=late_request session=%llu pipe=%llu",
 		    (unsigned long long)s->id, (unsigned long long)pipe_id);
 		if (!s->detached && s->pipe == 0) {
 			s->pipe = pipe_id;
-			ms_sess_detach(ms, s, gone->pid, ms_now_ms());
+			ms_sess_detach(ms, s, gone->pid, cxlp_now_ms());
 		}
 		return;
 	}
@@ -142,16 +141,6 @@ sess_bind(struct ms *ms, struct ms_sess *s, uint64_t pipe_id)
 	s->detached = false;
 	s->deadline_ms = 0;
 	s->peer_pid = 0;
-}
-
-/* ms_now_ms -- CLOCK_MONOTONIC in ms. */
-uint64_t
-ms_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* the session's host, as its HELLO named it, is this one */

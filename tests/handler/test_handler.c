@@ -1,6 +1,6 @@
 /*
- * test_handler.c -- tests of libcxlpool (handler.c, regions.c, store.c,
- * ops.c, client.c) against a real cxlpool-metaserver process, one
+ * test_handler.c -- tests of libcxlpool (handler.c, call.c, regions.c,
+ * store.c, ops.c, client.c) against a real cxlpool-metaserver process, one
  * calling thread at a time; the tests of the same suite with many
  * threads are in test_handler_threads.c.
  *

@@ -1,5 +1,5 @@
 /*
- * test_hello.c -- tests of the HELLO of handler/handler.c: what a handler
+ * test_hello.c -- tests of the HELLO of handler/call.c: what a handler
  * tells the metaserver about its process.
  */
 #include <criterion/criterion.h>

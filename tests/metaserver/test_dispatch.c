@@ -93,7 +93,7 @@ Test(dispatch, sessions_flags_a_session_whose_pipe_went_as_detached)
 	dfx_hello(&a, 1);
 	dfx_hello(&b, 2);
 	ms_pipe_added(&dfx_ms, 1, (uint64_t)getpid());
-	ms_pipe_removed(&dfx_ms, 1, ms_now_ms());
+	ms_pipe_removed(&dfx_ms, 1, cxlp_now_ms());
 	pbuf_init(&rep);
 	sessions_of(&b, &rep, &v, &n);
 	cr_assert_eq(n, 2);
@@ -155,13 +155,13 @@ Test(dispatch, reattach_with_its_token_resumes_the_session_and_its_regions)
 	dfx_client(&a, 1);
 	cr_assert_eq(dfx_reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
 	ms_pipe_added(&dfx_ms, 1, 0);
-	ms_pipe_removed(&dfx_ms, 1, ms_now_ms());
+	ms_pipe_removed(&dfx_ms, 1, cxlp_now_ms());
 	again = a;
 	cr_assert_eq(dfx_hello_flags(&again, 2, PROTO_HELLO_REATTACH,
 	    (uint32_t)getpid(), 0), 0);
 	cr_assert_eq(again.session, a.session);
 	cr_assert_eq(again.token, a.token);
-	cr_assert_eq(ms_reap(&dfx_ms, ms_now_ms() + 10 * GRACE_MS), 0);
+	cr_assert_eq(ms_reap(&dfx_ms, cxlp_now_ms() + 10 * GRACE_MS), 0);
 	/* still owns its region and its pin */
 	cr_assert_eq(dfx_reg_page(&again, 0, "k2", 1, &res), 0);
 	cr_assert_eq(res.status, 0);

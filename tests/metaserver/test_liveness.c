@@ -35,7 +35,7 @@ Test(liveness, a_session_whose_process_died_ends_when_its_pipe_goes)
 	dfx_client(&a, 1);
 	cr_assert_eq(dfx_reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
 	ms_pipe_added(&dfx_ms, 1, (uint64_t)dead_pid());
-	ms_pipe_removed(&dfx_ms, 1, ms_now_ms());
+	ms_pipe_removed(&dfx_ms, 1, cxlp_now_ms());
 	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
 	    CXLP_E_SESSION);
 	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_PINS), 0);
@@ -52,7 +52,7 @@ Test(liveness, a_reused_pid_with_another_start_time_counts_as_dead)
 	memset(&a, 0, sizeof(a));
 	cr_assert_eq(dfx_hello_flags(&a, 1, 0, (uint32_t)getpid(), 1), 0);
 	ms_pipe_added(&dfx_ms, 1, (uint64_t)getpid());
-	ms_pipe_removed(&dfx_ms, 1, ms_now_ms());
+	ms_pipe_removed(&dfx_ms, 1, cxlp_now_ms());
 	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
 	    CXLP_E_SESSION);
 	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_SESSIONS), 1);
@@ -80,7 +80,7 @@ Test(liveness, a_live_process_of_this_host_keeps_its_session_while_it_runs)
 {
 	struct dfx_cl a, b;
 	struct proto_result res;
-	uint64_t t0 = ms_now_ms();
+	uint64_t t0 = cxlp_now_ms();
 
 	pinned_then_detached(&a, &b, (uint64_t)getpid(), t0);
 	cr_assert_eq(ms_reap(&dfx_ms, t0 + 1000 * GRACE_MS), 0);
@@ -98,7 +98,7 @@ Test(liveness, a_live_process_of_this_host_keeps_its_session_while_it_runs)
 Test(liveness, a_peer_of_unknown_pid_ends_after_the_grace_period)
 {
 	struct dfx_cl a, b;
-	uint64_t t0 = ms_now_ms();
+	uint64_t t0 = cxlp_now_ms();
 
 	pinned_then_detached(&a, &b, 0, t0);
 	cr_assert_eq(ms_reap(&dfx_ms, t0 + GRACE_MS - 1), 0);
@@ -113,7 +113,7 @@ Test(liveness, a_peer_of_unknown_pid_ends_after_the_grace_period)
 Test(liveness, a_detached_session_that_speaks_again_is_not_reaped)
 {
 	struct dfx_cl a;
-	uint64_t t0 = ms_now_ms();
+	uint64_t t0 = cxlp_now_ms();
 
 	dfx_hello(&a, 1);
 	ms_pipe_added(&dfx_ms, 1, 0);
@@ -133,7 +133,7 @@ Test(liveness, a_detached_session_that_speaks_again_is_not_reaped)
 Test(liveness, a_request_served_after_its_pipe_went_does_not_reattach)
 {
 	struct dfx_cl a;
-	uint64_t t0 = ms_now_ms();
+	uint64_t t0 = cxlp_now_ms();
 
 	dfx_hello(&a, 1);
 	ms_pipe_added(&dfx_ms, 1, 0);
@@ -152,9 +152,9 @@ Test(liveness, a_hello_served_after_its_pipe_went_starts_detached)
 	uint64_t t0;
 
 	ms_pipe_added(&dfx_ms, 3, 0);
-	ms_pipe_removed(&dfx_ms, 3, ms_now_ms());
+	ms_pipe_removed(&dfx_ms, 3, cxlp_now_ms());
 	dfx_hello(&a, 3);
-	t0 = ms_now_ms();
+	t0 = cxlp_now_ms();
 	cr_assert_eq(ms_reap(&dfx_ms, t0 + GRACE_MS), 1, "a session made on a "
 	    "dead pipe would never end");
 }
@@ -162,7 +162,7 @@ Test(liveness, a_hello_served_after_its_pipe_went_starts_detached)
 Test(liveness, a_late_request_on_an_old_pipe_leaves_a_live_session_alone)
 {
 	struct dfx_cl a;
-	uint64_t t0 = ms_now_ms();
+	uint64_t t0 = cxlp_now_ms();
 
 	ms_pipe_added(&dfx_ms, 1, 0);
 	ms_pipe_added(&dfx_ms, 2, 0);
@@ -197,7 +197,7 @@ Test(liveness, a_session_keeps_the_pid_the_server_saw_on_its_pipe)
 	cr_assert_eq(r.pid, (uint32_t)getpid());
 	ms_fini(&dfx_ms);
 	dfx_ms_open();
-	cr_assert_eq(ms_reap(&dfx_ms, ms_now_ms() + 1000 * GRACE_MS), 0, "a "
+	cr_assert_eq(ms_reap(&dfx_ms, cxlp_now_ms() + 1000 * GRACE_MS), 0, "a "
 	    "live handler's session ended after the restart");
 	a.pipe = 2;
 	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
@@ -263,7 +263,7 @@ Test(liveness, sessions_that_do_not_come_back_after_a_restart_are_reaped)
 	cr_assert_eq(dfx_reg_page(&a, 0, "k", 0, &res), 0);
 	ms_fini(&dfx_ms);
 	dfx_ms_open();
-	cr_assert_eq(ms_reap(&dfx_ms, ms_now_ms() + GRACE_MS + 1), 1);
+	cr_assert_eq(ms_reap(&dfx_ms, cxlp_now_ms() + GRACE_MS + 1), 1);
 	dfx_hello(&b, 2);
 	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_SESSIONS), 1);
 	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_ORPHAN_REGIONS), 1);
@@ -399,7 +399,7 @@ Test(liveness, a_peer_that_dies_after_its_pipe_went_is_reaped_before_grace)
 {
 	struct dfx_cl a, b;
 	struct proto_result res;
-	uint64_t t0 = ms_now_ms();
+	uint64_t t0 = cxlp_now_ms();
 	pid_t child = fork();
 
 	if (child == 0) {

@@ -84,7 +84,7 @@ Test(silence, a_silent_session_is_fenced_its_pins_go_and_its_region_stays)
 {
 	struct dfx_cl a, b;
 	struct proto_loc loc;
-	uint64_t t0 = ms_now_ms();
+	uint64_t t0 = cxlp_now_ms();
 
 	silent_pinner(&a, &b, (uint64_t)getpid());
 	ms_pipe_removed(&dfx_ms, 1, t0); /* it closed; its process runs */
@@ -112,7 +112,7 @@ Test(silence, a_silent_session_is_fenced_its_pins_go_and_its_region_stays)
 Test(silence, an_attached_session_that_stops_speaking_is_fenced_too)
 {
 	struct dfx_cl a, b;
-	uint64_t t0 = ms_now_ms();
+	uint64_t t0 = cxlp_now_ms();
 
 	silent_pinner(&a, &b, (uint64_t)getpid()); /* pipe 1 stays */
 	cr_assert_eq(reap_over(t0, t0 + GRACE_MS + 300), 1);
@@ -138,7 +138,7 @@ Test(silence, a_fenced_session_ends_when_its_process_exits,
     .fini = kill_child)
 {
 	struct dfx_cl a, b;
-	uint64_t t0 = ms_now_ms(), t1 = t0 + GRACE_MS + 300;
+	uint64_t t0 = cxlp_now_ms(), t1 = t0 + GRACE_MS + 300;
 
 	child = fork();
 	if (child == 0) {
@@ -163,7 +163,7 @@ Test(silence, a_fenced_session_ends_when_its_process_exits,
 Test(silence, a_late_bye_ends_a_fenced_session_and_frees_its_region)
 {
 	struct dfx_cl a, b;
-	uint64_t t0 = ms_now_ms();
+	uint64_t t0 = cxlp_now_ms();
 
 	silent_pinner(&a, &b, (uint64_t)getpid());
 	ms_pipe_removed(&dfx_ms, 1, t0);
@@ -181,7 +181,7 @@ Test(silence, a_late_bye_ends_a_fenced_session_and_frees_its_region)
 Test(silence, a_silent_session_with_no_region_ends_outright)
 {
 	struct dfx_cl a, b;
-	uint64_t t0 = ms_now_ms();
+	uint64_t t0 = cxlp_now_ms();
 
 	dfx_hello(&b, 2);
 	ms_pipe_added(&dfx_ms, 1, (uint64_t)getpid());
@@ -198,7 +198,7 @@ Test(silence, a_silent_session_with_no_region_ends_outright)
 Test(silence, a_silent_peer_of_unknown_pid_ends_with_its_regions)
 {
 	struct dfx_cl a, b;
-	uint64_t t0 = ms_now_ms();
+	uint64_t t0 = cxlp_now_ms();
 
 	silent_pinner(&a, &b, 0);
 	cr_assert_eq(reap_over(t0, t0 + GRACE_MS + 300), 1);
@@ -211,18 +211,18 @@ Test(silence, a_silent_peer_of_unknown_pid_ends_with_its_regions)
 Test(silence, a_handler_that_speaks_or_promised_nothing_is_kept)
 {
 	struct dfx_cl a, b, c;
-	uint64_t t0 = ms_now_ms();
+	uint64_t t0 = cxlp_now_ms();
 
 	silent_pinner(&a, &b, (uint64_t)getpid());
 	ms_pipe_added(&dfx_ms, 5, (uint64_t)getpid());
 	cr_assert_eq(hello_ka(&c, 5, 0, 1, "testhost", NULL, 0), 0);
-	while (ms_now_ms() < t0 + 3 * GRACE_MS) {
+	while (cxlp_now_ms() < t0 + 3 * GRACE_MS) {
 		usleep(100 * 1000);
-		cr_assert_eq(ms_reap(&dfx_ms, ms_now_ms()), 0);
+		cr_assert_eq(ms_reap(&dfx_ms, cxlp_now_ms()), 0);
 		cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
 		    0);
 	}
-	cr_assert_eq(reap_over(ms_now_ms(), ms_now_ms() + 50 * GRACE_MS), 1,
+	cr_assert_eq(reap_over(cxlp_now_ms(), cxlp_now_ms() + 50 * GRACE_MS), 1,
 	    "then silent: only a ends, c promised nothing");
 	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_SESSIONS), 2);
 }
@@ -233,7 +233,7 @@ Test(silence, a_handler_that_speaks_or_promised_nothing_is_kept)
 Test(silence, a_server_that_was_stalled_ends_nobody_for_its_own_silence)
 {
 	struct dfx_cl a, b;
-	uint64_t t0 = ms_now_ms(), t1 = t0 + 20 * GRACE_MS;
+	uint64_t t0 = cxlp_now_ms(), t1 = t0 + 20 * GRACE_MS;
 
 	silent_pinner(&a, &b, (uint64_t)getpid());
 	cr_assert_eq(reap_over(t0, t0 + GRACE_MS / 2), 0);
@@ -255,7 +255,7 @@ Test(silence, the_promise_outlives_a_restart)
 	cr_assert_eq(r.keepalive_ms, KA_MS);
 	ms_fini(&dfx_ms);
 	dfx_ms_open();
-	t0 = ms_now_ms();
+	t0 = cxlp_now_ms();
 	dfx_hello(&b, 2);
 	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_PINS), 1);
 	cr_assert_eq(reap_over(t0, t0 + GRACE_MS - 200), 0);

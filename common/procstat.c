@@ -1,0 +1,64 @@
+/*
+ * procstat.c -- the one parser of /proc/<pid>/stat (procstat.h).
+ *
+ * The handler sends its own start time in HELLO and the metaserver
+ * compares it with what /proc says of the pid later, to tell a recycled
+ * pid from the handler: had the two sides parsed the file differently
+ * (they once did: the handler read field 21, itrealvalue, always 0), a
+ * live handler would be taken for dead, or a dead one never found out.
+ * So both call this file. Fields are counted from the last ')', since
+ * comm, in parentheses, may hold spaces and parentheses itself, and each
+ * field is stepped over as a word, whatever its type.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "procstat.h"
+
+#define STARTTIME_FIELD 22
+
+/* procstat_parse -- see procstat.h */
+bool
+procstat_parse(const char *buf, char *state, uint64_t *start_time)
+{
+	unsigned long long v;
+	const char *p = strrchr(buf, ')');
+	char st;
+
+	/* after ") " come field 3 (state) .. field 22 (starttime) */
+	if (p == NULL || sscanf(p + 1, " %c", &st) != 1) {
+		return false;
+	}
+	for (int field = 2; field < STARTTIME_FIELD && p != NULL; field++) {
+		p = strchr(p + 1, ' ');
+	}
+	if (p == NULL || sscanf(p + 1, "%llu", &v) != 1) {
+		return false;
+	}
+	*state = st;
+	*start_time = v;
+	return true;
+}
+
+/* procstat_read -- see procstat.h */
+bool
+procstat_read(uint64_t pid, char *state, uint64_t *start_time)
+{
+	char path[64], buf[1024];
+	size_t n;
+	FILE *f;
+
+	if (pid == 0) {
+		snprintf(path, sizeof(path), "/proc/self/stat");
+	} else {
+		snprintf(path, sizeof(path), "/proc/%llu/stat",
+		    (unsigned long long)pid);
+	}
+	if ((f = fopen(path, "r")) == NULL) {
+		return false;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return procstat_parse(buf, state, start_time);
+}

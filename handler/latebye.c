@@ -109,15 +109,15 @@ send_one(struct cxlp_handler *h, const struct latebye *b)
 void
 latebye_send(struct cxlp_handler *h)
 {
-	struct latebye todo[LATEBYE_MAX];
-	unsigned n = take(h->cfg.server, todo);
+	struct latebye pending[LATEBYE_MAX];
+	unsigned n = take(h->cfg.server, pending);
 	bool away = false;
 
 	for (unsigned i = 0; i < n; i++) {
-		if (away || send_one(h, &todo[i]) != 0) {
+		if (away || send_one(h, &pending[i]) != 0) {
 			away = true;
-			latebye_add(todo[i].url, todo[i].session,
-			    todo[i].token);
+			latebye_add(pending[i].url, pending[i].session,
+			    pending[i].token);
 		}
 	}
 	client_set_session(h->cl, 0, 0);

@@ -23,6 +23,7 @@
 
 #include "cxlpool.h"
 #include "handler_fixture.h"
+#include "proc.h"
 #include "rawclient.h"
 
 /* Under ASan, check for leaks at the end of each test: Criterion would not
@@ -45,24 +46,7 @@ sleep_ms(long ms)
 static void
 wait_stopped(pid_t pid)
 {
-	char path[64], buf[256], *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	for (int i = 0; i < 1000; i++) {
-		FILE *f = fopen(path, "r");
-		size_t n = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-
-		if (f != NULL) {
-			fclose(f);
-		}
-		buf[n] = '\0';
-		p = strrchr(buf, ')');
-		if (p != NULL && p[1] == ' ' && p[2] == 'T') {
-			return;
-		}
-		sleep_ms(5);
-	}
-	cr_assert_fail("metaserver did not stop");
+	cr_assert(test_wait_stopped(pid, 5000), "metaserver did not stop");
 }
 
 static void

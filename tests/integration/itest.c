@@ -129,3 +129,22 @@ itest_connect_via_proxy(unsigned timeout_ms, unsigned retries)
 	cxlp_config_delete(&cfg);
 	return h;
 }
+
+/* itest_assert_pool_checks -- see itest.h */
+void
+itest_assert_pool_checks(void)
+{
+	char log[128];
+	int rc;
+
+	snprintf(log, sizeof(log), "/tmp/cxlp-itest-%d.check", getpid());
+	rc = test_inspect_check(srv.pool, log);
+	if (rc != 0) {
+		char cmd[256];
+
+		snprintf(cmd, sizeof(cmd), "cat %s >&2", log);
+		(void)system(cmd);
+	}
+	unlink(log);
+	cr_assert_eq(rc, 0, "pool-inspect check failed (exit %d)", rc);
+}

@@ -51,6 +51,10 @@ void itest_proxy_stop(void);
 struct cxlp_handler *itest_connect_via_proxy(unsigned timeout_ms,
     unsigned retries);
 
+/* itest_assert_pool_checks -- pool-inspect check passes on srv's live
+ * pool (its output goes to stderr when it does not). */
+void itest_assert_pool_checks(void);
+
 /* itest_connect -- a handler on srv with 4 KiB pages in 4 MiB regions. */
 struct cxlp_handler *itest_connect(void);
 

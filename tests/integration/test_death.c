@@ -36,25 +36,6 @@ wait_sessions(struct cxlp_handler *h, uint64_t want)
 	return st;
 }
 
-/* pool-inspect check on the live pool file; asserts it passes. */
-static void
-assert_pool_checks(void)
-{
-	char log[128];
-	int rc;
-
-	snprintf(log, sizeof(log), "/tmp/cxlp-death-%d.check", getpid());
-	rc = test_inspect_check(srv.pool, log);
-	if (rc != 0) {
-		char cmd[256];
-
-		snprintf(cmd, sizeof(cmd), "cat %s >&2", log);
-		(void)system(cmd);
-	}
-	unlink(log);
-	cr_assert_eq(rc, 0, "pool-inspect check failed (exit %d)", rc);
-}
-
 /* Every key prefix-0 .. n-1 is there, written by DEATH_WRITER. */
 static void
 assert_keys_intact(struct cxlp_handler *h, const char *prefix, uint32_t n)
@@ -154,14 +135,14 @@ Test(death, handler_killed_mid_batch_leaves_a_clean_pool)
 		acked = kill_mid_batch(prefix, 1 + round * 400, 20000);
 		st = wait_sessions(h, 1);
 		cr_assert_eq(st.pins, 0);
-		assert_pool_checks();
+		itest_assert_pool_checks();
 		assert_keys_intact(h, prefix, acked);
 		deleted = delete_prefix(h, prefix, acked + 2 * LOOP_BATCH);
 		cr_assert_geq(deleted, acked);
 		cr_assert_leq(deleted, acked + LOOP_BATCH, "more keys than "
 		    "one batch in flight");
 		assert_back_to(h, &st0);
-		assert_pool_checks();
+		itest_assert_pool_checks();
 	}
 	cxlp_close(&h);
 }
@@ -195,14 +176,14 @@ Test(death, killed_holder_releases_pins_and_unregistered_pages)
 	cr_assert_eq(st.orphan_regions, 1);
 	cr_assert_eq(st.regions, st0.regions + 1,
 	    "unregistered pages of a dead handler were not reclaimed");
-	assert_pool_checks();
+	itest_assert_pool_checks();
 	cr_assert_rc(cxlp_delete(h, "mine-1", 6), 0, "my key stayed pinned");
 	assert_keys_intact(h, "held", r.keys);
 	cr_assert_eq(delete_prefix(h, "held", r.keys), r.keys,
 	    "a dead handler's keys could not be deleted by another");
 	st0.keys--; /* mine-1 is gone too */
 	assert_back_to(h, &st0);
-	assert_pool_checks();
+	itest_assert_pool_checks();
 	cxlp_close(&h);
 }
 
@@ -222,7 +203,7 @@ Test(death, many_deaths_in_a_row_leak_nothing)
 		    5000);
 	}
 	wait_sessions(h, 1);
-	assert_pool_checks();
+	itest_assert_pool_checks();
 	for (int i = 0; i < 6; i++) {
 		assert_keys_intact(h, prefix[i], acked[i]);
 		delete_prefix(h, prefix[i], acked[i] + 2 * LOOP_BATCH);

@@ -107,24 +107,6 @@ settle(struct cxlp_handler *h)
 	return st;
 }
 
-static void
-assert_pool_checks(void)
-{
-	char log[128];
-	int rc;
-
-	snprintf(log, sizeof(log), "/tmp/cxlp-late-%d.check", getpid());
-	rc = test_inspect_check(srv.pool, log);
-	if (rc != 0) {
-		char cmd[256];
-
-		snprintf(cmd, sizeof(cmd), "cat %s >&2", log);
-		(void)system(cmd);
-	}
-	unlink(log);
-	cr_assert_eq(rc, 0, "pool-inspect check failed (exit %d)", rc);
-}
-
 /* K is absent, or holds K's own bytes (K2 is key + 1). */
 static void
 assert_k_absent_or_own(struct cxlp_handler *h, const char *k, uint32_t key)
@@ -167,7 +149,7 @@ late_copy_lands(struct cxlp_handler *h, const char *k, const char *k2)
 	    "(%s)", cxlp_errormsg());
 	cr_assert_eq(itest_get_check(h, "late", 2), K2_WRITER);
 	assert_k_absent_or_own(h, k, 1);
-	assert_pool_checks();
+	itest_assert_pool_checks();
 }
 
 /* Every page is counted once; one is quarantined (K's page). */

@@ -110,25 +110,9 @@ raw_stat(struct raw_client *c, enum proto_stat which)
 static void
 stop_server(void)
 {
-	char path[64], buf[512], *p = NULL;
-
 	kill(srv.pid, SIGSTOP);
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)srv.pid);
-	for (int i = 0; i < 1000; i++) {
-		FILE *f = fopen(path, "r");
-		size_t n = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-
-		if (f != NULL) {
-			fclose(f);
-		}
-		buf[n] = '\0';
-		p = strrchr(buf, ')');
-		if (p != NULL && p[1] == ' ' && p[2] == 'T') {
-			return;
-		}
-		test_sleep_ms(5);
-	}
-	cr_assert_fail("the metaserver did not stop");
+	cr_assert(test_wait_stopped(srv.pid, 5000), "the metaserver did not "
+	    "stop");
 }
 
 /* A handler with keepalive on stores and pins "pinned-1", then closes

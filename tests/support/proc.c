@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "procstat.h"
 
 void
 test_sleep_ms(unsigned ms)
@@ -209,4 +210,21 @@ test_child_read(struct test_child *c, void *buf, size_t n)
 		n -= (size_t)k;
 	}
 	return true;
+}
+
+/* test_wait_stopped -- see proc.h */
+bool
+test_wait_stopped(pid_t pid, unsigned ms)
+{
+	char state = 0;
+	uint64_t start;
+
+	for (unsigned waited = 0; waited <= ms; waited += 5) {
+		if (procstat_read((uint64_t)pid, &state, &start) &&
+		    state == 'T') {
+			return true;
+		}
+		test_sleep_ms(5);
+	}
+	return false;
 }

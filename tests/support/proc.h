@@ -18,6 +18,10 @@
 /* test_sleep_ms -- sleep ms milliseconds. */
 void test_sleep_ms(unsigned ms);
 
+/* test_wait_stopped -- whether pid is stopped (SIGSTOP, which kill sends
+ * asynchronously) within ms milliseconds. */
+bool test_wait_stopped(pid_t pid, unsigned ms);
+
 /* test_file_has -- the file at path exists and its first 64 KiB contain
  * needle. */
 bool test_file_has(const char *path, const char *needle);

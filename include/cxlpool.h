@@ -145,7 +145,8 @@ CXLP_API int cxlp_config_set_direct_reads(struct cxlp_config *cfg, bool on);
  * string) sent when the session opens. A metaserver listening on tcp://
  * refuses a handler without the secret from its --secret-file with
  * CXLP_E_PERM (cxlp_errormsg() then says "secret required" when none is
- * set, "wrong secret" otherwise); ipc:// endpoints do not need one. NULL or "" clears it.
+ * set, "wrong secret" otherwise); ipc:// endpoints do not need one. NULL
+ * or "" clears it.
  * The config keeps a copy and wipes it when deleted. */
 CXLP_API int cxlp_config_set_secret(struct cxlp_config *cfg,
     const char *secret);

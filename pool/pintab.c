@@ -416,3 +416,17 @@ pool_pin_max(const struct pool *p)
 {
 	return p->npins;
 }
+
+/* pool_pin_total -- pins all sessions hold on slot. */
+uint64_t
+pool_pin_total(const struct pool *p, uint64_t slot)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; p->pin.live != NULL && i < p->npins; i++) {
+		if (p->pin.live[i] && p->ptab[i].slot == slot) {
+			n += pin_count(p->ptab[i].word);
+		}
+	}
+	return n;
+}

@@ -70,6 +70,14 @@
  *                    u64 start_time, u64 instance, u32 regions owned,
  *                    u32 pins held, u16 len + host (<= PROTO_HOST_MAX) }
  *               (every session the server knows, the caller's included)
+ *   RECLAIM     req: u64 len, u64 page_size (as REGION_ALLOC), u32 want
+ *                    (1..PROTO_RECLAIM_MAX pages the handler is short of)
+ *               rep: u32 kind; PROTO_RECLAIM_REGION: loc (a new region,
+ *                    as REGION_ALLOC's reply); PROTO_RECLAIM_PAGES: u32 n
+ *                    (1..PROTO_RECLAIM_MAX), n times { u32 region, u32
+ *                    gen, u32 page }: pages of the caller's own regions
+ *                    whose keys were evicted to make room (durably gone
+ *                    from the index; free for the caller again)
  *
  * A result is 48 bytes: i32 status, u32 flags (PROTO_R_NEW: this register
  * created the key), then a loc: u32 region, u32 gen, u64 region_off,
@@ -115,7 +123,8 @@ enum proto_op {
 	PROTO_OP_HEARTBEAT = 11,
 	PROTO_OP_BYE = 12,
 	PROTO_OP_SESSIONS = 13,
-	PROTO_OP_MAX = 13,
+	PROTO_OP_RECLAIM = 14,
+	PROTO_OP_MAX = 14,
 };
 
 #define PROTO_HELLO_REATTACH 0x1u
@@ -144,6 +153,12 @@ enum proto_stat {
 	PROTO_STAT_SESSIONS,
 	PROTO_STAT_PINS,
 	PROTO_STAT_INDEX_SLOTS,
+	PROTO_STAT_LARGEST_FREE,     /* largest free extent, bytes */
+	PROTO_STAT_EVICT_PRESSURE,   /* keys evicted: a store found no room */
+	PROTO_STAT_EVICT_WATERMARK,  /* keys evicted: free below the mark */
+	PROTO_STAT_EVICT_ORPHAN,     /* keys evicted: their owner was gone */
+	PROTO_STAT_EVICT_BYTES,      /* value bytes of all of them */
+	PROTO_STAT_EVICT_SWEEPS,     /* CLOCK hand laps of the index */
 	PROTO_STAT_COUNT,
 };
 
@@ -331,6 +346,32 @@ void proto_put_sessions(struct pbuf *b, size_t n,
     const struct proto_session_info *v);
 int proto_get_sessions(struct preader *r, struct proto_session_info **v,
     uint32_t *n);
+
+/* RECLAIM bodies. */
+#define PROTO_RECLAIM_MAX 4096u   /* pages one RECLAIM asks for or returns */
+#define PROTO_RECLAIM_REGION 1u
+#define PROTO_RECLAIM_PAGES 2u
+
+struct proto_page {
+	uint32_t region;
+	uint32_t gen;
+	uint32_t page; /* index in the region */
+};
+
+struct proto_reclaimed {
+	uint32_t kind;            /* PROTO_RECLAIM_REGION or _PAGES */
+	struct proto_loc loc;     /* REGION */
+	uint32_t n;               /* PAGES: entries */
+	struct proto_page *pages; /* PAGES: decoded: malloc'd (caller frees);
+	                           * encoded: the caller's */
+};
+
+void proto_put_reclaim_req(struct pbuf *b, uint64_t len, uint64_t page_size,
+    uint32_t want);
+int proto_get_reclaim_req(struct preader *r, uint64_t *len,
+    uint64_t *page_size, uint32_t *want);
+void proto_put_reclaimed(struct pbuf *b, const struct proto_reclaimed *m);
+int proto_get_reclaimed(struct preader *r, struct proto_reclaimed *m);
 
 /* proto_op_name -- "REGISTER" etc., "UNKNOWN" for anything else. */
 const char *proto_op_name(unsigned op);

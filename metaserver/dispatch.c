@@ -95,6 +95,13 @@ dec_region(struct req *rq)
 }
 
 static int
+dec_reclaim(struct req *rq)
+{
+	return proto_get_reclaim_req(&rq->body, &rq->len, &rq->page_size,
+	    &rq->want);
+}
+
+static int
 dec_region_free(struct req *rq)
 {
 	return proto_get_region_free(&rq->body, &rq->region, &rq->gen);
@@ -149,6 +156,8 @@ static const struct op_def ops[PROTO_OP_MAX + 1] = {
 	    .needs_session = true, .lock = LK_WRITE },
 	[PROTO_OP_SESSIONS] = { .decode = dec_none, .apply = op_sessions,
 	    .needs_session = true, .lock = LK_READ },
+	[PROTO_OP_RECLAIM] = { .decode = dec_reclaim, .apply = op_reclaim,
+	    .needs_session = true, .lock = LK_WRITE },
 };
 
 /* ---- the dispatcher ---------------------------------------------------- */

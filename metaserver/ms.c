@@ -50,6 +50,9 @@ ms_config_defaults(struct ms_config *cfg)
 	cfg->workers = 4;
 	cfg->grace_ms = MS_GRACE_MS_DEFAULT;
 	cfg->log_level = CXLP_LOG_INFO;
+	cfg->evict = true;
+	cfg->evict_free_pct = MS_EVICT_FREE_PCT_DEFAULT;
+	cfg->evict_clock = true;
 }
 
 /* The pool lock prefers writers: a stream of lookups must not starve
@@ -196,6 +199,9 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	if (rc != 0) {
 		goto err_locks;
 	}
+	ms->evict = (struct ms_evict){ .on = cfg->evict,
+		.free_pct = cfg->evict_free_pct };
+	pool_evict_set_order(ms->pool, cfg->evict_clock);
 	if ((rc = ms_pins_load(ms)) != 0 ||
 	    (rc = ms_sess_load(ms, cxlp_now_ms())) != 0) {
 		goto err_sess;

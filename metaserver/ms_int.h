@@ -57,6 +57,9 @@ struct ms_config {
 	bool repair;          /* --repair: drop damaged records (repair.c) */
 	int log_level;        /* CXLP_LOG_* */
 	const char *secret_file; /* shared secret for non-ipc peers, or NULL */
+	bool evict;           /* --evict on|off (evict.c) */
+	unsigned evict_free_pct; /* --evict-free: low watermark, percent */
+	bool evict_clock;     /* --evict-order clock (else sweep) */
 	char url_buf[MS_URLS_MAX][MS_URL_MAX]; /* rewritten listen URLs */
 };
 
@@ -193,8 +196,15 @@ struct ms_pipe {
 	uint64_t pid; /* peer pid (ipc), 0 unknown */
 };
 
+/* Eviction settings (evict.c), from the config. */
+struct ms_evict {
+	bool on;
+	unsigned free_pct; /* low watermark of free data bytes, percent */
+};
+
 struct ms {
 	struct pool *pool;
+	struct ms_evict evict;
 	pthread_rwlock_t lock;     /* pool + pins */
 	pthread_mutex_t sess_lock; /* sessions, pipes, reply caches */
 	pthread_cond_t sess_cond;  /* a PENDING reply was finished */
@@ -355,6 +365,27 @@ int ms_sess_admit(const struct ms *ms, uint32_t pid, uint64_t start_time,
     const char *host);
 /* ms_sess_table_full -- the message for a full pool session table. */
 int ms_sess_table_full(const struct ms *ms);
+
+/* ---- eviction (evict.c): when, whose, who is told ---------------------- */
+
+#define MS_EVICT_FREE_PCT_DEFAULT 5u
+
+/* ms_evict_orphans -- empty ORPHAN regions, fewest keys first, until the
+ * pool has a free extent of need bytes and free_target free bytes in all
+ * (or none is left to empty); returns keys evicted. ms->lock held for
+ * writing. */
+size_t ms_evict_orphans(struct ms *ms, uint64_t need, uint64_t free_target);
+/* ms_evict_own -- evict up to want keys of session sess's own regions in
+ * CLOCK order; their pages go into pages[0..n). Returns n. ms->lock held
+ * for writing. */
+uint32_t ms_evict_own(struct ms *ms, uint64_t sess, uint32_t want,
+    struct proto_page *pages);
+/* ms_evict_background -- the reaper's pass: below the low watermark,
+ * empty orphan regions. Takes ms->lock. */
+void ms_evict_background(struct ms *ms);
+/* ms_nospace -- CXLP_E_NOSPACE for a region of len bytes, saying what
+ * holds the pool. ms->lock held. */
+int ms_nospace(struct ms *ms, uint64_t len);
 
 /* ---- server (server.c): the only nng user ------------------------------ */
 

@@ -77,7 +77,8 @@
  *                    (1..PROTO_RECLAIM_MAX), n times { u32 region, u32
  *                    gen, u32 page }: pages of the caller's own regions
  *                    whose keys were evicted to make room (durably gone
- *                    from the index; free for the caller again)
+ *                    from the index; free for the caller again). Its
+ *                    error replies carry the reason (PROTO_REP_F_MSG)
  *
  * A result is 48 bytes: i32 status, u32 flags (PROTO_R_NEW: this register
  * created the key), then a loc: u32 region, u32 gen, u64 region_off,

@@ -22,7 +22,10 @@
  *    request to applied reply, and store_resolve holds it exclusive: each
  *    sees the other's effect whole.
  *
- * 3. A RECLAIM whose reply is lost (timeout) may have evicted keys whose
+ * 3. CXLP_E_NOSPACE carries the metaserver's reason (what holds the
+ *    pool: pinned keys, other handlers' regions, eviction off).
+ *
+ * 4. A RECLAIM whose reply is lost (timeout) may have evicted keys whose
  *    pages are then never returned; they stay REGISTERED (not free) until
  *    close. That costs room, never correctness; the next RECLAIM evicts
  *    others.
@@ -162,10 +165,7 @@ reclaim(struct cxlp_handler *h, cxlp_page_t *pg)
 		    __ATOMIC_RELAXED);
 	}
 	cxlp_assert(pthread_rwlock_unlock(&h->reclaim.gate) == 0);
-	if (rc == CXLP_E_NOSPACE && grow) {
-		return regfit_why(h, regions_len(h));
-	}
-	if (rc == CXLP_E_NOSPACE) {
+	if (rc == CXLP_E_NOSPACE && !grow) {
 		return cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
 		    "(max_regions) and none of their keys can be evicted",
 		    h->cfg.max_regions);

@@ -193,6 +193,14 @@ Test(evict, an_emptied_orphan_region_is_freed)
 	cr_assert_eq(after.keys, 0);
 	cr_assert_eq(after.free_bytes, before.free_bytes + reg.len);
 	cr_assert_eq(pool_check(p, NULL, NULL), 0);
+	/* as pool-inspect finds it: a read-only open beside the server */
+	{
+		struct pool *ro;
+
+		cr_assert_eq(pool_open(&ro, path, POOL_RDONLY, NULL), 0);
+		cr_assert_eq(pool_check(ro, NULL, NULL), 0);
+		pool_close(&ro);
+	}
 }
 
 Test(evict, region_lists_are_rebuilt_at_open)

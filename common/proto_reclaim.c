@@ -1,9 +1,10 @@
 /*
- * proto_reclaim.c -- the RECLAIM bodies (layouts: proto.h): a handler
- * short of pages asks for room, and the reply is either a new region or
- * the pages of its own regions whose keys the server evicted to make it.
- * Apart from proto_msg.c because its reply is the one body whose shape
- * depends on a field of it (kind).
+ * proto_reclaim.c -- the bodies of a full pool (layouts: proto.h): a
+ * RECLAIM, by which a handler short of pages asks for room and gets a new
+ * region or the pages of its own regions whose keys the server evicted,
+ * and the asks of a HEARTBEAT reply, by which the server asks a handler
+ * for regions back. Apart from proto_msg.c: these are eviction's, and the
+ * RECLAIM reply is the one body whose shape depends on a field of it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +15,38 @@
 #include "proto_int.h"
 
 #define PAGE_ENTRY_LEN 12 /* u32 region, u32 gen, u32 page */
+
+/* proto_put_asks -- append a HEARTBEAT reply's asks (n <=
+ * PROTO_ASKS_MAX). */
+void
+proto_put_asks(struct pbuf *b, uint32_t n, const struct proto_region_ref *v)
+{
+	pbuf_put_u32(b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		pbuf_put_u32(b, v[i].region);
+		pbuf_put_u32(b, v[i].gen);
+	}
+}
+
+/* proto_get_asks -- decode them into v[0..*n). */
+int
+proto_get_asks(struct preader *r, struct proto_region_ref *v, uint32_t *n)
+{
+	*n = 0;
+	if (!pr_get_u32(r, n, "asks.n") || *n > PROTO_ASKS_MAX) {
+		*n = 0;
+		cxlp_fail(CXLP_E_PROTO, "asks: count");
+		return pr_reject(r, CXLP_E_PROTO);
+	}
+	for (uint32_t i = 0; i < *n; i++) {
+		if (!pr_get_u32(r, &v[i].region, "asks.region") ||
+		    !pr_get_u32(r, &v[i].gen, "asks.gen")) {
+			*n = 0;
+			return pr_reject(r, CXLP_E_PROTO);
+		}
+	}
+	return pr_body_end(r, "asks");
+}
 
 /* proto_put_reclaim_req -- append a RECLAIM request body. */
 void

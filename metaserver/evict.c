@@ -168,7 +168,7 @@ ms_evict_background(struct ms *ms)
 	ms_unlock(ms);
 }
 
-/* ms_nospace -- see ms_int.h */
+/* ms_nospace -- see ms_int.h (len 0: a region of any size) */
 int
 ms_nospace(struct ms *ms, uint64_t len)
 {

@@ -202,7 +202,8 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	ms->evict = (struct ms_evict){ .on = cfg->evict,
 		.free_pct = cfg->evict_free_pct };
 	pool_evict_set_order(ms->pool, cfg->evict_clock);
-	if ((rc = ms_pins_load(ms)) != 0 ||
+	if ((rc = ms_asks_init(ms)) != 0 ||
+	    (rc = ms_pins_load(ms)) != 0 ||
 	    (rc = ms_sess_load(ms, cxlp_now_ms())) != 0) {
 		goto err_sess;
 	}
@@ -212,6 +213,7 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 err_sess:
 	ms_sess_free_all(ms);
 	pins_fini(&ms->pins);
+	ms_asks_fini(ms);
 	pool_close(&ms->pool);
 err_locks:
 	locks_fini(ms);
@@ -226,6 +228,7 @@ ms_fini(struct ms *ms)
 {
 	ms_sess_free_all(ms);
 	pins_fini(&ms->pins);
+	ms_asks_fini(ms);
 	ms_pipes_fini(ms);
 	pool_close(&ms->pool);
 	locks_fini(ms);

@@ -78,6 +78,7 @@ op_put_hdr(struct req *rq, int status)
 		.op = rq->h.op,
 		.req_id = rq->h.req_id,
 		.status = status,
+		.ask = status == 0 && ms_ask_pending(rq->ms, rq->s),
 	};
 
 	proto_put_rep_hdr(rq->reply, &h);

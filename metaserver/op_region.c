@@ -10,7 +10,9 @@
  * region the caller owns, at the generation it names (contract 7).
  * RECLAIM is REGION_ALLOC for a pool that may be full: when no region can
  * be had, it answers with pages of the caller's own regions that eviction
- * freed (evict.c).
+ * freed (evict.c), and asks a handler that holds more regions to give
+ * some back (asks.c); with neither, CXLP_E_BUSY while asks are out (the
+ * handler retries), else CXLP_E_NOSPACE.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -41,6 +43,10 @@ region_take(struct req *rq, struct proto_loc *loc)
 	    "region_alloc", (unsigned long long)op_sess_id(rq), r.id,
 	    (unsigned long long)r.len, (unsigned long long)rq->page_size,
 	    found, rc);
+	if (rc == CXLP_E_NOSPACE && rq->h.op == PROTO_OP_REGION_ALLOC &&
+	    rq->ms->evict.on) {
+		return ms_ask_regions(rq->ms, op_sess_id(rq));
+	}
 	if (rc == CXLP_E_NOSPACE) {
 		return ms_nospace(rq->ms, rq->len);
 	}
@@ -76,6 +82,8 @@ op_reclaim(struct req *rq)
 
 	if (rc == CXLP_E_NOSPACE) {
 		char why[256];
+		int asked = rq->len > 0 && rq->ms->evict.on ?
+		    ms_ask_regions(rq->ms, op_sess_id(rq)) : CXLP_E_NOSPACE;
 
 		snprintf(why, sizeof(why), "%s", cxlp_errormsg());
 		if ((m.pages = calloc(rq->want, sizeof(*m.pages))) == NULL) {
@@ -83,7 +91,8 @@ op_reclaim(struct req *rq)
 		}
 		m.kind = PROTO_RECLAIM_PAGES;
 		m.n = ms_evict_own(rq->ms, op_sess_id(rq), rq->want, m.pages);
-		rc = m.n > 0 ? 0 : cxlp_fail(CXLP_E_NOSPACE, "%s", why);
+		rc = m.n > 0 ? 0 : cxlp_fail(asked == CXLP_E_BUSY ?
+		    CXLP_E_BUSY : CXLP_E_NOSPACE, "%s", why);
 	}
 	if (rc == 0) {
 		op_put_hdr(rq, 0);

@@ -1,7 +1,6 @@
 /*
  * ms.c -- the metaserver's state: open the pool, recover, rebuild what
- * lives only in DRAM (session shadows, the pin mirror), and tear it all
- * down.
+ * lives only in DRAM (session shadows), and tear it all down.
  *
  * Kept apart from server.c so that tests and the fuzz target can build a
  * complete struct ms on a temporary pool with no sockets at all.
@@ -16,13 +15,13 @@
  *      boot is refused with CXLP_E_STALE, and the message names
  *      --reformat) and recovers the media: records caught mid-write are
  *      rolled back, orphans reaped, pins of ended sessions dropped
- *      (pool.c, kvindex.c note 6, pintab.c note 4);
- *   2. ms_pins_load mirrors the pin table in DRAM;
- *   3. ms_sess_load shadows every recorded session, detached: it ends
+ *      (pool.c, kvindex.c note 6, pintab.c note 4), and indexes the
+ *      pins that remain (pinidx.c), which the metaserver asks directly;
+ *   2. ms_sess_load shadows every recorded session, detached: it ends
  *      after the grace period unless its handler speaks again (any
  *      request with its id and token, or HELLO REATTACH), and at once if
  *      it was of this host and its process is gone (liveness.c);
- *   4. ms_recover finishes what a crash cut short in a session's end: a
+ *   3. ms_recover finishes what a crash cut short in a session's end: a
  *      region still OWNED by a session whose record is gone is disowned
  *      (sess_end_locked removes the record first, then disowns).
  * Replies cached before the crash are gone; dispatch.c says how each op
@@ -186,7 +185,6 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	ms->grace_ms = cfg->grace_ms;
 	ms->sess_per_proc = cfg->sess_per_proc != 0 ? cfg->sess_per_proc :
 	    MS_SESS_PER_PROC_DEFAULT;
-	pins_init(&ms->pins);
 	rc = locks_init(ms);
 	if (rc != 0) {
 		return rc;
@@ -203,7 +201,6 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 		.free_pct = cfg->evict_free_pct };
 	pool_evict_set_order(ms->pool, cfg->evict_clock);
 	if ((rc = ms_asks_init(ms)) != 0 ||
-	    (rc = ms_pins_load(ms)) != 0 ||
 	    (rc = ms_sess_load(ms, cxlp_now_ms())) != 0) {
 		goto err_sess;
 	}
@@ -212,7 +209,6 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 
 err_sess:
 	ms_sess_free_all(ms);
-	pins_fini(&ms->pins);
 	ms_asks_fini(ms);
 	pool_close(&ms->pool);
 err_locks:
@@ -220,14 +216,13 @@ err_locks:
 	return rc;
 }
 
-/* ms_fini -- free sessions, pins and pipes and close the pool. No request
+/* ms_fini -- free sessions and pipes and close the pool. No request
  * or pipe event may be running. The pool keeps its session records, so
  * handlers can reattach after a restart; its owner record is cleared. */
 void
 ms_fini(struct ms *ms)
 {
 	ms_sess_free_all(ms);
-	pins_fini(&ms->pins);
 	ms_asks_fini(ms);
 	ms_pipes_fini(ms);
 	pool_close(&ms->pool);

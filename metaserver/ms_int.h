@@ -1,13 +1,15 @@
 /*
  * ms_int.h -- the metaserver's internals: the server state (struct ms),
- * sessions, pipes, pins and the reply cache, and the pure request dispatcher.
+ * sessions, pipes and the reply cache, and the pure request dispatcher.
+ * Pins are the pool's (pool/pintab.c keeps them on media, pool/pinidx.c
+ * answers held and totals from DRAM); the metaserver asks it directly.
  *
  * Only server.c includes nng. Everything declared here works on plain
  * frames and pipe ids, so tests and the fuzz target drive it without
  * sockets.
  *
  * Locking (two locks, always taken in this order):
- *   ms->lock      rwlock: the pool and the pins. Ops that change either
+ *   ms->lock      rwlock: the pool, pins included. Ops that change it
  *                 take it for writing; reads share it.
  *   ms->sess_lock mutex: the DRAM session table, pipe table and every
  *                 session's reply cache. Never held while waiting for
@@ -72,53 +74,6 @@ int ms_config_parse(struct ms_config *cfg, int argc, char **argv);
  * bytes; one trailing newline is dropped) into buf. Returns 0 and *len, or
  * a negative error with cxlp_errormsg() set. */
 int ms_secret_load(const char *path, uint8_t *buf, uint16_t *len);
-
-/* ---- pins (pins.c): counted per (session, key slot) -------------------- */
-
-struct pins_ent {
-	uint64_t a, b;  /* key */
-	uint64_t count; /* 0 = empty cell */
-};
-
-struct pins_map {
-	struct pins_ent *tab;
-	size_t cap; /* power of two, or 0 */
-	size_t n;   /* used cells */
-};
-
-struct pins {
-	struct pins_map held;  /* (session, slot) -> pins that session holds */
-	struct pins_map total; /* (slot, 0) -> pins all sessions hold */
-	uint64_t count;        /* all pins held */
-};
-
-void pins_init(struct pins *p);
-void pins_fini(struct pins *p);
-int pins_reserve(struct pins *p, size_t more);
-int pins_add(struct pins *p, uint64_t sess, uint64_t slot);
-int pins_drop(struct pins *p, uint64_t sess, uint64_t slot);
-uint64_t pins_held(const struct pins *p, uint64_t sess, uint64_t slot);
-uint64_t pins_total(const struct pins *p, uint64_t slot);
-uint64_t pins_release_session(struct pins *p, uint64_t sess);
-/* pins_each_held -- fn(arg, session, count) per held (session, slot). */
-void pins_each_held(const struct pins *p,
-    void (*fn)(void *arg, uint64_t sess, uint64_t count), void *arg);
-int pins_check(const struct pins *p, char *why, size_t n);
-
-/* Durable pins: the pool's pin table is the truth, struct pins its DRAM
- * mirror for the hot questions (held, total). ms->lock held for writing
- * to change them. */
-struct ms;
-/* ms_pins_reserve -- room for n pin changes in the pool and in DRAM. */
-int ms_pins_reserve(struct ms *ms, size_t n);
-/* ms_pin_change -- pool_pin_change, mirrored in DRAM when applied. */
-int ms_pin_change(struct ms *ms, uint64_t sess, uint64_t slot, int delta,
-    uint64_t req, unsigned nth);
-/* ms_pins_release_session -- drop every pin of sess, on media and in
- * DRAM; returns how many. */
-uint64_t ms_pins_release_session(struct ms *ms, uint64_t sess);
-/* ms_pins_load -- fill the DRAM mirror from the pool (at start). */
-int ms_pins_load(struct ms *ms);
 
 /* ---- reply cache (replycache.c): the last replies of one session ------- */
 
@@ -214,11 +169,10 @@ struct ms {
 	struct pool *pool;
 	struct ms_evict evict;
 	struct ms_ask *asks;   /* pool_region_max entries (asks.c); ms->lock */
-	unsigned asks_out;     /* entries with asked_ms set (atomic reads) */
-	pthread_rwlock_t lock;     /* pool + pins */
+	unsigned asks_out;     /* entries with asked_ms set */
+	pthread_rwlock_t lock;     /* the pool (its pins included) */
 	pthread_mutex_t sess_lock; /* sessions, pipes, reply caches */
 	pthread_cond_t sess_cond;  /* a PENDING reply was finished */
-	struct pins pins;
 	struct ms_sess *sess[MS_SESS_BUCKETS];
 	size_t nsess;
 	struct ms_pipe *pipes;

@@ -57,7 +57,7 @@ static int
 results_new(struct req *rq, bool pin, bool insert)
 {
 	pool_kv_prefetch(rq->ms->pool, rq->hash, rq->n, insert);
-	return pin ? ms_pins_reserve(rq->ms, rq->n) : 0;
+	return pin ? pool_pin_reserve(rq->ms->pool, rq->n) : 0;
 }
 
 static int
@@ -112,13 +112,14 @@ pin_results(struct req *rq, uint32_t m, int delta, enum refused on)
 
 	occurrences(rq, m);
 	for (uint32_t i = 0; i < m; i++) {
+		bool applied; /* unused: a replay's 0 is success too */
 		int prc;
 
 		if (rq->res[i].status != 0) {
 			continue;
 		}
-		prc = ms_pin_change(rq->ms, op_sess_id(rq), rq->slots[i], delta,
-		    rq->h.req_id, rq->nth[i]);
+		prc = pool_pin_change(rq->ms->pool, op_sess_id(rq),
+		    rq->slots[i], delta, rq->h.req_id, rq->nth[i], &applied);
 		if (prc != 0 && on == REFUSED_KEEP) {
 			kept++;
 		} else if (prc != 0) {
@@ -283,7 +284,7 @@ delete_one(struct req *rq, uint32_t i)
 	if (rc != 0) {
 		return rc;
 	}
-	if (pins_total(&rq->ms->pins, kv.slot) > 0) {
+	if (pool_pin_total(p, kv.slot) > 0) {
 		return cxlp_fail(CXLP_E_PINNED, "key is pinned");
 	}
 	if (pool_region_get(p, kv.region, &r) == 0 &&

@@ -3,11 +3,11 @@
  * stats --server shows.
  *
  * Both only read (ms->lock shared). STATS is the pool's counters, with
- * fenced sessions not counted as sessions (they have ended) and the pins
- * from the DRAM mirror. SESSIONS lists every session record (at most
- * PROTO_SESSIONS_MAX), sorted by id, with the regions each owns (one pass
- * over the region table), the pins it holds (one pass over the pin
- * mirror) and whether it is attached, detached or fenced (session.c).
+ * fenced sessions not counted as sessions (they have ended). SESSIONS
+ * lists every session record (at most PROTO_SESSIONS_MAX), sorted by id,
+ * with the regions each owns (one pass over the region table), the pins
+ * it holds (pool_pin_session_total: a walk of its records in the pool's
+ * pin index) and whether it is attached, detached or fenced (session.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -34,7 +34,7 @@ op_stats(struct req *rq)
 	v[PROTO_STAT_KEYS] = st.keys;
 	v[PROTO_STAT_VALUE_BYTES] = st.value_bytes;
 	v[PROTO_STAT_SESSIONS] = st.sessions - rq->ms->nfenced; /* ended */
-	v[PROTO_STAT_PINS] = rq->ms->pins.count;
+	v[PROTO_STAT_PINS] = st.pins;
 	v[PROTO_STAT_INDEX_SLOTS] = st.index_slots;
 	v[PROTO_STAT_LARGEST_FREE] = st.largest_free;
 	pool_evict_stats(rq->ms->pool, &ev);
@@ -79,16 +79,6 @@ static uint32_t
 add_sat32(uint32_t a, uint64_t b)
 {
 	return b >= UINT32_MAX - a ? UINT32_MAX : (uint32_t)(a + b);
-}
-
-static void
-count_pins(void *arg, uint64_t sess, uint64_t count)
-{
-	struct proto_session_info *e = find_info(arg, sess);
-
-	if (e != NULL) {
-		e->pins = add_sat32(e->pins, count);
-	}
 }
 
 /* Fill l from the pool's session table (at most PROTO_SESSIONS_MAX). */
@@ -141,6 +131,16 @@ count_regions(struct pool *p, struct sess_list *l)
 	}
 }
 
+/* Pins each listed session holds. */
+static void
+count_pins(struct pool *p, struct sess_list *l)
+{
+	for (uint32_t i = 0; i < l->n; i++) {
+		l->v[i].pins = add_sat32(0, pool_pin_session_total(p,
+		    l->v[i].id));
+	}
+}
+
 /* op_sessions -- SESSIONS: every session record, with what it owns and
  * holds. */
 int
@@ -151,7 +151,7 @@ op_sessions(struct req *rq)
 
 	if (rc == 0) {
 		count_regions(rq->ms->pool, &l);
-		pins_each_held(&rq->ms->pins, count_pins, &l);
+		count_pins(rq->ms->pool, &l);
 		sess_list_flags(rq->ms, l.v, l.n);
 		op_put_hdr(rq, 0);
 		proto_put_sessions(rq->reply, l.n, l.v);

@@ -20,8 +20,8 @@
  * Who decides is elsewhere: liveness.c (pipe gone, process gone, the
  * reaper) and op_session.c (BYE) call the transitions here. This file in
  * turn asks only modules below it -- the pipe table (pipes.c), the
- * per-process bound (silence.c), pins.c and replycache.c -- so the calls
- * go one way.
+ * per-process bound (silence.c), replycache.c and the pool, which keeps
+ * the pins -- so the calls go one way.
  *
  * DESIGN NOTES
  *  1. live -> detached [ms_pipe_removed: pipe gone, process may live]
@@ -575,7 +575,7 @@ void
 sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why)
 {
 	int rc = pool_session_remove(ms->pool, s->id);
-	uint64_t pins = ms_pins_release_session(ms, s->id);
+	uint64_t pins = pool_pin_release_session(ms->pool, s->id);
 	unsigned regions = disown_regions(ms, s->id);
 
 	log_info("op=session_end session=%llu why=%s pins=%llu regions=%u "
@@ -619,7 +619,7 @@ ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid)
 		sess_end_locked(ms, s, "silent");
 		return;
 	}
-	pins = ms_pins_release_session(ms, s->id);
+	pins = pool_pin_release_session(ms->pool, s->id);
 	s->fenced = true;
 	s->fence_pid = pid;
 	ms->nfenced++;

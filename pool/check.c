@@ -9,7 +9,9 @@
  * session table, the index and key heap (kvindex_scan), index entries
  * against regions (live, same gen, page in range, one key per page, value
  * fits), per-region key counts, the free-space accounting
- * (alloc_check plus the sum of region lengths), and the pin table.
+ * (alloc_check plus the sum of region lengths), and the pin table with
+ * its DRAM index (pinidx_check, and the per-key and per-session totals
+ * against sums of the media's counts).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -281,14 +283,59 @@ check_index(struct ck *c)
 	free(pairs);
 }
 
+/* a pin total the DRAM index gives, against the media's */
+struct pin_sum {
+	uint64_t key;   /* slot or session */
+	uint64_t count; /* pins of one record */
+};
+
+static int
+cmp_sum(const void *a, const void *b)
+{
+	return cmp_u64(&((const struct pin_sum *)a)->key,
+	    &((const struct pin_sum *)b)->key);
+}
+
+/* per key of v (one entry per record), the sum of its records' counts
+ * against what the index answers (pinidx.c note 3) */
+static void
+check_pin_totals(struct ck *c, struct pin_sum *v, uint64_t n, bool slots)
+{
+	qsort(v, n, sizeof(*v), cmp_sum);
+	for (uint64_t i = 0, j; i < n; i = j) {
+		uint64_t sum = 0, got;
+
+		for (j = i; j < n && v[j].key == v[i].key; j++) {
+			sum += v[j].count;
+		}
+		got = slots ? pool_pin_total(c->p, v[i].key) :
+		    pool_pin_session_total(c->p, v[i].key);
+		if (got != sum) {
+			problem(c, "pins: %s %llu holds %llu pins on media, "
+			    "%llu in the index", slots ? "slot" : "session",
+			    (unsigned long long)v[i].key,
+			    (unsigned long long)sum, (unsigned long long)got);
+		}
+	}
+}
+
 /* the pin table: every live record valid (pintab.c design note 4), one
- * record per (session, slot), the DRAM index in step with the media */
+ * record per (session, slot), the DRAM index in step with the media:
+ * its chains (pinidx_check), counters and, if its chains can be walked,
+ * its totals */
 static void
 check_pins(struct ck *c)
 {
 	const struct pool *p = c->p;
+	struct pin_sum *bys = calloc(p->npins + 1, sizeof(*bys));
+	struct pin_sum *byk = calloc(p->npins + 1, sizeof(*byk));
 	uint64_t records = 0, pins = 0;
+	bool walkable;
 
+	if (bys == NULL || byk == NULL) {
+		problem(c, "check: out of memory");
+		goto out;
+	}
 	for (uint32_t i = 0; i < p->npins; i++) {
 		const struct pool_pinrec *r = &p->ptab[i];
 		const char *why;
@@ -307,7 +354,10 @@ check_pins(struct ck *c)
 			    (unsigned long long)r->slot);
 			continue;
 		}
-		records++;
+		bys[records] = (struct pin_sum){ r->session,
+			pin_count(r->word) };
+		byk[records++] = (struct pin_sum){ r->slot,
+			pin_count(r->word) };
 		pins += pin_count(r->word);
 	}
 	if (records != p->pin.records || pins != p->pin.pins) {
@@ -317,6 +367,14 @@ check_pins(struct ck *c)
 		    (unsigned long long)p->pin.records,
 		    (unsigned long long)p->pin.pins);
 	}
+	pinidx_check(p, relay, c, &walkable);
+	if (walkable) {
+		check_pin_totals(c, bys, records, false);
+		check_pin_totals(c, byk, records, true);
+	}
+out:
+	free(bys);
+	free(byk);
 }
 
 static void

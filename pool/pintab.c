@@ -8,8 +8,10 @@
  * keys are named by their index slot, which is stable while the key
  * lives, and a pinned key cannot be deleted, so a live record always
  * names a live key. Records are fixed 32-byte cells, found through a DRAM
- * hash (bucket heads and a next link per record) rebuilt at open, like
- * every other DRAM cache of the pool.
+ * index rebuilt at open, like every other DRAM cache of the pool: three
+ * chained hashes, by (session, slot), by slot and by session (pinidx.c),
+ * which answer held, per-key and per-session totals without a scan. The
+ * media holds the only copy of the counts; the metaserver asks the pool.
  *
  * DESIGN NOTES
  *
@@ -24,9 +26,9 @@
  *    count +-1        [pool_pin_change: word stored; -1 of the last pin
  *                      leaves the record live with count 0, "retired",
  *                      so that its stamp still answers a replay (3)]
- *    LIVE -> FREE     [pool_pin_release_session; retired records when
- *                      free ones run short, pool_pin_reserve:
- *                      session = 0]
+ *    LIVE -> FREE     [pool_pin_release_session, over the session's
+ *                      chain; retired records when free ones run
+ *                      short, pool_pin_reserve: session = 0]
  *    A crash before the publish leaves a free record whose body nobody
  *    reads; after it, the change is whole. So every pin acknowledged
  *    (its request answered after the store was persisted) survives, and
@@ -55,7 +57,9 @@
  *    are freed (repair) or skipped (read-only; pool_check reports them).
  *
  * 5. Invariant (checked by pool_check): live records are valid as in 4,
- *    and the DRAM counters match the media.
+ *    each is on its three chains and no other record is (pinidx.c note
+ *    1), and the DRAM counters and the per-key and per-session totals
+ *    equal the sums of the media's counts (pinidx.c notes 2, 3).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -65,66 +69,6 @@
 #include "log.h"
 #include "persist.h"
 #include "pool_int.h"
-
-#define PIN_NONE UINT32_MAX
-
-static uint32_t
-pin_bucket(const struct pool *p, uint64_t session, uint64_t slot)
-{
-	uint64_t h = session * 0x9e3779b97f4a7c15ull ^
-	    (slot + 0x632be59bd9b4e019ull);
-
-	h ^= h >> 31;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 29;
-	return (uint32_t)(h & p->pin.mask);
-}
-
-static uint32_t
-pin_find(const struct pool *p, uint64_t session, uint64_t slot)
-{
-	uint32_t i;
-
-	if (p->pin.head == NULL) {
-		return PIN_NONE;
-	}
-	i = p->pin.head[pin_bucket(p, session, slot)];
-	while (i != PIN_NONE &&
-	    (p->ptab[i].session != session || p->ptab[i].slot != slot)) {
-		i = p->pin.next[i];
-	}
-	return i;
-}
-
-static void
-pin_link(struct pool *p, uint32_t i)
-{
-	uint32_t b = pin_bucket(p, p->ptab[i].session, p->ptab[i].slot);
-
-	p->pin.next[i] = p->pin.head[b];
-	p->pin.head[b] = i;
-	p->pin.live[i] = 1;
-	p->pin.records++;
-	p->pin.pins += pin_count(p->ptab[i].word);
-	p->pin.retired += pin_count(p->ptab[i].word) == 0;
-}
-
-static void
-pin_unlink(struct pool *p, uint32_t i)
-{
-	uint32_t *pp = &p->pin.head[pin_bucket(p, p->ptab[i].session,
-	    p->ptab[i].slot)];
-
-	while (*pp != i) {
-		cxlp_assert(*pp != PIN_NONE);
-		pp = &p->pin.next[*pp];
-	}
-	*pp = p->pin.next[i];
-	p->pin.live[i] = 0;
-	p->pin.records--;
-	p->pin.pins -= pin_count(p->ptab[i].word);
-	p->pin.retired -= pin_count(p->ptab[i].word) == 0;
-}
 
 /* the key at slot is live and links to a live region */
 static bool
@@ -157,25 +101,15 @@ pintab_rec_problem(const struct pool *p, const struct pool_pinrec *r)
 static int
 pintab_alloc(struct pool *p)
 {
-	uint32_t nb = 1;
+	int rc = pinidx_init(p);
 
-	while (nb < p->npins) {
-		nb <<= 1;
-	}
-	p->pin.mask = nb - 1;
-	p->pin.head = malloc(nb * sizeof(*p->pin.head));
-	p->pin.next = malloc((p->npins + 1) * sizeof(*p->pin.next));
 	p->pin.free = malloc((p->npins + 1) * sizeof(*p->pin.free));
-	p->pin.live = calloc(p->npins + 1, 1);
-	if (p->pin.head == NULL || p->pin.next == NULL ||
-	    p->pin.free == NULL || p->pin.live == NULL) {
-		return cxlp_fail(-ENOMEM, "no memory for %u pin records",
+	if (rc == 0 && p->pin.free == NULL) {
+		rc = cxlp_fail(-ENOMEM, "no memory for %u pin records",
 		    p->npins);
 	}
-	memset(p->pin.head, 0xff, nb * sizeof(*p->pin.head));
 	p->pin.nfree = 0;
-	p->pin.records = p->pin.pins = p->pin.retired = 0;
-	return 0;
+	return rc;
 }
 
 /* a whole record whose session has no record: what a crash in a
@@ -207,12 +141,12 @@ pintab_rebuild(struct pool *p, bool repair)
 			continue;
 		}
 		why = pintab_rec_problem(p, r);
-		if (why == NULL && pin_find(p, r->session, r->slot) !=
+		if (why == NULL && pinidx_find(p, r->session, r->slot) !=
 		    PIN_NONE) {
 			why = "a second record for its session and slot";
 		}
 		if (why == NULL) {
-			pin_link(p, i);
+			pinidx_link(p, i);
 			continue;
 		}
 		/* an ended session's pins outlive its record only after a
@@ -234,10 +168,8 @@ pintab_rebuild(struct pool *p, bool repair)
 void
 pintab_fini(struct pool *p)
 {
-	free(p->pin.head);
-	free(p->pin.next);
+	pinidx_fini(p);
 	free(p->pin.free);
-	free(p->pin.live);
 	memset(&p->pin, 0, sizeof(p->pin));
 }
 
@@ -245,7 +177,7 @@ pintab_fini(struct pool *p)
 static void
 pin_free(struct pool *p, uint32_t i)
 {
-	pin_unlink(p, i);
+	pinidx_unlink(p, i);
 	pool_store8(p, &p->ptab[i].session, 0);
 	p->pin.free[p->pin.nfree++] = i;
 }
@@ -298,7 +230,7 @@ pin_new(struct pool *p, uint64_t session, uint64_t slot, uint64_t req)
 	r->checksum = layout_pinrec_checksum(session, slot);
 	pool_persist_cb(p, &r->slot, sizeof(*r) - sizeof(r->session));
 	pool_store8(p, &r->session, session);
-	pin_link(p, i);
+	pinidx_link(p, i);
 	return 0;
 }
 
@@ -352,7 +284,7 @@ pool_pin_change(struct pool *p, uint64_t session, uint64_t slot, int delta,
 		return cxlp_fail(-EINVAL, "pin: session %llu, delta %d",
 		    (unsigned long long)session, delta);
 	}
-	i = pin_find(p, session, slot);
+	i = pinidx_find(p, session, slot);
 	if (i != PIN_NONE && req != 0 && nth > 0 &&
 	    pin_stamp(p->ptab[i].word) == (req & PIN_STAMP_MASK) &&
 	    pin_hits(p->ptab[i].word) >= nth) {
@@ -369,26 +301,20 @@ pool_pin_change(struct pool *p, uint64_t session, uint64_t slot, int delta,
 	return rc;
 }
 
-/* pool_pin_held -- see pool.h */
-uint32_t
-pool_pin_held(const struct pool *p, uint64_t session, uint64_t slot)
-{
-	uint32_t i = pin_find(p, session, slot);
-
-	return i == PIN_NONE ? 0 : pin_count(p->ptab[i].word);
-}
-
-/* pool_pin_release_session -- see pool.h */
+/* pool_pin_release_session -- see pool.h. Walks the session's chain
+ * (pinidx.c), not the table. */
 uint64_t
 pool_pin_release_session(struct pool *p, uint64_t session)
 {
+	uint32_t i = pinidx_of_session(p, session, PIN_NONE);
 	uint64_t n = 0;
 
-	for (uint32_t i = 0; session != 0 && i < p->npins; i++) {
-		if (p->pin.live[i] && p->ptab[i].session == session) {
-			n += pin_count(p->ptab[i].word);
-			pin_free(p, i);
-		}
+	while (i != PIN_NONE) {
+		uint32_t after = pinidx_of_session(p, session, i);
+
+		n += pin_count(p->ptab[i].word);
+		pin_free(p, i);
+		i = after;
 	}
 	return n;
 }
@@ -415,18 +341,4 @@ uint32_t
 pool_pin_max(const struct pool *p)
 {
 	return p->npins;
-}
-
-/* pool_pin_total -- pins all sessions hold on slot. */
-uint64_t
-pool_pin_total(const struct pool *p, uint64_t slot)
-{
-	uint64_t n = 0;
-
-	for (uint32_t i = 0; p->pin.live != NULL && i < p->npins; i++) {
-		if (p->pin.live[i] && p->ptab[i].slot == slot) {
-			n += pin_count(p->ptab[i].word);
-		}
-	}
-	return n;
 }

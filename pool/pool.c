@@ -547,4 +547,5 @@ pool_stats(const struct pool *p, struct pool_stats *st)
 	st->index_slots = a[POOL_AREA_INDEX].count;
 	st->key_heap_bytes = a[POOL_AREA_HEAP].len;
 	st->sessions = p->sessions;
+	st->pins = p->pin.pins;
 }

@@ -212,10 +212,15 @@ int pool_pin_change(struct pool *p, uint64_t session, uint64_t slot,
 /* pool_pin_held -- pins session holds on slot. */
 uint32_t pool_pin_held(const struct pool *p, uint64_t session,
     uint64_t slot);
-/* pool_pin_total -- pins all sessions hold on slot. */
+/* pool_pin_total -- pins all sessions hold on the key at slot (0: the key
+ * may be deleted or evicted). From the DRAM index, O(1) expected: the
+ * sessions that pin it, not the table (pinidx.c). */
 uint64_t pool_pin_total(const struct pool *p, uint64_t slot);
+/* pool_pin_session_total -- pins session holds, on all keys. O(records
+ * of session) expected. */
+uint64_t pool_pin_session_total(const struct pool *p, uint64_t session);
 /* pool_pin_release_session -- drop every pin session holds, durably;
- * returns how many pins that was. */
+ * returns how many pins that was. O(records of session) expected. */
 uint64_t pool_pin_release_session(struct pool *p, uint64_t session);
 /* pool_pin_next -- iterate the records that hold pins (not the retired
  * ones): *cursor = 0 first; 1 per record, 0 at the end. */
@@ -293,6 +298,7 @@ struct pool_stats {
 	uint64_t index_slots;    /* index capacity */
 	uint64_t key_heap_bytes; /* key heap capacity */
 	uint64_t sessions;
+	uint64_t pins;           /* pins held, all sessions */
 };
 
 void pool_stats(const struct pool *p, struct pool_stats *st);
@@ -300,8 +306,10 @@ void pool_stats(const struct pool *p, struct pool_stats *st);
 /* pool_check -- verify every invariant of the layout (superblock and record
  * checksums, regions inside the data area and not overlapping, index
  * entries inside live regions on page boundaries, no page held by two keys,
- * key counts, free accounting). Calls report(arg, problem) once per problem
- * found (report may be NULL). Returns the number of problems (0 = clean). */
+ * key counts, free accounting, pin records and the pin index with its
+ * per-key and per-session totals). Calls report(arg, problem) once per
+ * problem found (report may be NULL). Returns the number of problems (0 =
+ * clean). */
 int pool_check(const struct pool *p,
     void (*report)(void *arg, const char *problem), void *arg);
 

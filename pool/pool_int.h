@@ -27,14 +27,31 @@ struct region_dram {
 	bool damaged;    /* its record was damaged at open (damage.c) */
 };
 
-/* DRAM index of the pin table (pintab.c), rebuilt at open. */
+#define PIN_NONE UINT32_MAX /* no record: an empty bucket, a chain's end */
+
+/* The chains of the pin table's DRAM index (pinidx.c), one per way a
+ * record is looked up. */
+enum pin_by {
+	PIN_BY_PAIR,    /* (session, slot): the one record of a pair */
+	PIN_BY_SLOT,    /* slot: every session's record on one key */
+	PIN_BY_SESSION, /* session: every record of one session */
+	PIN_BY_COUNT
+};
+
+/* One chained hash over the pin records (pinidx.c). */
+struct pin_chain {
+	uint32_t *head; /* per bucket: its first record, or PIN_NONE */
+	uint32_t *next; /* per record: the next in its bucket, or PIN_NONE */
+	uint32_t *prev; /* per record: the one before, or PIN_NONE */
+	uint32_t mask;  /* buckets - 1 */
+};
+
+/* DRAM index of the pin table (pintab.c, pinidx.c), rebuilt at open. */
 struct pin_dram {
-	uint32_t *head;   /* hash buckets: first record or UINT32_MAX */
-	uint32_t *next;   /* per record: next in its bucket */
-	uint32_t mask;    /* buckets - 1 */
+	struct pin_chain by[PIN_BY_COUNT];
 	uint32_t *free;   /* stack of free record numbers */
 	uint32_t nfree;
-	uint8_t *live;    /* per record: validated and indexed */
+	uint8_t *live;    /* per record: validated and on every chain */
 	uint64_t records; /* live records, retired ones included */
 	uint64_t pins;    /* sum of their counts */
 	uint64_t retired; /* live records of count 0 (pintab.c note 2) */
@@ -191,5 +208,32 @@ void pintab_fini(struct pool *p);
  * session, and for a record holding pins its slot) or NULL; pure. */
 const char *pintab_rec_problem(const struct pool *p,
     const struct pool_pinrec *r);
+
+/* pinidx.c (see its design notes) */
+/* pinidx_init -- empty chains and no live record, for npins records and
+ * nsess sessions. 0 or -ENOMEM. */
+int pinidx_init(struct pool *p);
+/* pinidx_fini -- free the chains and live flags. */
+void pinidx_fini(struct pool *p);
+/* pinidx_link -- record i (its session and slot set) goes live: on every
+ * chain, in the counters. */
+void pinidx_link(struct pool *p, uint32_t i);
+/* pinidx_unlink -- live record i leaves every chain and the counters. */
+void pinidx_unlink(struct pool *p, uint32_t i);
+/* pinidx_find -- the live record of (session, slot), or PIN_NONE. */
+uint32_t pinidx_find(const struct pool *p, uint64_t session, uint64_t slot);
+/* pinidx_of_session -- the live record of session after record i on its
+ * chain (i PIN_NONE: the first), or PIN_NONE. Unlinking a record leaves
+ * the one after it where it was, so a walk may free as it goes. */
+uint32_t pinidx_of_session(const struct pool *p, uint64_t session,
+    uint32_t i);
+/* pinidx_check -- every live record on each chain once, in its bucket,
+ * linked both ways, and no other record on one (pinidx.c note 1); calls
+ * report(arg, problem) per problem. Returns how many; *walkable is false
+ * if a chain links out of the table or in a cycle, where a walk of it
+ * (a total) would not end. */
+int pinidx_check(const struct pool *p,
+    void (*report)(void *arg, const char *problem), void *arg,
+    bool *walkable);
 
 #endif /* CXLP_POOL_INT_H */

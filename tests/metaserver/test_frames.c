@@ -204,5 +204,4 @@ Test(frames, random_frames_always_get_a_decodable_reply)
 	pbuf_fini(&rep);
 	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
 	cr_assert_eq(pool_check(dfx_ms.pool, NULL, NULL), 0);
-	cr_assert_eq(pins_check(&dfx_ms.pins, NULL, 0), 0);
 }

@@ -340,7 +340,6 @@ Test(liveness, concurrent_sessions_keep_pins_and_the_pool_consistent)
 	cr_assert_eq(dfx_stat_of(&owner, PROTO_STAT_PINS), 0);
 	cr_assert_eq(dfx_stat_of(&owner, PROTO_STAT_KEYS), 1);
 	cr_assert_eq(pool_check(dfx_ms.pool, NULL, NULL), 0);
-	cr_assert_eq(pins_check(&dfx_ms.pins, NULL, 0), 0);
 }
 
 struct replay_arg {

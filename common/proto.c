@@ -378,7 +378,7 @@ proto_put_rep_hdr(struct pbuf *b, const struct proto_rep_hdr *h)
 	pbuf_put_u64(b, h->req_id);
 	pbuf_put_u32(b, (uint32_t)h->status);
 	if (h->status == 0 || h->msg_len == 0 || h->msg == NULL) {
-		pbuf_put_u32(b, 0);
+		pbuf_put_u32(b, h->status == 0 && h->ask ? PROTO_REP_F_ASK : 0);
 		return;
 	}
 	pbuf_put_u32(b, PROTO_REP_F_MSG);
@@ -472,11 +472,13 @@ check_status(struct preader *body, struct proto_rep_hdr *h, uint32_t flags)
 {
 	int32_t status = h->status;
 
-	if ((flags & ~PROTO_REP_F_MSG) != 0 ||
-	    (flags != 0 && status == 0)) {
+	if ((flags & ~(PROTO_REP_F_MSG | PROTO_REP_F_ASK)) != 0 ||
+	    ((flags & PROTO_REP_F_MSG) && status == 0) ||
+	    ((flags & PROTO_REP_F_ASK) && status != 0)) {
 		return cxlp_fail(CXLP_E_PROTO, "reply.flags: 0x%x with status "
 		    "%d", flags, status);
 	}
+	h->ask = (flags & PROTO_REP_F_ASK) != 0;
 	if (status > 0) {
 		return cxlp_fail(CXLP_E_PROTO, "reply.status: %d is positive",
 		    status);
@@ -543,6 +545,7 @@ proto_op_name(unsigned op)
 		[PROTO_OP_HEARTBEAT] = "HEARTBEAT",
 		[PROTO_OP_BYE] = "BYE",
 		[PROTO_OP_SESSIONS] = "SESSIONS",
+		[PROTO_OP_RECLAIM] = "RECLAIM",
 	};
 
 	if (op >= sizeof(names) / sizeof(names[0]) || names[op] == NULL) {

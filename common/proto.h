@@ -22,7 +22,10 @@
  *   u64 req_id   echoed
  *   i32 status   0 or a negative cxlp error for the whole request
  *   u32 flags    0, or PROTO_REP_F_MSG on an error reply to a request
- *                that asked for reasons (HELLO with PROTO_HELLO_ERRMSG)
+ *                that asked for reasons (HELLO with PROTO_HELLO_ERRMSG);
+ *                PROTO_REP_F_ASK on a success reply to a session that
+ *                gives regions back (PROTO_HELLO_GIVEBACK): the server
+ *                asks it for regions, its HEARTBEAT reply says which
  *   ... body, per op, present only when status == 0; with
  *       PROTO_REP_F_MSG (status != 0) the body is u16 len + the reason
  *       text (1..PROTO_ERRMSG_MAX bytes, not NUL-terminated) and nothing
@@ -44,6 +47,8 @@
  *                    silent for many periods belongs to a handler that
  *                    closed). PROTO_HELLO_ERRMSG: the handler reads the
  *                    reason text of an error reply to this HELLO.
+ *                    PROTO_HELLO_GIVEBACK: the handler gives regions
+ *                    back when asked (HEARTBEAT's reply, REP_F_ASK).
  *                    A HELLO with neither flag is the original layout;
  *                    a server that predates them refuses the flags, so
  *                    upgrade the metaserver before its handlers.
@@ -63,13 +68,24 @@
  *   DELETE      req: u32 flags (0), keys              rep: u32 n, results
  *   STATS       req: empty   rep: u32 n (<= PROTO_STATS_MAX), n times u64
  *               in enum proto_stat order (a newer server may send more)
- *   HEARTBEAT   req: empty   rep: empty
+ *   HEARTBEAT   req: empty   rep: empty; to a PROTO_HELLO_GIVEBACK
+ *                    session: u32 n (<= PROTO_ASKS_MAX), n times { u32
+ *                    region, u32 gen }: regions the server asks back
  *   BYE         req: empty   rep: empty (ends the session)
  *   SESSIONS    req: empty   rep: u32 n (<= PROTO_SESSIONS_MAX), n times
  *                    { u64 id, u32 pid, u32 flags (PROTO_SESS_*),
  *                    u64 start_time, u64 instance, u32 regions owned,
  *                    u32 pins held, u16 len + host (<= PROTO_HOST_MAX) }
  *               (every session the server knows, the caller's included)
+ *   RECLAIM     req: u64 len, u64 page_size (as REGION_ALLOC), u32 want
+ *                    (1..PROTO_RECLAIM_MAX pages the handler is short of)
+ *               rep: u32 kind; PROTO_RECLAIM_REGION: loc (a new region,
+ *                    as REGION_ALLOC's reply); PROTO_RECLAIM_PAGES: u32 n
+ *                    (1..PROTO_RECLAIM_MAX), n times { u32 region, u32
+ *                    gen, u32 page }: pages of the caller's own regions
+ *                    whose keys were evicted to make room (durably gone
+ *                    from the index; free for the caller again). Its
+ *                    error replies carry the reason (PROTO_REP_F_MSG)
  *
  * A result is 48 bytes: i32 status, u32 flags (PROTO_R_NEW: this register
  * created the key), then a loc: u32 region, u32 gen, u64 region_off,
@@ -115,15 +131,19 @@ enum proto_op {
 	PROTO_OP_HEARTBEAT = 11,
 	PROTO_OP_BYE = 12,
 	PROTO_OP_SESSIONS = 13,
-	PROTO_OP_MAX = 13,
+	PROTO_OP_RECLAIM = 14,
+	PROTO_OP_MAX = 14,
 };
 
 #define PROTO_HELLO_REATTACH 0x1u
 #define PROTO_HELLO_KEEPALIVE 0x2u /* HELLO: u32 keepalive_ms follows */
 #define PROTO_HELLO_ERRMSG 0x4u    /* HELLO: error reply may carry text */
+#define PROTO_HELLO_GIVEBACK 0x8u  /* HELLO: gives regions back if asked */
 #define PROTO_HELLO_FLAGS                                                  \
-	(PROTO_HELLO_REATTACH | PROTO_HELLO_KEEPALIVE | PROTO_HELLO_ERRMSG)
+	(PROTO_HELLO_REATTACH | PROTO_HELLO_KEEPALIVE | PROTO_HELLO_ERRMSG | \
+	PROTO_HELLO_GIVEBACK)
 #define PROTO_REP_F_MSG 0x1u       /* reply: reason text follows */
+#define PROTO_REP_F_ASK 0x2u       /* reply: regions are asked back */
 #define PROTO_ERRMSG_MAX 255       /* bytes of a reply's reason text */
 #define PROTO_F_PIN 0x1u   /* REGISTER/LOOKUP: pin each key found */
 #define PROTO_R_NEW 0x1u   /* result: this register created the key */
@@ -144,6 +164,12 @@ enum proto_stat {
 	PROTO_STAT_SESSIONS,
 	PROTO_STAT_PINS,
 	PROTO_STAT_INDEX_SLOTS,
+	PROTO_STAT_LARGEST_FREE,     /* largest free extent, bytes */
+	PROTO_STAT_EVICT_PRESSURE,   /* keys evicted: a store found no room */
+	PROTO_STAT_EVICT_WATERMARK,  /* keys evicted: free below the mark */
+	PROTO_STAT_EVICT_ORPHAN,     /* keys evicted: their owner was gone */
+	PROTO_STAT_EVICT_BYTES,      /* value bytes of all of them */
+	PROTO_STAT_EVICT_SWEEPS,     /* CLOCK hand laps of the index */
 	PROTO_STAT_COUNT,
 };
 
@@ -163,6 +189,7 @@ struct proto_rep_hdr {
 	const char *msg;  /* reason text (PROTO_REP_F_MSG), not NUL-terminated:
 	                   * into the frame when decoded; NULL when none */
 	uint16_t msg_len; /* bytes, <= PROTO_ERRMSG_MAX; 0 = none */
+	bool ask;         /* PROTO_REP_F_ASK (success replies only) */
 };
 
 struct proto_key {
@@ -331,6 +358,44 @@ void proto_put_sessions(struct pbuf *b, size_t n,
     const struct proto_session_info *v);
 int proto_get_sessions(struct preader *r, struct proto_session_info **v,
     uint32_t *n);
+
+/* RECLAIM bodies. */
+#define PROTO_RECLAIM_MAX 4096u   /* pages one RECLAIM asks for or returns */
+#define PROTO_RECLAIM_REGION 1u
+#define PROTO_RECLAIM_PAGES 2u
+
+struct proto_page {
+	uint32_t region;
+	uint32_t gen;
+	uint32_t page; /* index in the region */
+};
+
+struct proto_reclaimed {
+	uint32_t kind;            /* PROTO_RECLAIM_REGION or _PAGES */
+	struct proto_loc loc;     /* REGION */
+	uint32_t n;               /* PAGES: entries */
+	struct proto_page *pages; /* PAGES: decoded: malloc'd (caller frees);
+	                           * encoded: the caller's */
+};
+
+/* HEARTBEAT reply to a PROTO_HELLO_GIVEBACK session: regions asked back. */
+#define PROTO_ASKS_MAX 64u
+struct proto_region_ref {
+	uint32_t region;
+	uint32_t gen;
+};
+void proto_put_asks(struct pbuf *b, uint32_t n,
+    const struct proto_region_ref *v);
+/* proto_get_asks -- v has room for PROTO_ASKS_MAX entries. */
+int proto_get_asks(struct preader *r, struct proto_region_ref *v,
+    uint32_t *n);
+
+void proto_put_reclaim_req(struct pbuf *b, uint64_t len, uint64_t page_size,
+    uint32_t want);
+int proto_get_reclaim_req(struct preader *r, uint64_t *len,
+    uint64_t *page_size, uint32_t *want);
+void proto_put_reclaimed(struct pbuf *b, const struct proto_reclaimed *m);
+int proto_get_reclaimed(struct preader *r, struct proto_reclaimed *m);
 
 /* proto_op_name -- "REGISTER" etc., "UNKNOWN" for anything else. */
 const char *proto_op_name(unsigned op);

@@ -25,6 +25,11 @@
  * knows (direct_invalidate, from a failed reattach). Lookups then go to
  * the metaserver, which answers for the pool it serves.
  *
+ * A hit also sets the key's byte in the pool's access area, which the
+ * handler maps writable on its own (access_map): that is how reads that
+ * never reach the metaserver count in the eviction order. A handler can
+ * change only that order through it (pool/evict.c note 1).
+ *
  * The mapping covers the session table too; a handler can already map
  * the whole pool file (foreign regions are read through it), so this
  * opens nothing new. The handler's own config switch is
@@ -58,6 +63,8 @@
 
 struct direct {
 	struct pmap *map;  /* [0, meta_len) of the pool, read-only */
+	struct pmap *amap; /* the access area, writable; NULL: none */
+	uint8_t *access;   /* one reference byte per index slot, or NULL */
 	struct kvread kr;  /* views into map */
 	uint64_t magic;    /* the superblock's first 8 bytes when valid */
 	dev_t dev;         /* the pool file mapped */
@@ -143,6 +150,42 @@ meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
 	return 0;
 }
 
+/* Map the access area writable (evict.c in pool/: a hit sets the key's
+ * byte, which the eviction order counts). Optional: without it (a pool
+ * before layout 2.2, a mapping refused) direct reads go uncounted and
+ * the order sees only the server's lookups. */
+static void
+access_map(struct cxlp_handler *h, const struct pool_sb *sb,
+    struct direct *d)
+{
+	const struct pool_area *a = &sb->access;
+
+	if (!(sb->compat & POOL_COMPAT_ACCESS)) {
+		log_info("direct reads are not counted by eviction: the pool "
+		    "predates its access area (layout 2.2)");
+		return;
+	}
+	if (a->count != d->kr.nslots || pmap_open(&d->amap, h->pool_path,
+	    a->off, a->len, true) != 0) {
+		log_err("direct reads are not counted by eviction: cannot map "
+		    "the access area: %s", cxlp_errormsg());
+		pmap_close(&d->amap);
+		return;
+	}
+	d->access = pmap_addr(d->amap);
+}
+
+/* a hit on slot: set its reference byte unless it is set (a store only
+ * when it changes something, so readers do not bounce the line) */
+static inline void
+access_touch(const struct direct *d, uint64_t slot)
+{
+	if (d->access != NULL && slot < d->kr.nslots &&
+	    __atomic_load_n(&d->access[slot], __ATOMIC_RELAXED) == 0) {
+		__atomic_store_n(&d->access[slot], 1, __ATOMIC_RELAXED);
+	}
+}
+
 static void *
 walker_main(void *arg)
 {
@@ -181,6 +224,7 @@ direct_open(struct cxlp_handler *h)
 		free(d);
 		return;
 	}
+	access_map(h, &sb, d);
 	log_info("direct reads on: %s, %llu index slots",
 	    h->pool_path, (unsigned long long)d->kr.nslots);
 	d->check_ms = cxlp_now_coarse_ms() + RECHECK_MS;
@@ -238,6 +282,7 @@ direct_close(struct cxlp_handler *h)
 			pthread_join(h->direct->walker, NULL);
 		}
 		pmap_close(&h->direct->map);
+		pmap_close(&h->direct->amap);
 		free(h->direct);
 		h->direct = NULL;
 	}
@@ -275,6 +320,7 @@ direct_chunk(struct direct *d, size_t n, const void *const keys[],
 		memset(&res[i], 0, sizeof(res[i]));
 		res[i].status = rc[i];
 		if (rc[i] == 0) {
+			access_touch(d, l[i].slot);
 			res[i].loc = (struct proto_loc){ .region = l[i].region,
 			    .gen = l[i].gen, .region_off = l[i].region_off,
 			    .region_len = l[i].region_len, .off = l[i].off,

@@ -63,6 +63,7 @@ handler_new(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	pagetab_init(&h->pages);
 	scratch_cache_init(&h->scratch);
 	keeper_init(&h->keeper);
+	reclaim_init(&h->reclaim);
 	*out = h;
 	return 0;
 }
@@ -76,6 +77,7 @@ handler_free(struct cxlp_handler *h)
 	client_close(&h->cl);
 	scratch_cache_fini(&h->scratch);
 	keeper_fini(&h->keeper);
+	reclaim_fini(&h->reclaim);
 	pthread_rwlock_destroy(&h->map_lock);
 	pthread_mutex_destroy(&h->page_lock);
 	pthread_mutex_destroy(&h->expand_lock);
@@ -181,6 +183,9 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 	pthread_mutex_unlock(&h->page_lock);
 	st->foreign_maps = regions_foreign_count(h);
 	st->redials = client_redials(h->cl);
+	st->pages_reclaimed = __atomic_load_n(&h->reclaim.pages,
+	    __ATOMIC_RELAXED);
+	st->reclaims = __atomic_load_n(&h->reclaim.calls, __ATOMIC_RELAXED);
 }
 
 /* cxlp_stats -- pool stats from the server plus this handler's own. */
@@ -221,6 +226,11 @@ cxlp_stats(struct cxlp_handler *h, struct cxlp_stats *st)
 	st->sessions = v[PROTO_STAT_SESSIONS];
 	st->pins = v[PROTO_STAT_PINS];
 	st->index_slots = v[PROTO_STAT_INDEX_SLOTS];
+	st->largest_free = v[PROTO_STAT_LARGEST_FREE];
+	st->evicted_pressure = v[PROTO_STAT_EVICT_PRESSURE];
+	st->evicted_watermark = v[PROTO_STAT_EVICT_WATERMARK];
+	st->evicted_orphan = v[PROTO_STAT_EVICT_ORPHAN];
+	st->evicted_bytes = v[PROTO_STAT_EVICT_BYTES];
 	stats_own(h, st);
 	return 0;
 }

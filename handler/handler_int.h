@@ -204,6 +204,19 @@ struct keeper {
 	pthread_t tid;
 };
 
+/* ---- reclaim.c (its state; the functions are below) --------------------- */
+
+/* Room from a full pool (reclaim.c), embedded in the handler:
+ * reclaim_init at handler_new, reclaim_fini at handler_free. */
+struct reclaimer {
+	pthread_rwlock_t gate; /* RECLAIMs hold it shared from request to
+	                        * applied reply; store_resolve exclusive
+	                        * (reclaim.c note 2) */
+	uint64_t pages;        /* pages handed back by eviction, in all
+	                        * (atomic) */
+	uint64_t calls;        /* RECLAIM round trips (atomic) */
+};
+
 /* ---- handler.c ---------------------------------------------------------- */
 
 struct cxlp_handler {
@@ -232,6 +245,7 @@ struct cxlp_handler {
 
 	struct direct *direct; /* NULL: direct reads off */
 	struct keeper keeper;  /* keeper.c */
+	struct reclaimer reclaim; /* reclaim.c */
 
 	struct scratch_cache scratch; /* batch calls' transient memory */
 	uint64_t region_req; /* a REGION_ALLOC whose every try timed out:
@@ -312,6 +326,24 @@ void doubt_note(struct cxlp_handler *h);
 
 /* ---- regfit.c ----------------------------------------------------------- */
 
+/* regions_may_grow -- max_regions allows one more region. */
+bool regions_may_grow(const struct cxlp_handler *h);
+/* regions_len -- the length of the regions this handler asks for. */
+uint64_t regions_len(const struct cxlp_handler *h);
+/* regions_grant_check -- a region the server granted fits the pool and
+ * the page size: 0, or CXLP_E_PROTO. */
+int regions_grant_check(const struct cxlp_handler *h,
+    const struct proto_loc *loc);
+/* regions_enter -- map the region the server granted at loc and enter it
+ * in the page table, taking its first page into *pg (pg NULL: none);
+ * on failure it is given back. Caller holds expand_lock. */
+int regions_enter(struct cxlp_handler *h, const struct proto_loc *loc,
+    cxlp_page_t *pg);
+/* regions_key_gone -- a key of mine at loc went (deleted, or evicted):
+ * its page is free again, or settles as its store decides (ops.c).
+ * Takes page_lock. */
+void regions_key_gone(struct cxlp_handler *h, const struct proto_loc *loc);
+
 /* regfit_why -- the metaserver had no room for a region of len bytes:
  * CXLP_E_NOSPACE with a message giving the data area, its free bytes, a
  * region size that would fit and the --size that would (asks for the
@@ -349,6 +381,22 @@ void latebye_add(const char *url, uint64_t session, uint64_t token);
  * other thread may use yet (cxlp_connect, before HELLO); leaves h->cl
  * with no session and clears the error message. */
 void latebye_send(struct cxlp_handler *h);
+
+/* ---- reclaim.c ----------------------------------------------------------- */
+
+/* reclaim_init -- set up r. */
+void reclaim_init(struct reclaimer *r);
+/* reclaim_fini -- tear it down. */
+void reclaim_fini(struct reclaimer *r);
+/* reclaim -- the regions are full: one RECLAIM round trip for a region or
+ * pages of this handler's own that eviction freed, then take one into
+ * *pg. Returns 0, CXLP_E_NOSPACE (with the reason), CXLP_E_BADOP (the
+ * metaserver predates RECLAIM: ask for a region the old way) or another
+ * error. Caller holds expand_lock, not page_lock. */
+int reclaim(struct cxlp_handler *h, cxlp_page_t *pg);
+/* reclaim_gate_lock/unlock -- store_resolve's exclusive hold (note 2). */
+void reclaim_gate_lock(struct cxlp_handler *h);
+void reclaim_gate_unlock(struct cxlp_handler *h);
 
 /* ---- keeper.c ------------------------------------------------------------ */
 

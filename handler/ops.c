@@ -420,8 +420,8 @@ cxlp_unpin(struct cxlp_handler *h, const void *key, size_t key_len)
  * all: it is free, and must not be registered again by store_resolve --
  * unless store_resolve has it in hand right now, and then its answer
  * decides (store.c). */
-static void
-delete_release(struct cxlp_handler *h, const struct proto_loc *loc)
+void
+regions_key_gone(struct cxlp_handler *h, const struct proto_loc *loc)
 {
 	cxlp_page_t pg;
 	int rc = 0;
@@ -471,7 +471,7 @@ cxlp_batch_delete(struct cxlp_handler *h, size_t n, const void *const keys[],
 	for (size_t i = 0; i < n; i++) {
 		status[i] = r.res[i].status;
 		if (status[i] == 0) {
-			delete_release(h, &r.res[i].loc);
+			regions_key_gone(h, &r.res[i].loc);
 		}
 	}
 	results_fini(&r);

@@ -244,11 +244,19 @@ loc_region_ok(const struct cxlp_handler *h, const struct proto_loc *loc)
 	    loc->region_len <= h->pool_size - loc->region_off;
 }
 
+/* regions_len -- see handler_int.h */
+uint64_t
+regions_len(const struct cxlp_handler *h)
+{
+	uint64_t align = h->align ? h->align : 4096;
+
+	return (h->cfg.region_size + align - 1) / align * align;
+}
+
 static int
 region_request(struct cxlp_handler *h, struct proto_loc *loc)
 {
-	uint64_t align = h->align ? h->align : 4096;
-	uint64_t len = (h->cfg.region_size + align - 1) / align * align;
+	uint64_t len = regions_len(h);
 	uint64_t id = h->region_req ? h->region_req : client_new_id(h->cl);
 	struct creply rep;
 	struct pbuf b;
@@ -273,9 +281,16 @@ region_request(struct cxlp_handler *h, struct proto_loc *loc)
 	if (rc != 0) {
 		return cxlp_fail(CXLP_E_PROTO, "REGION_ALLOC: bad reply body");
 	}
+	return regions_grant_check(h, loc);
+}
+
+/* regions_grant_check -- see handler_int.h */
+int
+regions_grant_check(const struct cxlp_handler *h, const struct proto_loc *loc)
+{
 	if (!loc_region_ok(h, loc) || loc->region_len < h->cfg.page_size ||
 	    loc->region_len / h->cfg.page_size >= PAGE_NONE) {
-		return cxlp_fail(CXLP_E_PROTO, "REGION_ALLOC: region %u at "
+		return cxlp_fail(CXLP_E_PROTO, "region %u granted at "
 		    "%llu+%llu does not fit", loc->region,
 		    (unsigned long long)loc->region_off,
 		    (unsigned long long)loc->region_len);
@@ -378,18 +393,36 @@ static int
 regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
 {
 	struct proto_loc loc;
-	struct own_region *r = NULL;
-	struct rmap_ent *e = NULL;
 	int rc;
 
-	if (h->cfg.max_regions != 0 &&
-	    __atomic_load_n(&h->nown, __ATOMIC_ACQUIRE) >= h->cfg.max_regions) {
+	if (!regions_may_grow(h)) {
 		return cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
 		    "(max_regions)", h->cfg.max_regions);
 	}
 	if ((rc = region_request(h, &loc)) != 0) {
 		return rc;
 	}
+	return regions_enter(h, &loc, pg);
+}
+
+/* regions_may_grow -- see handler_int.h */
+bool
+regions_may_grow(const struct cxlp_handler *h)
+{
+	return h->cfg.max_regions == 0 ||
+	    __atomic_load_n(&h->nown, __ATOMIC_ACQUIRE) < h->cfg.max_regions;
+}
+
+/* regions_enter -- see handler_int.h */
+int
+regions_enter(struct cxlp_handler *h, const struct proto_loc *lp,
+    cxlp_page_t *pg)
+{
+	struct proto_loc loc = *lp;
+	struct own_region *r = NULL;
+	struct rmap_ent *e = NULL;
+	int rc;
+
 	if ((rc = own_open(h, &loc, &r, &e)) != 0) {
 		goto err_giveback;
 	}
@@ -635,6 +668,9 @@ alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg)
 	rc = pagetab_alloc(&h->pages, pg);
 	pthread_mutex_unlock(&h->page_lock);
 	if (rc == CXLP_E_NOSPACE) {
+		rc = reclaim(h, pg);
+	}
+	if (rc == CXLP_E_BADOP) { /* a metaserver without RECLAIM */
 		rc = regions_add(h, pg);
 	}
 	pthread_mutex_unlock(&h->expand_lock);

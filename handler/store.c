@@ -518,7 +518,8 @@ unres_register(struct cxlp_handler *h, struct unresolved *u, size_t n,
  * and would bind the key to its page if the key was deleted meanwhile.
  * Its pages were tainted when parked, so none of them is ever freed
  * again while the handler lives: a late copy finds the key's own bytes
- * (doubt.c, the design note of issue 15, item 5). */
+ * (doubt.c, the design note of issue 15, item 5). It holds the reclaim
+ * gate exclusive while it registers and settles (reclaim.c note 2). */
 int
 store_resolve(struct cxlp_handler *h)
 {
@@ -534,6 +535,7 @@ store_resolve(struct cxlp_handler *h)
 		return 0;
 	}
 	res = calloc(n, sizeof(*res));
+	reclaim_gate_lock(h); /* no eviction of mine lands meanwhile */
 	rc = res == NULL ? -ENOMEM : unres_register(h, u, n, res);
 	pthread_mutex_lock(&h->page_lock);
 	for (size_t i = 0; i < n; i++) {
@@ -544,6 +546,7 @@ store_resolve(struct cxlp_handler *h)
 		}
 	}
 	pthread_mutex_unlock(&h->page_lock);
+	reclaim_gate_unlock(h);
 	free(res);
 	free(u);
 	return rc;

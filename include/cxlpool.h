@@ -345,7 +345,18 @@ struct cxlp_stats {
 				      of theirs was resent or lost, and a
 				      copy of it may still land (see
 				      README, "Crash recovery") */
-	uint64_t reserved[13];
+	/* eviction (server side, then this handler) */
+	uint64_t largest_free;     /* largest free extent of the data area */
+	uint64_t evicted_pressure; /* keys evicted because a store found
+				      the pool full */
+	uint64_t evicted_watermark; /* keys evicted to keep free space */
+	uint64_t evicted_orphan;   /* keys evicted from regions whose owner
+				      closed or died */
+	uint64_t evicted_bytes;    /* value bytes of all evicted keys */
+	uint64_t pages_reclaimed;  /* pages of this handler whose keys
+				      were evicted for its allocations */
+	uint64_t reclaims;         /* RECLAIM round trips it made */
+	uint64_t reserved[6];
 };
 
 /* cxlp_stats -- fill *st (one round trip). */

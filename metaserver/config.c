@@ -202,6 +202,45 @@ set_log_level(struct ms_config *cfg, const char *v)
 	return -EINVAL;
 }
 
+static int
+set_evict(struct ms_config *cfg, const char *v)
+{
+	if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+		return -EINVAL;
+	}
+	cfg->evict = strcmp(v, "on") == 0;
+	return 0;
+}
+
+/* --evict-free PCT: 0..50 percent of the data area */
+static int
+set_evict_free(struct ms_config *cfg, const char *v)
+{
+	char *end;
+	unsigned long n;
+
+	if (v[0] < '0' || v[0] > '9') {
+		return -EINVAL;
+	}
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno != 0 || *end != '\0' || n > 50) {
+		return -EINVAL;
+	}
+	cfg->evict_free_pct = (unsigned)n;
+	return 0;
+}
+
+static int
+set_evict_order(struct ms_config *cfg, const char *v)
+{
+	if (strcmp(v, "clock") != 0 && strcmp(v, "sweep") != 0) {
+		return -EINVAL;
+	}
+	cfg->evict_clock = strcmp(v, "clock") == 0;
+	return 0;
+}
+
 static const struct flag flags[] = {
 	{ "pool", 1, "PATH", "pool file or device (default "
 	    POOL_PATH_DEFAULT ")", set_pool },
@@ -223,6 +262,13 @@ static const struct flag flags[] = {
 	    "(drops all keys)", set_reformat },
 	{ "repair", 0, NULL, "drop damaged records, and the keys in them, "
 	    "instead of refusing the pool", set_repair },
+	{ "evict", 1, "on|off", "evict keys when the pool is full "
+	    "(default on; off: stores get CXLP_E_NOSPACE)", set_evict },
+	{ "evict-free", 1, "PCT", "keep this much of the data area free by "
+	    "evicting orphaned keys, 0..50 (default 5)", set_evict_free },
+	{ "evict-order", 1, "clock|sweep", "victims: least recently read "
+	    "first (clock, default) or in index order, ignoring reads "
+	    "(sweep)", set_evict_order },
 	{ "log-level", 1, "LEVEL", "err|info|debug|off (default info)",
 	    set_log_level },
 	{ "help", 0, NULL, "show this help", NULL },

@@ -95,6 +95,13 @@ dec_region(struct req *rq)
 }
 
 static int
+dec_reclaim(struct req *rq)
+{
+	return proto_get_reclaim_req(&rq->body, &rq->len, &rq->page_size,
+	    &rq->want);
+}
+
+static int
 dec_region_free(struct req *rq)
 {
 	return proto_get_region_free(&rq->body, &rq->region, &rq->gen);
@@ -149,6 +156,8 @@ static const struct op_def ops[PROTO_OP_MAX + 1] = {
 	    .needs_session = true, .lock = LK_WRITE },
 	[PROTO_OP_SESSIONS] = { .decode = dec_none, .apply = op_sessions,
 	    .needs_session = true, .lock = LK_READ },
+	[PROTO_OP_RECLAIM] = { .decode = dec_reclaim, .apply = op_reclaim,
+	    .needs_session = true, .lock = LK_WRITE },
 };
 
 /* ---- the dispatcher ---------------------------------------------------- */
@@ -241,7 +250,8 @@ apply_locked(struct req *rq, const struct op_def *def)
 
 /* The error reply; a HELLO that asked for it (PROTO_HELLO_ERRMSG) also
  * gets the reason, so that the handler's cxlp_errormsg() says which
- * limit refused it. */
+ * limit refused it, and so does every RECLAIM (only handlers that read
+ * reasons send it): what holds a full pool. */
 static void
 put_error(struct req *rq, int rc)
 {
@@ -254,8 +264,9 @@ put_error(struct req *rq, int rc)
 		    proto_op_name(rq->h.op), (unsigned long long)rq->h.session,
 		    (unsigned long long)rq->h.req_id, rc, why);
 	}
-	if (rq->h.op == PROTO_OP_HELLO &&
-	    (rq->hello.flags & PROTO_HELLO_ERRMSG) && why[0] != '\0') {
+	if (((rq->h.op == PROTO_OP_HELLO &&
+	    (rq->hello.flags & PROTO_HELLO_ERRMSG)) ||
+	    rq->h.op == PROTO_OP_RECLAIM) && why[0] != '\0') {
 		h.msg = why;
 		h.msg_len = (uint16_t)strnlen(why, PROTO_ERRMSG_MAX);
 	}

@@ -49,6 +49,9 @@ ms_config_defaults(struct ms_config *cfg)
 	cfg->workers = 4;
 	cfg->grace_ms = MS_GRACE_MS_DEFAULT;
 	cfg->log_level = CXLP_LOG_INFO;
+	cfg->evict = true;
+	cfg->evict_free_pct = MS_EVICT_FREE_PCT_DEFAULT;
+	cfg->evict_clock = true;
 }
 
 /* The pool lock prefers writers: a stream of lookups must not starve
@@ -194,7 +197,11 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	if (rc != 0) {
 		goto err_locks;
 	}
-	if ((rc = ms_sess_load(ms, cxlp_now_ms())) != 0) {
+	ms->evict = (struct ms_evict){ .on = cfg->evict,
+		.free_pct = cfg->evict_free_pct };
+	pool_evict_set_order(ms->pool, cfg->evict_clock);
+	if ((rc = ms_asks_init(ms)) != 0 ||
+	    (rc = ms_sess_load(ms, cxlp_now_ms())) != 0) {
 		goto err_sess;
 	}
 	ms_recover(ms);
@@ -202,6 +209,7 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 
 err_sess:
 	ms_sess_free_all(ms);
+	ms_asks_fini(ms);
 	pool_close(&ms->pool);
 err_locks:
 	locks_fini(ms);
@@ -215,6 +223,7 @@ void
 ms_fini(struct ms *ms)
 {
 	ms_sess_free_all(ms);
+	ms_asks_fini(ms);
 	ms_pipes_fini(ms);
 	pool_close(&ms->pool);
 	locks_fini(ms);

@@ -59,6 +59,9 @@ struct ms_config {
 	bool repair;          /* --repair: drop damaged records (repair.c) */
 	int log_level;        /* CXLP_LOG_* */
 	const char *secret_file; /* shared secret for non-ipc peers, or NULL */
+	bool evict;           /* --evict on|off (evict.c) */
+	unsigned evict_free_pct; /* --evict-free: low watermark, percent */
+	bool evict_clock;     /* --evict-order clock (else sweep) */
 	char url_buf[MS_URLS_MAX][MS_URL_MAX]; /* rewritten listen URLs */
 };
 
@@ -132,6 +135,7 @@ struct ms_sess {
 	uint64_t deadline_ms; /* monotonic ms; ends then if peer_pid is 0 */
 	uint32_t keepalive_ms; /* heartbeat period its HELLO promised; 0 none */
 	uint64_t heard_ms;    /* monotonic ms of its last request (or load) */
+	bool giveback;        /* its HELLO said PROTO_HELLO_GIVEBACK */
 	bool fenced;          /* ended for silence, record kept (silence.c) */
 	uint64_t fence_pid;   /* fenced: the process that may still write */
 	char host[64];        /* as the HELLO (or the record) named it */
@@ -148,8 +152,24 @@ struct ms_pipe {
 	uint64_t pid; /* peer pid (ipc), 0 unknown */
 };
 
+/* Eviction settings (evict.c), from the config. */
+struct ms_evict {
+	bool on;
+	unsigned free_pct; /* low watermark of free data bytes, percent */
+};
+
+/* A region asked back from its owner (asks.c), per region id. */
+struct ms_ask {
+	uint64_t owner;    /* the session asked */
+	uint32_t gen;      /* the region's gen when asked */
+	uint64_t asked_ms; /* monotonic ms; 0 = no ask */
+};
+
 struct ms {
 	struct pool *pool;
+	struct ms_evict evict;
+	struct ms_ask *asks;   /* pool_region_max entries (asks.c); ms->lock */
+	unsigned asks_out;     /* entries with asked_ms set */
 	pthread_rwlock_t lock;     /* the pool (its pins included) */
 	pthread_mutex_t sess_lock; /* sessions, pipes, reply caches */
 	pthread_cond_t sess_cond;  /* a PENDING reply was finished */
@@ -284,6 +304,9 @@ bool sess_usable(struct ms *ms, const struct ms_sess *s, uint16_t op);
 /* ms_sess_fenced_id -- the session with this id is fenced (ended for
  * silence, its record kept); takes ms->sess_lock. */
 bool ms_sess_fenced_id(struct ms *ms, uint64_t id);
+/* ms_sess_gives_back -- the session with this id is live, attached and
+ * gives regions back when asked; takes ms->sess_lock. */
+bool ms_sess_gives_back(struct ms *ms, uint64_t id);
 /* sess_list_flags -- set v[i].flags (PROTO_SESS_*) from the shadow of
  * session v[i].id, for i < n; takes ms->sess_lock. */
 void sess_list_flags(struct ms *ms, struct proto_session_info *v, size_t n);
@@ -309,6 +332,49 @@ int ms_sess_admit(const struct ms *ms, uint32_t pid, uint64_t start_time,
     const char *host);
 /* ms_sess_table_full -- the message for a full pool session table. */
 int ms_sess_table_full(const struct ms *ms);
+
+/* ---- eviction (evict.c): when, whose, who is told ---------------------- */
+
+#define MS_EVICT_FREE_PCT_DEFAULT 5u
+
+/* ms_evict_orphans -- empty ORPHAN regions, fewest keys first, until the
+ * pool has a free extent of need bytes and free_target free bytes in all
+ * (or none is left to empty); returns keys evicted. ms->lock held for
+ * writing. */
+size_t ms_evict_orphans(struct ms *ms, uint64_t need, uint64_t free_target);
+/* ms_evict_own -- evict up to want keys of session sess's own regions in
+ * CLOCK order; their pages go into pages[0..n). Returns n. ms->lock held
+ * for writing. */
+uint32_t ms_evict_own(struct ms *ms, uint64_t sess, uint32_t want,
+    struct proto_page *pages);
+/* ms_evict_background -- the reaper's pass: below the low watermark,
+ * empty orphan regions. Takes ms->lock. */
+void ms_evict_background(struct ms *ms);
+/* ---- asks (asks.c): regions asked back from live handlers ------------- */
+
+#define MS_ASK_WAIT_MS 3000u /* an ask this old no longer stops another */
+#define MS_ASK_BATCH 8u      /* regions asked of one owner at a time */
+
+/* ms_asks_init -- the table (after the pool is open); 0 or -ENOMEM. */
+int ms_asks_init(struct ms *ms);
+/* ms_asks_fini -- free it. */
+void ms_asks_fini(struct ms *ms);
+/* ms_ask_regions -- requester needs a region and eviction freed none:
+ * CXLP_E_BUSY (retry soon) when regions are asked back, now or lately;
+ * CXLP_E_NOSPACE when no live handler that gives back holds more regions
+ * than requester. ms->lock held for writing. */
+int ms_ask_regions(struct ms *ms, uint64_t requester);
+/* ms_asks_of -- the regions asked of sess that it still owns, into
+ * out[0..n), n <= max; returns n. ms->lock held. */
+uint32_t ms_asks_of(struct ms *ms, uint64_t sess,
+    struct proto_region_ref *out, uint32_t max);
+/* ms_ask_pending -- s gives back and has asks out (cheap when no ask is
+ * out anywhere). ms->lock held. */
+bool ms_ask_pending(struct ms *ms, const struct ms_sess *s);
+
+/* ms_nospace -- CXLP_E_NOSPACE for a region of len bytes, saying what
+ * holds the pool. ms->lock held. */
+int ms_nospace(struct ms *ms, uint64_t len);
 
 /* ---- server (server.c): the only nng user ------------------------------ */
 

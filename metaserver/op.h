@@ -36,6 +36,7 @@ struct req {
 	struct proto_hello hello;
 	uint64_t len, page_size;
 	uint32_t region, gen;
+	uint32_t want;       /* RECLAIM: pages the caller is short of */
 	/* per key, one allocation (batch_new, dispatch.c) */
 	struct proto_result *res;
 	uint64_t *slots;     /* index slot of each key found (res[i] ok) */
@@ -77,6 +78,7 @@ op_put_hdr(struct req *rq, int status)
 		.op = rq->h.op,
 		.req_id = rq->h.req_id,
 		.status = status,
+		.ask = status == 0 && ms_ask_pending(rq->ms, rq->s),
 	};
 
 	proto_put_rep_hdr(rq->reply, &h);
@@ -98,6 +100,7 @@ int op_bye(struct req *rq);
 /* op_region.c */
 int op_region_alloc(struct req *rq);
 int op_region_free(struct req *rq);
+int op_reclaim(struct req *rq);
 /* op_kv.c */
 int op_register(struct req *rq);
 int op_lookup(struct req *rq);

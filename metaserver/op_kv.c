@@ -208,6 +208,9 @@ lookup_keys(struct req *rq, bool stop_at_miss)
 			}
 			continue;
 		}
+		if (rq->h.op == PROTO_OP_LOOKUP) {
+			pool_access_touch(rq->ms->pool, kv.slot); /* a read */
+		}
 		res_ok(rq, m++, &kv, 0);
 	}
 	return m;

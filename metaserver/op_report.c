@@ -21,6 +21,7 @@
 int
 op_stats(struct req *rq)
 {
+	struct pool_evict_stats ev;
 	struct pool_stats st;
 	uint64_t v[PROTO_STAT_COUNT] = { 0 };
 
@@ -35,6 +36,15 @@ op_stats(struct req *rq)
 	v[PROTO_STAT_SESSIONS] = st.sessions - rq->ms->nfenced; /* ended */
 	v[PROTO_STAT_PINS] = st.pins;
 	v[PROTO_STAT_INDEX_SLOTS] = st.index_slots;
+	v[PROTO_STAT_LARGEST_FREE] = st.largest_free;
+	pool_evict_stats(rq->ms->pool, &ev);
+	v[PROTO_STAT_EVICT_PRESSURE] = ev.keys[POOL_EVICT_PRESSURE];
+	v[PROTO_STAT_EVICT_WATERMARK] = ev.keys[POOL_EVICT_WATERMARK];
+	v[PROTO_STAT_EVICT_ORPHAN] = ev.keys[POOL_EVICT_ORPHAN];
+	for (int c = 0; c < POOL_EVICT_CAUSES; c++) {
+		v[PROTO_STAT_EVICT_BYTES] += ev.bytes[c];
+	}
+	v[PROTO_STAT_EVICT_SWEEPS] = ev.sweeps;
 	op_put_hdr(rq, 0);
 	proto_put_stats(rq->reply, PROTO_STAT_COUNT, v);
 	return 0;

@@ -41,11 +41,19 @@ op_hello(struct req *rq)
 	return 0;
 }
 
-/* op_heartbeat -- HEARTBEAT: an empty success reply. */
+/* op_heartbeat -- HEARTBEAT: an empty success reply, or to a session
+ * that gives regions back, the regions asked of it (asks.c). */
 int
 op_heartbeat(struct req *rq)
 {
+	struct proto_region_ref v[PROTO_ASKS_MAX];
+
 	op_put_hdr(rq, 0);
+	if (rq->s->giveback) {
+		uint32_t n = ms_asks_of(rq->ms, rq->s->id, v, PROTO_ASKS_MAX);
+
+		proto_put_asks(rq->reply, n, v);
+	}
 	return 0;
 }
 

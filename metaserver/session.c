@@ -238,6 +238,7 @@ hello_reattach(struct ms *ms, const struct proto_req_hdr *h,
 	}
 	s->pid = hello_pid(ms, m, pipe_id);
 	s->start_time = m->start_time;
+	s->giveback = (m->flags & PROTO_HELLO_GIVEBACK) != 0;
 	sess_bind(ms, s, pipe_id);
 	ms_sess_unlock(ms);
 	*out = s;
@@ -343,6 +344,7 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	s = sess_track(ms, &r);
 	if (s != NULL) {
 		s->hello_nonce = h->token;
+		s->giveback = (m->flags & PROTO_HELLO_GIVEBACK) != 0;
 		sess_bind(ms, s, pipe_id);
 	}
 	ms_sess_unlock(ms);
@@ -626,4 +628,19 @@ ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid)
 	    "regions stay out of use until its process exits or its BYE "
 	    "comes\"", (unsigned long long)s->id, (unsigned long long)pid,
 	    (unsigned long long)pins, s->keepalive_ms);
+}
+
+/* ms_sess_gives_back -- see ms_int.h */
+bool
+ms_sess_gives_back(struct ms *ms, uint64_t id)
+{
+	const struct ms_sess *s;
+	bool yes;
+
+	ms_sess_lock(ms);
+	s = sess_find(ms, id);
+	yes = s != NULL && !s->dead && !s->fenced && !s->detached &&
+	    s->giveback;
+	ms_sess_unlock(ms);
+	return yes;
 }

@@ -377,6 +377,17 @@ out:
 	free(byk);
 }
 
+static void
+bad_list(void *arg, uint32_t region, uint64_t listed)
+{
+	struct ck *c = arg;
+
+	problem(c, "region %u: %llu keys on its eviction list, %llu keys "
+	    "point into it", region, (unsigned long long)listed,
+	    (unsigned long long)(c->p->reg[region].live ?
+	    c->p->reg[region].nkeys : 0));
+}
+
 /* pool_check -- see pool.h */
 int
 pool_check(const struct pool *p,
@@ -392,5 +403,6 @@ pool_check(const struct pool *p,
 	check_sessions(&c);
 	check_index(&c);
 	check_pins(&c);
+	evict_check(p, bad_list, &c);
 	return c.problems;
 }

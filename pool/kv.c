@@ -44,6 +44,7 @@ kv_rebuild(struct pool *p, bool repair)
 	while (kvindex_next(&p->kv, &cursor, &slot) == 1) {
 		kvindex_get(&p->kv, slot, &v, &key, &klen);
 		if (regtab_link(p, &v) == 0) {
+			evict_link(p, slot, v.region);
 			p->keys++;
 			p->key_bytes += klen;
 			p->value_bytes += v.len;
@@ -126,6 +127,7 @@ pool_kv_insert(struct pool *p, uint64_t owner, const void *key,
 		return rc;
 	}
 	cxlp_assert(regtab_link(p, &v) == 0);
+	evict_link(p, slot, region);
 	p->keys++;
 	p->key_bytes += klen;
 	p->value_bytes += len;
@@ -181,9 +183,7 @@ pool_kv_remove(struct pool *p, const void *key, size_t klen,
     struct pool_kv *out)
 {
 	struct kv_val v;
-	const void *k;
 	uint64_t slot;
-	size_t kl;
 
 	if (key == NULL || klen == 0 || klen > CXLP_KEY_MAX) {
 		return cxlp_fail(CXLP_E_KEYLEN, "key length %zu not in 1..%d",
@@ -195,14 +195,26 @@ pool_kv_remove(struct pool *p, const void *key, size_t klen,
 	if (kvindex_lookup(&p->kv, key, klen, &v, &slot) != 0) {
 		return cxlp_fail(CXLP_E_NOTFOUND, "key not in the pool");
 	}
-	kvindex_get(&p->kv, slot, &v, &k, &kl);
+	kv_drop_slot(p, slot, out);
+	return 0;
+}
+
+/* kv_drop_slot -- see pool_int.h */
+void
+kv_drop_slot(struct pool *p, uint64_t slot, struct pool_kv *out)
+{
+	struct kv_val v;
+	const void *k;
+	size_t kl;
+
+	cxlp_assert(kvindex_get(&p->kv, slot, &v, &k, &kl) == 0);
 	kv_out(p, &v, slot, out);
 	kvindex_drop(&p->kv, slot);
 	p->keys--;
 	p->key_bytes -= kl;
 	p->value_bytes -= v.len;
+	evict_unlink(p, slot, v.region);
 	regtab_unlink(p, &v);
-	return 0;
 }
 
 /* pool_kv_next -- see pool.h */

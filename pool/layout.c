@@ -2,8 +2,9 @@
  * layout.c -- plan, seal and validate the pool's on-media format.
  *
  * A pool is: superblock (4 KiB), region table, session table, KV index,
- * key heap, pin table, each starting on a 4 KiB boundary, then the data area from the
- * first align boundary after them to the end. These functions are pure
+ * key heap, pin table, each starting on a 4 KiB boundary, then the access
+ * area (from layout 2.2) on its own align boundaries, then the data area
+ * from the first align boundary after them to the end. These functions are pure
  * (no I/O, no mapping) so that every rejection can be tested on a struct
  * in memory; pool.c reads the bytes and calls them. Checksums are XXH64
  * (records) and XXH3 (index slots, which are checked on every lookup).
@@ -123,7 +124,11 @@ layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
 	npins = npins < POOL_PINS_MIN ? POOL_PINS_MIN : npins;
 	place(sb, POOL_AREA_PIN, &cur, npins * sizeof(struct pool_pinrec),
 	    npins);
-	data_off = round_up(cur, align);
+	sb->compat |= POOL_COMPAT_ACCESS;
+	sb->access.off = round_up(cur, align);
+	sb->access.len = round_up(slots, align);
+	sb->access.count = slots;
+	data_off = sb->access.off + sb->access.len;
 	if (data_off >= size) {
 		snprintf(why, n, "size %llu leaves no data area after %llu "
 		    "bytes of metadata", (unsigned long long)size,
@@ -259,6 +264,32 @@ check_geometry(const struct pool_sb *sb, char *why, size_t n)
 	return 0;
 }
 
+/* the access area, if the pool has one: aligned, after the pin table,
+ * before the data area, one byte per index slot */
+static int
+check_access(const struct pool_sb *sb, char *why, size_t n)
+{
+	const struct pool_area *a = &sb->access;
+	const struct pool_area *pin = &sb->area[POOL_AREA_PIN];
+
+	if (!(sb->compat & POOL_COMPAT_ACCESS)) {
+		if (all_zero(a, sizeof(*a))) {
+			return 0;
+		}
+		snprintf(why, n, "superblock reserved fields are not zero");
+		return -1;
+	}
+	if (a->off % sb->align != 0 || a->len % sb->align != 0 ||
+	    a->off < pin->off + pin->len || a->len > sb->size ||
+	    a->off + a->len > sb->area[POOL_AREA_DATA].off ||
+	    a->count != sb->area[POOL_AREA_INDEX].count || a->count > a->len) {
+		snprintf(why, n, "access area %llu+%llu is out of place",
+		    (unsigned long long)a->off, (unsigned long long)a->len);
+		return -1;
+	}
+	return 0;
+}
+
 /* layout_validate -- magic, version, checksum, reserved, geometry, size */
 int
 layout_validate(const struct pool_sb *sb, uint64_t file_size, char *why,
@@ -285,7 +316,7 @@ layout_validate(const struct pool_sb *sb, uint64_t file_size, char *why,
 		snprintf(why, n, "superblock reserved fields are not zero");
 		return CXLP_E_CORRUPT;
 	}
-	if (check_geometry(sb, why, n) != 0) {
+	if (check_geometry(sb, why, n) != 0 || check_access(sb, why, n) != 0) {
 		return CXLP_E_CORRUPT;
 	}
 	if (file_size < sb->size) {

@@ -24,14 +24,18 @@
 #define POOL_MAGIC "CXLPOOL" /* 8 bytes with its NUL */
 #define POOL_MAJOR 2u        /* bump on incompatible layout changes; 2:
                               * pin table area, region request stamp */
-#define POOL_MINOR 1u        /* 1: owner record in the superblock
+#define POOL_MINOR 2u        /* 1: owner record in the superblock
                               * (struct pool_orec); a 2.0 pool reads as
-                              * one without an owner (its bytes are 0) */
+                              * one without an owner (its bytes are 0).
+                              * 2: the access area (POOL_COMPAT_ACCESS) */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
 #define POOL_INCOMPAT_KNOWN POOL_INCOMPAT_RMIRROR /* incompat bits this
                                                    * code understands */
+#define POOL_COMPAT_ACCESS 0x1ull /* sb.access: one advisory byte per
+                                   * index slot that readers set on a hit
+                                   * (evict.c); older code ignores it */
 #define POOL_SB_VOLATILE 0x1ull  /* sb.flags: media does not survive boot */
 #define POOL_SB_SIZE 4096u
 #define POOL_PAGE_MIN 64u        /* smallest page size of a region */
@@ -103,7 +107,12 @@ struct pool_sb {
 	uint64_t next_session_id; /* next id to hand out; never 0. The one
 	                           * field that changes after format: one
 	                           * 8-byte store, not covered by checksum */
-	uint8_t reserved[3320];   /* zero */
+	struct pool_area access;  /* POOL_COMPAT_ACCESS: count = index slots,
+	                           * off and len multiples of align, between
+	                           * the pin table and the data area, so a
+	                           * handler maps it alone, writable; zero
+	                           * (reserved) in pools before 2.2 */
+	uint8_t reserved[3296];   /* zero */
 	struct pool_orec owner;   /* who serves the pool; its own rules,
 	                           * above (layout 2.1; zero in 2.0) */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id

@@ -109,6 +109,8 @@ pool_format(struct pool *p, struct pool_sb *sb, bool fresh)
 		    sb->area[POOL_AREA_INDEX].off - POOL_SB_SIZE);
 		memset(p->base + pin->off, 0, pin->len);
 		pool_persist_cb(p, p->base + pin->off, pin->len);
+		memset(p->base + sb->access.off, 0, sb->access.len);
+		pool_persist_cb(p, p->base + sb->access.off, sb->access.len);
 	}
 	memcpy(p->base + 8, (uint8_t *)sb + 8, sizeof(*sb) - 8);
 	pool_persist_cb(p, p->base, sizeof(*sb));
@@ -175,7 +177,8 @@ rebuild(struct pool *p, bool repair)
 	int rc;
 
 	memset(p->damage, 0, sizeof(*p->damage));
-	if ((rc = regtab_rebuild(p, repair)) != 0 ||
+	if ((rc = evict_init(p)) != 0 ||
+	    (rc = regtab_rebuild(p, repair)) != 0 ||
 	    (rc = sesstab_rebuild(p, repair)) != 0 ||
 	    (rc = damage_index_recover(p, repair)) != 0 ||
 	    (rc = kv_rebuild(p, repair)) != 0 ||
@@ -231,6 +234,7 @@ attach(struct pool *p, bool fresh, unsigned flags)
 	}
 	pintab_fini(p);
 	regtab_fini(p);
+	evict_fini(p);
 	return rebuild(p, true);
 }
 
@@ -482,6 +486,7 @@ pool_close(struct pool **pp)
 	owner_release(p);
 	pintab_fini(p);
 	regtab_fini(p);
+	evict_fini(p);
 	keyheap_fini(&p->heap);
 	pmap_close(&p->map);
 	free(p->path);

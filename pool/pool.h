@@ -229,6 +229,57 @@ int pool_pin_next(const struct pool *p, uint64_t *cursor,
 /* pool_pin_max -- size of the pin table (records). */
 uint32_t pool_pin_max(const struct pool *p);
 
+/* ---- eviction (evict.c) ------------------------------------------------- */
+
+enum pool_evict_cause {
+	POOL_EVICT_PRESSURE = 0,  /* a store found no room */
+	POOL_EVICT_WATERMARK = 1, /* free space fell below the low mark */
+	POOL_EVICT_ORPHAN = 2,    /* its region's owner is gone */
+	POOL_EVICT_CAUSES = 3,
+};
+
+struct pool_evict_stats {
+	uint64_t keys[POOL_EVICT_CAUSES];  /* keys evicted, by cause */
+	uint64_t bytes[POOL_EVICT_CAUSES]; /* their value bytes */
+	uint64_t sweeps;  /* times the CLOCK hand went round the index */
+	uint64_t spared;  /* referenced keys given a second chance */
+	uint64_t hand;    /* the slot the hand is at */
+	bool access_shared; /* readers' hits reach the policy (the pool has
+	                     * an access area; else only server lookups) */
+};
+
+/* What the caller of an eviction decides (both may be NULL): may(arg, kv)
+ * -- may this key go (pins are checked besides); gone(arg, kv) -- it went
+ * (its removal is durable). */
+struct evict_ops {
+	bool (*may)(void *arg, const struct pool_kv *kv);
+	void (*gone)(void *arg, const struct pool_kv *kv);
+	void *arg;
+};
+
+/* pool_evict_clock -- evict up to max keys in CLOCK order (evict.c note
+ * 2): unpinned keys ops->may accepts whose reference byte is clear; a set
+ * byte is cleared and the key passed over once. Stops after two sweeps of
+ * the index. Returns how many keys went. */
+size_t pool_evict_clock(struct pool *p, size_t max,
+    enum pool_evict_cause cause, const struct evict_ops *ops);
+/* pool_evict_region -- evict every unpinned key of region id that
+ * ops->may accepts, whatever its reference byte; an ORPHAN region left
+ * with no key is freed. Returns how many keys went. */
+size_t pool_evict_region(struct pool *p, uint32_t id,
+    enum pool_evict_cause cause, const struct evict_ops *ops);
+/* pool_access_touch -- a reader hit the key at slot (sets its byte).
+ * Lock-free: may run under a shared lock. */
+void pool_access_touch(const struct pool *p, uint64_t slot);
+/* pool_access_shared -- the access bytes are in the pool's access area
+ * (layout 2.2), where handlers set them too. */
+bool pool_access_shared(const struct pool *p);
+/* pool_evict_set_order -- use_access false: the hand ignores reference
+ * bytes (index order; for comparisons), true: CLOCK (default). */
+void pool_evict_set_order(struct pool *p, bool use_access);
+/* pool_evict_stats -- the counters above. */
+void pool_evict_stats(const struct pool *p, struct pool_evict_stats *st);
+
 /* ---- stats and checks --------------------------------------------------- */
 
 struct pool_stats {

@@ -57,6 +57,20 @@ struct pin_dram {
 	uint64_t retired; /* live records of count 0 (pintab.c note 2) */
 };
 
+/* DRAM state of eviction (evict.c), rebuilt at open. */
+struct evict_dram {
+	uint8_t *access;   /* one byte per index slot: the access area in
+	                    * the mapping, or DRAM (note 5) */
+	bool access_dram;  /* access is malloc'd */
+	bool ignore_access; /* pool_evict_set_order(false): sweep order */
+	uint64_t nslots;   /* index slots (a power of two) */
+	uint32_t *next;    /* per slot: next key of its region, or nil */
+	uint32_t *prev;    /* per slot: previous key of its region */
+	uint32_t *head;    /* per region: its first key's slot, or nil */
+	uint64_t hand;     /* CLOCK: the next slot to look at */
+	struct pool_evict_stats st;
+};
+
 struct pool {
 	char *path;
 	struct pmap *map;
@@ -86,6 +100,7 @@ struct pool {
 	struct pool_pinrec *ptab; /* pin table, in the mapping */
 	uint32_t npins;           /* its records */
 	struct pin_dram pin;
+	struct evict_dram ev;
 	struct owner *own;        /* pool_open_owned: lock, claim (owner.c) */
 	struct pool_damage *damage; /* open only: what recovery finds */
 };
@@ -145,7 +160,26 @@ void rmirror_fini(struct pool *p);
  * their checksum and raise next_session_id above every live id. */
 int sesstab_rebuild(struct pool *p, bool repair);
 
+/* evict.c */
+/* evict_init -- the access bytes and empty region lists (before
+ * kv_rebuild links the keys). 0 or -ENOMEM. */
+int evict_init(struct pool *p);
+/* evict_fini -- free them; NULL-safe on a pool whose init failed. */
+void evict_fini(struct pool *p);
+/* evict_link -- the key at slot now points into region. */
+void evict_link(struct pool *p, uint64_t slot, uint32_t region);
+/* evict_unlink -- the key at slot, in region, is going. */
+void evict_unlink(struct pool *p, uint64_t slot, uint32_t region);
+/* evict_check -- bad(arg, region, listed) per region whose key list does
+ * not hold exactly its nkeys keys (note 4). */
+void evict_check(const struct pool *p, void (*bad)(void *arg,
+    uint32_t region, uint64_t listed), void *arg);
+
 /* kv.c */
+/* kv_drop_slot -- remove the live key at slot durably, as pool_kv_remove
+ * does (*out: where it was), freeing an ORPHAN region it was the last
+ * key of. */
+void kv_drop_slot(struct pool *p, uint64_t slot, struct pool_kv *out);
 /* kv_rebuild -- link every live index entry to its region (page bitmap,
  * nkeys, sums); with repair, entries that do not link are removed. */
 int kv_rebuild(struct pool *p, bool repair);

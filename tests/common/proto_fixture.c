@@ -57,7 +57,8 @@ put_req(struct pbuf *b, unsigned op)
 static void
 put_rep(struct pbuf *b, unsigned op)
 {
-	struct proto_rep_hdr h = { PROTO_VERSION, (uint16_t)op, rnd(), 0, NULL, 0 };
+	struct proto_rep_hdr h = { PROTO_VERSION, (uint16_t)op, rnd(), 0, NULL, 0,
+		false };
 
 	proto_put_rep_hdr(b, &h);
 }
@@ -223,7 +224,7 @@ static void
 build_rep_empty(struct pbuf *b)
 {
 	struct proto_rep_hdr h = { PROTO_VERSION, 1 + rnd_below(PROTO_OP_MAX),
-		rnd(), -(int32_t)rnd_below(1100), NULL, 0 };
+		rnd(), -(int32_t)rnd_below(1100), NULL, 0, false };
 
 	proto_put_rep_hdr(b, &h);
 }

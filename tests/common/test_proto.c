@@ -131,7 +131,7 @@ Test(proto, reply_header_round_trips_with_the_reply_bit)
 	for (int i = 0; i < 100; i++) {
 		struct proto_rep_hdr h = { PROTO_VERSION,
 			(uint16_t)(1 + rnd_below(PROTO_OP_MAX)), rnd(),
-			-(int32_t)rnd_below(2000), NULL, 0 }, g;
+			-(int32_t)rnd_below(2000), NULL, 0, false }, g;
 		struct preader body;
 		struct pbuf b;
 

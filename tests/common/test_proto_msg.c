@@ -271,7 +271,7 @@ Test(proto_msg, every_message_with_a_trailing_byte_is_rejected)
 
 Test(proto_msg, reserved_flag_bits_are_rejected)
 {
-	struct proto_hello m = { .flags = 8 }, hm;
+	struct proto_hello m = { .flags = 0x10 }, hm;
 	struct proto_key *k;
 	struct proto_reg *g;
 	uint32_t flags, n;

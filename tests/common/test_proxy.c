@@ -443,7 +443,8 @@ Test(proxy, start_fails_cleanly_on_a_bad_url)
 
 Test(proxy, truncate_results_keeps_short_lists_and_refuses_other_frames)
 {
-	struct proto_rep_hdr h = { PROTO_VERSION, PROTO_OP_LOOKUP, 1, 0, NULL, 0 };
+	struct proto_rep_hdr h = { PROTO_VERSION, PROTO_OP_LOOKUP, 1, 0, NULL, 0,
+		false };
 	struct proto_result res[3] = { { 0 } };
 	struct pbuf b;
 	size_t len;

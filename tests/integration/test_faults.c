@@ -229,10 +229,11 @@ Test(faults, a_key_deleted_while_its_store_is_unresolved_stays_deleted)
 	cxlp_close(&h);
 }
 
-/* A REGION_ALLOC whose every try times out leaves a region granted to
- * the session on the server: the next alloc asks again under the same
- * request id and gets that region, not a second one (the first stayed
- * the session's, unused, until close). */
+/* A region request (RECLAIM, which asks for a region before it evicts)
+ * whose every try times out leaves a region granted to the session on
+ * the server: the next alloc asks again under the same request id and
+ * gets that region, not a second one (the first stayed the session's,
+ * unused, until close). */
 Test(faults, a_region_whose_grant_was_lost_is_the_one_asked_for_next)
 {
 	struct cxlp_handler *h = itest_connect_via_proxy(200, 1);
@@ -244,7 +245,7 @@ Test(faults, a_region_whose_grant_was_lost_is_the_one_asked_for_next)
 	for (uint64_t i = 0; i < st.pages_free; i++) {
 		cr_assert_rc(cxlp_alloc(h, &pg, &buf), 0);
 	}
-	disturb(PROTO_OP_REGION_ALLOC, PROXY_DROP_REPLY, 2); /* both tries */
+	disturb(PROTO_OP_RECLAIM, PROXY_DROP_REPLY, 2); /* both tries */
 	cr_assert_rc(cxlp_alloc(h, &pg, &buf), CXLP_E_TIMEOUT);
 	disturb(0, PROXY_PASS, 0);
 	cr_assert_rc(cxlp_alloc(h, &pg, &buf), 0);

@@ -22,6 +22,9 @@
  *                                       allocate pages it never registers
  *                                       (two regions' worth), report, wait
  *                                       to be killed
+ *   itest-worker fill-and-wait URL -    fill the pool with 64 KiB pages
+ *                                       (test_evict.c), say "f", wait to
+ *                                       be killed
  */
 #include <pthread.h>
 #include <signal.h>
@@ -169,6 +172,40 @@ pin_and_die(int argc, char **argv)
 	}
 	pause(); /* killed by the test */
 	return 3;
+}
+
+static int
+fill_and_wait(int argc, char **argv)
+{
+	struct cxlp_handler *h = kv_connect(url, 64 * 1024, 4 * MiB, true);
+	struct cxlp_stats st = { 0 };
+
+	for (uint32_t k = 0; h != NULL; k++) {
+		char key[32];
+		size_t kl = kv_key(key, sizeof(key), "fill", k);
+		cxlp_page_t pg;
+		void *buf;
+		bool ok = false;
+
+		if (cxlp_stats(h, &st) != 0) {
+			return 1;
+		}
+		if (st.free_bytes < 4 * MiB && st.pages_free == 0) {
+			break;
+		}
+		if (cxlp_alloc(h, &pg, &buf) != 0) {
+			return 2;
+		}
+		kv_fill(buf, 256, 1, k);
+		if (cxlp_store(h, key, kl, pg, 256, 0, &ok) != 0 || !ok) {
+			return 3;
+		}
+	}
+	if (h == NULL || write(STDOUT_FILENO, "f", 1) != 1) {
+		return 4;
+	}
+	pause(); /* killed by the test */
+	return 5;
 }
 
 /* Store keys prefix-first .. in batches of LOOP_BATCH (the value length
@@ -533,6 +570,7 @@ static const struct role {
 	{ "hold", 1, hold },
 	{ "crash-storer", 1, crash_storer },
 	{ "stall-threads", 1, stall_threads },
+	{ "fill-and-wait", 1, fill_and_wait },
 };
 
 int

@@ -127,9 +127,54 @@ Test(layout, unknown_incompat_bit_is_version)
 
 Test(layout, unknown_compat_bit_is_accepted)
 {
-	sb.compat = 1ull << 40;
+	sb.compat |= 1ull << 40;
 	layout_seal(&sb);
 	cr_assert_eq(layout_validate(&sb, sb.size, why, 256), 0);
+}
+
+Test(layout, access_area_sits_alone_on_align_boundaries_before_data)
+{
+	const struct pool_area *a = &sb.access;
+
+	cr_assert(sb.compat & POOL_COMPAT_ACCESS);
+	cr_assert_eq(a->count, sb.area[POOL_AREA_INDEX].count);
+	cr_assert_eq(a->off % sb.align, 0);
+	cr_assert_eq(a->len % sb.align, 0);
+	cr_assert_geq(a->len, a->count);
+	cr_assert_geq(a->off, sb.area[POOL_AREA_PIN].off +
+	    sb.area[POOL_AREA_PIN].len);
+	cr_assert_eq(a->off + a->len, sb.area[POOL_AREA_DATA].off);
+}
+
+Test(layout, a_pool_without_the_access_area_still_validates)
+{
+	/* a 2.1 pool: no compat bit, its bytes were reserved (zero) */
+	sb.compat &= ~POOL_COMPAT_ACCESS;
+	sb.minor = 1;
+	memset(&sb.access, 0, sizeof(sb.access));
+	layout_seal(&sb);
+	cr_assert_eq(layout_validate(&sb, sb.size, why, 256), 0, "%s", why);
+	sb.access.len = 1; /* reserved bytes that are not zero */
+	layout_seal(&sb);
+	cr_assert_eq(layout_validate(&sb, sb.size, why, 256), CXLP_E_CORRUPT);
+}
+
+Test(layout, an_access_area_out_of_place_is_corrupt)
+{
+	struct pool_sb b = sb;
+
+	b.access.off += 4096; /* not on an align boundary */
+	layout_seal(&b);
+	cr_assert_eq(layout_validate(&b, b.size, why, 256), CXLP_E_CORRUPT);
+	cr_assert(strstr(why, "access area") != NULL, "%s", why);
+	b = sb;
+	b.access.count /= 2; /* not one byte per slot */
+	layout_seal(&b);
+	cr_assert_eq(layout_validate(&b, b.size, why, 256), CXLP_E_CORRUPT);
+	b = sb;
+	b.access.off += b.align; /* runs into the data area */
+	layout_seal(&b);
+	cr_assert_eq(layout_validate(&b, b.size, why, 256), CXLP_E_CORRUPT);
 }
 
 Test(layout, any_flipped_byte_is_checksum)

@@ -61,7 +61,7 @@ Test(inspect, regions_lists_owner_state_size_page_size_and_pages_used)
 	    (unsigned long long)sid, (unsigned long long)r1.off);
 	has(row);
 	has("     4.0 MiB     8.0 KiB      512        1    0.2%\n");
-	has("2 regions (0 orphan), 6.0 MiB of 62.0 MiB data allocated");
+	has("2 regions (0 orphan), 6.0 MiB of 60.0 MiB data allocated");
 }
 
 Test(inspect, regions_json_has_one_object_per_region)

@@ -36,6 +36,12 @@ static const char *const stat_names[PROTO_STAT_COUNT] = {
 	[PROTO_STAT_SESSIONS] = "sessions",
 	[PROTO_STAT_PINS] = "pins",
 	[PROTO_STAT_INDEX_SLOTS] = "index_slots",
+	[PROTO_STAT_LARGEST_FREE] = "largest_free_bytes",
+	[PROTO_STAT_EVICT_PRESSURE] = "evicted_keys_pressure",
+	[PROTO_STAT_EVICT_WATERMARK] = "evicted_keys_watermark",
+	[PROTO_STAT_EVICT_ORPHAN] = "evicted_keys_orphan",
+	[PROTO_STAT_EVICT_BYTES] = "evicted_bytes",
+	[PROTO_STAT_EVICT_SWEEPS] = "evict_clock_sweeps",
 };
 
 /* which stats are bytes (shown with units in text) */
@@ -43,6 +49,8 @@ static const bool stat_bytes[PROTO_STAT_COUNT] = {
 	[PROTO_STAT_POOL_BYTES] = true,
 	[PROTO_STAT_DATA_BYTES] = true,
 	[PROTO_STAT_FREE_BYTES] = true,
+	[PROTO_STAT_LARGEST_FREE] = true,
+	[PROTO_STAT_EVICT_BYTES] = true,
 	[PROTO_STAT_VALUE_BYTES] = true,
 };
 

@@ -75,7 +75,9 @@ STATS_FIELDS: Tuple[str, ...] = (
     "keys", "value_bytes", "sessions", "pins", "index_slots",
     "own_regions", "pages_total", "pages_free", "pages_allocated",
     "pages_registered", "pages_unresolved", "foreign_maps", "redials",
-    "pages_quarantined",
+    "pages_quarantined", "largest_free", "evicted_pressure",
+    "evicted_watermark", "evicted_orphan", "evicted_bytes",
+    "pages_reclaimed", "reclaims",
 )
 
 
@@ -83,7 +85,7 @@ class StatsStruct(ctypes.Structure):
     """struct cxlp_stats, field for field."""
 
     _fields_ = [(name, c_uint64) for name in STATS_FIELDS] + [
-        ("reserved", c_uint64 * 13)]
+        ("reserved", c_uint64 * 6)]
 
 
 _PTR = c_void_p          # opaque handles and arrays passed by address

@@ -93,6 +93,14 @@ class Stats:
     foreign_maps: int      # read-only region mappings cached
     redials: int           # connections replaced after repeated timeouts
     pages_quarantined: int  # out of use until close (a late REGISTER copy)
+    # eviction (the pool's, then this handler's)
+    largest_free: int      # largest free extent of the data area, bytes
+    evicted_pressure: int  # keys evicted because a store found no room
+    evicted_watermark: int  # keys evicted to keep free space
+    evicted_orphan: int    # keys evicted from regions of gone handlers
+    evicted_bytes: int     # value bytes of all evicted keys
+    pages_reclaimed: int   # this handler's pages freed by eviction for it
+    reclaims: int          # RECLAIM round trips it made
 
     def as_dict(self) -> Dict[str, int]:
         """The counters as a plain dict."""

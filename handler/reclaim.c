@@ -1,0 +1,185 @@
+/*
+ * reclaim.c -- room from a full pool: when this handler's regions have no
+ * free page, one RECLAIM round trip gets either a new region or, when the
+ * pool has none, pages of this handler's own regions whose keys the
+ * metaserver evicted for it (metaserver/evict.c note 2). Never a round
+ * trip per page: one asks for a batch (want, below) and the pages that
+ * come back serve the allocations after it from the free list.
+ *
+ * DESIGN NOTES
+ *
+ * 1. A page that comes back held a key of mine that is now durably gone
+ *    from the index, so it is free again exactly as after a delete of that
+ *    key (regions_key_gone): REGISTERED -> FREE, and a store still settling
+ *    (INFLIGHT) or unresolved settles as its own rules say.
+ *
+ * 2. The gate. store_resolve registers again keys whose first register's
+ *    outcome was lost, at the same pages. If an eviction of such a key
+ *    raced with that re-register -- the server evicts the page, the
+ *    re-register puts the key back at it and settles it REGISTERED, then
+ *    the RECLAIM reply frees the page -- the page would be handed out
+ *    while a key points at it. So RECLAIMs hold the gate shared from
+ *    request to applied reply, and store_resolve holds it exclusive: each
+ *    sees the other's effect whole.
+ *
+ * 3. CXLP_E_NOSPACE carries the metaserver's reason (what holds the
+ *    pool: pinned keys, other handlers' regions, eviction off).
+ *
+ * 4. A RECLAIM whose reply is lost (timeout) may have evicted keys whose
+ *    pages are then never returned; they stay REGISTERED (not free) until
+ *    close. That costs room, never correctness; the next RECLAIM evicts
+ *    others.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "err.h"
+#include "handler_int.h"
+#include "log.h"
+
+#define WANT_SHARE 20 /* a RECLAIM asks for 1/20 of my pages, at least a
+                       * region's worth */
+
+/* reclaim_init -- see handler_int.h */
+void
+reclaim_init(struct reclaimer *r)
+{
+	cxlp_assert(pthread_rwlock_init(&r->gate, NULL) == 0);
+	r->pages = r->calls = 0;
+}
+
+/* reclaim_fini -- see handler_int.h */
+void
+reclaim_fini(struct reclaimer *r)
+{
+	cxlp_assert(pthread_rwlock_destroy(&r->gate) == 0);
+}
+
+/* reclaim_gate_lock -- see handler_int.h */
+void
+reclaim_gate_lock(struct cxlp_handler *h)
+{
+	cxlp_assert(pthread_rwlock_wrlock(&h->reclaim.gate) == 0);
+}
+
+/* reclaim_gate_unlock -- see handler_int.h */
+void
+reclaim_gate_unlock(struct cxlp_handler *h)
+{
+	cxlp_assert(pthread_rwlock_unlock(&h->reclaim.gate) == 0);
+}
+
+/* pages to ask for: a region's worth, or 1/WANT_SHARE of what I own */
+static uint32_t
+want_pages(struct cxlp_handler *h)
+{
+	uint64_t per_region = regions_len(h) / h->cfg.page_size;
+	uint64_t mine;
+
+	pthread_mutex_lock(&h->page_lock);
+	mine = 0;
+	for (uint32_t i = 0; i < h->pages.n; i++) {
+		mine += h->pages.sets[i].npages;
+	}
+	pthread_mutex_unlock(&h->page_lock);
+	if (per_region < mine / WANT_SHARE) {
+		per_region = mine / WANT_SHARE;
+	}
+	if (per_region == 0) {
+		per_region = 1;
+	}
+	return per_region > PROTO_RECLAIM_MAX ? PROTO_RECLAIM_MAX :
+	    (uint32_t)per_region;
+}
+
+/* the RECLAIM call: 0 and *m (pages malloc'd), or an error */
+static int
+reclaim_call(struct cxlp_handler *h, uint64_t len, uint32_t want,
+    struct proto_reclaimed *m)
+{
+	uint64_t id = h->region_req ? h->region_req : client_new_id(h->cl);
+	struct creply rep;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	proto_put_reclaim_req(&b, len, h->cfg.page_size, want);
+	rc = h_call_id(h, PROTO_OP_RECLAIM, id, &b, &rep);
+	pbuf_fini(&b);
+	h->region_req = rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ? id : 0;
+	__atomic_add_fetch(&h->reclaim.calls, 1, __ATOMIC_RELAXED);
+	if (rc != 0) {
+		return rc;
+	}
+	rc = proto_get_reclaimed(&rep.body, m);
+	client_reply_fini(&rep);
+	if (rc != 0) {
+		return cxlp_fail(CXLP_E_PROTO, "RECLAIM: bad reply body");
+	}
+	return m->kind == PROTO_RECLAIM_REGION ?
+	    regions_grant_check(h, &m->loc) : 0;
+}
+
+/* note 1: each page back is free again; returns how many were mine */
+static uint32_t
+pages_back(struct cxlp_handler *h, const struct proto_reclaimed *m)
+{
+	uint32_t mine = 0;
+
+	for (uint32_t i = 0; i < m->n; i++) {
+		const struct proto_page *pp = &m->pages[i];
+		struct proto_loc loc = { .region = pp->region, .gen = pp->gen };
+		int set;
+
+		pthread_mutex_lock(&h->page_lock);
+		set = regions_own_find(h, pp->region, pp->gen);
+		if (set >= 0) {
+			loc.region_off = h->own[set]->loc.region_off;
+			loc.off = loc.region_off +
+			    (uint64_t)pp->page * h->cfg.page_size;
+		}
+		pthread_mutex_unlock(&h->page_lock);
+		if (set < 0) {
+			log_err("reclaim: page %u of region %u gen %u is not "
+			    "mine; ignored", pp->page, pp->region, pp->gen);
+			continue;
+		}
+		regions_key_gone(h, &loc);
+		mine++;
+	}
+	return mine;
+}
+
+/* reclaim -- see handler_int.h */
+int
+reclaim(struct cxlp_handler *h, cxlp_page_t *pg)
+{
+	bool grow = regions_may_grow(h);
+	struct proto_reclaimed m;
+	int rc;
+
+	cxlp_assert(pthread_rwlock_rdlock(&h->reclaim.gate) == 0);
+	rc = reclaim_call(h, grow ? regions_len(h) : 0, want_pages(h), &m);
+	if (rc == 0 && m.kind == PROTO_RECLAIM_PAGES) {
+		__atomic_add_fetch(&h->reclaim.pages, pages_back(h, &m),
+		    __ATOMIC_RELAXED);
+	}
+	cxlp_assert(pthread_rwlock_unlock(&h->reclaim.gate) == 0);
+	if (rc == CXLP_E_NOSPACE && !grow) {
+		return cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
+		    "(max_regions) and none of their keys can be evicted",
+		    h->cfg.max_regions);
+	}
+	if (rc != 0) {
+		return rc;
+	}
+	if (m.kind == PROTO_RECLAIM_REGION) {
+		return regions_enter(h, &m.loc, pg);
+	}
+	free(m.pages);
+	pthread_mutex_lock(&h->page_lock);
+	rc = pagetab_alloc(&h->pages, pg);
+	pthread_mutex_unlock(&h->page_lock);
+	return rc == 0 ? 0 : cxlp_fail(CXLP_E_NOSPACE, "alloc: eviction "
+	    "freed %u pages and other threads took them all", m.n);
+}

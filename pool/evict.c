@@ -1,0 +1,280 @@
+/*
+ * evict.c -- taking keys out of a full pool: which keys go (a CLOCK over
+ * the KV index, fed by readers' reference bytes), and the two ways they
+ * go (a victim at a time, or every key of one region).
+ *
+ * Why this shape: most reads never reach the metaserver (handlers read the
+ * index in shared memory, direct.c), so a policy that counted only the
+ * server's lookups would evict the hottest keys of the pool. Instead the
+ * pool keeps an access area, one byte per index slot, that every reader
+ * sets on a hit (handlers map it writable; the server sets it for the
+ * lookups it answers), and the CLOCK hand, moving over index slots, gives
+ * a key whose byte is set one more round (clearing it) and takes one whose
+ * byte is clear. That is CLOCK (second chance), an approximation of LRU
+ * whose hit path is one byte store, skipped when the byte is set already
+ * (readers on many hosts do not bounce a line that says the same thing).
+ *
+ * DESIGN NOTES
+ *
+ * 1. Trust. The access area is advisory: a handler can set or clear any
+ *    byte, which changes only the order in which keys are evicted, never
+ *    which keys exist, where they point or whether a held key may go.
+ *    Everything that decides what may be evicted (pins, region state,
+ *    the index) is the metaserver's and lives elsewhere.
+ *
+ * 2. Who may go. A victim is a live key of a live region that no session
+ *    pins (pool_pin_total) and that the caller's filter accepts (the
+ *    metaserver's rules: whose regions, leases). A key whose register is
+ *    in flight is not in the index yet, so it is never met. The filter is
+ *    asked before the reference byte is looked at, so keys the caller may
+ *    not take keep their second chance for a caller that may.
+ *
+ * 3. Durability. A victim goes as a delete does (kv.c kv_drop_slot): its
+ *    slot is tombstoned durably, then its region's page is cleared, and an
+ *    ORPHAN region whose last key it was is freed on media. Only then is
+ *    the caller told (the gone callback), so a page is handed out again
+ *    only after the key's removal is durable (DESIGN contract 9).
+ *
+ * 4. Region lists. Each region's keys are linked through two arrays of
+ *    index slot numbers (next, prev), so the keys of one region can be
+ *    evicted without a scan of the index [pool_evict_region]. They are
+ *    DRAM, rebuilt at open with the key counts (kv.c), and checked by
+ *    pool_check: every list holds exactly its region's nkeys keys.
+ *
+ * 5. Pools formatted before layout 2.2 have no access area: the bytes
+ *    live in DRAM then, and only the server's own lookups set them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "pool_int.h"
+
+#define EV_NIL UINT32_MAX
+
+/* evict_init -- see pool_int.h */
+int
+evict_init(struct pool *p)
+{
+	const struct pool_sb *sb = p->sb;
+	struct evict_dram *e = &p->ev;
+	uint64_t slots = sb->area[POOL_AREA_INDEX].count;
+
+	memset(e, 0, sizeof(*e));
+	e->nslots = slots;
+	if (sb->compat & POOL_COMPAT_ACCESS) {
+		e->access = p->base + sb->access.off;
+	} else {
+		e->access = calloc(slots, 1);
+		e->access_dram = true;
+	}
+	e->next = malloc(slots * sizeof(*e->next));
+	e->prev = malloc(slots * sizeof(*e->prev));
+	e->head = malloc((p->nregions + 1) * sizeof(*e->head));
+	if (e->access == NULL || e->next == NULL || e->prev == NULL ||
+	    e->head == NULL) {
+		return cxlp_fail(-ENOMEM, "no memory for the eviction state "
+		    "of %llu slots", (unsigned long long)slots);
+	}
+	memset(e->head, 0xff, (p->nregions + 1) * sizeof(*e->head));
+	return 0;
+}
+
+/* evict_fini -- see pool_int.h */
+void
+evict_fini(struct pool *p)
+{
+	struct evict_dram *e = &p->ev;
+
+	if (e->access_dram) {
+		free(e->access);
+	}
+	free(e->next);
+	free(e->prev);
+	free(e->head);
+	memset(e, 0, sizeof(*e));
+}
+
+/* evict_link -- see pool_int.h */
+void
+evict_link(struct pool *p, uint64_t slot, uint32_t region)
+{
+	struct evict_dram *e = &p->ev;
+	uint32_t s = (uint32_t)slot;
+
+	e->prev[s] = EV_NIL;
+	e->next[s] = e->head[region];
+	if (e->head[region] != EV_NIL) {
+		e->prev[e->head[region]] = s;
+	}
+	e->head[region] = s;
+}
+
+/* evict_unlink -- see pool_int.h */
+void
+evict_unlink(struct pool *p, uint64_t slot, uint32_t region)
+{
+	struct evict_dram *e = &p->ev;
+	uint32_t s = (uint32_t)slot;
+
+	if (e->prev[s] == EV_NIL) {
+		cxlp_assert(e->head[region] == s);
+		e->head[region] = e->next[s];
+	} else {
+		e->next[e->prev[s]] = e->next[s];
+	}
+	if (e->next[s] != EV_NIL) {
+		e->prev[e->next[s]] = e->prev[s];
+	}
+}
+
+/* evict_check -- see pool_int.h */
+void
+evict_check(const struct pool *p, void (*bad)(void *arg, uint32_t region,
+    uint64_t listed), void *arg)
+{
+	const struct evict_dram *e = &p->ev;
+
+	for (uint32_t r = 0; e->head != NULL && r < p->nregions; r++) {
+		uint64_t n = 0;
+
+		for (uint32_t s = e->head[r]; s != EV_NIL &&
+		    n <= p->reg[r].nkeys; s = e->next[s]) {
+			n++;
+		}
+		if (n != (p->reg[r].live ? p->reg[r].nkeys : 0)) {
+			bad(arg, r, n);
+		}
+	}
+}
+
+/* pool_access_touch -- see pool.h */
+void
+pool_access_touch(const struct pool *p, uint64_t slot)
+{
+	uint8_t *a = p->ev.access;
+
+	if (a != NULL && slot < p->ev.nslots &&
+	    __atomic_load_n(&a[slot], __ATOMIC_RELAXED) == 0) {
+		__atomic_store_n(&a[slot], 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* pool_access_shared -- see pool.h */
+bool
+pool_access_shared(const struct pool *p)
+{
+	return !p->ev.access_dram;
+}
+
+/* pool_evict_set_order -- see pool.h */
+void
+pool_evict_set_order(struct pool *p, bool use_access)
+{
+	p->ev.ignore_access = !use_access;
+}
+
+/* The victim at slot goes (note 3), counted under cause. */
+static void
+evict_slot(struct pool *p, uint64_t slot, enum pool_evict_cause cause,
+    const struct evict_ops *ops)
+{
+	struct pool_kv kv;
+
+	kv_drop_slot(p, slot, &kv);
+	p->ev.st.keys[cause]++;
+	p->ev.st.bytes[cause] += kv.len;
+	if (ops != NULL && ops->gone != NULL) {
+		ops->gone(ops->arg, &kv);
+	}
+}
+
+/* slot holds a key that may go now (note 2), filled into *kv */
+static bool
+evictable(const struct pool *p, uint64_t slot, const struct evict_ops *ops,
+    struct pool_kv *kv)
+{
+	struct kv_val v;
+
+	if (kvindex_get(&p->kv, slot, &v, NULL, NULL) != 0 ||
+	    v.region >= p->nregions || !p->reg[v.region].live) {
+		return false;
+	}
+	kv->region = v.region;
+	kv->gen = v.gen;
+	kv->off = regtab_key_off(p, &v);
+	kv->len = v.len;
+	kv->slot = slot;
+	if (ops != NULL && ops->may != NULL && !ops->may(ops->arg, kv)) {
+		return false;
+	}
+	return pool_pin_total(p, slot) == 0;
+}
+
+/* pool_evict_clock -- see pool.h */
+size_t
+pool_evict_clock(struct pool *p, size_t max, enum pool_evict_cause cause,
+    const struct evict_ops *ops)
+{
+	struct evict_dram *e = &p->ev;
+	uint64_t budget = 2 * e->nslots + 1; /* two sweeps: one clears */
+	size_t n = 0;
+
+	if (p->rdonly || e->nslots == 0) {
+		return 0;
+	}
+	while (n < max && budget-- > 0) {
+		uint64_t slot = e->hand;
+		struct pool_kv kv;
+		uint8_t *a = &e->access[slot];
+
+		e->hand = (slot + 1) & (e->nslots - 1);
+		e->st.sweeps += e->hand == 0;
+		if (!evictable(p, slot, ops, &kv)) {
+			continue;
+		}
+		if (!e->ignore_access &&
+		    __atomic_load_n(a, __ATOMIC_RELAXED) != 0) {
+			__atomic_store_n(a, 0, __ATOMIC_RELAXED);
+			e->st.spared++;
+			continue;
+		}
+		evict_slot(p, slot, cause, ops);
+		n++;
+	}
+	return n;
+}
+
+/* pool_evict_region -- see pool.h */
+size_t
+pool_evict_region(struct pool *p, uint32_t id, enum pool_evict_cause cause,
+    const struct evict_ops *ops)
+{
+	struct evict_dram *e = &p->ev;
+	size_t n = 0;
+
+	if (p->rdonly || id >= p->nregions || !p->reg[id].live) {
+		return 0;
+	}
+	for (uint32_t s = e->head[id], next; s != EV_NIL; s = next) {
+		struct pool_kv kv;
+
+		next = e->next[s]; /* s leaves the list when it goes */
+		if (evictable(p, s, ops, &kv)) {
+			evict_slot(p, s, cause, ops);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* pool_evict_stats -- see pool.h */
+void
+pool_evict_stats(const struct pool *p, struct pool_evict_stats *st)
+{
+	*st = p->ev.st;
+	st->hand = p->ev.hand;
+	st->access_shared = !p->ev.access_dram;
+}

@@ -22,13 +22,14 @@ from ._lib import (BATCH_MAX, KEY_MAX, LOG_DEBUG, LOG_ERR, LOG_INFO, LOG_OFF,
                    ERROR_CODES)
 from .config import DEFAULT_SERVER_URL, Config
 from .errors import (BadMagicError, BadOpError, BadPageError, BatchSizeError,
-                     BoundsError, BusyError, ChecksumError, ClosedError,
-                     ConnectError, CorruptError, CxlpError, CxlpOSError,
-                     InvalidArgumentError, KeyLengthError, NoSpaceError,
-                     NotFoundError, NotPinnedError, PermError, PinnedError,
-                     ProtocolError, ServerTimeoutError, SessionError,
-                     StaleError, TooBigError, UnknownOutcomeError,
-                     VersionError, error_from_code)
+                     BoundsError, BusyError, ChangedError, ChecksumError,
+                     ClosedError, ConnectError, CorruptError, CxlpError,
+                     CxlpOSError, InvalidArgumentError, KeyLengthError,
+                     NoSpaceError, NotFoundError, NotPinnedError,
+                     NoVersionError, PermError, PinnedError, ProtocolError,
+                     ServerTimeoutError, SessionError, StaleError,
+                     TooBigError, UnknownOutcomeError, VersionError,
+                     error_from_code)
 from .handler import (Handler, KeyLike, Page, Stats, address_of,
                       set_log_handler)
 
@@ -47,4 +48,5 @@ __all__ = [
     "KeyLengthError", "BatchSizeError", "SessionError",
     "ServerTimeoutError", "ClosedError", "ConnectError", "BadPageError",
     "StaleError", "BusyError", "TooBigError", "UnknownOutcomeError",
+    "ChangedError", "NoVersionError",
 ]

@@ -61,6 +61,8 @@ ERROR_CODES: Dict[str, int] = {
     "CXLP_E_BUSY": -1020,
     "CXLP_E_TOOBIG": -1021,
     "CXLP_E_UNKNOWN": -1022,
+    "CXLP_E_CHANGED": -1023,
+    "CXLP_E_NOVERSION": -1024,
 }
 
 # enum cxlp_log_level.

@@ -66,6 +66,7 @@ struct direct {
 	struct pmap *map;  /* [0, meta_len) of the pool, read-only */
 	struct kvread kr;  /* views into map */
 	uint64_t magic;    /* the superblock's first 8 bytes when valid */
+	uint64_t uuid[2];  /* its uuid, new at every format */
 	dev_t dev;         /* the pool file mapped */
 	ino_t ino;
 	uint64_t check_ms; /* atomic: next identity check, monotonic ms */
@@ -146,6 +147,7 @@ meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
 		return cxlp_fail(rc, "%s: %s", h->pool_path, why);
 	}
 	memcpy(&d->magic, sb->magic, sizeof(d->magic));
+	memcpy(d->uuid, sb->uuid, sizeof(d->uuid));
 	return 0;
 }
 
@@ -337,5 +339,15 @@ direct_reader(struct cxlp_handler *h)
 bool
 direct_intact(struct cxlp_handler *h)
 {
-	return h->direct != NULL && magic_intact(h->direct);
+	const struct direct *d = h->direct;
+	const struct pool_sb *sb;
+
+	if (d == NULL || !magic_intact(d)) {
+		return false;
+	}
+	sb = pmap_addr(d->map);
+	return __atomic_load_n((const uint64_t *)(const void *)sb->uuid,
+	    __ATOMIC_RELAXED) == d->uuid[0] &&
+	    __atomic_load_n((const uint64_t *)(const void *)sb->uuid + 1,
+	    __ATOMIC_RELAXED) == d->uuid[1];
 }

@@ -343,8 +343,9 @@ size_t direct_lookup_batch(struct cxlp_handler *h, size_t n,
 /* direct_reader -- the reader of the mapped index, or NULL when direct
  * reads are off (at connect, or turned off since). No system call. */
 const struct kvread *direct_reader(struct cxlp_handler *h);
-/* direct_intact -- the mapped pool still carries its magic (a pool being
- * reformatted in place clears it first); false with direct reads off. */
+/* direct_intact -- the mapped pool still carries its magic and the uuid
+ * it had at connect (a pool being reformatted in place clears the magic
+ * first and gets a new uuid); false with direct reads off. */
 bool direct_intact(struct cxlp_handler *h);
 
 /* ---- version.c ---------------------------------------------------------- */

@@ -75,7 +75,10 @@
  *    looks the same to it. When direct reads are turned off after
  *    connect (the pool path names another file, the session was
  *    refused), a SLOT version is CXLP_E_CHANGED: the pool it names is
- *    not the one served any more.
+ *    not the one served any more. So it is when the mapped pool is being
+ *    or was reformatted in place (its magic cleared, a new uuid): its
+ *    slots restart from seq 0, and a replayed workload could bring back
+ *    a word [direct_intact, after the loads].
  */
 #include <errno.h>
 #include <string.h>
@@ -268,7 +271,7 @@ validate_all(struct cxlp_handler *h, const char *what, size_t n,
 		status[i] = version_check(r, mapped, &vers[i]);
 	}
 	if (r != NULL && !direct_intact(h)) {
-		r = NULL; /* reformatted under us: every slot version went */
+		r = NULL; /* reformatted: every slot version went with it */
 		for (size_t i = 0; i < n; i++) {
 			if (version_kind(&vers[i]) == VER_SLOT &&
 			    status[i] == 0) {

@@ -493,6 +493,34 @@ Test(version, a_retrieve_the_server_answered_is_stale_if_the_key_moved_since)
 	cxlp_close(&md.w);
 }
 
+Test(version, a_version_of_a_pool_formatted_again_in_place_has_changed)
+{
+	struct cxlp_handler *h = connect_to(px_url, true, 0);
+	struct pool_sb *sb;
+	cxlp_version_t v;
+	struct meta m;
+	uint64_t magic;
+
+	meta_map(&m);
+	sb = (void *)m.base;
+	store_ok(h, "fmt@model", 100, 7);
+	v = retrieve_v_ok(h, "fmt@model", 0, 100, 7);
+	/* a format in place clears the magic first ... */
+	memcpy(&magic, sb->magic, sizeof(magic));
+	__atomic_store_n((uint64_t *)(void *)sb->magic, 0, __ATOMIC_RELEASE);
+	assert_validate(h, v, CXLP_E_CHANGED);
+	__atomic_store_n((uint64_t *)(void *)sb->magic, magic,
+	    __ATOMIC_RELEASE);
+	assert_validate(h, v, 0);
+	/* ... and ends with a new uuid, its slots counting from 0 again */
+	sb->uuid[3] ^= 0x5a;
+	assert_validate(h, v, CXLP_E_CHANGED);
+	sb->uuid[3] ^= 0x5a;
+	assert_validate(h, v, 0);
+	munmap(m.base, m.len);
+	cxlp_close(&h);
+}
+
 Test(version, a_version_of_a_pool_replaced_under_the_path_has_changed)
 {
 	const char *size_args[] = {"--size", "128M", NULL};

@@ -332,9 +332,9 @@ CXLP_API int cxlp_batch_retrieve_v(struct cxlp_handler *h, size_t n,
  *   CXLP_E_CHANGED    the key was deleted, evicted or stored again since
  *                     (even with the same bytes: a new store is a new
  *                     version), or the handler no longer reads the pool
- *                     the version names (the pool file was replaced, the
- *                     session refused): the copy may be torn or another
- *                     key's; retrieve again;
+ *                     the version names (the pool file was replaced or
+ *                     formatted again, the session refused): the copy
+ *                     may be torn or another key's; retrieve again;
  *   CXLP_E_NOVERSION  the retrieve could take no version to check: it was
  *                     unpinned and answered by the metaserver, either
  *                     because direct reads are off (config, or the pool
@@ -343,13 +343,15 @@ CXLP_API int cxlp_batch_retrieve_v(struct cxlp_handler *h, size_t n,
  *                     check is possible, with or without a round trip
  *                     (the server's answer cannot tell a value from its
  *                     replacement in the same page): retrieve pinned;
- *   -EINVAL           ver is NULL, zeroed or not a version;
+ *   -EINVAL           ver is NULL, zeroed or not a version of this
+ *                     handler's pool;
  *   CXLP_E_CLOSED (h closing; -EINVAL if h is NULL).
  * Lock-free, no round trip, no system call: one load from the index the
  * handler maps read-only (direct reads). A pinned retrieve's version
  * validates while the pin is held; after cxlp_unpin it is checked like
- * an unpinned one where the handler reads the index, and still validates
- * where it cannot (direct reads off: the library trusts the pin then, so
+ * an unpinned one where the handler could read the key back from the
+ * index, and still validates where it could not (direct reads off, or
+ * the index busy at that moment: the library trusts the pin then, so
  * validate before you unpin). Sets cxlp_errormsg() on failure.
  * Limit: the slot's sequence is 24 bits and moves by 2 per change, so a
  * copy spanning 2^23 changes of its key's index slot (each a metaserver
@@ -357,10 +359,10 @@ CXLP_API int cxlp_batch_retrieve_v(struct cxlp_handler *h, size_t n,
 CXLP_API int cxlp_validate(struct cxlp_handler *h, const cxlp_version_t *ver);
 
 /* cxlp_batch_validate -- cxlp_validate of vers[0..n) at once: status[i]
- * is its result. Returns the number of versions whose
- * status is not 0 (0: every copy is good), or -EINVAL (NULL array),
- * CXLP_E_BATCH (n is 0 or above CXLP_BATCH_MAX) or CXLP_E_CLOSED with
- * status untouched. */
+ * is its result. Returns the number of versions whose status is not 0
+ * (0: every copy is good), or -EINVAL (NULL array or h), CXLP_E_BATCH (n
+ * is 0 or above CXLP_BATCH_MAX) or CXLP_E_CLOSED with status untouched.
+ */
 CXLP_API int cxlp_batch_validate(struct cxlp_handler *h, size_t n,
     const cxlp_version_t vers[], int status[]);
 

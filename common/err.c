@@ -47,6 +47,10 @@ static const char *const names[] = {
 	[-(CXLP_E_BUSY) - 1000] = "CXLP_E_BUSY: page already registered",
 	[-(CXLP_E_TOOBIG) - 1000] = "CXLP_E_TOOBIG: value larger than page",
 	[-(CXLP_E_UNKNOWN) - 1000] = "CXLP_E_UNKNOWN: outcome unknown",
+	[-(CXLP_E_CHANGED) - 1000] = "CXLP_E_CHANGED: key changed since "
+	    "retrieve, copy may be bad",
+	[-(CXLP_E_NOVERSION) - 1000] = "CXLP_E_NOVERSION: no version to "
+	    "check, retrieve pinned",
 };
 
 const char *

@@ -44,6 +44,12 @@
  * madvise or a fault holds the process's mmap lock, and every mmap,
  * munmap and thread start of the application would wait for it.
  * direct_close stops it before unmapping.
+ *
+ * The same mapping checks versions (version.c): a lookup that finds a key
+ * returns its slot and word, and cxlp_validate reads that slot's word
+ * again through direct_reader. Validate does not look at the pool path
+ * (no system call on its path); once a lookup has found the path
+ * replaced, direct_reader says no and validate reports a change.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -67,6 +73,7 @@ struct direct {
 	uint8_t *access;   /* one reference byte per index slot, or NULL */
 	struct kvread kr;  /* views into map */
 	uint64_t magic;    /* the superblock's first 8 bytes when valid */
+	uint64_t uuid[2];  /* its uuid, new at every format */
 	dev_t dev;         /* the pool file mapped */
 	ino_t ino;
 	uint64_t check_ms; /* atomic: next identity check, monotonic ms */
@@ -147,6 +154,7 @@ meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
 		return cxlp_fail(rc, "%s: %s", h->pool_path, why);
 	}
 	memcpy(&d->magic, sb->magic, sizeof(d->magic));
+	memcpy(d->uuid, sb->uuid, sizeof(d->uuid));
 	return 0;
 }
 
@@ -298,11 +306,13 @@ magic_intact(const struct direct *d)
 	return __atomic_load_n(magic, __ATOMIC_ACQUIRE) == d->magic;
 }
 
-/* res and ask of keys[0..n), n <= KVREAD_BATCH, from the index: answers
- * are kept only if the magic held before and after the lookups */
+/* res and ask (and vers, unless NULL) of keys[0..n), n <= KVREAD_BATCH,
+ * from the index: answers are kept only if the magic held before and
+ * after the lookups */
 static void
 direct_chunk(struct direct *d, size_t n, const void *const keys[],
-    const size_t key_lens[], struct proto_result res[], bool ask[])
+    const size_t key_lens[], struct proto_result res[], bool ask[],
+    cxlp_version_t vers[])
 {
 	struct kvread_loc l[KVREAD_BATCH];
 	int rc[KVREAD_BATCH];
@@ -325,6 +335,9 @@ direct_chunk(struct direct *d, size_t n, const void *const keys[],
 			    .gen = l[i].gen, .region_off = l[i].region_off,
 			    .region_len = l[i].region_len, .off = l[i].off,
 			    .len = l[i].len };
+			if (vers != NULL) {
+				version_slot(&vers[i], l[i].slot, l[i].word);
+			}
 		}
 	}
 }
@@ -333,7 +346,7 @@ direct_chunk(struct direct *d, size_t n, const void *const keys[],
 size_t
 direct_lookup_batch(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[],
-    struct proto_result res[], bool ask[])
+    struct proto_result res[], bool ask[], cxlp_version_t vers[])
 {
 	struct direct *d = h->direct;
 	size_t nask = 0;
@@ -347,10 +360,40 @@ direct_lookup_batch(struct cxlp_handler *h, size_t n,
 	for (size_t i = 0; i < n; i += KVREAD_BATCH) {
 		size_t k = n - i < KVREAD_BATCH ? n - i : KVREAD_BATCH;
 
-		direct_chunk(d, k, keys + i, key_lens + i, res + i, ask + i);
+		direct_chunk(d, k, keys + i, key_lens + i, res + i, ask + i,
+		    vers == NULL ? NULL : vers + i);
 	}
 	for (size_t i = 0; i < n; i++) {
 		nask += ask[i];
 	}
 	return nask;
+}
+
+/* direct_reader -- see handler_int.h */
+const struct kvread *
+direct_reader(struct cxlp_handler *h)
+{
+	struct direct *d = h->direct;
+
+	if (d == NULL || __atomic_load_n(&d->off, __ATOMIC_ACQUIRE)) {
+		return NULL;
+	}
+	return &d->kr;
+}
+
+/* direct_intact -- see handler_int.h */
+bool
+direct_intact(struct cxlp_handler *h)
+{
+	const struct direct *d = h->direct;
+	const struct pool_sb *sb;
+
+	if (d == NULL || !magic_intact(d)) {
+		return false;
+	}
+	sb = pmap_addr(d->map);
+	return __atomic_load_n((const uint64_t *)(const void *)sb->uuid,
+	    __ATOMIC_RELAXED) == d->uuid[0] &&
+	    __atomic_load_n((const uint64_t *)(const void *)sb->uuid + 1,
+	    __ATOMIC_RELAXED) == d->uuid[1];
 }

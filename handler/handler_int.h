@@ -13,6 +13,7 @@
  *   store.c    store / batch_store and resolving lost registers
  *   ops.c      retrieve, exists, pin, unpin, delete (+ batches)
  *   direct.c   unpinned lookups read straight from the pool's index
+ *   version.c  versions of retrieved values; cxlp_validate (+ batch)
  *
  * Locks (never taken in the other order):
  *   h->expand_lock  serializes REGION_ALLOC round trips (auto-expand)
@@ -32,6 +33,8 @@
 #include "cxlpool.h"
 #include "proto.h"
 #include "scratch.h"
+
+struct kvread;
 
 /* ---- config.c ----------------------------------------------------------- */
 
@@ -363,11 +366,33 @@ void direct_close(struct cxlp_handler *h);
 /* direct_lookup_batch -- answer unpinned LOOKUP/EXISTS for keys (already
  * validated) from shared memory: res[i] (status 0 and loc, or
  * CXLP_E_NOTFOUND) with ask[i] false, or ask[i] true where the server
- * must answer. Returns how many are left to ask (n when direct reads are
- * off). Thread-safe. */
+ * must answer; vers[i] (vers may be NULL) is set for each key found.
+ * Returns how many are left to ask (n when direct reads are off).
+ * Thread-safe. */
 size_t direct_lookup_batch(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[],
-    struct proto_result res[], bool ask[]);
+    struct proto_result res[], bool ask[], cxlp_version_t vers[]);
+/* direct_reader -- the reader of the mapped index, or NULL when direct
+ * reads are off (at connect, or turned off since). No system call. */
+const struct kvread *direct_reader(struct cxlp_handler *h);
+/* direct_intact -- the mapped pool still carries its magic and the uuid
+ * it had at connect (a pool being reformatted in place clears the magic
+ * first and gets a new uuid); false with direct reads off. */
+bool direct_intact(struct cxlp_handler *h);
+
+/* ---- version.c ---------------------------------------------------------- */
+
+/* version_slot -- *v names index slot `slot` as seen with word `word`
+ * (a direct read's hit). */
+void version_slot(cxlp_version_t *v, uint64_t slot, uint64_t word);
+/* version_settle -- versions for the keys the server answered with status
+ * 0 in res (those with asked[i], or all n when asked is NULL; pinned:
+ * the server pinned them): each read back from the index (version.c note
+ * 3). Arrays come from s; out of memory, the fallback kinds are used. */
+void version_settle(struct cxlp_handler *h, struct scratch *s, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    const struct proto_result res[], const bool asked[], bool pinned,
+    cxlp_version_t vers[]);
 
 /* ---- latebye.c ---------------------------------------------------------- */
 

@@ -9,7 +9,10 @@
  * the region map cache (regions.c) and never takes the page lock; only
  * delete does, to free my page when the deleted key was in it. Unpinned
  * retrieve and exists read the index in shared memory first (direct.c)
- * and send only the keys it leaves, in one request.
+ * and send only the keys it leaves, in one request. A versioned retrieve
+ * (cxlp_retrieve_v) is the same call that also keeps each key's version,
+ * from the direct read or, for keys the server answered, read back from
+ * the index afterwards (version.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -132,17 +135,24 @@ ask_server(struct results *r, uint16_t op, size_t n,
 }
 
 /* An unpinned LOOKUP or EXISTS: direct reads first (direct.c), one
- * round trip for what they leave; same returns as keys_call. */
+ * round trip for what they leave; same returns as keys_call. vers (NULL:
+ * not wanted) gets the version of each key found (version.c). */
 static int
 lookup_call(struct cxlp_handler *h, uint16_t op, size_t n,
-    const void *const keys[], const size_t key_lens[], struct results *r)
+    const void *const keys[], const size_t key_lens[],
+    cxlp_version_t vers[], struct results *r)
 {
 	size_t nask;
 	bool *ask;
 	int rc;
 
 	if (h == NULL || h->direct == NULL) {
-		return keys_call(h, op, 0, n, keys, key_lens, true, r);
+		rc = keys_call(h, op, 0, n, keys, key_lens, true, r);
+		if (rc == 0 && vers != NULL) {
+			version_settle(h, r->s, n, keys, key_lens, r->res,
+			    NULL, false, vers);
+		}
+		return rc;
 	}
 	if ((rc = results_init(h, op, n, keys, key_lens, r)) != 0) {
 		return rc;
@@ -151,8 +161,12 @@ lookup_call(struct cxlp_handler *h, uint16_t op, size_t n,
 		rc = cxlp_fail(-ENOMEM, "%s: out of memory",
 		    proto_op_name(op));
 	} else if ((nask = direct_lookup_batch(h, n, keys, key_lens, r->res,
-	    ask)) > 0) {
+	    ask, vers)) > 0) {
 		rc = ask_server(r, op, n, keys, key_lens, ask, nask);
+		if (rc == 0 && vers != NULL) {
+			version_settle(h, r->s, n, keys, key_lens, r->res,
+			    ask, false, vers);
+		}
 	}
 	if (rc != 0) {
 		results_fini(r);
@@ -229,11 +243,34 @@ retrieve_unpin_failed(struct cxlp_handler *h, size_t n,
 	free(bk);
 }
 
-/* cxlp_batch_retrieve -- see cxlpool.h. */
-int
-cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
-    const void *const keys[], const size_t key_lens[], unsigned flags,
-    const void *data[], size_t lens[], int status[])
+/* The LOOKUP of a retrieve: pinned through the server, else direct reads
+ * first; vers (NULL: not wanted) as lookup_call's. */
+static int
+retrieve_lookup(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], unsigned flags, cxlp_version_t vers[],
+    struct results *r)
+{
+	int rc;
+
+	if (!(flags & CXLP_RETRIEVE_PIN)) {
+		return lookup_call(h, PROTO_OP_LOOKUP, n, keys, key_lens, vers,
+		    r);
+	}
+	rc = keys_call(h, PROTO_OP_LOOKUP, PROTO_F_PIN, n, keys, key_lens,
+	    true, r);
+	if (rc == 0 && vers != NULL) {
+		version_settle(h, r->s, n, keys, key_lens, r->res, NULL, true,
+		    vers);
+	}
+	return rc;
+}
+
+/* cxlp_batch_retrieve_v -- see cxlpool.h; vers may be NULL here
+ * (cxlp_batch_retrieve). */
+static int
+batch_retrieve(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], unsigned flags, const void *data[],
+    size_t lens[], int status[], cxlp_version_t vers[])
 {
 	struct results r;
 	size_t nbad;
@@ -243,13 +280,11 @@ cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
 	    (flags & ~CXLP_RETRIEVE_PIN) != 0) {
 		return cxlp_fail(-EINVAL, "retrieve: NULL array or bad flags");
 	}
-	if (flags & CXLP_RETRIEVE_PIN) {
-		rc = keys_call(h, PROTO_OP_LOOKUP, PROTO_F_PIN, n, keys,
-		    key_lens, true, &r);
-	} else {
-		rc = lookup_call(h, PROTO_OP_LOOKUP, n, keys, key_lens, &r);
+	if (vers != NULL && n <= CXLP_BATCH_MAX) {
+		memset(vers, 0, n * sizeof(*vers));
 	}
-	if (rc != 0) {
+	if ((rc = retrieve_lookup(h, n, keys, key_lens, flags, vers,
+	    &r)) != 0) {
 		return rc;
 	}
 	nbad = retrieve_resolve(h, n, r.res, data, lens, status);
@@ -257,14 +292,43 @@ cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
 		retrieve_unpin_failed(h, n, keys, key_lens, r.res, status,
 		    nbad);
 	}
+	for (size_t i = 0; vers != NULL && i < n; i++) {
+		if (status[i] != 0) {
+			memset(&vers[i], 0, sizeof(vers[i]));
+		}
+	}
 	results_fini(&r);
 	return 0;
 }
 
-/* cxlp_retrieve -- see cxlpool.h. */
+/* cxlp_batch_retrieve -- see cxlpool.h. */
 int
-cxlp_retrieve(struct cxlp_handler *h, const void *key, size_t key_len,
-    unsigned flags, const void **data, size_t *len)
+cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], unsigned flags,
+    const void *data[], size_t lens[], int status[])
+{
+	return batch_retrieve(h, n, keys, key_lens, flags, data, lens, status,
+	    NULL);
+}
+
+/* cxlp_batch_retrieve_v -- see cxlpool.h. */
+int
+cxlp_batch_retrieve_v(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], unsigned flags,
+    const void *data[], size_t lens[], int status[], cxlp_version_t vers[])
+{
+	if (vers == NULL) {
+		return cxlp_fail(-EINVAL, "retrieve: vers is NULL");
+	}
+	return batch_retrieve(h, n, keys, key_lens, flags, data, lens, status,
+	    vers);
+}
+
+/* cxlp_retrieve_v -- see cxlpool.h; ver may be NULL here (cxlp_retrieve).
+ */
+static int
+retrieve_one(struct cxlp_handler *h, const void *key, size_t key_len,
+    unsigned flags, const void **data, size_t *len, cxlp_version_t *ver)
 {
 	const void *keys[1] = {key};
 	int st, rc;
@@ -272,11 +336,30 @@ cxlp_retrieve(struct cxlp_handler *h, const void *key, size_t key_len,
 	if (data == NULL || len == NULL) {
 		return cxlp_fail(-EINVAL, "retrieve: NULL data or len");
 	}
-	rc = cxlp_batch_retrieve(h, 1, keys, &key_len, flags, data, len, &st);
+	rc = batch_retrieve(h, 1, keys, &key_len, flags, data, len, &st, ver);
 	if (rc == 0 && st != 0) {
 		rc = cxlp_fail(st, "retrieve: %s", cxlp_strerror(st));
 	}
 	return rc;
+}
+
+/* cxlp_retrieve -- see cxlpool.h. */
+int
+cxlp_retrieve(struct cxlp_handler *h, const void *key, size_t key_len,
+    unsigned flags, const void **data, size_t *len)
+{
+	return retrieve_one(h, key, key_len, flags, data, len, NULL);
+}
+
+/* cxlp_retrieve_v -- see cxlpool.h. */
+int
+cxlp_retrieve_v(struct cxlp_handler *h, const void *key, size_t key_len,
+    unsigned flags, const void **data, size_t *len, cxlp_version_t *ver)
+{
+	if (ver == NULL) {
+		return cxlp_fail(-EINVAL, "retrieve: ver is NULL");
+	}
+	return retrieve_one(h, key, key_len, flags, data, len, ver);
 }
 
 /* cxlp_batch_exists -- see cxlpool.h. Another error than NOTFOUND for a
@@ -291,7 +374,7 @@ cxlp_batch_exists(struct cxlp_handler *h, size_t n, const void *const keys[],
 	if (exists == NULL) {
 		return cxlp_fail(-EINVAL, "exists: exists is NULL");
 	}
-	rc = lookup_call(h, PROTO_OP_EXISTS, n, keys, key_lens, &r);
+	rc = lookup_call(h, PROTO_OP_EXISTS, n, keys, key_lens, NULL, &r);
 	if (rc != 0) {
 		return rc;
 	}

@@ -70,7 +70,11 @@ enum cxlp_error {
 	CXLP_E_UNKNOWN = -1022,  /* outcome unknown: reply lost, or a retry
 	                          * found its request applied once and its
 	                          * reply no longer kept; see store */
-	CXLP_E_LAST = -1022,
+	CXLP_E_CHANGED = -1023,  /* validate: the key changed or went since
+	                          * the retrieve; the copy may be bad */
+	CXLP_E_NOVERSION = -1024, /* validate: the retrieve could not take
+	                          * a version to check; see cxlp_validate */
+	CXLP_E_LAST = -1024,
 };
 
 /* cxlp_strerror -- short name and meaning of an error code; never NULL. */
@@ -139,7 +143,9 @@ CXLP_API int cxlp_config_set_keepalive_ms(struct cxlp_config *cfg,
  * does not finish, values that fail their checks) is asked of the
  * metaserver. Off, or when the pool file cannot be mapped or validated at
  * connect: every lookup is a LOOKUP/EXISTS request. Pinned retrieves
- * always go to the metaserver, which holds the pins. */
+ * always go to the metaserver, which holds the pins. cxlp_validate reads
+ * the same mapping; without it, unpinned versions cannot be checked
+ * (CXLP_E_NOVERSION). */
 CXLP_API int cxlp_config_set_direct_reads(struct cxlp_config *cfg, bool on);
 /* cxlp_config_set_secret -- shared secret (1..256 bytes, NUL-terminated
  * string) sent when the session opens. A metaserver listening on tcp://
@@ -258,9 +264,13 @@ CXLP_API int cxlp_store(struct cxlp_handler *h, const void *key,
 
 /* cxlp_retrieve -- find key and return a pointer to its bytes in the
  * shared mapping (*data, *len). Zero copy: the memory is read-only unless
- * the page is this handler's own. The pointer is valid while the key
- * exists; pass CXLP_RETRIEVE_PIN to keep the key from being deleted until
- * cxlp_unpin. Returns 0, CXLP_E_NOTFOUND, or an error. */
+ * the page is this handler's own. The bytes are the key's value while the
+ * key stays as it was: once it is deleted (or evicted) its owner may
+ * write another value into the page at any moment, the pointer still
+ * readable. So a reader either pins (CXLP_RETRIEVE_PIN keeps the key
+ * from being deleted until cxlp_unpin), or takes a version with
+ * cxlp_retrieve_v and checks it with cxlp_validate after its copy.
+ * Returns 0, CXLP_E_NOTFOUND, or an error. */
 CXLP_API int cxlp_retrieve(struct cxlp_handler *h, const void *key,
     size_t key_len, unsigned flags, const void **data, size_t *len);
 
@@ -273,6 +283,88 @@ CXLP_API int cxlp_retrieve(struct cxlp_handler *h, const void *key,
 CXLP_API int cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[], unsigned flags,
     const void *data[], size_t lens[], int status[]);
+
+/*
+ * Versions: zero-copy reads that are safe without a pin or a round trip.
+ * A versioned retrieve also returns the version of the key it found: the
+ * KV index slot that holds the key and the slot's sequence word at that
+ * moment. Every change of the slot (delete, eviction, a new store of the
+ * key) changes the word before the value's page can be written again.
+ * After copying the bytes out, the reader validates the version: 0 says
+ * the slot did not change since the retrieve, so what was copied is the
+ * key's value, whole, for the whole copy.
+ *
+ *   cxlp_retrieve_v(h, key, klen, 0, &data, &len, &ver);
+ *   memcpy(dst, data, len);                  (or a device copy, waited for)
+ *   if (cxlp_validate(h, &ver) != 0) ...     (retry, or retrieve pinned)
+ *
+ * A version is a plain value: copy it, keep it, pass it back; its bits
+ * are the library's. It names nothing once its handler is closed.
+ */
+typedef struct cxlp_version {
+	uint64_t opaque[2];
+} cxlp_version_t;
+
+/* cxlp_retrieve_v -- cxlp_retrieve that also sets *ver, the version of
+ * the value found (on success only). ver must not be NULL. */
+CXLP_API int cxlp_retrieve_v(struct cxlp_handler *h, const void *key,
+    size_t key_len, unsigned flags, const void **data, size_t *len,
+    cxlp_version_t *ver);
+
+/* cxlp_batch_retrieve_v -- cxlp_batch_retrieve that also sets vers[i] (n
+ * entries, not NULL) for every key with status 0; the others' are zeroed
+ * and validate as -EINVAL. */
+CXLP_API int cxlp_batch_retrieve_v(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], unsigned flags,
+    const void *data[], size_t lens[], int status[],
+    cxlp_version_t vers[]);
+
+/* cxlp_validate -- was the copy the caller made of a value retrieved with
+ * version *ver good? Call it after the copy has completed: a CPU copy
+ * needs nothing more (validate's read of the index comes after an
+ * acquire fence, so after every load the calling thread made before
+ * it); a device copy (DMA, cudaMemcpyAsync ...) must have been waited
+ * for (event or stream synchronized) before validate is called.
+ * Returns:
+ *   0                 the key held that value, unchanged, from the
+ *                     retrieve until now: the copy is exactly the value
+ *                     retrieve returned;
+ *   CXLP_E_CHANGED    the key was deleted, evicted or stored again since
+ *                     (even with the same bytes: a new store is a new
+ *                     version), or the handler no longer reads the pool
+ *                     the version names (the pool file was replaced or
+ *                     formatted again, the session refused): the copy
+ *                     may be torn or another key's; retrieve again;
+ *   CXLP_E_NOVERSION  the retrieve could take no version to check: it was
+ *                     unpinned and answered by the metaserver, either
+ *                     because direct reads are off (config, or the pool
+ *                     file could not be mapped at connect) or because the
+ *                     index could not be read back at that moment; no
+ *                     check is possible, with or without a round trip
+ *                     (the server's answer cannot tell a value from its
+ *                     replacement in the same page): retrieve pinned;
+ *   -EINVAL           ver is NULL, zeroed or not a version of this
+ *                     handler's pool;
+ *   CXLP_E_CLOSED (h closing; -EINVAL if h is NULL).
+ * Lock-free, no round trip, no system call: one load from the index the
+ * handler maps read-only (direct reads). A pinned retrieve's version
+ * validates while the pin is held; after cxlp_unpin it is checked like
+ * an unpinned one where the handler could read the key back from the
+ * index, and still validates where it could not (direct reads off, or
+ * the index busy at that moment: the library trusts the pin then, so
+ * validate before you unpin). Sets cxlp_errormsg() on failure.
+ * Limit: the slot's sequence is 24 bits and moves by 2 per change, so a
+ * copy spanning 2^23 changes of its key's index slot (each a metaserver
+ * round trip) would be taken for good; nothing shorter can. */
+CXLP_API int cxlp_validate(struct cxlp_handler *h, const cxlp_version_t *ver);
+
+/* cxlp_batch_validate -- cxlp_validate of vers[0..n) at once: status[i]
+ * is its result. Returns the number of versions whose status is not 0
+ * (0: every copy is good), or -EINVAL (NULL array or h), CXLP_E_BATCH (n
+ * is 0 or above CXLP_BATCH_MAX) or CXLP_E_CLOSED with status untouched.
+ */
+CXLP_API int cxlp_batch_validate(struct cxlp_handler *h, size_t n,
+    const cxlp_version_t vers[], int status[]);
 
 /* cxlp_exists -- 1 if key is in the pool, 0 if not, or a negative error. */
 CXLP_API int cxlp_exists(struct cxlp_handler *h, const void *key,

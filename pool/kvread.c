@@ -78,6 +78,16 @@
  *    record, then does the lookups above; the misses of a batch overlap.
  *    The hints are plain loads bounds-checked on the heap and never
  *    trusted: a torn or stale hint only wastes a prefetch.
+ *
+ * 8. Versions [kvread_loc.word, kvread_word]: a hit also returns the
+ *    key's slot and the even LIVE word w read around its body (note 1).
+ *    The slot is not rewritten while LIVE and every write of it adds 2
+ *    to its 24-bit seq (kvindex.c notes 3-5), so a later kvread_word
+ *    equal to w means the slot held this key at this location all along
+ *    (unless 2^23 writes of the slot wrapped seq round to w). The page
+ *    of a value is written again only after its key's removal changed
+ *    w, so a reader that copied the value and then loads w again, after
+ *    an acquire fence, copied that value whole (handler/version.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -317,6 +327,7 @@ lookup_hashed(const struct kvread *r, const void *key, size_t klen,
 		if (rc != -EAGAIN) {
 			if (rc == 0) {
 				out->slot = slot;
+				out->word = body.word;
 			}
 			return rc;
 		}
@@ -372,4 +383,12 @@ kvread_lookup_batch(const struct kvread *r, size_t n,
 			    key_lens[i + j], hash[j], &out[i + j]);
 		}
 	}
+}
+
+/* kvread_word -- see kvread.h */
+uint64_t
+kvread_word(const struct kvread *r, uint64_t i)
+{
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return ld64(&r->slots[i].word);
 }

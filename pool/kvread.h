@@ -41,6 +41,8 @@ struct kvread_loc {
 	uint64_t off;           /* value start, bytes from pool start */
 	uint64_t len;           /* value bytes (<= the region's page size) */
 	uint64_t slot;          /* index slot the key was found in */
+	uint64_t word;          /* that slot's word (even, LIVE) around the
+	                         * read: the value's version (note 8) */
 };
 
 /* kvread_init -- attach to a mapping of the pool's first meta_len bytes
@@ -71,5 +73,13 @@ int kvread_lookup(const struct kvread *r, const void *key, size_t klen,
 void kvread_lookup_batch(const struct kvread *r, size_t n,
     const void *const keys[], const size_t key_lens[],
     struct kvread_loc out[], int rc[]);
+
+/* kvread_word -- the word of index slot i (< r->nslots) now, loaded
+ * after an acquire fence: every load the calling thread made before the
+ * call (its copy of a value) comes before it. A word equal to the one a
+ * lookup returned in kvread_loc.word says the slot did not change in
+ * between (note 8). Thread-safe; a software-coherence mode would drop the
+ * cached line here first. */
+uint64_t kvread_word(const struct kvread *r, uint64_t i);
 
 #endif /* CXLP_POOL_KVREAD_H */

@@ -191,6 +191,31 @@ Test(kvread, reports_absent_keys_as_not_found)
 	meta_fini(&m);
 }
 
+Test(kvread, a_hit_returns_the_slot_word_that_every_change_moves)
+{
+	struct meta m;
+	struct kvread_loc l, again;
+	uint64_t w;
+
+	meta_setup(&m, 64);
+	region_put(&m, 0, POOL_REGION_OWNED, 1, 0);
+	put_ok(&m, "k", 1, (struct kv_val){ 0, 1, 3, 10 });
+	cr_assert_eq(kvread_lookup(&m.kr, "k", 1, &l), 0);
+	cr_assert_eq(l.word, m.kv.slots[l.slot].word);
+	cr_assert_eq(kv_state(l.word), KV_LIVE);
+	cr_assert_eq(kvread_word(&m.kr, l.slot), l.word, "unchanged");
+	cr_assert_eq(kvindex_remove(&m.kv, "k", 1, NULL), 0);
+	w = kvread_word(&m.kr, l.slot);
+	cr_assert_neq(w, l.word, "a delete moves the word");
+	/* the same key, value and location again: a new word all the same */
+	put_ok(&m, "k", 1, (struct kv_val){ 0, 1, 3, 10 });
+	cr_assert_eq(kvread_lookup(&m.kr, "k", 1, &again), 0);
+	cr_assert_eq(again.off, l.off);
+	cr_assert_neq(again.word, l.word, "a store again is a new version");
+	cr_assert_eq(kvread_word(&m.kr, again.slot), again.word);
+	meta_fini(&m);
+}
+
 Test(kvread, batch_lookups_answer_as_single_ones)
 {
 	enum { NB = 3 * KVREAD_BATCH + 5 }; /* several chunks and a tail */

@@ -22,22 +22,25 @@ from ._lib import (BATCH_MAX, KEY_MAX, LOG_DEBUG, LOG_ERR, LOG_INFO, LOG_OFF,
                    ERROR_CODES)
 from .config import DEFAULT_SERVER_URL, Config
 from .errors import (BadMagicError, BadOpError, BadPageError, BatchSizeError,
-                     BoundsError, BusyError, ChecksumError, ClosedError,
-                     ConnectError, CorruptError, CxlpError, CxlpOSError,
-                     InvalidArgumentError, KeyLengthError, NoSpaceError,
-                     NotFoundError, NotPinnedError, PermError, PinnedError,
-                     ProtocolError, ServerTimeoutError, SessionError,
-                     StaleError, TooBigError, UnknownOutcomeError,
-                     VersionError, error_from_code)
+                     BoundsError, BusyError, ChangedError, ChecksumError,
+                     ClosedError, ConnectError, CorruptError, CxlpError,
+                     CxlpOSError, InvalidArgumentError, KeyLengthError,
+                     NoSpaceError, NotFoundError, NotPinnedError,
+                     NoVersionError, PermError, PinnedError, ProtocolError,
+                     ServerTimeoutError, SessionError, StaleError,
+                     TooBigError, UnknownOutcomeError, VersionError,
+                     error_from_code)
 from .handler import (Handler, KeyLike, Page, Stats, address_of,
                       set_log_handler)
+from .versions import Version
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BATCH_MAX", "KEY_MAX", "LOG_DEBUG", "LOG_ERR", "LOG_INFO", "LOG_OFF",
     "ERROR_CODES", "DEFAULT_SERVER_URL",
-    "Config", "Handler", "KeyLike", "Page", "Stats", "address_of",
+    "Config", "Handler", "KeyLike", "Page", "Stats", "Version",
+    "address_of",
     "set_log_handler",
     "error_from_code",
     "CxlpError", "CxlpOSError", "InvalidArgumentError",
@@ -47,4 +50,5 @@ __all__ = [
     "KeyLengthError", "BatchSizeError", "SessionError",
     "ServerTimeoutError", "ClosedError", "ConnectError", "BadPageError",
     "StaleError", "BusyError", "TooBigError", "UnknownOutcomeError",
+    "ChangedError", "NoVersionError",
 ]

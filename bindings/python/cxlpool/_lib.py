@@ -61,6 +61,8 @@ ERROR_CODES: Dict[str, int] = {
     "CXLP_E_BUSY": -1020,
     "CXLP_E_TOOBIG": -1021,
     "CXLP_E_UNKNOWN": -1022,
+    "CXLP_E_CHANGED": -1023,
+    "CXLP_E_NOVERSION": -1024,
 }
 
 # enum cxlp_log_level.
@@ -88,6 +90,12 @@ class StatsStruct(ctypes.Structure):
         ("reserved", c_uint64 * 6)]
 
 
+class VersionStruct(ctypes.Structure):
+    """cxlp_version_t: two opaque words."""
+
+    _fields_ = [("opaque", c_uint64 * 2)]
+
+
 _PTR = c_void_p          # opaque handles and arrays passed by address
 _P = POINTER
 
@@ -107,6 +115,7 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_config_set_retries": (c_int, [_PTR, c_uint]),
     "cxlp_config_set_instance_id": (c_int, [_PTR, c_uint64]),
     "cxlp_config_set_keepalive_ms": (c_int, [_PTR, c_uint]),
+    "cxlp_config_set_direct_reads": (c_int, [_PTR, c_bool]),
     "cxlp_connect": (c_int, [_P(c_void_p), _PTR]),
     "cxlp_close": (None, [_P(c_void_p)]),
     "cxlp_page_size": (c_size_t, [_PTR]),
@@ -120,6 +129,13 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
                               _P(c_void_p), _P(c_size_t)]),
     "cxlp_batch_retrieve": (c_int, [_PTR, c_size_t, _PTR, _PTR, c_uint,
                                     _PTR, _PTR, _PTR]),
+    "cxlp_retrieve_v": (c_int, [_PTR, c_char_p, c_size_t, c_uint,
+                                _P(c_void_p), _P(c_size_t),
+                                _P(VersionStruct)]),
+    "cxlp_batch_retrieve_v": (c_int, [_PTR, c_size_t, _PTR, _PTR, c_uint,
+                                      _PTR, _PTR, _PTR, _PTR]),
+    "cxlp_validate": (c_int, [_PTR, _P(VersionStruct)]),
+    "cxlp_batch_validate": (c_int, [_PTR, c_size_t, _PTR, _PTR]),
     "cxlp_exists": (c_int, [_PTR, c_char_p, c_size_t]),
     "cxlp_batch_exists": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR]),
     "cxlp_pin": (c_int, [_PTR, c_char_p, c_size_t]),

@@ -37,6 +37,9 @@ class Config:
     instance_id  caller-chosen id reported to the metaserver (e.g. a rank)
     keepalive_ms heartbeat after this long without a reply (0: off), so
                  the session is reattached soon after a metaserver restart
+    direct_reads read the pool's index from shared memory for unpinned
+                 lookups and version checks (off: every lookup asks the
+                 metaserver, and unpinned versions cannot be checked)
     """
 
     server_url: str = DEFAULT_SERVER_URL
@@ -48,6 +51,7 @@ class Config:
     retries: int = 3
     instance_id: int = 0
     keepalive_ms: int = 1000
+    direct_reads: bool = True
 
     @property
     def chunk_size(self) -> int:
@@ -95,6 +99,8 @@ class Config:
             cfg, _uint("instance_id", self.instance_id, 64)))
         check(lib.cxlp_config_set_keepalive_ms(
             cfg, _uint("keepalive_ms", self.keepalive_ms, 32)))
+        check(lib.cxlp_config_set_direct_reads(cfg,
+                                               bool(self.direct_reads)))
 
 
 _SIZE_BITS = 8 * ctypes.sizeof(ctypes.c_size_t)

@@ -130,6 +130,10 @@ BusyError = _cls("BusyError", "CXLP_E_BUSY",
                  "page already holds a registered key")
 TooBigError = _cls("TooBigError", "CXLP_E_TOOBIG",
                    "value longer than the page")
+ChangedError = _cls("ChangedError", "CXLP_E_CHANGED",
+                    "the key changed or went since the retrieve")
+NoVersionError = _cls("NoVersionError", "CXLP_E_NOVERSION",
+                      "the retrieve took no version to check")
 
 
 class UnknownOutcomeError(CxlpError):
@@ -167,7 +171,7 @@ BY_CODE: Dict[int, Type[CxlpError]] = {
         BoundsError, ProtocolError, BadOpError, KeyLengthError,
         BatchSizeError, SessionError, ServerTimeoutError, ClosedError,
         ConnectError, BadPageError, StaleError, BusyError, TooBigError,
-        UnknownOutcomeError)
+        UnknownOutcomeError, ChangedError, NoVersionError)
 }
 
 _NAME_BY_CODE = {v: k for k, v in _lib.ERROR_CODES.items()}

@@ -25,38 +25,22 @@ import ctypes
 import threading
 from ctypes import byref, c_bool, c_int, c_size_t, c_uint64, c_void_p
 from dataclasses import asdict, dataclass
-from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
+from typing import (Any, Callable, Dict, List, Optional, Sequence,
                     Tuple, Union)
 
 from . import _lib
+from ._keys import KeyLike
+from ._keys import key as _key
+from ._keys import key_error as _key_error
+from ._keys import keys as _keys
 from ._session import Session
 from .config import Config
 from .errors import (BadPageError, CxlpError, InvalidArgumentError,
                      ClosedError, UnknownOutcomeError, check,
                      error_from_code, make)
-
-#: What a key may be given as.
-KeyLike = Union[bytes, bytearray, memoryview, str]
+from .versions import VersionedReads
 
 _LIVE, _BUSY, _CONSUMED = 0, 1, 2
-
-
-def _key(key: KeyLike) -> bytes:
-    """Key as bytes: str is UTF-8 encoded, bytes-like objects copied."""
-    if isinstance(key, bytes):
-        return key
-    if isinstance(key, str):
-        return key.encode("utf-8")
-    if isinstance(key, (bytearray, memoryview)):
-        return bytes(key)
-    raise TypeError(f"key must be bytes or str, not {type(key).__name__}")
-
-
-def _keys(keys: Iterable[KeyLike]) -> List[bytes]:
-    """A list of keys as bytes."""
-    if isinstance(keys, (bytes, str)):
-        raise TypeError("keys must be a sequence of keys, not one key")
-    return [_key(k) for k in keys]
 
 
 def _length(value: int, name: str) -> int:
@@ -156,7 +140,7 @@ class Page:
         self._session.invalidate(self._xid)
 
 
-class Handler:
+class Handler(VersionedReads):
     """A connection to a cxlpool metaserver (``struct cxlp_handler``).
 
     Use it as a context manager, which connects on entry (if needed) and
@@ -443,10 +427,13 @@ class Handler:
         """Find key and return a read-only view of its bytes (zero copy).
 
         The view points into the shared mapping (cxlp_retrieve). Like the C
-        pointer, it is valid while the key exists; pin=True also pins the
-        key so it cannot be deleted until :meth:`unpin`. The view is
-        released (use raises ValueError) when the handler closes, or by
-        the caller's ``view.release()``. Raises NotFoundError.
+        pointer, it shows the key's value while the key stays as it was
+        (deleted or evicted, its page may get another value): pin=True
+        also pins the key so it cannot be deleted until :meth:`unpin`, and
+        :meth:`retrieve_v` returns a version to :meth:`validate` a copy
+        with. The view is released (use raises ValueError) when the
+        handler closes, or by the caller's ``view.release()``. Raises
+        NotFoundError.
         """
         session = self._s()
         k = _key(key)
@@ -657,14 +644,6 @@ _get_buffer = ctypes.PYFUNCTYPE(c_int, ctypes.py_object,
     ("PyObject_GetBuffer", ctypes.pythonapi))
 _release_buffer = ctypes.PYFUNCTYPE(None, ctypes.POINTER(_PyBuffer))(
     ("PyBuffer_Release", ctypes.pythonapi))
-
-
-def _key_error(code: int, key: bytes) -> CxlpError:
-    """A per-key error instance (not raised), naming the key."""
-    err = error_from_code(code, message=f"{_lib.strerror(code)} "
-                          f"(key {key[:64]!r})")
-    err.key = key  # type: ignore[attr-defined]
-    return err
 
 
 # Keep the log callback alive while the library may call it.

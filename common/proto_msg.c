@@ -39,6 +39,9 @@ proto_put_hello(struct pbuf *b, const struct proto_hello *m)
 	if (m->flags & PROTO_HELLO_KEEPALIVE) {
 		pbuf_put_u32(b, m->keepalive_ms);
 	}
+	if (m->flags & PROTO_HELLO_LEASE) {
+		pbuf_put_u32(b, m->lease_ms);
+	}
 }
 
 /* proto_get_hello -- decode a HELLO request body; m->host points into the
@@ -74,6 +77,13 @@ proto_get_hello(struct preader *r, struct proto_hello *m)
 	    m->keepalive_ms == 0) {
 		rc = pr_reject(r, cxlp_fail(CXLP_E_PROTO,
 		    "hello.keepalive_ms: 0 with PROTO_HELLO_KEEPALIVE"));
+	}
+	if (rc == 0 && (m->flags & PROTO_HELLO_LEASE) &&
+	    (!pr_get_u32(r, &m->lease_ms, "hello.lease_ms") ||
+	    m->lease_ms == 0)) {
+		rc = pr_reject(r, m->lease_ms == 0 && r->err == 0 ?
+		    cxlp_fail(CXLP_E_PROTO, "hello.lease_ms: 0 with "
+		    "PROTO_HELLO_LEASE") : CXLP_E_PROTO);
 	}
 	return rc != 0 ? rc : pr_body_end(r, "hello");
 }

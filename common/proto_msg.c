@@ -266,7 +266,8 @@ proto_get_keys(struct preader *r, uint32_t *flags, struct proto_key **keys,
 	    !pr_get_u32(r, &count, "keys.n")) {
 		return pr_reject(r, CXLP_E_PROTO);
 	}
-	rc = pr_check_flags(r, *flags, PROTO_F_PIN, "keys.flags");
+	rc = pr_check_flags(r, *flags, PROTO_F_PIN | PROTO_F_LEASE,
+	    "keys.flags");
 	if (rc == 0) {
 		rc = pr_check_batch(r, count, KEY_ENTRY_MIN, "keys.n");
 	}
@@ -365,7 +366,8 @@ proto_get_regs(struct preader *r, uint32_t *flags, struct proto_reg **regs,
 	    !pr_get_u32(r, &count, "register.n")) {
 		return pr_reject(r, CXLP_E_PROTO);
 	}
-	rc = pr_check_flags(r, *flags, PROTO_F_PIN, "register.flags");
+	rc = pr_check_flags(r, *flags, PROTO_F_PIN | PROTO_F_LEASE,
+	    "register.flags");
 	if (rc == 0) {
 		rc = pr_check_batch(r, count, REG_ENTRY_MIN, "register.n");
 	}

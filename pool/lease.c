@@ -162,7 +162,7 @@ pool_lease_set(struct pool *p, uint64_t session, uint64_t slot,
 		l->ent[i].until_ms = until_ms; /* renewed */
 		return 0;
 	}
-	if (l->free == LEASE_NIL) {
+	if (l->cap == 0 || l->free == LEASE_NIL) {
 		if (l->cap >= POOL_LEASES_MAX) {
 			return cxlp_fail(CXLP_E_NOSPACE, "lease table full: %u "
 			    "leases", l->n);

@@ -284,7 +284,7 @@ Test(proto_msg, reserved_flag_bits_are_rejected)
 	cr_assert_eq(proto_get_hello(&r, &hm), CXLP_E_PROTO);
 	cr_assert(strstr(cxlp_errormsg(), "hello.flags") != NULL);
 	pbuf_reset(&b);
-	proto_put_keys(&b, 2, 1, (const void *[]){ "k" }, (size_t[]){ 1 });
+	proto_put_keys(&b, 4, 1, (const void *[]){ "k" }, (size_t[]){ 1 });
 	preader_init(&r, b.data, b.len);
 	cr_assert_eq(proto_get_keys(&r, &flags, &k, &n), CXLP_E_PROTO);
 	cr_assert_null(k);

@@ -40,4 +40,14 @@ cxlp_now_coarse_ms(void)
 	return cxlp_clock_ms(CLOCK_MONOTONIC_COARSE);
 }
 
+/* cxlp_now_real_ns -- CLOCK_REALTIME in ns. */
+static inline uint64_t
+cxlp_now_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 #endif /* CXLP_CLOCK_H */

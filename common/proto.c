@@ -546,6 +546,7 @@ proto_op_name(unsigned op)
 		[PROTO_OP_BYE] = "BYE",
 		[PROTO_OP_SESSIONS] = "SESSIONS",
 		[PROTO_OP_RECLAIM] = "RECLAIM",
+		[PROTO_OP_LEASE] = "LEASE",
 	};
 
 	if (op >= sizeof(names) / sizeof(names[0]) || names[op] == NULL) {

@@ -47,6 +47,8 @@
  *                    silent for many periods belongs to a handler that
  *                    closed). PROTO_HELLO_ERRMSG: the handler reads the
  *                    reason text of an error reply to this HELLO.
+ *                    then, only with PROTO_HELLO_LEASE, u32 lease_ms
+ *                    (> 0: how long PROTO_F_LEASE leases last).
  *                    PROTO_HELLO_GIVEBACK: the handler gives regions
  *                    back when asked (HEARTBEAT's reply, REP_F_ASK).
  *                    A HELLO with neither flag is the original layout;
@@ -57,10 +59,11 @@
  *   REGION_ALLOC req: u64 len (bytes), u64 page_size (bytes)
  *               rep: loc (region id, gen, region_off, region_len; off=len=0)
  *   REGION_FREE req: u32 region, u32 gen          rep: empty
- *   REGISTER    req: u32 flags (PROTO_F_PIN), u32 n, n times
+ *   REGISTER    req: u32 flags (PROTO_F_PIN, PROTO_F_LEASE), u32 n, n times
  *                    { u16 len, key, u32 region, u64 off, u64 len }
  *               rep: u32 n, n times result
- *   LOOKUP      req: u32 flags (PROTO_F_PIN), keys    rep: u32 n, results
+ *   LOOKUP      req: u32 flags (PROTO_F_PIN, _LEASE), keys  rep: u32 n,
+ *                    results
  *   EXISTS      req: u32 flags (0), keys              rep: u32 n, results
  *   PIN         req: u32 flags (0), keys   rep: u32 m <= n, results (stops
  *               after the first entry whose status is not 0)
@@ -77,6 +80,9 @@
  *                    u64 start_time, u64 instance, u32 regions owned,
  *                    u32 pins held, u16 len + host (<= PROTO_HOST_MAX) }
  *               (every session the server knows, the caller's included)
+ *   LEASE       req: u32 lease_ms (0: release the caller's lease), then
+ *                    u32 flags (0), keys      rep: u32 n, results (each
+ *                    key found is leased, renewed or released)
  *   RECLAIM     req: u64 len, u64 page_size (as REGION_ALLOC), u32 want
  *                    (1..PROTO_RECLAIM_MAX pages the handler is short of)
  *               rep: u32 kind; PROTO_RECLAIM_REGION: loc (a new region,
@@ -132,20 +138,24 @@ enum proto_op {
 	PROTO_OP_BYE = 12,
 	PROTO_OP_SESSIONS = 13,
 	PROTO_OP_RECLAIM = 14,
-	PROTO_OP_MAX = 14,
+	PROTO_OP_LEASE = 15,
+	PROTO_OP_MAX = 15,
 };
 
 #define PROTO_HELLO_REATTACH 0x1u
 #define PROTO_HELLO_KEEPALIVE 0x2u /* HELLO: u32 keepalive_ms follows */
 #define PROTO_HELLO_ERRMSG 0x4u    /* HELLO: error reply may carry text */
 #define PROTO_HELLO_GIVEBACK 0x8u  /* HELLO: gives regions back if asked */
+#define PROTO_HELLO_LEASE 0x10u    /* HELLO: u32 lease_ms follows */
 #define PROTO_HELLO_FLAGS                                                  \
 	(PROTO_HELLO_REATTACH | PROTO_HELLO_KEEPALIVE | PROTO_HELLO_ERRMSG | \
-	PROTO_HELLO_GIVEBACK)
+	PROTO_HELLO_GIVEBACK | PROTO_HELLO_LEASE)
 #define PROTO_REP_F_MSG 0x1u       /* reply: reason text follows */
 #define PROTO_REP_F_ASK 0x2u       /* reply: regions are asked back */
 #define PROTO_ERRMSG_MAX 255       /* bytes of a reply's reason text */
 #define PROTO_F_PIN 0x1u   /* REGISTER/LOOKUP: pin each key found */
+#define PROTO_F_LEASE 0x2u /* REGISTER/LOOKUP: lease each key found for
+                            * the session's lease_ms (HELLO) */
 #define PROTO_R_NEW 0x1u   /* result: this register created the key */
 #define PROTO_SESS_ATTACHED 0x1u /* session: has a live pipe */
 #define PROTO_SESS_DETACHED 0x2u /* session: pipe gone, awaits reattach */
@@ -170,6 +180,8 @@ enum proto_stat {
 	PROTO_STAT_EVICT_ORPHAN,     /* keys evicted: their owner was gone */
 	PROTO_STAT_EVICT_BYTES,      /* value bytes of all of them */
 	PROTO_STAT_EVICT_SWEEPS,     /* CLOCK hand laps of the index */
+	PROTO_STAT_LEASES,           /* leases held */
+	PROTO_STAT_LEASE_EXPIRED,    /* leases that ran out */
 	PROTO_STAT_COUNT,
 };
 
@@ -229,6 +241,7 @@ struct proto_hello {
 	const uint8_t *secret; /* points into the frame; NULL when len 0 */
 	uint16_t secret_len;   /* bytes, <= PROTO_SECRET_MAX */
 	uint32_t keepalive_ms; /* ms; sent (and > 0) iff PROTO_HELLO_KEEPALIVE */
+	uint32_t lease_ms;     /* ms; sent (and > 0) iff PROTO_HELLO_LEASE */
 };
 
 struct proto_welcome {
@@ -389,6 +402,12 @@ void proto_put_asks(struct pbuf *b, uint32_t n,
 /* proto_get_asks -- v has room for PROTO_ASKS_MAX entries. */
 int proto_get_asks(struct preader *r, struct proto_region_ref *v,
     uint32_t *n);
+
+/* LEASE request: u32 lease_ms, then a key batch (flags 0). */
+void proto_put_lease_req(struct pbuf *b, uint32_t lease_ms, size_t n,
+    const void *const keys[], const size_t key_lens[]);
+int proto_get_lease_req(struct preader *r, uint32_t *lease_ms,
+    uint32_t *flags, struct proto_key **keys, uint32_t *n);
 
 void proto_put_reclaim_req(struct pbuf *b, uint64_t len, uint64_t page_size,
     uint32_t want);

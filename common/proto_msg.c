@@ -39,6 +39,9 @@ proto_put_hello(struct pbuf *b, const struct proto_hello *m)
 	if (m->flags & PROTO_HELLO_KEEPALIVE) {
 		pbuf_put_u32(b, m->keepalive_ms);
 	}
+	if (m->flags & PROTO_HELLO_LEASE) {
+		pbuf_put_u32(b, m->lease_ms);
+	}
 }
 
 /* proto_get_hello -- decode a HELLO request body; m->host points into the
@@ -74,6 +77,13 @@ proto_get_hello(struct preader *r, struct proto_hello *m)
 	    m->keepalive_ms == 0) {
 		rc = pr_reject(r, cxlp_fail(CXLP_E_PROTO,
 		    "hello.keepalive_ms: 0 with PROTO_HELLO_KEEPALIVE"));
+	}
+	if (rc == 0 && (m->flags & PROTO_HELLO_LEASE) &&
+	    (!pr_get_u32(r, &m->lease_ms, "hello.lease_ms") ||
+	    m->lease_ms == 0)) {
+		rc = pr_reject(r, m->lease_ms == 0 && r->err == 0 ?
+		    cxlp_fail(CXLP_E_PROTO, "hello.lease_ms: 0 with "
+		    "PROTO_HELLO_LEASE") : CXLP_E_PROTO);
 	}
 	return rc != 0 ? rc : pr_body_end(r, "hello");
 }
@@ -256,7 +266,8 @@ proto_get_keys(struct preader *r, uint32_t *flags, struct proto_key **keys,
 	    !pr_get_u32(r, &count, "keys.n")) {
 		return pr_reject(r, CXLP_E_PROTO);
 	}
-	rc = pr_check_flags(r, *flags, PROTO_F_PIN, "keys.flags");
+	rc = pr_check_flags(r, *flags, PROTO_F_PIN | PROTO_F_LEASE,
+	    "keys.flags");
 	if (rc == 0) {
 		rc = pr_check_batch(r, count, KEY_ENTRY_MIN, "keys.n");
 	}
@@ -355,7 +366,8 @@ proto_get_regs(struct preader *r, uint32_t *flags, struct proto_reg **regs,
 	    !pr_get_u32(r, &count, "register.n")) {
 		return pr_reject(r, CXLP_E_PROTO);
 	}
-	rc = pr_check_flags(r, *flags, PROTO_F_PIN, "register.flags");
+	rc = pr_check_flags(r, *flags, PROTO_F_PIN | PROTO_F_LEASE,
+	    "register.flags");
 	if (rc == 0) {
 		rc = pr_check_batch(r, count, REG_ENTRY_MIN, "register.n");
 	}

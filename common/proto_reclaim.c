@@ -3,8 +3,10 @@
  * RECLAIM, by which a handler short of pages asks for room and gets a new
  * region or the pages of its own regions whose keys the server evicted,
  * and the asks of a HEARTBEAT reply, by which the server asks a handler
- * for regions back. Apart from proto_msg.c: these are eviction's, and the
- * RECLAIM reply is the one body whose shape depends on a field of it.
+ * for regions back, and the LEASE request, by which a reader holds keys
+ * out of eviction for a while. Apart from proto_msg.c: these are
+ * eviction's, and the RECLAIM reply is the one body whose shape depends
+ * on a field of it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -135,4 +137,27 @@ proto_get_reclaimed(struct preader *r, struct proto_reclaimed *m)
 		return CXLP_E_PROTO;
 	}
 	return 0;
+}
+
+/* proto_put_lease_req -- append a LEASE request body. */
+void
+proto_put_lease_req(struct pbuf *b, uint32_t lease_ms, size_t n,
+    const void *const keys[], const size_t key_lens[])
+{
+	pbuf_put_u32(b, lease_ms);
+	proto_put_keys(b, 0, n, keys, key_lens);
+}
+
+/* proto_get_lease_req -- decode a LEASE request body (*keys as
+ * proto_get_keys: malloc'd, caller frees). */
+int
+proto_get_lease_req(struct preader *r, uint32_t *lease_ms, uint32_t *flags,
+    struct proto_key **keys, uint32_t *n)
+{
+	*keys = NULL;
+	*n = 0;
+	if (!pr_get_u32(r, lease_ms, "lease.lease_ms")) {
+		return pr_reject(r, CXLP_E_PROTO);
+	}
+	return proto_get_keys(r, flags, keys, n);
 }

@@ -98,8 +98,10 @@ h_hello(struct cxlp_handler *h, uint32_t flags)
 	char host[PROTO_HOST_MAX + 1] = "";
 	struct proto_hello m = {.pid = (uint32_t)getpid(),
 	    .flags = flags | PROTO_HELLO_ERRMSG |
-	    (h->cfg.keepalive_ms > 0 ? PROTO_HELLO_KEEPALIVE : 0),
+	    (h->cfg.keepalive_ms > 0 ? PROTO_HELLO_KEEPALIVE : 0) |
+	    PROTO_HELLO_LEASE,
 	    .keepalive_ms = h->cfg.keepalive_ms,
+	    .lease_ms = h->cfg.lease_ms,
 	    .start_time = proc_start_time(),
 	    .instance_id = h->cfg.instance_id, .host = host,
 	    .secret = h->cfg.secret, .secret_len = h->cfg.secret_len};

@@ -31,6 +31,7 @@ config_defaults(struct cxlp_config *cfg)
 	cfg->instance_id = 0;
 	cfg->direct_reads = true;
 	cfg->keepalive_ms = 1000;
+	cfg->lease_ms = CXLP_LEASE_MS_DEFAULT;
 }
 
 static bool
@@ -210,6 +211,18 @@ cxlp_config_set_keepalive_ms(struct cxlp_config *cfg, unsigned ms)
 		    "range (0..%d)", ms, INT32_MAX);
 	}
 	cfg->keepalive_ms = ms;
+	return 0;
+}
+
+/* cxlp_config_set_lease_ms -- see cxlpool.h. */
+int
+cxlp_config_set_lease_ms(struct cxlp_config *cfg, unsigned ms)
+{
+	if (cfg == NULL || ms == 0 || ms > 3600000u) {
+		return cxlp_fail(-EINVAL, "config_set_lease_ms: %u out of "
+		    "range (1..3600000)", ms);
+	}
+	cfg->lease_ms = ms;
 	return 0;
 }
 

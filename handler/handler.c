@@ -231,6 +231,8 @@ cxlp_stats(struct cxlp_handler *h, struct cxlp_stats *st)
 	st->evicted_watermark = v[PROTO_STAT_EVICT_WATERMARK];
 	st->evicted_orphan = v[PROTO_STAT_EVICT_ORPHAN];
 	st->evicted_bytes = v[PROTO_STAT_EVICT_BYTES];
+	st->leases = v[PROTO_STAT_LEASES];
+	st->lease_expiries = v[PROTO_STAT_LEASE_EXPIRED];
 	stats_own(h, st);
 	return 0;
 }

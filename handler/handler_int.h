@@ -54,6 +54,7 @@ struct cxlp_config {
 	uint8_t secret[PROTO_SECRET_MAX]; /* sent in HELLO (tcp listeners) */
 	bool direct_reads; /* unpinned lookups from shared memory */
 	unsigned keepalive_ms; /* heartbeat after this long silent; 0 off */
+	unsigned lease_ms;     /* CXLP_*_LEASE leases, ms (HELLO) */
 };
 
 /* config_defaults -- fill *cfg with the documented defaults. */

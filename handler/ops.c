@@ -252,12 +252,14 @@ retrieve_lookup(struct cxlp_handler *h, size_t n, const void *const keys[],
 {
 	int rc;
 
-	if (!(flags & CXLP_RETRIEVE_PIN)) {
+	if (!(flags & (CXLP_RETRIEVE_PIN | CXLP_RETRIEVE_LEASE))) {
 		return lookup_call(h, PROTO_OP_LOOKUP, n, keys, key_lens, vers,
 		    r);
 	}
-	rc = keys_call(h, PROTO_OP_LOOKUP, PROTO_F_PIN, n, keys, key_lens,
-	    true, r);
+	rc = keys_call(h, PROTO_OP_LOOKUP,
+	    ((flags & CXLP_RETRIEVE_PIN) ? PROTO_F_PIN : 0) |
+	    ((flags & CXLP_RETRIEVE_LEASE) ? PROTO_F_LEASE : 0), n, keys,
+	    key_lens, true, r);
 	if (rc == 0 && vers != NULL) {
 		version_settle(h, r->s, n, keys, key_lens, r->res, NULL, true,
 		    vers);
@@ -277,7 +279,7 @@ batch_retrieve(struct cxlp_handler *h, size_t n, const void *const keys[],
 	int rc;
 
 	if (data == NULL || lens == NULL || status == NULL ||
-	    (flags & ~CXLP_RETRIEVE_PIN) != 0) {
+	    (flags & ~(CXLP_RETRIEVE_PIN | CXLP_RETRIEVE_LEASE)) != 0) {
 		return cxlp_fail(-EINVAL, "retrieve: NULL array or bad flags");
 	}
 	if (vers != NULL && n <= CXLP_BATCH_MAX) {

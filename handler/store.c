@@ -71,7 +71,7 @@ store_check_args(struct cxlp_handler *h, size_t n, const void *const keys[],
 		    CXLP_BATCH_MAX);
 	}
 	if (pages == NULL || lens == NULL || stored == NULL ||
-	    (flags & ~CXLP_STORE_PIN) != 0) {
+	    (flags & ~(CXLP_STORE_PIN | CXLP_STORE_LEASE)) != 0) {
 		return cxlp_fail(-EINVAL, "store: NULL array or bad flags");
 	}
 	if ((rc = h_check_keys(n, keys, key_lens)) != 0) {
@@ -338,8 +338,8 @@ store_register(struct cxlp_handler *h, struct batch *b, unsigned flags,
 	int rc;
 
 	*got = 0;
-	proto_put_regs(body, (flags & CXLP_STORE_PIN) ? PROTO_F_PIN : 0,
-	    b->n, b->regs);
+	proto_put_regs(body, ((flags & CXLP_STORE_PIN) ? PROTO_F_PIN : 0) |
+	    ((flags & CXLP_STORE_LEASE) ? PROTO_F_LEASE : 0), b->n, b->regs);
 	rc = h_call(h, PROTO_OP_REGISTER, body, &rep);
 	*sends = rep.sends;
 	if (rc != 0) {

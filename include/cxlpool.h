@@ -136,6 +136,13 @@ CXLP_API int cxlp_config_set_instance_id(struct cxlp_config *cfg,
  * 0 turns it off, and the session then lasts while the process runs. */
 CXLP_API int cxlp_config_set_keepalive_ms(struct cxlp_config *cfg,
     unsigned ms);
+/* cxlp_config_set_lease_ms -- how long a lease taken by a retrieve or
+ * store with CXLP_RETRIEVE_LEASE / CXLP_STORE_LEASE lasts, 1..3600000 ms
+ * (default CXLP_LEASE_MS_DEFAULT; the metaserver cuts it to its
+ * --lease-max-ms). */
+#define CXLP_LEASE_MS_DEFAULT 10000u
+CXLP_API int cxlp_config_set_lease_ms(struct cxlp_config *cfg,
+    unsigned ms);
 /* cxlp_config_set_direct_reads -- on (the default): retrieve and exists
  * without CXLP_RETRIEVE_PIN read the pool's KV index straight from shared
  * memory (mapped read-only at connect), with no round trip and no
@@ -205,6 +212,8 @@ CXLP_API int cxlp_free(struct cxlp_handler *h, cxlp_page_t page);
 /* Flags for store/batch_store. */
 #define CXLP_STORE_PIN 0x1u /* return every key pinned by this session,
                                winner or loser, atomically with register */
+#define CXLP_STORE_LEASE 0x2u /* the same with a lease of the handler's
+                                 lease_ms instead of a pin (cxlp_lease) */
 
 /*
  * cxlp_batch_store -- register keys[i] (key_lens[i] bytes) for pages[i]
@@ -261,6 +270,8 @@ CXLP_API int cxlp_store(struct cxlp_handler *h, const void *key,
 
 /* Flags for retrieve/batch_retrieve. */
 #define CXLP_RETRIEVE_PIN 0x1u /* pin the key; release with cxlp_unpin */
+#define CXLP_RETRIEVE_LEASE 0x2u /* lease the key for the handler's
+                                    lease_ms (through the metaserver) */
 
 /* cxlp_retrieve -- find key and return a pointer to its bytes in the
  * shared mapping (*data, *len). Zero copy: the memory is read-only unless
@@ -399,6 +410,21 @@ CXLP_API int cxlp_batch_pin(struct cxlp_handler *h, size_t n,
 CXLP_API int cxlp_batch_unpin(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[], int status[]);
 
+/* cxlp_lease -- hold key out of eviction and delete for lease_ms (cut to
+ * the metaserver's --lease-max-ms), as a pin would, without having to
+ * release it: the lease ends at its time, at the session's end, or at
+ * cxlp_lease(.., 0), which releases it early (CXLP_E_NOTPINNED if this
+ * session holds none). Taking it again renews it. A zero-copy reader that
+ * leases a key and finishes its copy within the lease needs no
+ * cxlp_validate. Returns 0, CXLP_E_NOTFOUND, or an error. */
+CXLP_API int cxlp_lease(struct cxlp_handler *h, const void *key,
+    size_t key_len, unsigned lease_ms);
+/* cxlp_batch_lease -- cxlp_lease of each key in one round trip;
+ * status[i] as cxlp_lease's. Returns 0 if the round trip succeeded. */
+CXLP_API int cxlp_batch_lease(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], unsigned lease_ms,
+    int status[]);
+
 /* cxlp_delete -- remove key from the pool. Refused with CXLP_E_PINNED while
  * any session pins it, CXLP_E_PERM when another live handler owns it
  * (eviction is the owner's); a key whose owner closed or died may be
@@ -448,7 +474,9 @@ struct cxlp_stats {
 	uint64_t pages_reclaimed;  /* pages of this handler whose keys
 				      were evicted for its allocations */
 	uint64_t reclaims;         /* RECLAIM round trips it made */
-	uint64_t reserved[6];
+	uint64_t leases;           /* leases held, all sessions */
+	uint64_t lease_expiries;   /* leases that ran out */
+	uint64_t reserved[4];
 };
 
 /* cxlp_stats -- fill *st (one round trip). */

@@ -241,6 +241,25 @@ set_evict_order(struct ms_config *cfg, const char *v)
 	return 0;
 }
 
+/* --lease-max-ms MS: 1..3600000 */
+static int
+set_lease_max(struct ms_config *cfg, const char *v)
+{
+	char *end;
+	unsigned long n;
+
+	if (v[0] < '1' || v[0] > '9') {
+		return -EINVAL;
+	}
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno != 0 || *end != '\0' || n > 3600000) {
+		return -EINVAL;
+	}
+	cfg->lease_max_ms = (uint32_t)n;
+	return 0;
+}
+
 static const struct flag flags[] = {
 	{ "pool", 1, "PATH", "pool file or device (default "
 	    POOL_PATH_DEFAULT ")", set_pool },
@@ -269,6 +288,8 @@ static const struct flag flags[] = {
 	{ "evict-order", 1, "clock|sweep", "victims: least recently read "
 	    "first (clock, default) or in index order, ignoring reads "
 	    "(sweep)", set_evict_order },
+	{ "lease-max-ms", 1, "MS", "the longest lease a reader may hold, "
+	    "1..3600000 (default 60000)", set_lease_max },
 	{ "log-level", 1, "LEVEL", "err|info|debug|off (default info)",
 	    set_log_level },
 	{ "help", 0, NULL, "show this help", NULL },

@@ -95,6 +95,15 @@ dec_region(struct req *rq)
 }
 
 static int
+dec_lease(struct req *rq)
+{
+	int rc = proto_get_lease_req(&rq->body, &rq->want, &rq->flags,
+	    &rq->keys, &rq->n);
+
+	return rc != 0 ? rc : batch_new(rq, false);
+}
+
+static int
 dec_reclaim(struct req *rq)
 {
 	return proto_get_reclaim_req(&rq->body, &rq->len, &rq->page_size,
@@ -136,10 +145,11 @@ static const struct op_def ops[PROTO_OP_MAX + 1] = {
 	    .apply = op_region_free, .needs_session = true,
 	    .lock = LK_WRITE },
 	[PROTO_OP_REGISTER] = { .decode = dec_regs, .apply = op_register,
-	    .needs_session = true, .lock = LK_WRITE, .flags_ok = PROTO_F_PIN },
+	    .needs_session = true, .lock = LK_WRITE,
+	    .flags_ok = PROTO_F_PIN | PROTO_F_LEASE },
 	[PROTO_OP_LOOKUP] = { .decode = dec_keys, .apply = op_lookup,
 	    .needs_session = true, .lock = LK_PINFLAG,
-	    .flags_ok = PROTO_F_PIN },
+	    .flags_ok = PROTO_F_PIN | PROTO_F_LEASE },
 	[PROTO_OP_EXISTS] = { .decode = dec_keys, .apply = op_lookup,
 	    .needs_session = true, .lock = LK_READ },
 	[PROTO_OP_PIN] = { .decode = dec_keys, .apply = op_pin,
@@ -157,6 +167,8 @@ static const struct op_def ops[PROTO_OP_MAX + 1] = {
 	[PROTO_OP_SESSIONS] = { .decode = dec_none, .apply = op_sessions,
 	    .needs_session = true, .lock = LK_READ },
 	[PROTO_OP_RECLAIM] = { .decode = dec_reclaim, .apply = op_reclaim,
+	    .needs_session = true, .lock = LK_WRITE },
+	[PROTO_OP_LEASE] = { .decode = dec_lease, .apply = op_lease,
 	    .needs_session = true, .lock = LK_WRITE },
 };
 
@@ -230,7 +242,8 @@ static int
 apply_locked(struct req *rq, const struct op_def *def)
 {
 	bool wr = def->lock == LK_WRITE ||
-	    (def->lock == LK_PINFLAG && (rq->flags & PROTO_F_PIN));
+	    (def->lock == LK_PINFLAG &&
+	    (rq->flags & (PROTO_F_PIN | PROTO_F_LEASE)));
 	int rc;
 
 	if (wr) {

@@ -29,7 +29,11 @@
  *    so that a new handler's first region rarely waits for eviction
  *    [ms_evict_background].
  *
- * 4. Off (--evict off): nothing is evicted, and a full pool answers
+ * 4. Leases (op_lease.c) hold their keys like pins while they run; after
+ *    a restart nothing is evicted until leases the previous server may
+ *    have granted have run out (ms_evict_held).
+ *
+ * 5. Off (--evict off): nothing is evicted, and a full pool answers
  *    CXLP_E_NOSPACE as before eviction existed.
  */
 #include <stdlib.h>
@@ -79,13 +83,15 @@ ms_evict_orphans(struct ms *ms, uint64_t need, uint64_t free_target)
 	size_t n = 0;
 	uint32_t id;
 
+	struct evict_ops ops = { .now_ms = cxlp_now_ms() };
+
 	if (!ms->evict.on || room(ms, need, free_target) ||
-	    (tried = calloc(nreg + 1, 1)) == NULL) {
+	    ms_evict_held(ms) != 0 || (tried = calloc(nreg + 1, 1)) == NULL) {
 		return 0;
 	}
 	while ((id = orphan_pick(ms, tried)) != UINT32_MAX) {
 		size_t k = pool_evict_region(ms->pool, id, POOL_EVICT_ORPHAN,
-		    NULL);
+		    &ops);
 
 		tried[id] = 1; /* what stays is pinned: try the next one */
 		n += k;
@@ -133,9 +139,10 @@ ms_evict_own(struct ms *ms, uint64_t sess, uint32_t want,
     struct proto_page *pages)
 {
 	struct own o = { ms, sess, pages, 0 };
-	struct evict_ops ops = { .may = own_may, .gone = own_gone, .arg = &o };
+	struct evict_ops ops = { .may = own_may, .gone = own_gone, .arg = &o,
+		.now_ms = cxlp_now_ms() };
 
-	if (!ms->evict.on) {
+	if (!ms->evict.on || ms_evict_held(ms) != 0) {
 		return 0;
 	}
 	(void)pool_evict_clock(ms->pool, want, POOL_EVICT_PRESSURE, &ops);
@@ -179,8 +186,8 @@ ms_nospace(struct ms *ms, uint64_t len)
 	    "bytes (%llu free) and %s; %llu keys, %llu regions, %llu of "
 	    "them orphaned", (unsigned long long)len,
 	    (unsigned long long)st.free_bytes, ms->evict.on ?
-	    "no key eviction may take (pinned, or in regions of other live "
-	    "handlers)" : "eviction is off (--evict off)",
+	    "no key eviction may take (pinned, leased, or in regions of other "
+	    "live handlers)" : "eviction is off (--evict off)",
 	    (unsigned long long)st.keys, (unsigned long long)st.regions,
 	    (unsigned long long)st.orphan_regions);
 }

@@ -52,6 +52,7 @@ ms_config_defaults(struct ms_config *cfg)
 	cfg->evict = true;
 	cfg->evict_free_pct = MS_EVICT_FREE_PCT_DEFAULT;
 	cfg->evict_clock = true;
+	cfg->lease_max_ms = MS_LEASE_MAX_MS_DEFAULT;
 }
 
 /* The pool lock prefers writers: a stream of lookups must not starve
@@ -198,7 +199,9 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 		goto err_locks;
 	}
 	ms->evict = (struct ms_evict){ .on = cfg->evict,
-		.free_pct = cfg->evict_free_pct };
+		.free_pct = cfg->evict_free_pct,
+		.lease_max_ms = cfg->lease_max_ms,
+		.hold_ns = pool_lease_horizon_ns(ms->pool) };
 	pool_evict_set_order(ms->pool, cfg->evict_clock);
 	if ((rc = ms_asks_init(ms)) != 0 ||
 	    (rc = ms_sess_load(ms, cxlp_now_ms())) != 0) {

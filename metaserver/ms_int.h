@@ -62,6 +62,7 @@ struct ms_config {
 	bool evict;           /* --evict on|off (evict.c) */
 	unsigned evict_free_pct; /* --evict-free: low watermark, percent */
 	bool evict_clock;     /* --evict-order clock (else sweep) */
+	uint32_t lease_max_ms; /* --lease-max-ms: the longest lease */
 	char url_buf[MS_URLS_MAX][MS_URL_MAX]; /* rewritten listen URLs */
 };
 
@@ -136,6 +137,7 @@ struct ms_sess {
 	uint32_t keepalive_ms; /* heartbeat period its HELLO promised; 0 none */
 	uint64_t heard_ms;    /* monotonic ms of its last request (or load) */
 	bool giveback;        /* its HELLO said PROTO_HELLO_GIVEBACK */
+	uint32_t lease_ms;    /* PROTO_F_LEASE's lease (HELLO); 0 none */
 	bool fenced;          /* ended for silence, record kept (silence.c) */
 	uint64_t fence_pid;   /* fenced: the process that may still write */
 	char host[64];        /* as the HELLO (or the record) named it */
@@ -156,6 +158,9 @@ struct ms_pipe {
 struct ms_evict {
 	bool on;
 	unsigned free_pct; /* low watermark of free data bytes, percent */
+	uint32_t lease_max_ms; /* leases are cut to this */
+	uint64_t hold_ns;  /* CLOCK_REALTIME ns: no eviction before (leases
+	                    * an earlier server granted may run; lease.c) */
 };
 
 /* A region asked back from its owner (asks.c), per region id. */
@@ -336,6 +341,21 @@ int ms_sess_table_full(const struct ms *ms);
 /* ---- eviction (evict.c): when, whose, who is told ---------------------- */
 
 #define MS_EVICT_FREE_PCT_DEFAULT 5u
+#define MS_LEASE_MAX_MS_DEFAULT 60000u
+
+/* ms_evict_held -- eviction waits for leases an earlier server of the
+ * pool granted (the lease horizon it found at start); 0, or CXLP_E_BUSY
+ * saying until when. */
+int ms_evict_held(const struct ms *ms);
+/* ms_lease_keys -- lease (lease_ms > 0, cut to --lease-max-ms) or
+ * release (0) the key of every good result in rq's res[0..m) for its
+ * session; a refusal becomes that key's result. ms->lock held for
+ * writing. */
+struct req;
+void ms_lease_keys(struct req *rq, uint32_t m, uint32_t lease_ms);
+/* ms_leases_expire -- the reaper's pass: drop leases that ran out. Takes
+ * ms->lock. */
+void ms_leases_expire(struct ms *ms);
 
 /* ms_evict_orphans -- empty ORPHAN regions, fewest keys first, until the
  * pool has a free extent of need bytes and free_target free bytes in all

@@ -36,7 +36,8 @@ struct req {
 	struct proto_hello hello;
 	uint64_t len, page_size;
 	uint32_t region, gen;
-	uint32_t want;       /* RECLAIM: pages the caller is short of */
+	uint32_t want;       /* RECLAIM: pages the caller is short of;
+	                      * LEASE: lease_ms */
 	/* per key, one allocation (batch_new, dispatch.c) */
 	struct proto_result *res;
 	uint64_t *slots;     /* index slot of each key found (res[i] ok) */
@@ -54,7 +55,8 @@ struct occ {
 enum op_lock {
 	LK_READ,
 	LK_WRITE,
-	LK_PINFLAG, /* write if the request asks for PROTO_F_PIN, else read */
+	LK_PINFLAG, /* write if the request asks for PROTO_F_PIN or _LEASE,
+	             * else read */
 };
 
 /* A row of the op table (dispatch.c). */
@@ -101,12 +103,17 @@ int op_bye(struct req *rq);
 int op_region_alloc(struct req *rq);
 int op_region_free(struct req *rq);
 int op_reclaim(struct req *rq);
+/* op_lease.c */
+int op_lease(struct req *rq);
 /* op_kv.c */
 int op_register(struct req *rq);
 int op_lookup(struct req *rq);
 int op_pin(struct req *rq);
 int op_unpin(struct req *rq);
 int op_delete(struct req *rq);
+/* op_lookup_keys -- rq->res[0..n) := each key's location or error (no
+ * stop at a miss); returns n, 0 when the batch could not be prepared. */
+uint32_t op_lookup_keys(struct req *rq);
 /* op_report.c */
 int op_stats(struct req *rq);
 int op_sessions(struct req *rq);

@@ -145,6 +145,44 @@ put_results(struct req *rq, uint32_t n)
 	proto_put_results(rq->reply, n, rq->res);
 }
 
+/* the session's HELLO lease, for PROTO_F_LEASE; CXLP_E_PROTO if none */
+static int
+flag_lease(const struct req *rq, uint32_t *ms)
+{
+	*ms = rq->s->lease_ms;
+	if ((rq->flags & PROTO_F_LEASE) && *ms == 0) {
+		return cxlp_fail(CXLP_E_PROTO, "PROTO_F_LEASE from a session "
+		    "whose HELLO named no lease_ms");
+	}
+	return 0;
+}
+
+/* REGISTER's leases: winners and losers, as its pins; a key that could
+ * not be leased stays registered and reported stored (its page must not
+ * be freed), as with pins (REFUSED_KEEP) */
+static void
+lease_register(struct req *rq, uint32_t lease_ms)
+{
+	uint64_t now = cxlp_now_ms(), real = cxlp_now_real_ns();
+	unsigned kept = 0;
+
+	if (lease_ms > rq->ms->evict.lease_max_ms) {
+		lease_ms = rq->ms->evict.lease_max_ms;
+	}
+	for (uint32_t i = 0; i < rq->n; i++) {
+		if (rq->res[i].status == 0 && pool_lease_set(rq->ms->pool,
+		    op_sess_id(rq), rq->slots[i], now + lease_ms,
+		    real + (uint64_t)lease_ms * 1000000u) != 0) {
+			kept++;
+		}
+	}
+	if (kept > 0) {
+		log_err("op=register session=%llu refused=%u msg=\"keys stored "
+		    "without their lease: %s\"",
+		    (unsigned long long)op_sess_id(rq), kept, cxlp_errormsg());
+	}
+}
+
 /* op_register -- REGISTER: insert each key at the caller's page (first
  * writer wins), pinning winners and losers when asked. */
 int
@@ -153,9 +191,10 @@ op_register(struct req *rq)
 	bool pin = (rq->flags & PROTO_F_PIN) != 0;
 	unsigned added = 0, failed = 0;
 	char why[128] = "";
-	int rc = results_new(rq, pin, true);
+	uint32_t lease_ms;
+	int rc = flag_lease(rq, &lease_ms);
 
-	if (rc != 0) {
+	if (rc != 0 || (rc = results_new(rq, pin, true)) != 0) {
 		return rc;
 	}
 	for (uint32_t i = 0; i < rq->n; i++) {
@@ -180,6 +219,9 @@ op_register(struct req *rq)
 	if (pin) {
 		(void)pin_results(rq, rq->n, +1, REFUSED_KEEP);
 	}
+	if (rq->flags & PROTO_F_LEASE) {
+		lease_register(rq, lease_ms);
+	}
 	log_info("op=register session=%llu n=%u new=%u existing=%u "
 	    "failed=%u pin=%d rc=0%s%s%s", (unsigned long long)op_sess_id(rq),
 	    rq->n, added, rq->n - added - failed, failed, pin,
@@ -191,6 +233,17 @@ op_register(struct req *rq)
 /* lookup_keys -- fill rq->res with each key's location or error, in
  * order; with stop_at_miss, stop after the first missing key. Returns how
  * many entries were filled. */
+static uint32_t lookup_keys(struct req *rq, bool stop_at_miss);
+
+/* op_lookup_keys -- see op.h */
+uint32_t
+op_lookup_keys(struct req *rq)
+{
+	int rc = results_new(rq, false, false);
+
+	return rc != 0 ? 0 : lookup_keys(rq, false);
+}
+
 static uint32_t
 lookup_keys(struct req *rq, bool stop_at_miss)
 {
@@ -221,14 +274,18 @@ int
 op_lookup(struct req *rq)
 {
 	bool pin = (rq->flags & PROTO_F_PIN) != 0;
-	int rc = results_new(rq, pin, false);
+	uint32_t lease_ms;
+	int rc = flag_lease(rq, &lease_ms);
 
-	if (rc != 0) {
+	if (rc != 0 || (rc = results_new(rq, pin, false)) != 0) {
 		return rc;
 	}
 	lookup_keys(rq, false);
 	if (pin) {
 		(void)pin_results(rq, rq->n, +1, REFUSED_MARK);
+	}
+	if (rq->flags & PROTO_F_LEASE) {
+		ms_lease_keys(rq, rq->n, lease_ms);
 	}
 	put_results(rq, rq->n);
 	return 0;
@@ -286,6 +343,9 @@ delete_one(struct req *rq, uint32_t i)
 	}
 	if (pool_pin_total(p, kv.slot) > 0) {
 		return cxlp_fail(CXLP_E_PINNED, "key is pinned");
+	}
+	if (pool_leased(p, kv.slot, cxlp_now_ms())) {
+		return cxlp_fail(CXLP_E_PINNED, "key is leased");
 	}
 	if (pool_region_get(p, kv.region, &r) == 0 &&
 	    r.state == POOL_REGION_OWNED && r.owner != op_sess_id(rq) &&

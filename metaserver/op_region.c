@@ -93,6 +93,9 @@ op_reclaim(struct req *rq)
 		m.n = ms_evict_own(rq->ms, op_sess_id(rq), rq->want, m.pages);
 		rc = m.n > 0 ? 0 : cxlp_fail(asked == CXLP_E_BUSY ?
 		    CXLP_E_BUSY : CXLP_E_NOSPACE, "%s", why);
+		if (m.n == 0 && rq->ms->evict.on) {
+			rc = ms_evict_held(rq->ms) != 0 ? CXLP_E_BUSY : rc;
+		}
 	}
 	if (rc == 0) {
 		op_put_hdr(rq, 0);

@@ -45,6 +45,8 @@ op_stats(struct req *rq)
 		v[PROTO_STAT_EVICT_BYTES] += ev.bytes[c];
 	}
 	v[PROTO_STAT_EVICT_SWEEPS] = ev.sweeps;
+	pool_lease_stats(rq->ms->pool, &v[PROTO_STAT_LEASES],
+	    &v[PROTO_STAT_LEASE_EXPIRED]);
 	op_put_hdr(rq, 0);
 	proto_put_stats(rq->reply, PROTO_STAT_COUNT, v);
 	return 0;

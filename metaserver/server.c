@@ -184,6 +184,7 @@ reaper_main(void *arg)
 		pthread_cond_timedwait(&srv->stop_cond, &srv->stop_lock, &ts);
 		pthread_mutex_unlock(&srv->stop_lock);
 		ms_reap(&srv->ms, cxlp_now_ms());
+		ms_leases_expire(&srv->ms);
 		ms_evict_background(&srv->ms);
 		pthread_mutex_lock(&srv->stop_lock);
 	}

@@ -239,6 +239,7 @@ hello_reattach(struct ms *ms, const struct proto_req_hdr *h,
 	s->pid = hello_pid(ms, m, pipe_id);
 	s->start_time = m->start_time;
 	s->giveback = (m->flags & PROTO_HELLO_GIVEBACK) != 0;
+	s->lease_ms = m->lease_ms;
 	sess_bind(ms, s, pipe_id);
 	ms_sess_unlock(ms);
 	*out = s;
@@ -345,6 +346,7 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	if (s != NULL) {
 		s->hello_nonce = h->token;
 		s->giveback = (m->flags & PROTO_HELLO_GIVEBACK) != 0;
+		s->lease_ms = m->lease_ms;
 		sess_bind(ms, s, pipe_id);
 	}
 	ms_sess_unlock(ms);
@@ -576,11 +578,13 @@ sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why)
 {
 	int rc = pool_session_remove(ms->pool, s->id);
 	uint64_t pins = pool_pin_release_session(ms->pool, s->id);
+	uint64_t leases = pool_lease_release_session(ms->pool, s->id);
 	unsigned regions = disown_regions(ms, s->id);
 
-	log_info("op=session_end session=%llu why=%s pins=%llu regions=%u "
-	    "rc=%d", (unsigned long long)s->id, why,
-	    (unsigned long long)pins, regions, rc);
+	log_info("op=session_end session=%llu why=%s pins=%llu leases=%llu "
+	    "regions=%u rc=%d", (unsigned long long)s->id, why,
+	    (unsigned long long)pins, (unsigned long long)leases, regions,
+	    rc);
 	if (s->fenced) {
 		ms->nfenced--;
 	}
@@ -620,6 +624,7 @@ ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid)
 		return;
 	}
 	pins = pool_pin_release_session(ms->pool, s->id);
+	(void)pool_lease_release_session(ms->pool, s->id);
 	s->fenced = true;
 	s->fence_pid = pid;
 	ms->nfenced++;

@@ -23,7 +23,8 @@
  *    the index) is the metaserver's and lives elsewhere.
  *
  * 2. Who may go. A victim is a live key of a live region that no session
- *    pins (pool_pin_total) and that the caller's filter accepts (the
+ *    pins (pool_pin_total) or leases past ops->now_ms (pool_leased; with
+ *    no ops, every lease holds) and that the caller's filter accepts (the
  *    metaserver's rules: whose regions, leases). A key whose register is
  *    in flight is not in the index yet, so it is never met. The filter is
  *    asked before the reference byte is looked at, so keys the caller may
@@ -210,7 +211,8 @@ evictable(const struct pool *p, uint64_t slot, const struct evict_ops *ops,
 	if (ops != NULL && ops->may != NULL && !ops->may(ops->arg, kv)) {
 		return false;
 	}
-	return pool_pin_total(p, slot) == 0;
+	return pool_pin_total(p, slot) == 0 &&
+	    !pool_leased(p, slot, ops != NULL ? ops->now_ms : 0);
 }
 
 /* pool_evict_clock -- see pool.h */

@@ -35,7 +35,10 @@
                                                    * code understands */
 #define POOL_COMPAT_ACCESS 0x1ull /* sb.access: one advisory byte per
                                    * index slot that readers set on a hit
-                                   * (evict.c); older code ignores it */
+                                   * (evict.c). Code before 2.2 refuses
+                                   * such a pool (its reserved bytes are
+                                   * not zero); this code reads 2.1 pools,
+                                   * which have none */
 #define POOL_SB_VOLATILE 0x1ull  /* sb.flags: media does not survive boot */
 #define POOL_SB_SIZE 4096u
 #define POOL_PAGE_MIN 64u        /* smallest page size of a region */
@@ -104,23 +107,30 @@ struct pool_sb {
 	struct pool_area area[POOL_AREA_N]; /* 6 x 24 bytes */
 	uint8_t uuid[16];         /* random, set at format */
 	char boot_id[POOL_BOOT_ID_LEN]; /* boot formatted in, NUL padded */
-	uint64_t next_session_id; /* next id to hand out; never 0. The one
-	                           * field that changes after format: one
-	                           * 8-byte store, not covered by checksum */
+	uint64_t next_session_id; /* next id to hand out; never 0. Changes
+	                           * after format (as lease_until_ns does):
+	                           * one 8-byte store, not covered by
+	                           * checksum */
 	struct pool_area access;  /* POOL_COMPAT_ACCESS: count = index slots,
 	                           * off and len multiples of align, between
 	                           * the pin table and the data area, so a
 	                           * handler maps it alone, writable; zero
 	                           * (reserved) in pools before 2.2 */
-	uint8_t reserved[3296];   /* zero */
+	uint64_t lease_until_ns;  /* CLOCK_REALTIME ns before which a lease a
+	                           * server of this pool granted may still
+	                           * run (lease.c; layout 2.2). One 8-byte
+	                           * store, not covered by checksum */
+	uint8_t reserved[3288];   /* zero */
 	struct pool_orec owner;   /* who serves the pool; its own rules,
 	                           * above (layout 2.1; zero in 2.0) */
-	uint64_t checksum;        /* XXH64 of bytes above, next_session_id
-	                           * and owner read as 0 */
+	uint64_t checksum;        /* XXH64 of bytes above, next_session_id,
+	                           * lease_until_ns and owner read as 0 */
 };
 static_assert(sizeof(struct pool_sb) == POOL_SB_SIZE, "superblock size");
 static_assert(offsetof(struct pool_sb, owner) % 64 == 0,
     "owner record words are aligned 8-byte stores");
+static_assert(offsetof(struct pool_sb, lease_until_ns) % 8 == 0,
+    "lease_until_ns is published by an aligned 8-byte store");
 static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
     "next_session_id is published by an aligned 8-byte store");
 

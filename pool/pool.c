@@ -235,6 +235,7 @@ attach(struct pool *p, bool fresh, unsigned flags)
 	pintab_fini(p);
 	regtab_fini(p);
 	evict_fini(p);
+	lease_fini(p);
 	return rebuild(p, true);
 }
 
@@ -487,6 +488,7 @@ pool_close(struct pool **pp)
 	pintab_fini(p);
 	regtab_fini(p);
 	evict_fini(p);
+	lease_fini(p);
 	keyheap_fini(&p->heap);
 	pmap_close(&p->map);
 	free(p->path);

@@ -229,6 +229,32 @@ int pool_pin_next(const struct pool *p, uint64_t *cursor,
 /* pool_pin_max -- size of the pin table (records). */
 uint32_t pool_pin_max(const struct pool *p);
 
+/* ---- leases (lease.c): pins with a time limit, in DRAM ------------------ */
+
+#define POOL_LEASES_MAX (1u << 24)
+
+/* pool_lease_set -- session takes, renews (until_ms: expiry on the
+ * caller's monotonic ms clock; until_ns: the same on CLOCK_REALTIME) or
+ * with until_ms 0 releases its lease on the key at slot. Before a lease
+ * that would outlast the pool's lease horizon is granted, the horizon is
+ * raised durably (pool_lease_horizon_ns). Returns 0, CXLP_E_NOTPINNED
+ * (release without a lease), CXLP_E_NOSPACE (table full) or -ENOMEM. */
+int pool_lease_set(struct pool *p, uint64_t session, uint64_t slot,
+    uint64_t until_ms, uint64_t until_ns);
+/* pool_leased -- some session holds a lease on slot that runs past
+ * now_ms. */
+bool pool_leased(const struct pool *p, uint64_t slot, uint64_t now_ms);
+/* pool_lease_release_session -- drop session's leases; how many. */
+uint64_t pool_lease_release_session(struct pool *p, uint64_t session);
+/* pool_lease_expire -- drop leases that ran out by now_ms; how many. */
+uint64_t pool_lease_expire(struct pool *p, uint64_t now_ms);
+/* pool_lease_stats -- leases held, and expired since open. */
+void pool_lease_stats(const struct pool *p, uint64_t *active,
+    uint64_t *expired);
+/* pool_lease_horizon_ns -- CLOCK_REALTIME ns before which a lease some
+ * server of this pool granted may still run (0: none ever). */
+uint64_t pool_lease_horizon_ns(const struct pool *p);
+
 /* ---- eviction (evict.c) ------------------------------------------------- */
 
 enum pool_evict_cause {
@@ -255,10 +281,11 @@ struct evict_ops {
 	bool (*may)(void *arg, const struct pool_kv *kv);
 	void (*gone)(void *arg, const struct pool_kv *kv);
 	void *arg;
+	uint64_t now_ms; /* leases running past it hold their keys */
 };
 
 /* pool_evict_clock -- evict up to max keys in CLOCK order (evict.c note
- * 2): unpinned keys ops->may accepts whose reference byte is clear; a set
+ * 2): unpinned, unleased keys ops->may accepts whose reference byte is clear; a set
  * byte is cleared and the key passed over once. Stops after two sweeps of
  * the index. Returns how many keys went. */
 size_t pool_evict_clock(struct pool *p, size_t max,

@@ -71,6 +71,23 @@ struct evict_dram {
 	struct pool_evict_stats st;
 };
 
+/* A lease (lease.c): DRAM only. */
+struct lease_ent {
+	uint64_t session;
+	uint64_t slot;
+	uint64_t until_ms; /* caller's monotonic clock */
+	uint32_t next;     /* bucket chain, or free list */
+};
+
+struct lease_dram {
+	struct lease_ent *ent; /* cap entries */
+	uint32_t *head;        /* cap buckets by slot */
+	uint32_t cap;          /* a power of two, or 0 */
+	uint32_t free;         /* free list head */
+	uint32_t n;            /* live entries */
+	uint64_t expired;      /* dropped by pool_lease_expire, in all */
+};
+
 struct pool {
 	char *path;
 	struct pmap *map;
@@ -101,6 +118,7 @@ struct pool {
 	uint32_t npins;           /* its records */
 	struct pin_dram pin;
 	struct evict_dram ev;
+	struct lease_dram lease;
 	struct owner *own;        /* pool_open_owned: lock, claim (owner.c) */
 	struct pool_damage *damage; /* open only: what recovery finds */
 };
@@ -174,6 +192,10 @@ void evict_unlink(struct pool *p, uint64_t slot, uint32_t region);
  * not hold exactly its nkeys keys (note 4). */
 void evict_check(const struct pool *p, void (*bad)(void *arg,
     uint32_t region, uint64_t listed), void *arg);
+
+/* lease.c */
+/* lease_fini -- free the lease table (empty at open). */
+void lease_fini(struct pool *p);
 
 /* kv.c */
 /* kv_drop_slot -- remove the live key at slot durably, as pool_kv_remove

@@ -23,7 +23,7 @@ Test(proto_msg, hello_and_welcome_round_trip)
 			rnd(), (const char *)keybytes + i,
 			(uint16_t)rnd_below(PROTO_HOST_MAX + 1),
 			keybytes + 2 * i,
-			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0 }, hm;
+			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0, 0 }, hm;
 		struct proto_welcome w = { rnd(), rnd(), rnd(), rnd(),
 			(const char *)keybytes + i,
 			(uint16_t)rnd_below(PROTO_PATH_MAX + 1) }, wm;
@@ -271,7 +271,7 @@ Test(proto_msg, every_message_with_a_trailing_byte_is_rejected)
 
 Test(proto_msg, reserved_flag_bits_are_rejected)
 {
-	struct proto_hello m = { .flags = 0x10 }, hm;
+	struct proto_hello m = { .flags = 0x20 }, hm;
 	struct proto_key *k;
 	struct proto_reg *g;
 	uint32_t flags, n;
@@ -284,7 +284,7 @@ Test(proto_msg, reserved_flag_bits_are_rejected)
 	cr_assert_eq(proto_get_hello(&r, &hm), CXLP_E_PROTO);
 	cr_assert(strstr(cxlp_errormsg(), "hello.flags") != NULL);
 	pbuf_reset(&b);
-	proto_put_keys(&b, 2, 1, (const void *[]){ "k" }, (size_t[]){ 1 });
+	proto_put_keys(&b, 4, 1, (const void *[]){ "k" }, (size_t[]){ 1 });
 	preader_init(&r, b.data, b.len);
 	cr_assert_eq(proto_get_keys(&r, &flags, &k, &n), CXLP_E_PROTO);
 	cr_assert_null(k);

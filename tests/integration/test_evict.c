@@ -10,75 +10,9 @@
  */
 #include <stdlib.h>
 
-#include "itest.h"
-
-#define POOL (256 * MiB)
-#define PAGE (64 * 1024)
-#define REGION (4 * MiB)
-#define VLEN 256 /* value bytes: the page, not the value, is the cost */
-#define BATCH 64
-
-/* background eviction off (--evict-free 0) unless a test is about it:
- * pool-inspect check reads the live pool without the server's lock */
-static void
-start_with(const char *order)
-{
-	const char *args[] = { "--evict-order", order, "--evict-free", "0",
-		NULL };
-
-	cr_assert_eq(test_server_start(&srv, POOL, args), 0,
-	    "metaserver did not start");
-}
+#include "evfill.h"
 
 TestSuite(evict, .fini = itest_stop, .timeout = 120);
-
-static struct cxlp_handler *
-connect_big(void)
-{
-	struct cxlp_handler *h = kv_connect(srv.url, PAGE, REGION, true);
-
-	cr_assert_not_null(h, "connect to %s failed", srv.url);
-	return h;
-}
-
-/* pages the data area holds */
-static uint64_t
-capacity(struct cxlp_handler *h)
-{
-	struct cxlp_stats st = kv_stats(h);
-
-	return st.data_bytes / PAGE;
-}
-
-/* store keys [first, first + n) of prefix in one batch; every one must
- * report true */
-static void
-store_batch(struct cxlp_handler *h, const char *prefix, uint32_t first,
-    size_t n, unsigned flags)
-{
-	char kb[BATCH][32];
-	const void *keys[BATCH];
-	size_t klen[BATCH], lens[BATCH];
-	cxlp_page_t pages[BATCH];
-	bool ok[BATCH];
-
-	for (size_t i = 0; i < n; i++) {
-		void *buf;
-
-		cr_assert_rc(cxlp_alloc(h, &pages[i], &buf), 0,
-		    "alloc of key %u", first + (unsigned)i);
-		kv_fill(buf, VLEN, 1, first + (uint32_t)i);
-		klen[i] = kv_key(kb[i], sizeof(kb[i]), prefix,
-		    first + (unsigned)i);
-		keys[i] = kb[i];
-		lens[i] = VLEN;
-	}
-	cr_assert_rc(cxlp_batch_store(h, n, keys, klen, pages, lens, flags,
-	    ok), 0);
-	for (size_t i = 0; i < n; i++) {
-		cr_assert(ok[i], "store of %s reported false", kb[i]);
-	}
-}
 
 /* direct retrieve of hot keys [0, n): how many are there, intact */
 static uint32_t
@@ -111,16 +45,16 @@ read_hot(struct cxlp_handler *h, uint32_t n)
 static uint32_t
 churn(void)
 {
-	struct cxlp_handler *h = connect_big();
-	uint64_t cap = capacity(h);
+	struct cxlp_handler *h = ev_connect(0);
+	uint64_t cap = ev_capacity(h);
 	uint32_t hot = (uint32_t)(cap / 20), survived;
 	struct cxlp_stats st;
 
 	for (uint32_t k = 0; k < hot; k += BATCH) {
-		store_batch(h, "hot", k, hot - k < BATCH ? hot - k : BATCH, 0);
+		ev_store(h, "hot", k, hot - k < BATCH ? hot - k : BATCH, 0);
 	}
 	for (uint32_t k = 0; k < 10 * cap; k += BATCH) {
-		store_batch(h, "cold", k, BATCH, 0);
+		ev_store(h, "cold", k, BATCH, 0);
 		(void)read_hot(h, hot);
 	}
 	survived = read_hot(h, hot);
@@ -141,31 +75,14 @@ churn(void)
 
 Test(evict, churn_of_ten_times_the_pool_keeps_the_keys_read_directly)
 {
-	start_with("clock");
+	ev_start("clock", NULL);
 	cr_assert_geq(churn(), 95, "the hot set did not survive");
 }
 
 Test(evict, churn_that_ignores_reads_loses_the_hot_set)
 {
-	start_with("sweep");
+	ev_start("sweep", NULL);
 	cr_assert_lt(churn(), 20, "reads were not what kept the hot set");
-}
-
-/* fill the pool with keys of prefix (all of it: every region taken) */
-static uint64_t
-fill(struct cxlp_handler *h, const char *prefix, unsigned flags)
-{
-	uint64_t n = 0;
-
-	for (;;) {
-		struct cxlp_stats st = kv_stats(h);
-
-		if (st.free_bytes < REGION && st.pages_free == 0) {
-			return n;
-		}
-		store_batch(h, prefix, (uint32_t)n, 1, flags);
-		n++;
-	}
 }
 
 Test(evict, a_pool_filled_by_a_handler_that_closed_serves_the_next)
@@ -173,12 +90,12 @@ Test(evict, a_pool_filled_by_a_handler_that_closed_serves_the_next)
 	struct cxlp_handler *a, *b;
 	struct cxlp_stats st;
 
-	start_with("clock");
-	a = connect_big();
-	cr_assert_gt(fill(a, "a", 0), 0);
+	ev_start("clock", NULL);
+	a = ev_connect(0);
+	cr_assert_gt(ev_fill(a, "a", 0), 0);
 	cxlp_close(&a);
-	b = connect_big();
-	store_batch(b, "b", 0, BATCH, 0);
+	b = ev_connect(0);
+	ev_store(b, "b", 0, BATCH, 0);
 	st = kv_stats(b);
 	cr_assert_gt(st.evicted_orphan, 0);
 	cr_assert_eq(st.evicted_pressure, 0, "the orphans should go first");
@@ -194,12 +111,12 @@ Test(evict, orphans_are_evicted_in_the_background_down_to_the_mark)
 	struct cxlp_stats st;
 
 	cr_assert_eq(test_server_start(&srv, POOL, args), 0);
-	a = connect_big();
-	cr_assert_gt(fill(a, "a", 0), 0);
+	a = ev_connect(0);
+	cr_assert_gt(ev_fill(a, "a", 0), 0);
 	st = kv_stats(a);
 	cr_assert_eq(st.evicted_orphan, 0, "a live handler's keys went");
 	cxlp_close(&a);
-	b = connect_big(); /* its first region empties one orphan */
+	b = ev_connect(0); /* its first region empties one orphan */
 	for (int i = 0; i < 200; i++) {
 		st = kv_stats(b);
 		if (st.free_bytes >= st.data_bytes / 10) {
@@ -222,15 +139,15 @@ Test(evict, a_pool_filled_by_a_handler_that_was_killed_serves_the_next)
 	struct cxlp_stats st;
 	char f = 0;
 
-	start_with("clock");
+	ev_start("clock", NULL);
 	itest_spawn(&c, "fill-and-wait", "-");
 	itest_go(&c);
 	cr_assert(test_child_read(&c, &f, 1) && f == 'f', "the filler did "
 	    "not report");
 	kill(c.pid, SIGKILL);
 	cr_assert_eq(itest_wait(&c), 128 + SIGKILL);
-	b = connect_big();
-	store_batch(b, "b", 0, BATCH, 0);
+	b = ev_connect(0);
+	ev_store(b, "b", 0, BATCH, 0);
 	st = kv_stats(b);
 	cr_assert_gt(st.evicted_orphan, 0);
 	itest_assert_pool_checks();
@@ -244,9 +161,9 @@ Test(evict, pinned_keys_are_never_evicted_and_a_pool_of_them_is_full)
 	void *buf;
 	uint64_t n;
 
-	start_with("clock");
-	h = connect_big();
-	n = fill(h, "pin", CXLP_STORE_PIN);
+	ev_start("clock", NULL);
+	h = ev_connect(0);
+	n = ev_fill(h, "pin", CXLP_STORE_PIN);
 	cr_assert_rc(cxlp_alloc(h, &pg, &buf), CXLP_E_NOSPACE);
 	cr_assert(strstr(cxlp_errormsg(), "evict") != NULL ||
 	    strstr(cxlp_errormsg(), "pinned") != NULL, "message: %s",
@@ -265,7 +182,7 @@ Test(evict, pinned_keys_are_never_evicted_and_a_pool_of_them_is_full)
 		cr_assert_rc(cxlp_unpin(h, key, kl), 0);
 	}
 	/* the ten unpinned keys are the only victims there are */
-	store_batch(h, "new", 0, 10, 0);
+	ev_store(h, "new", 0, 10, 0);
 	for (uint32_t k = 0; k < n; k++) {
 		char key[32];
 		size_t kl = kv_key(key, sizeof(key), "pin", k);
@@ -284,8 +201,8 @@ Test(evict, with_eviction_off_a_full_pool_answers_nospace)
 	void *buf;
 
 	cr_assert_eq(test_server_start(&srv, 64 * MiB, args), 0);
-	h = connect_big();
-	(void)fill(h, "x", 0);
+	h = ev_connect(0);
+	(void)ev_fill(h, "x", 0);
 	cr_assert_rc(cxlp_alloc(h, &pg, &buf), CXLP_E_NOSPACE);
 	cr_assert_eq(kv_stats(h).evicted_pressure, 0);
 	cxlp_close(&h);

@@ -42,6 +42,8 @@ static const char *const stat_names[PROTO_STAT_COUNT] = {
 	[PROTO_STAT_EVICT_ORPHAN] = "evicted_keys_orphan",
 	[PROTO_STAT_EVICT_BYTES] = "evicted_bytes",
 	[PROTO_STAT_EVICT_SWEEPS] = "evict_clock_sweeps",
+	[PROTO_STAT_LEASES] = "leases",
+	[PROTO_STAT_LEASE_EXPIRED] = "lease_expiries",
 };
 
 /* which stats are bytes (shown with units in text) */

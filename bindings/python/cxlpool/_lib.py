@@ -79,7 +79,7 @@ STATS_FIELDS: Tuple[str, ...] = (
     "pages_registered", "pages_unresolved", "foreign_maps", "redials",
     "pages_quarantined", "largest_free", "evicted_pressure",
     "evicted_watermark", "evicted_orphan", "evicted_bytes",
-    "pages_reclaimed", "reclaims",
+    "pages_reclaimed", "reclaims", "leases", "lease_expiries",
 )
 
 
@@ -87,7 +87,7 @@ class StatsStruct(ctypes.Structure):
     """struct cxlp_stats, field for field."""
 
     _fields_ = [(name, c_uint64) for name in STATS_FIELDS] + [
-        ("reserved", c_uint64 * 6)]
+        ("reserved", c_uint64 * 4)]
 
 
 class VersionStruct(ctypes.Structure):
@@ -115,6 +115,7 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_config_set_retries": (c_int, [_PTR, c_uint]),
     "cxlp_config_set_instance_id": (c_int, [_PTR, c_uint64]),
     "cxlp_config_set_keepalive_ms": (c_int, [_PTR, c_uint]),
+    "cxlp_config_set_lease_ms": (c_int, [_PTR, c_uint]),
     "cxlp_config_set_direct_reads": (c_int, [_PTR, c_bool]),
     "cxlp_connect": (c_int, [_P(c_void_p), _PTR]),
     "cxlp_close": (None, [_P(c_void_p)]),
@@ -142,6 +143,9 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_unpin": (c_int, [_PTR, c_char_p, c_size_t]),
     "cxlp_batch_pin": (c_int, [_PTR, c_size_t, _PTR, _PTR, _P(c_size_t)]),
     "cxlp_batch_unpin": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR]),
+    "cxlp_lease": (c_int, [_PTR, c_char_p, c_size_t, c_uint]),
+    "cxlp_batch_lease": (c_int, [_PTR, c_size_t, _PTR, _PTR, c_uint,
+                                 _PTR]),
     "cxlp_delete": (c_int, [_PTR, c_char_p, c_size_t]),
     "cxlp_batch_delete": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR]),
     "cxlp_stats": (c_int, [_PTR, _P(StatsStruct)]),

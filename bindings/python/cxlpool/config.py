@@ -37,6 +37,7 @@ class Config:
     instance_id  caller-chosen id reported to the metaserver (e.g. a rank)
     keepalive_ms heartbeat after this long without a reply (0: off), so
                  the session is reattached soon after a metaserver restart
+    lease_ms     how long a lease taken by a leased store lasts
     direct_reads read the pool's index from shared memory for unpinned
                  lookups and version checks (off: every lookup asks the
                  metaserver, and unpinned versions cannot be checked)
@@ -51,6 +52,7 @@ class Config:
     retries: int = 3
     instance_id: int = 0
     keepalive_ms: int = 1000
+    lease_ms: int = 10000
     direct_reads: bool = True
 
     @property
@@ -99,6 +101,8 @@ class Config:
             cfg, _uint("instance_id", self.instance_id, 64)))
         check(lib.cxlp_config_set_keepalive_ms(
             cfg, _uint("keepalive_ms", self.keepalive_ms, 32)))
+        check(lib.cxlp_config_set_lease_ms(
+            cfg, _uint("lease_ms", self.lease_ms, 32)))
         check(lib.cxlp_config_set_direct_reads(cfg,
                                                bool(self.direct_reads)))
 

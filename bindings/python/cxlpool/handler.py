@@ -38,6 +38,7 @@ from .config import Config
 from .errors import (BadPageError, CxlpError, InvalidArgumentError,
                      ClosedError, UnknownOutcomeError, check,
                      error_from_code, make)
+from .leases import Leases
 from .versions import VersionedReads
 
 _LIVE, _BUSY, _CONSUMED = 0, 1, 2
@@ -85,6 +86,8 @@ class Stats:
     evicted_bytes: int     # value bytes of all evicted keys
     pages_reclaimed: int   # this handler's pages freed by eviction for it
     reclaims: int          # RECLAIM round trips it made
+    leases: int            # leases held, all sessions
+    lease_expiries: int    # leases that ran out
 
     def as_dict(self) -> Dict[str, int]:
         """The counters as a plain dict."""
@@ -140,7 +143,7 @@ class Page:
         self._session.invalidate(self._xid)
 
 
-class Handler(VersionedReads):
+class Handler(VersionedReads, Leases):
     """A connection to a cxlpool metaserver (``struct cxlp_handler``).
 
     Use it as a context manager, which connects on entry (if needed) and

@@ -1,0 +1,50 @@
+"""Leases: pins with a time limit (cxlp_lease, cxlp_batch_lease).
+
+A lease holds a key out of eviction, and refuses its delete, for a while,
+without having to be released: it ends at its time, when the session
+ends, or at ``lease(key, 0)``. A reader that leases a key and finishes its
+copy within the lease needs no ``validate``::
+
+    h.lease(key, 2000)             # or retrieve(key, lease=True)
+    view = h.retrieve(key)
+    dst[:len(view)] = view         # within 2 s: the bytes are the key's
+
+The methods live in the :class:`Leases` mixin of :class:`cxlpool.Handler`.
+"""
+
+from __future__ import annotations
+
+from ctypes import c_int, c_uint
+from typing import Any, List, Optional, Sequence
+
+from . import _keys, _lib
+from .errors import CxlpError, check
+
+
+class Leases:
+    """Mixin of :class:`cxlpool.Handler`: lease and batch_lease."""
+
+    def _s(self) -> Any:  # supplied by Handler
+        raise NotImplementedError
+
+    def lease(self, key: _keys.KeyLike, ms: int) -> None:
+        """Lease key for ms milliseconds (renewing a lease this session
+        holds); ms 0 releases it. Raises NotFoundError, NotPinnedError
+        (release without a lease)."""
+        k = _keys.key(key)
+        with self._s().call() as h:
+            check(_lib.lib().cxlp_lease(h, k, len(k), c_uint(ms)))
+
+    def batch_lease(self, keys: Sequence[_keys.KeyLike], ms: int
+                    ) -> List[Optional[CxlpError]]:
+        """lease() each key in one round trip: None or the error, per
+        key."""
+        bkeys = _keys.keys(keys)
+        n = len(bkeys)
+        with self._s().call() as h:
+            kptrs, klens = _lib.key_arrays(bkeys)
+            status = (c_int * n)()
+            check(_lib.lib().cxlp_batch_lease(h, n, kptrs, klens,
+                                              c_uint(ms), status))
+            return [None if status[i] == 0 else
+                    _keys.key_error(status[i], bkeys[i]) for i in range(n)]

@@ -7,6 +7,7 @@
  *   pages.c    pure page tables: per-region O(1) free list + page states
  *   regions.c  own regions (RW) and the foreign-region map cache (RO);
  *              cxlp_alloc / cxlp_free
+ *   prefaulter.c  the thread that prefaults regions mapped after connect
  *   call.c     HELLO, reattach and h_call, below every module that
  *              calls the server; the checks and decoders they share
  *   handler.c  connect, close, stats, healthcheck (the top)
@@ -296,6 +297,17 @@ int regions_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
  * (page_lock held; pg valid). */
 uint8_t *regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
     uint64_t *pool_off);
+
+/* ---- prefaulter.c ------------------------------------------------------- */
+
+/* prefault_queue -- queue a prefault of m (own regions ahead of foreign
+ * ones). Best effort: without memory or a thread, m is faulted in on
+ * first use. m must stay mapped until prefaulter_stop. Takes none of h's
+ * locks, so callers may hold any of them. */
+void prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own);
+/* prefaulter_stop -- end h's prefaulter, if any; before any mapping is
+ * closed. */
+void prefaulter_stop(struct cxlp_handler *h);
 
 /* ---- doubt.c ------------------------------------------------------------ */
 

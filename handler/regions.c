@@ -24,10 +24,9 @@
  * prefaulted before it is used hard (pmap_prefault_walk: populate, then
  * one load per page, from the top down; pool/prefault.c says why both):
  * the first own region inside cxlp_connect, regions added later and
- * foreign regions by one background thread per handler (the
- * prefaulter), since alloc and retrieve are the hot path. Own regions go
- * to the front of its queue. (The metadata mapping of direct reads has a
- * walker of its own: direct.c.)
+ * foreign regions by the prefaulter thread (prefaulter.c), since alloc
+ * and retrieve are the hot path. (The metadata mapping of direct reads
+ * has a walker of its own: direct.c.)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,147 +37,6 @@
 #include "handler_int.h"
 #include "log.h"
 #include "map.h"
-
-/* One queued prefault; the mapping outlives the prefaulter (both end in
- * regions_fini, the prefaulter first). */
-struct pf_job {
-	const struct pmap *map;
-	struct pf_job *next;
-};
-
-struct prefaulter {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct pf_job *head, *tail; /* own regions first, then foreign */
-	pthread_t tid;
-	int stop; /* atomic: end the current walk and the thread */
-};
-
-static void *
-prefault_main(void *arg)
-{
-	struct prefaulter *pf = arg;
-
-	pthread_mutex_lock(&pf->lock);
-	while (!__atomic_load_n(&pf->stop, __ATOMIC_RELAXED)) {
-		struct pf_job *j = pf->head;
-
-		if (j == NULL) {
-			pthread_cond_wait(&pf->cond, &pf->lock);
-			continue;
-		}
-		pf->head = j->next;
-		if (pf->head == NULL) {
-			pf->tail = NULL;
-		}
-		pthread_mutex_unlock(&pf->lock);
-		pmap_prefault_walk(j->map, false, &pf->stop);
-		free(j);
-		pthread_mutex_lock(&pf->lock);
-	}
-	pthread_mutex_unlock(&pf->lock);
-	return NULL;
-}
-
-static struct prefaulter *
-prefaulter_new(void)
-{
-	struct prefaulter *pf = calloc(1, sizeof(*pf));
-
-	if (pf == NULL) {
-		return NULL;
-	}
-	pthread_mutex_init(&pf->lock, NULL);
-	pthread_cond_init(&pf->cond, NULL);
-	if (pthread_create(&pf->tid, NULL, prefault_main, pf) != 0) {
-		pthread_cond_destroy(&pf->cond);
-		pthread_mutex_destroy(&pf->lock);
-		free(pf);
-		return NULL;
-	}
-	return pf;
-}
-
-/* End pf's thread (a walk stops within 64 pages), drop what is still
- * queued, free pf. */
-static void
-prefaulter_end(struct prefaulter *pf)
-{
-	pthread_mutex_lock(&pf->lock);
-	__atomic_store_n(&pf->stop, 1, __ATOMIC_RELAXED);
-	pthread_cond_signal(&pf->cond);
-	pthread_mutex_unlock(&pf->lock);
-	pthread_join(pf->tid, NULL);
-	while (pf->head != NULL) {
-		struct pf_job *j = pf->head;
-
-		pf->head = j->next;
-		free(j);
-	}
-	pthread_cond_destroy(&pf->cond);
-	pthread_mutex_destroy(&pf->lock);
-	free(pf);
-}
-
-/* h's prefaulter, started on first use (two racing callers: one wins,
- * the other ends its own); NULL without memory or a thread. Takes none
- * of h's locks, so callers may hold any of them. */
-static struct prefaulter *
-prefaulter_get(struct cxlp_handler *h)
-{
-	struct prefaulter *pf = __atomic_load_n(&h->prefaulter,
-	    __ATOMIC_ACQUIRE);
-	struct prefaulter *mine;
-
-	if (pf != NULL || (mine = prefaulter_new()) == NULL) {
-		return pf;
-	}
-	if (__atomic_compare_exchange_n(&h->prefaulter, &pf, mine, false,
-	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		return mine;
-	}
-	prefaulter_end(mine);
-	return pf;
-}
-
-/* Queue a prefault of m (own regions ahead of foreign ones). Best effort:
- * without memory or a thread, m is simply faulted in on first use. m must
- * stay mapped until regions_fini. */
-static void
-prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own)
-{
-	struct pf_job *j = calloc(1, sizeof(*j));
-	struct prefaulter *pf = prefaulter_get(h);
-
-	if (j == NULL || pf == NULL) {
-		log_info("region prefault: no memory or thread, pages "
-		    "fault on first use");
-		free(j);
-		return;
-	}
-	j->map = m;
-	pthread_mutex_lock(&pf->lock);
-	if (own || pf->head == NULL) {
-		j->next = pf->head;
-		pf->head = j;
-		pf->tail = pf->tail != NULL ? pf->tail : j;
-	} else {
-		pf->tail->next = j;
-		pf->tail = j;
-	}
-	pthread_cond_signal(&pf->cond);
-	pthread_mutex_unlock(&pf->lock);
-}
-
-/* End h's prefaulter, if any; before any mapping is closed. */
-static void
-prefaulter_stop(struct cxlp_handler *h)
-{
-	if (h->prefaulter != NULL) {
-		prefaulter_end(h->prefaulter);
-		h->prefaulter = NULL;
-	}
-}
 
 static struct rmap_ent **
 rmap_slot(struct cxlp_handler *h, uint32_t region)

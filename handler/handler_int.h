@@ -110,7 +110,7 @@ enum page_state {
 #define PAGE_NONE UINT32_MAX
 
 struct pageset {
-	uint32_t npages;
+	uint32_t npages; /* 0: a removed set's slot (pages.c note 5) */
 	uint32_t nfree;
 	uint32_t head;  /* first free page or PAGE_NONE */
 	uint32_t *next; /* next[i]: free page after i (only for FREE pages) */
@@ -124,6 +124,8 @@ struct pagetab {
 	uint32_t *avail; /* stack of set indices that may have free pages */
 	uint32_t navail;
 	uint64_t count[PAGE_NSTATES]; /* pages per state, all sets */
+	uint32_t nempty; /* sets whose every page is FREE (note 5) */
+	uint32_t nlive;  /* sets not removed */
 };
 
 static inline cxlp_page_t
@@ -147,6 +149,12 @@ page_idx(cxlp_page_t pg)
 void pagetab_init(struct pagetab *t);
 void pagetab_fini(struct pagetab *t);
 int pagetab_add(struct pagetab *t, uint32_t npages, uint32_t *set);
+/* pagetab_empty -- set holds pages, all FREE. */
+bool pagetab_empty(const struct pagetab *t, uint32_t set);
+/* pagetab_remove -- take an empty set out, leaving its slot for a later
+ * pagetab_add: 0, CXLP_E_BUSY (a page not FREE; nothing changed) or
+ * -EINVAL (no such set). */
+int pagetab_remove(struct pagetab *t, uint32_t set);
 int pagetab_alloc(struct pagetab *t, cxlp_page_t *pg);
 int pagetab_state(const struct pagetab *t, cxlp_page_t pg);
 int pagetab_move(struct pagetab *t, cxlp_page_t pg, enum page_state from,

@@ -31,6 +31,7 @@ config_defaults(struct cxlp_config *cfg)
 	cfg->instance_id = 0;
 	cfg->direct_reads = true;
 	cfg->keepalive_ms = 1000;
+	cfg->reserve_regions = 1;
 }
 
 static bool
@@ -210,6 +211,17 @@ cxlp_config_set_keepalive_ms(struct cxlp_config *cfg, unsigned ms)
 		    "range (0..%d)", ms, INT32_MAX);
 	}
 	cfg->keepalive_ms = ms;
+	return 0;
+}
+
+/* cxlp_config_set_reserve_regions -- see cxlpool.h; any n. */
+int
+cxlp_config_set_reserve_regions(struct cxlp_config *cfg, unsigned n)
+{
+	if (cfg == NULL) {
+		return cxlp_fail(-EINVAL, "config_set_reserve_regions: NULL");
+	}
+	cfg->reserve_regions = n;
 	return 0;
 }
 

@@ -9,8 +9,8 @@
  * regions go to the front of the queue: a writer will fill them next.
  * The thread starts on first use; a handler that never maps a second
  * region has none. A queued mapping is never unmapped before
- * prefaulter_stop: regions.c keeps every mapping, retired or not, until
- * regions_fini, which stops the prefaulter first.
+ * prefaulter_stop: regions.c and giveback.c keep every mapping, retired
+ * or not, until regions_fini, which stops the prefaulter first.
  */
 #include <stdlib.h>
 

@@ -16,9 +16,15 @@
  * a key in one of my regions resolves to my read-write mapping.
  *
  * Own regions are also indexed by local index (the high half of a page
- * handle) in h->own, guarded by h->page_lock with the page table. New
- * regions are requested under h->expand_lock so that two threads finding
- * every region full make one REGION_ALLOC, not two.
+ * handle) in h->own, guarded by h->page_lock with the page table; a slot
+ * is NULL while no region fills it (its region went back to the pool:
+ * giveback.c, which also retires the mapping). New regions are requested
+ * under h->expand_lock so that two threads finding every region full
+ * make one REGION_ALLOC, not two. cxlp_connect asks for a first region,
+ * and a pool with no room for one now does not fail it: a handler
+ * without a region can still read, and its first alloc asks again
+ * (regions_init). Only a region larger than the pool's whole data area,
+ * which no wait would make fit, fails the connect.
  *
  * The first touch of a shared page is slow, so every mapping is
  * prefaulted before it is used hard (pmap_prefault_walk: populate, then
@@ -154,8 +160,9 @@ own_open(struct cxlp_handler *h, const struct proto_loc *loc,
 		goto err_free;
 	}
 	r->loc = *loc;
-	rc = pmap_open(&r->map, h->pool_path, loc->region_off,
-	    loc->region_len, true);
+	r->map = giveback_reuse(h, loc);
+	rc = r->map != NULL ? 0 : pmap_open(&r->map, h->pool_path,
+	    loc->region_off, loc->region_len, true);
 	if (rc != 0) {
 		log_err("region %u: cannot map %s: %s", loc->region,
 		    h->pool_path, cxlp_errormsg());
@@ -181,8 +188,8 @@ own_free(struct own_region *r)
 	free(r);
 }
 
-/* Add r to the page table and h->own; page_lock held. When pg is not NULL
- * also take its first page. */
+/* Add r to the page table and h->own, in the slot the page table gives
+ * it; page_lock held. When pg is not NULL also take its first page. */
 static int
 own_add_locked(struct cxlp_handler *h, struct own_region *r,
     cxlp_page_t *pg)
@@ -205,8 +212,11 @@ own_add_locked(struct cxlp_handler *h, struct own_region *r,
 	if (rc != 0) {
 		return rc;
 	}
-	cxlp_assert_eq(set, h->nown);
-	h->own[h->nown++] = r;
+	cxlp_assert(set <= h->nown && (set == h->nown || h->own[set] == NULL));
+	if (set == h->nown) {
+		h->nown++;
+	}
+	h->own[set] = r;
 	if (pg != NULL) {
 		rc = pagetab_alloc(&h->pages, pg);
 		cxlp_assert(rc == 0);
@@ -214,18 +224,16 @@ own_add_locked(struct cxlp_handler *h, struct own_region *r,
 	return 0;
 }
 
-static void
-region_giveback(struct cxlp_handler *h, const struct proto_loc *loc)
+/* Regions this handler holds (page_lock taken). */
+static uint32_t
+own_live(struct cxlp_handler *h)
 {
-	struct creply rep;
-	struct pbuf b;
+	uint32_t n;
 
-	pbuf_init(&b);
-	proto_put_region_free(&b, loc->region, loc->gen);
-	if (h_call(h, PROTO_OP_REGION_FREE, &b, &rep) == 0) {
-		client_reply_fini(&rep);
-	}
-	pbuf_fini(&b);
+	pthread_mutex_lock(&h->page_lock);
+	n = h->pages.nlive;
+	pthread_mutex_unlock(&h->page_lock);
+	return n;
 }
 
 /* regions_add -- request, map and enter one more own region; with pg not
@@ -240,8 +248,7 @@ regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
 	struct rmap_ent *e = NULL;
 	int rc;
 
-	if (h->cfg.max_regions != 0 &&
-	    __atomic_load_n(&h->nown, __ATOMIC_ACQUIRE) >= h->cfg.max_regions) {
+	if (h->cfg.max_regions != 0 && own_live(h) >= h->cfg.max_regions) {
 		return cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
 		    "(max_regions)", h->cfg.max_regions);
 	}
@@ -271,18 +278,16 @@ regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
 	    (unsigned long long)loc.region_off);
 	return 0;
 err_unmap:
-	pthread_rwlock_wrlock(&h->map_lock);
-	e = *rmap_slot(h, loc.region);
-	*rmap_slot(h, loc.region) = e->next;
-	rmap_ent_free(h, e);
-	pthread_rwlock_unlock(&h->map_lock);
+	regions_own_unlink(h, &loc);
 	own_free(r);
 err_giveback:
-	region_giveback(h, &loc);
+	(void)giveback_call(h, &loc);
 	return rc;
 }
 
-/* regions_init -- empty tables, then the first region. */
+/* regions_init -- empty tables, then the first region; a pool with no
+ * room for it now leaves the handler without one (0), to ask again at
+ * its first alloc. */
 int
 regions_init(struct cxlp_handler *h)
 {
@@ -290,7 +295,13 @@ regions_init(struct cxlp_handler *h)
 
 	pagetab_init(&h->pages);
 	pthread_mutex_lock(&h->expand_lock);
+	h->region_unfit = false;
 	rc = regions_add(h, NULL);
+	if (rc == CXLP_E_NOSPACE && !h->region_unfit) {
+		log_info("connect: no region yet, the first alloc asks "
+		    "again: %s", cxlp_errormsg());
+		rc = 0;
+	}
 	pthread_mutex_unlock(&h->expand_lock);
 	return rc;
 }
@@ -316,8 +327,11 @@ regions_fini(struct cxlp_handler *h)
 		free(e);
 	}
 	for (uint32_t i = 0; i < h->nown; i++) {
-		own_free(h->own[i]);
+		if (h->own[i] != NULL) {
+			own_free(h->own[i]);
+		}
 	}
+	giveback_fini(h);
 	free(h->own);
 	h->own = NULL;
 	h->nown = h->cap_own = 0;
@@ -329,7 +343,7 @@ int
 regions_own_find(const struct cxlp_handler *h, uint32_t region, uint32_t gen)
 {
 	for (uint32_t i = 0; i < h->nown; i++) {
-		if (h->own[i]->loc.region == region &&
+		if (h->own[i] != NULL && h->own[i]->loc.region == region &&
 		    h->own[i]->loc.gen == gen) {
 			return (int)i;
 		}
@@ -376,6 +390,21 @@ regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
 		*pool_off = r->loc.region_off + rel;
 	}
 	return r->base + rel;
+}
+
+/* regions_own_unlink -- see handler_int.h */
+void
+regions_own_unlink(struct cxlp_handler *h, const struct proto_loc *loc)
+{
+	struct rmap_ent **pp, *e;
+
+	pthread_rwlock_wrlock(&h->map_lock);
+	pp = rmap_slot(h, loc->region);
+	if ((e = *pp) != NULL && e->own && e->gen == loc->gen) {
+		*pp = e->next;
+		rmap_ent_free(h, e);
+	}
+	pthread_rwlock_unlock(&h->map_lock);
 }
 
 /* Pointer for loc if its region is cached with the same gen; map_lock
@@ -483,17 +512,25 @@ cxlp_page_size(const struct cxlp_handler *h)
 	return h == NULL ? 0 : h->cfg.page_size;
 }
 
+/* Every region is full (or there is none): once more under expand_lock,
+ * then a new region when auto-expand is on or the handler holds none
+ * (connect found no room, or its regions went back: giveback.c). */
 static int
 alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg)
 {
+	uint32_t nlive;
 	int rc;
 
 	pthread_mutex_lock(&h->expand_lock);
 	pthread_mutex_lock(&h->page_lock);
 	rc = pagetab_alloc(&h->pages, pg);
+	nlive = h->pages.nlive;
 	pthread_mutex_unlock(&h->page_lock);
-	if (rc == CXLP_E_NOSPACE) {
+	if (rc == CXLP_E_NOSPACE && (h->cfg.auto_expand || nlive == 0)) {
 		rc = regions_add(h, pg);
+	} else if (rc == CXLP_E_NOSPACE) {
+		rc = cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
+		    "and auto-expand is off", nlive);
 	}
 	pthread_mutex_unlock(&h->expand_lock);
 	return rc;
@@ -504,7 +541,6 @@ int
 cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
 {
 	cxlp_page_t pg;
-	uint32_t nsets;
 	int rc;
 
 	if (page == NULL || buf == NULL) {
@@ -515,13 +551,9 @@ cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
 	}
 	pthread_mutex_lock(&h->page_lock);
 	rc = pagetab_alloc(&h->pages, &pg);
-	nsets = h->pages.n;
 	pthread_mutex_unlock(&h->page_lock);
-	if (rc == CXLP_E_NOSPACE && h->cfg.auto_expand) {
+	if (rc == CXLP_E_NOSPACE) {
 		rc = alloc_expand(h, &pg);
-	} else if (rc == CXLP_E_NOSPACE) {
-		rc = cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
-		    "and auto-expand is off", nsets);
 	}
 	if (rc != 0) {
 		return rc;
@@ -544,6 +576,6 @@ cxlp_free(struct cxlp_handler *h, cxlp_page_t page)
 	}
 	pthread_mutex_lock(&h->page_lock);
 	rc = pagetab_move(&h->pages, page, PAGE_ALLOCATED, PAGE_FREE);
-	pthread_mutex_unlock(&h->page_lock);
+	giveback_page_unlock(h);
 	return rc;
 }

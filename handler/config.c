@@ -32,6 +32,7 @@ config_defaults(struct cxlp_config *cfg)
 	cfg->direct_reads = true;
 	cfg->keepalive_ms = 1000;
 	cfg->lease_ms = CXLP_LEASE_MS_DEFAULT;
+	cfg->reserve_regions = 1;
 }
 
 static bool
@@ -223,6 +224,17 @@ cxlp_config_set_lease_ms(struct cxlp_config *cfg, unsigned ms)
 		    "range (1..3600000)", ms);
 	}
 	cfg->lease_ms = ms;
+	return 0;
+}
+
+/* cxlp_config_set_reserve_regions -- see cxlpool.h; any n. */
+int
+cxlp_config_set_reserve_regions(struct cxlp_config *cfg, unsigned n)
+{
+	if (cfg == NULL) {
+		return cxlp_fail(-EINVAL, "config_set_reserve_regions: NULL");
+	}
+	cfg->reserve_regions = n;
 	return 0;
 }
 

@@ -41,11 +41,13 @@
  *  3. region reclaim at close or death (contract 6): again only after
  *     the session ended, and a region handed to another session is
  *     refused to this one (pool_kv_insert checks the owner);
- *  4. this handler giving a region back: it does so only for a region
- *     it could not map (regions.c, region_giveback), before any page of
- *     it was handed out; a region holding a quarantined page is never
- *     given back while the handler lives, which matters because a
- *     REGISTER names region id and offset, not the region's generation.
+ *  4. this handler giving a region back: one it could not map
+ *     (regions.c, regions_add), before any page of it was handed out,
+ *     and one whose every page is FREE (giveback.c); a region holding a
+ *     quarantined page is never empty, so never given back while the
+ *     handler lives, which matters because a REGISTER names region id
+ *     and offset, not the region's generation: once given back and
+ *     granted to this handler again, a late copy would land in it.
  * A session that is lost (CXLP_E_SESSION from alloc and store) refuses
  * late copies the same way. The pool-wide eviction of contract 9 would
  * be a fifth path; it does not exist yet, and must refuse or fence a

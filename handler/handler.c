@@ -6,9 +6,11 @@
  * A handler is one session with one metaserver. cxlp_connect opens the
  * client, sends the BYEs an earlier handler of this process could not
  * deliver (latebye.c), says HELLO (call.c), maps a first region
- * (regions.c), then starts direct reads and the keepalive. cxlp_close
- * stops the keepalive, unmaps the regions, then says BYE (one that gets
- * no answer is kept for the next connect) and frees the rest.
+ * (regions.c; a pool with no room for one now leaves it without, to ask
+ * at the first alloc), then starts direct reads and the keeper thread
+ * (keepalive and give-back). cxlp_close stops the keeper, unmaps the
+ * regions, then says BYE (one that gets no answer is kept for the next
+ * connect) and frees the rest.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -107,7 +109,8 @@ bye(struct cxlp_handler *h)
 	}
 }
 
-/* cxlp_connect -- open a session and take a first region; see cxlpool.h. */
+/* cxlp_connect -- open a session and take a first region if the pool has
+ * room; see cxlpool.h. */
 int
 cxlp_connect(struct cxlp_handler **out, const struct cxlp_config *cfg)
 {
@@ -170,7 +173,7 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 	const uint64_t *c = h->pages.count;
 
 	pthread_mutex_lock(&h->page_lock);
-	st->own_regions = h->nown;
+	st->own_regions = h->pages.nlive;
 	st->pages_free = c[PAGE_FREE];
 	st->pages_allocated = c[PAGE_ALLOCATED] + c[PAGE_INFLIGHT] +
 	    c[PAGE_INFLIGHT_DELETED];

@@ -7,6 +7,8 @@
  *   pages.c    pure page tables: per-region O(1) free list + page states
  *   regions.c  own regions (RW) and the foreign-region map cache (RO);
  *              cxlp_alloc / cxlp_free
+ *   prefaulter.c  the thread that prefaults regions mapped after connect
+ *   giveback.c the return of emptied regions past the reserve
  *   call.c     HELLO, reattach and h_call, below every module that
  *              calls the server; the checks and decoders they share
  *   handler.c  connect, close, stats, healthcheck (the top)
@@ -14,9 +16,13 @@
  *   ops.c      retrieve, exists, pin, unpin, delete (+ batches)
  *   direct.c   unpinned lookups read straight from the pool's index
  *   version.c  versions of retrieved values; cxlp_validate (+ batch)
+ *   keeper.c   the background thread: keepalive, and the give-back's
+ *              round trips
  *
  * Locks (never taken in the other order):
- *   h->expand_lock  serializes REGION_ALLOC round trips (auto-expand)
+ *   h->expand_lock  serializes REGION_ALLOC and REGION_FREE round trips
+ *                   (auto-expand, give-back) and guards the give-back's
+ *                   lists
  *   h->page_lock    the write path: page table, own-region array, the
  *                   unresolved list
  *   h->map_lock     rwlock over the region map cache; reads take it shared
@@ -55,6 +61,7 @@ struct cxlp_config {
 	bool direct_reads; /* unpinned lookups from shared memory */
 	unsigned keepalive_ms; /* heartbeat after this long silent; 0 off */
 	unsigned lease_ms;     /* CXLP_*_LEASE leases, ms (HELLO) */
+	unsigned reserve_regions; /* empty regions kept, not given back */
 };
 
 /* config_defaults -- fill *cfg with the documented defaults. */
@@ -113,7 +120,7 @@ enum page_state {
 #define PAGE_NONE UINT32_MAX
 
 struct pageset {
-	uint32_t npages;
+	uint32_t npages; /* 0: a removed set's slot (pages.c note 5) */
 	uint32_t nfree;
 	uint32_t head;  /* first free page or PAGE_NONE */
 	uint32_t *next; /* next[i]: free page after i (only for FREE pages) */
@@ -127,6 +134,8 @@ struct pagetab {
 	uint32_t *avail; /* stack of set indices that may have free pages */
 	uint32_t navail;
 	uint64_t count[PAGE_NSTATES]; /* pages per state, all sets */
+	uint32_t nempty; /* sets whose every page is FREE (note 5) */
+	uint32_t nlive;  /* sets not removed */
 };
 
 static inline cxlp_page_t
@@ -150,6 +159,12 @@ page_idx(cxlp_page_t pg)
 void pagetab_init(struct pagetab *t);
 void pagetab_fini(struct pagetab *t);
 int pagetab_add(struct pagetab *t, uint32_t npages, uint32_t *set);
+/* pagetab_empty -- set holds pages, all FREE. */
+bool pagetab_empty(const struct pagetab *t, uint32_t set);
+/* pagetab_remove -- take an empty set out, leaving its slot for a later
+ * pagetab_add: 0, CXLP_E_BUSY (a page not FREE; nothing changed) or
+ * -EINVAL (no such set). */
+int pagetab_remove(struct pagetab *t, uint32_t set);
 int pagetab_alloc(struct pagetab *t, cxlp_page_t *pg);
 int pagetab_state(const struct pagetab *t, cxlp_page_t pg);
 int pagetab_move(struct pagetab *t, cxlp_page_t pg, enum page_state from,
@@ -166,11 +181,13 @@ bool pagetab_tainted(const struct pagetab *t, cxlp_page_t pg);
 
 struct pmap;
 
-/* One region this handler owns, mapped read-write. */
+/* One region this handler owns, mapped read-write; or, on a list of
+ * giveback.c, one on its way back to the pool or gone back. */
 struct own_region {
 	struct proto_loc loc; /* id, gen, region_off, region_len */
 	struct pmap *map;     /* owned */
 	uint8_t *base;        /* pmap_addr(map) */
+	struct own_region *next; /* on a giveback list */
 };
 
 /* One cached mapping, keyed by region id; own entries borrow their map. */
@@ -196,15 +213,19 @@ struct unresolved {
 
 /* ---- keeper.c (its state; the functions are below) ---------------------- */
 
-/* The keepalive's state, embedded in the handler: keeper_init at
+/* The keeper's state, embedded in the handler: keeper_init at
  * handler_new, keeper_fini at handler_free; between them the thread runs
- * from keeper_start to keeper_stop (cfg.keepalive_ms > 0). */
+ * from keeper_start to keeper_stop. */
 struct keeper {
-	pthread_mutex_t lock; /* guards stop and tried_ms */
-	pthread_cond_t cond;  /* CLOCK_MONOTONIC; signalled by keeper_stop */
+	pthread_mutex_t lock; /* guards stop, work, tried_ms, retry_ms */
+	pthread_cond_t cond;  /* CLOCK_MONOTONIC; signalled by keeper_stop
+	                       * and keeper_poke */
 	bool stop;
-	bool running;     /* the thread runs; set and read by connect/close */
+	bool work;        /* poked: run giveback_run */
+	bool running;     /* the thread runs; set by connect/close, read by
+	                   * keeper_poke */
 	uint64_t tried_ms; /* the last heartbeat's start, cxlp_now_coarse_ms */
+	uint64_t retry_ms; /* 0, or when to run giveback_run again */
 	pthread_t tid;
 };
 
@@ -219,6 +240,16 @@ struct reclaimer {
 	uint64_t pages;        /* pages handed back by eviction, in all
 	                        * (atomic) */
 	uint64_t calls;        /* RECLAIM round trips (atomic) */
+};
+
+/* ---- giveback.c (its state; the functions are below) -------------------- */
+
+/* The regions taken out of the page table (giveback.c note 2), both
+ * lists guarded by expand_lock; emptied at regions_fini. */
+struct giveback {
+	struct own_region *leaving; /* unreachable, REGION_FREE unanswered */
+	struct own_region *retired; /* given back: read-only, kept for
+	                             * stale readers and for reuse */
 };
 
 /* ---- handler.c ---------------------------------------------------------- */
@@ -250,12 +281,16 @@ struct cxlp_handler {
 	struct direct *direct; /* NULL: direct reads off */
 	struct keeper keeper;  /* keeper.c */
 	struct reclaimer reclaim; /* reclaim.c */
+	struct giveback giveback; /* giveback.c */
 
 	struct scratch_cache scratch; /* batch calls' transient memory */
 	uint64_t region_req; /* a REGION_ALLOC whose every try timed out:
 	                      * the next asks again under its id (the
 	                      * server finds the region it granted);
 	                      * expand_lock */
+	bool region_unfit; /* the last region refused is larger than the
+	                    * pool's whole data area (regfit_why);
+	                    * expand_lock */
 
 	/* regions.c: the thread that prefaults regions added after connect
 	 * and foreign regions as they are mapped; NULL until first needed */
@@ -302,6 +337,10 @@ int regions_expand(struct cxlp_handler *h);
 int regions_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
     const void **data);
 uint64_t regions_foreign_count(struct cxlp_handler *h);
+/* regions_own_unlink -- take my region (loc's id and gen) out of the
+ * region map, so that no location resolves to its mapping any more (a
+ * no-op when it is not there). Takes map_lock. */
+void regions_own_unlink(struct cxlp_handler *h, const struct proto_loc *loc);
 /* regions_own_find -- local index of my region (id, gen) or -1. Caller
  * holds page_lock. */
 int regions_own_find(const struct cxlp_handler *h, uint32_t region,
@@ -314,6 +353,38 @@ int regions_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
  * (page_lock held; pg valid). */
 uint8_t *regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
     uint64_t *pool_off);
+
+/* ---- prefaulter.c ------------------------------------------------------- */
+
+/* prefault_queue -- queue a prefault of m (own regions ahead of foreign
+ * ones). Best effort: without memory or a thread, m is faulted in on
+ * first use. m must stay mapped until prefaulter_stop. Takes none of h's
+ * locks, so callers may hold any of them. */
+void prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own);
+/* prefaulter_stop -- end h's prefaulter, if any; before any mapping is
+ * closed. */
+void prefaulter_stop(struct cxlp_handler *h);
+
+/* ---- giveback.c ---------------------------------------------------------- */
+
+/* giveback_page_unlock -- release page_lock after pages went FREE; pokes
+ * the keeper when more sets are empty than the reserve. */
+void giveback_page_unlock(struct cxlp_handler *h);
+/* giveback_run -- take the empty regions past the reserve out of use and
+ * return them (REGION_FREE), and ask again for those whose REGION_FREE
+ * went unanswered. Takes expand_lock and page_lock (caller holds none).
+ * Returns true when some are left to ask again. */
+bool giveback_run(struct cxlp_handler *h);
+/* giveback_reuse -- the retired mapping of a region at loc's extent, made
+ * writable again and no longer the give-back's (caller owns it), or NULL.
+ * expand_lock held. */
+struct pmap *giveback_reuse(struct cxlp_handler *h,
+    const struct proto_loc *loc);
+/* giveback_call -- REGION_FREE of (loc->region, loc->gen): 0 or the
+ * call's error. */
+int giveback_call(struct cxlp_handler *h, const struct proto_loc *loc);
+/* giveback_fini -- unmap and free the give-back's regions (at close). */
+void giveback_fini(struct cxlp_handler *h);
 
 /* ---- doubt.c ------------------------------------------------------------ */
 
@@ -330,8 +401,9 @@ void doubt_note(struct cxlp_handler *h);
 
 /* ---- regfit.c ----------------------------------------------------------- */
 
-/* regions_may_grow -- max_regions allows one more region. */
-bool regions_may_grow(const struct cxlp_handler *h);
+/* regions_may_grow -- max_regions allows one more region (takes
+ * page_lock). */
+bool regions_may_grow(struct cxlp_handler *h);
 /* regions_len -- the length of the regions this handler asks for. */
 uint64_t regions_len(const struct cxlp_handler *h);
 /* regions_grant_check -- a region the server granted fits the pool and
@@ -351,7 +423,8 @@ void regions_key_gone(struct cxlp_handler *h, const struct proto_loc *loc);
 /* regfit_why -- the metaserver had no room for a region of len bytes:
  * CXLP_E_NOSPACE with a message giving the data area, its free bytes, a
  * region size that would fit and the --size that would (asks for the
- * pool's stats; caller holds no handler lock but expand_lock). */
+ * pool's stats; caller holds no handler lock but expand_lock). Sets
+ * h->region_unfit when the region is larger than the whole data area. */
 int regfit_why(struct cxlp_handler *h, uint64_t len);
 
 /* ---- direct.c ----------------------------------------------------------- */
@@ -414,12 +487,12 @@ void latebye_send(struct cxlp_handler *h);
 void reclaim_init(struct reclaimer *r);
 /* reclaim_fini -- tear it down. */
 void reclaim_fini(struct reclaimer *r);
-/* reclaim -- the regions are full: one RECLAIM round trip for a region or
- * pages of this handler's own that eviction freed, then take one into
- * *pg. Returns 0, CXLP_E_NOSPACE (with the reason), CXLP_E_BADOP (the
+/* reclaim -- the regions are full: one RECLAIM round trip for a region
+ * (only if grow, and max_regions allows) or pages of this handler's own
+ * that eviction freed, then take one into *pg. Returns 0, CXLP_E_NOSPACE (with the reason), CXLP_E_BADOP (the
  * metaserver predates RECLAIM: ask for a region the old way) or another
  * error. Caller holds expand_lock, not page_lock. */
-int reclaim(struct cxlp_handler *h, cxlp_page_t *pg);
+int reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow);
 /* reclaim_gate_lock/unlock -- store_resolve's exclusive hold (note 2). */
 void reclaim_gate_lock(struct cxlp_handler *h);
 void reclaim_gate_unlock(struct cxlp_handler *h);
@@ -430,11 +503,15 @@ void reclaim_gate_unlock(struct cxlp_handler *h);
 void keeper_init(struct keeper *k);
 /* keeper_fini -- tear down k (its thread stopped, or never started). */
 void keeper_fini(struct keeper *k);
-/* keeper_start -- start the keepalive thread (cfg.keepalive_ms > 0); on
- * failure the handler runs without one (logged). */
+/* keeper_start -- start the keeper thread; on failure the handler runs
+ * without one (logged): no keepalive, and give-backs run in the thread
+ * that freed (keeper_poke). */
 void keeper_start(struct cxlp_handler *h);
 /* keeper_stop -- stop and join it; a no-op when none runs. */
 void keeper_stop(struct cxlp_handler *h);
+/* keeper_poke -- have the keeper run giveback_run soon; without a keeper
+ * thread, run it here. Caller holds none of h's locks. */
+void keeper_poke(struct cxlp_handler *h);
 
 /* ---- store.c ------------------------------------------------------------ */
 

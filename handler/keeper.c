@@ -1,6 +1,8 @@
 /*
- * keeper.c -- the handler's keepalive: a thread that sends a HEARTBEAT
- * when the handler has heard nothing from the metaserver for keepalive_ms.
+ * keeper.c -- the handler's background thread: its keepalive, which
+ * sends a HEARTBEAT when the handler has heard nothing from the
+ * metaserver for keepalive_ms, and the round trips of the give-back of
+ * emptied regions (giveback.c).
  *
  * A session is bound to the connection it last spoke on. When that
  * connection goes (the metaserver restarted, a network path failed, nng
@@ -18,6 +20,13 @@
  * close waits at most one timeout for a heartbeat in flight, as it does
  * for its BYE.
  *
+ * The give-back. A free or delete that leaves the handler more empty
+ * regions than its reserve pokes the keeper (keeper_poke), which then
+ * runs giveback_run, so the REGION_FREE round trips are made here and no
+ * caller waits for them; a run that got no answer for some region is
+ * repeated a second later. So the thread runs in every handler, with
+ * the keepalive off too, and then sleeps until poked.
+ *
  * Its state is its own struct keeper, embedded in the handler and set up
  * and torn down with it (keeper_init/keeper_fini, nng's way for a
  * module's state); keeper_start/keeper_stop run the thread in between.
@@ -33,17 +42,63 @@
 #include "handler_int.h"
 #include "log.h"
 
-/* ms until the next heartbeat is due (0: now): a period after the last
- * reply, and after the last heartbeat (one that failed at once must not
- * be sent again at once) */
-static unsigned
-due_in(const struct cxlp_handler *h, const struct keeper *k)
+#define GIVEBACK_RETRY_MS 1000 /* after a REGION_FREE went unanswered */
+
+/* When the next heartbeat is due (cxlp_now_coarse_ms time): a period
+ * after the last reply, and after the last heartbeat (one that failed at
+ * once must not be sent again at once); never with the keepalive off. */
+static uint64_t
+heartbeat_at(const struct cxlp_handler *h, const struct keeper *k)
 {
-	uint64_t period = h->cfg.keepalive_ms, now = cxlp_now_coarse_ms();
 	uint64_t last = client_last_reply_ms(h->cl);
 
+	if (h->cfg.keepalive_ms == 0) {
+		return UINT64_MAX;
+	}
 	last = last > k->tried_ms ? last : k->tried_ms;
-	return last + period > now ? (unsigned)(last + period - now) : 0;
+	return last + h->cfg.keepalive_ms;
+}
+
+/* Sleep until at (UINT64_MAX: until signalled); k->lock held. */
+static void
+sleep_until(struct keeper *k, uint64_t at, uint64_t now)
+{
+	struct timespec until;
+
+	if (at == UINT64_MAX) {
+		(void)pthread_cond_wait(&k->cond, &k->lock);
+		return;
+	}
+	until = cxlp_deadline(CLOCK_MONOTONIC, at - now);
+	(void)pthread_cond_timedwait(&k->cond, &k->lock, &until);
+}
+
+/* One heartbeat, k->lock released around it. False once the session is
+ * gone for good: nothing is left to keep, nor to give back. */
+static bool
+heartbeat(struct cxlp_handler *h, struct keeper *k)
+{
+	k->tried_ms = cxlp_now_coarse_ms();
+	pthread_mutex_unlock(&k->lock);
+	if (h_ping(h) != 0) {
+		log_info("keepalive: %s", cxlp_errormsg());
+	}
+	pthread_mutex_lock(&k->lock);
+	return h_check_session(h) == 0;
+}
+
+/* One giveback_run, k->lock released around it; a run that leaves
+ * regions unanswered is repeated GIVEBACK_RETRY_MS later. */
+static void
+giveback(struct cxlp_handler *h, struct keeper *k)
+{
+	bool again;
+
+	k->work = false;
+	pthread_mutex_unlock(&k->lock);
+	again = giveback_run(h);
+	pthread_mutex_lock(&k->lock);
+	k->retry_ms = again ? cxlp_now_coarse_ms() + GIVEBACK_RETRY_MS : 0;
 }
 
 static void *
@@ -54,24 +109,18 @@ keeper_main(void *arg)
 
 	pthread_mutex_lock(&k->lock);
 	while (!k->stop) {
-		unsigned wait = due_in(h, k);
+		uint64_t now = cxlp_now_coarse_ms();
+		uint64_t beat = heartbeat_at(h, k);
+		uint64_t retry = k->retry_ms != 0 ? k->retry_ms : UINT64_MAX;
 
-		if (wait > 0) {
-			struct timespec until =
-			    cxlp_deadline(CLOCK_MONOTONIC, wait);
-
-			(void)pthread_cond_timedwait(&k->cond, &k->lock,
-			    &until);
-			continue;
-		}
-		k->tried_ms = cxlp_now_coarse_ms();
-		pthread_mutex_unlock(&k->lock);
-		if (h_ping(h) != 0) {
-			log_info("keepalive: %s", cxlp_errormsg());
-		}
-		pthread_mutex_lock(&k->lock);
-		if (h_check_session(h) != 0) {
-			break; /* for good: nothing left to keep */
+		if (k->work || retry <= now) {
+			giveback(h, k);
+		} else if (beat <= now) {
+			if (!heartbeat(h, k)) {
+				break;
+			}
+		} else {
+			sleep_until(k, beat < retry ? beat : retry, now);
 		}
 	}
 	pthread_mutex_unlock(&k->lock);
@@ -107,12 +156,11 @@ keeper_start(struct cxlp_handler *h)
 {
 	struct keeper *k = &h->keeper;
 
-	if (h->cfg.keepalive_ms == 0) {
-		return;
-	}
 	k->stop = false;
 	if (pthread_create(&k->tid, NULL, keeper_main, h) != 0) {
-		log_err("keepalive off: cannot start its thread");
+		log_err("keeper thread cannot start: no keepalive, and "
+		    "emptied regions are given back by the thread that "
+		    "frees");
 		return;
 	}
 	k->running = true;
@@ -133,4 +181,20 @@ keeper_stop(struct cxlp_handler *h)
 	pthread_mutex_unlock(&k->lock);
 	pthread_join(k->tid, NULL);
 	k->running = false;
+}
+
+/* keeper_poke -- see handler_int.h */
+void
+keeper_poke(struct cxlp_handler *h)
+{
+	struct keeper *k = &h->keeper;
+
+	if (!k->running) {
+		(void)giveback_run(h);
+		return;
+	}
+	pthread_mutex_lock(&k->lock);
+	k->work = true;
+	pthread_cond_signal(&k->cond);
+	pthread_mutex_unlock(&k->lock);
 }

@@ -535,7 +535,7 @@ regions_key_gone(struct cxlp_handler *h, const struct proto_loc *loc)
 	}
 	cxlp_assert(rc == 0);
 	doubt_note(h); /* a tainted page went QUARANTINED, not FREE */
-	pthread_mutex_unlock(&h->page_lock);
+	giveback_page_unlock(h);
 }
 
 /* cxlp_batch_delete -- see cxlpool.h. */

@@ -7,8 +7,11 @@
  * array of next indices forming a LIFO free list and one state byte per
  * page, so alloc and free are O(1). Sets with free pages sit on an "avail"
  * stack; a set is pushed when its free count goes 0 -> 1 and popped lazily
- * when found empty, so finding a set with room is amortized O(1) however
- * many regions there are.
+ * when found full, so finding a set with room is amortized O(1) however
+ * many regions there are. A set whose region goes back to the pool is
+ * removed in place (its slot keeps its index, with no pages), so the
+ * handles of the other sets' pages stay what they were; a later add
+ * reuses the slot.
  *
  * DESIGN NOTES
  * 1. A page handle is (set << 32) | index and is checked on every use:
@@ -40,6 +43,16 @@
  *    no way out: the page is never handed out again by this table. FREE
  *    and ALLOCATED pages are never tainted (a tainted page going back to
  *    ALLOCATED is a bug and asserts); QUARANTINED ones always are.
+ * 5. A set is empty when every one of its pages is FREE; nempty counts
+ *    the empty sets, kept as pages come and go [pagetab_alloc,
+ *    pagetab_move, pagetab_add], so the give-back (giveback.c) knows in
+ *    O(1) whether the handler holds more empty regions than its
+ *    reserve. Only an empty set can be removed [pagetab_remove]: a page
+ *    in any other state (allocated, in flight, registered, unresolved,
+ *    quarantined) keeps its region. A removed set is a slot of 0 pages,
+ *    on no free list, never handed out from; every handle into it is
+ *    CXLP_E_BADPAGE (note 1) until pagetab_add fills the slot again.
+ *    nlive counts the sets that are not removed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -131,18 +144,32 @@ avail_push(struct pagetab *t, uint32_t set)
 	}
 }
 
-/* pagetab_add -- add a set of npages FREE pages; *set is its index.
- * Returns 0, -EINVAL (npages 0) or -ENOMEM (table unchanged). */
+/* The first slot a removed set left (note 5), or t->n for a new one. */
+static uint32_t
+free_slot(const struct pagetab *t)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		if (t->sets[i].npages == 0) {
+			return i;
+		}
+	}
+	return t->n;
+}
+
+/* pagetab_add -- add a set of npages FREE pages; *set is its index: the
+ * first slot a removed set left, else a new one at the end. Returns 0,
+ * -EINVAL (npages 0) or -ENOMEM (table unchanged). */
 int
 pagetab_add(struct pagetab *t, uint32_t npages, uint32_t *set)
 {
 	struct pageset s = {.npages = npages, .nfree = npages, .head = 0};
+	uint32_t slot = free_slot(t);
 
-	if (npages == 0 || npages == PAGE_NONE || t->n == UINT32_MAX) {
+	if (npages == 0 || npages == PAGE_NONE || slot == UINT32_MAX) {
 		return cxlp_fail(-EINVAL, "pages: bad region of %u pages",
 		    npages);
 	}
-	if (pagetab_grow(t) != 0) {
+	if (slot == t->n && pagetab_grow(t) != 0) {
 		return cxlp_fail(-ENOMEM, "pages: out of memory");
 	}
 	s.next = malloc(npages * sizeof(*s.next));
@@ -155,10 +182,52 @@ pagetab_add(struct pagetab *t, uint32_t npages, uint32_t *set)
 	for (uint32_t i = 0; i < npages; i++) {
 		s.next[i] = i + 1 < npages ? i + 1 : PAGE_NONE;
 	}
-	t->sets[t->n] = s;
-	*set = t->n++;
+	if (slot == t->n) {
+		t->n++;
+	} else {
+		s.in_avail = t->sets[slot].in_avail; /* maybe still stacked */
+	}
+	t->sets[slot] = s;
+	*set = slot;
 	t->count[PAGE_FREE] += npages;
-	avail_push(t, *set);
+	t->nempty++;
+	t->nlive++;
+	avail_push(t, slot);
+	return 0;
+}
+
+/* pagetab_empty -- set holds pages and every one is FREE (note 5). */
+bool
+pagetab_empty(const struct pagetab *t, uint32_t set)
+{
+	return set < t->n && t->sets[set].npages > 0 &&
+	    t->sets[set].nfree == t->sets[set].npages;
+}
+
+/* pagetab_remove -- take an empty set out (note 5): its pages leave the
+ * table and its slot is left for pagetab_add. Returns 0, CXLP_E_BUSY
+ * (nothing changed) when a page of it is not FREE, or -EINVAL when set
+ * names no set with pages. */
+int
+pagetab_remove(struct pagetab *t, uint32_t set)
+{
+	struct pageset *s;
+
+	if (set >= t->n || t->sets[set].npages == 0) {
+		return cxlp_fail(-EINVAL, "pages: no set %u", set);
+	}
+	s = &t->sets[set];
+	if (s->nfree != s->npages) {
+		return cxlp_fail(CXLP_E_BUSY, "pages: set %u has %u of %u "
+		    "pages in use", set, s->npages - s->nfree, s->npages);
+	}
+	t->count[PAGE_FREE] -= s->npages;
+	t->nempty--;
+	t->nlive--;
+	free(s->next);
+	free(s->state);
+	/* in_avail is kept: pagetab_alloc pops the slot lazily (nfree 0) */
+	*s = (struct pageset){.head = PAGE_NONE, .in_avail = s->in_avail};
 	return 0;
 }
 
@@ -179,6 +248,9 @@ pagetab_alloc(struct pagetab *t, cxlp_page_t *pg)
 		}
 		idx = s->head;
 		cxlp_assert(idx < s->npages && s->state[idx] == PAGE_FREE);
+		if (s->nfree == s->npages) {
+			t->nempty--; /* note 5 */
+		}
 		s->head = s->next[idx];
 		s->nfree--;
 		s->state[idx] = PAGE_ALLOCATED;
@@ -260,6 +332,9 @@ pagetab_move(struct pagetab *t, cxlp_page_t pg, enum page_state from,
 		if (s->nfree++ == 0) {
 			avail_push(t, set);
 		}
+		if (s->nfree == s->npages) {
+			t->nempty++; /* note 5 */
+		}
 	}
 	return 0;
 }
@@ -270,6 +345,11 @@ set_check(const struct pageset *s, uint32_t set, uint64_t *counts,
 {
 	uint32_t seen = 0;
 
+	if (s->npages == 0 && (s->nfree != 0 || s->head != PAGE_NONE ||
+	    s->next != NULL || s->state != NULL)) {
+		snprintf(why, n, "set %u: removed, but has pages", set);
+		return CXLP_E_CORRUPT;
+	}
 	for (uint32_t i = 0; i < s->npages; i++) {
 		int st = st_of(s->state[i]);
 		bool taint = (s->state[i] & PAGE_TAINT) != 0;
@@ -303,7 +383,25 @@ set_check(const struct pageset *s, uint32_t set, uint64_t *counts,
 	return 0;
 }
 
-/* pagetab_check -- verify notes 1-4; 0 or CXLP_E_CORRUPT with a reason
+/* nempty and nlive against the sets (note 5) */
+static int
+sets_count_check(const struct pagetab *t, char *why, size_t n)
+{
+	uint32_t empty = 0, live = 0;
+
+	for (uint32_t i = 0; i < t->n; i++) {
+		empty += pagetab_empty(t, i);
+		live += t->sets[i].npages > 0;
+	}
+	if (empty != t->nempty || live != t->nlive) {
+		snprintf(why, n, "%u empty and %u live sets, counted %u and %u",
+		    empty, live, t->nempty, t->nlive);
+		return CXLP_E_CORRUPT;
+	}
+	return 0;
+}
+
+/* pagetab_check -- verify notes 1-5; 0 or CXLP_E_CORRUPT with a reason
  * in why (may be NULL). */
 int
 pagetab_check(const struct pagetab *t, char *why, size_t n)
@@ -321,6 +419,9 @@ pagetab_check(const struct pagetab *t, char *why, size_t n)
 		if (rc != 0) {
 			return rc;
 		}
+	}
+	if ((rc = sets_count_check(t, why, n)) != 0) {
+		return rc;
 	}
 	for (int s = 0; s < PAGE_NSTATES; s++) {
 		if (counts[s] != t->count[s]) {

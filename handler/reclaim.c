@@ -152,12 +152,12 @@ pages_back(struct cxlp_handler *h, const struct proto_reclaimed *m)
 
 /* reclaim -- see handler_int.h */
 int
-reclaim(struct cxlp_handler *h, cxlp_page_t *pg)
+reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
 {
-	bool grow = regions_may_grow(h);
 	struct proto_reclaimed m;
 	int rc;
 
+	grow = grow && regions_may_grow(h);
 	cxlp_assert(pthread_rwlock_rdlock(&h->reclaim.gate) == 0);
 	rc = reclaim_call(h, grow ? regions_len(h) : 0, want_pages(h), &m);
 	if (rc == 0 && m.kind == PROTO_RECLAIM_PAGES) {
@@ -166,9 +166,9 @@ reclaim(struct cxlp_handler *h, cxlp_page_t *pg)
 	}
 	cxlp_assert(pthread_rwlock_unlock(&h->reclaim.gate) == 0);
 	if (rc == CXLP_E_NOSPACE && !grow) {
-		return cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
-		    "(max_regions) and none of their keys can be evicted",
-		    h->cfg.max_regions);
+		return cxlp_fail(CXLP_E_NOSPACE, "alloc: all regions full (no "
+		    "more: max_regions or auto-expand off) and none of their "
+		    "keys can be evicted");
 	}
 	if (rc != 0) {
 		return rc;

@@ -16,18 +16,23 @@
  * a key in one of my regions resolves to my read-write mapping.
  *
  * Own regions are also indexed by local index (the high half of a page
- * handle) in h->own, guarded by h->page_lock with the page table. New
- * regions are requested under h->expand_lock so that two threads finding
- * every region full make one REGION_ALLOC, not two.
+ * handle) in h->own, guarded by h->page_lock with the page table; a slot
+ * is NULL while no region fills it (its region went back to the pool:
+ * giveback.c, which also retires the mapping). New regions are requested
+ * under h->expand_lock so that two threads finding every region full
+ * make one REGION_ALLOC, not two. cxlp_connect asks for a first region,
+ * and a pool with no room for one now does not fail it: a handler
+ * without a region can still read, and its first alloc asks again
+ * (regions_init). Only a region larger than the pool's whole data area,
+ * which no wait would make fit, fails the connect.
  *
  * The first touch of a shared page is slow, so every mapping is
  * prefaulted before it is used hard (pmap_prefault_walk: populate, then
  * one load per page, from the top down; pool/prefault.c says why both):
  * the first own region inside cxlp_connect, regions added later and
- * foreign regions by one background thread per handler (the
- * prefaulter), since alloc and retrieve are the hot path. Own regions go
- * to the front of its queue. (The metadata mapping of direct reads has a
- * walker of its own: direct.c.)
+ * foreign regions by the prefaulter thread (prefaulter.c), since alloc
+ * and retrieve are the hot path. (The metadata mapping of direct reads
+ * has a walker of its own: direct.c.)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,147 +43,6 @@
 #include "handler_int.h"
 #include "log.h"
 #include "map.h"
-
-/* One queued prefault; the mapping outlives the prefaulter (both end in
- * regions_fini, the prefaulter first). */
-struct pf_job {
-	const struct pmap *map;
-	struct pf_job *next;
-};
-
-struct prefaulter {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct pf_job *head, *tail; /* own regions first, then foreign */
-	pthread_t tid;
-	int stop; /* atomic: end the current walk and the thread */
-};
-
-static void *
-prefault_main(void *arg)
-{
-	struct prefaulter *pf = arg;
-
-	pthread_mutex_lock(&pf->lock);
-	while (!__atomic_load_n(&pf->stop, __ATOMIC_RELAXED)) {
-		struct pf_job *j = pf->head;
-
-		if (j == NULL) {
-			pthread_cond_wait(&pf->cond, &pf->lock);
-			continue;
-		}
-		pf->head = j->next;
-		if (pf->head == NULL) {
-			pf->tail = NULL;
-		}
-		pthread_mutex_unlock(&pf->lock);
-		pmap_prefault_walk(j->map, false, &pf->stop);
-		free(j);
-		pthread_mutex_lock(&pf->lock);
-	}
-	pthread_mutex_unlock(&pf->lock);
-	return NULL;
-}
-
-static struct prefaulter *
-prefaulter_new(void)
-{
-	struct prefaulter *pf = calloc(1, sizeof(*pf));
-
-	if (pf == NULL) {
-		return NULL;
-	}
-	pthread_mutex_init(&pf->lock, NULL);
-	pthread_cond_init(&pf->cond, NULL);
-	if (pthread_create(&pf->tid, NULL, prefault_main, pf) != 0) {
-		pthread_cond_destroy(&pf->cond);
-		pthread_mutex_destroy(&pf->lock);
-		free(pf);
-		return NULL;
-	}
-	return pf;
-}
-
-/* End pf's thread (a walk stops within 64 pages), drop what is still
- * queued, free pf. */
-static void
-prefaulter_end(struct prefaulter *pf)
-{
-	pthread_mutex_lock(&pf->lock);
-	__atomic_store_n(&pf->stop, 1, __ATOMIC_RELAXED);
-	pthread_cond_signal(&pf->cond);
-	pthread_mutex_unlock(&pf->lock);
-	pthread_join(pf->tid, NULL);
-	while (pf->head != NULL) {
-		struct pf_job *j = pf->head;
-
-		pf->head = j->next;
-		free(j);
-	}
-	pthread_cond_destroy(&pf->cond);
-	pthread_mutex_destroy(&pf->lock);
-	free(pf);
-}
-
-/* h's prefaulter, started on first use (two racing callers: one wins,
- * the other ends its own); NULL without memory or a thread. Takes none
- * of h's locks, so callers may hold any of them. */
-static struct prefaulter *
-prefaulter_get(struct cxlp_handler *h)
-{
-	struct prefaulter *pf = __atomic_load_n(&h->prefaulter,
-	    __ATOMIC_ACQUIRE);
-	struct prefaulter *mine;
-
-	if (pf != NULL || (mine = prefaulter_new()) == NULL) {
-		return pf;
-	}
-	if (__atomic_compare_exchange_n(&h->prefaulter, &pf, mine, false,
-	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		return mine;
-	}
-	prefaulter_end(mine);
-	return pf;
-}
-
-/* Queue a prefault of m (own regions ahead of foreign ones). Best effort:
- * without memory or a thread, m is simply faulted in on first use. m must
- * stay mapped until regions_fini. */
-static void
-prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own)
-{
-	struct pf_job *j = calloc(1, sizeof(*j));
-	struct prefaulter *pf = prefaulter_get(h);
-
-	if (j == NULL || pf == NULL) {
-		log_info("region prefault: no memory or thread, pages "
-		    "fault on first use");
-		free(j);
-		return;
-	}
-	j->map = m;
-	pthread_mutex_lock(&pf->lock);
-	if (own || pf->head == NULL) {
-		j->next = pf->head;
-		pf->head = j;
-		pf->tail = pf->tail != NULL ? pf->tail : j;
-	} else {
-		pf->tail->next = j;
-		pf->tail = j;
-	}
-	pthread_cond_signal(&pf->cond);
-	pthread_mutex_unlock(&pf->lock);
-}
-
-/* End h's prefaulter, if any; before any mapping is closed. */
-static void
-prefaulter_stop(struct cxlp_handler *h)
-{
-	if (h->prefaulter != NULL) {
-		prefaulter_end(h->prefaulter);
-		h->prefaulter = NULL;
-	}
-}
 
 static struct rmap_ent **
 rmap_slot(struct cxlp_handler *h, uint32_t region)
@@ -311,8 +175,9 @@ own_open(struct cxlp_handler *h, const struct proto_loc *loc,
 		goto err_free;
 	}
 	r->loc = *loc;
-	rc = pmap_open(&r->map, h->pool_path, loc->region_off,
-	    loc->region_len, true);
+	r->map = giveback_reuse(h, loc);
+	rc = r->map != NULL ? 0 : pmap_open(&r->map, h->pool_path,
+	    loc->region_off, loc->region_len, true);
 	if (rc != 0) {
 		log_err("region %u: cannot map %s: %s", loc->region,
 		    h->pool_path, cxlp_errormsg());
@@ -338,8 +203,8 @@ own_free(struct own_region *r)
 	free(r);
 }
 
-/* Add r to the page table and h->own; page_lock held. When pg is not NULL
- * also take its first page. */
+/* Add r to the page table and h->own, in the slot the page table gives
+ * it; page_lock held. When pg is not NULL also take its first page. */
 static int
 own_add_locked(struct cxlp_handler *h, struct own_region *r,
     cxlp_page_t *pg)
@@ -362,8 +227,11 @@ own_add_locked(struct cxlp_handler *h, struct own_region *r,
 	if (rc != 0) {
 		return rc;
 	}
-	cxlp_assert_eq(set, h->nown);
-	h->own[h->nown++] = r;
+	cxlp_assert(set <= h->nown && (set == h->nown || h->own[set] == NULL));
+	if (set == h->nown) {
+		h->nown++;
+	}
+	h->own[set] = r;
 	if (pg != NULL) {
 		rc = pagetab_alloc(&h->pages, pg);
 		cxlp_assert(rc == 0);
@@ -371,18 +239,16 @@ own_add_locked(struct cxlp_handler *h, struct own_region *r,
 	return 0;
 }
 
-static void
-region_giveback(struct cxlp_handler *h, const struct proto_loc *loc)
+/* Regions this handler holds (page_lock taken). */
+static uint32_t
+own_live(struct cxlp_handler *h)
 {
-	struct creply rep;
-	struct pbuf b;
+	uint32_t n;
 
-	pbuf_init(&b);
-	proto_put_region_free(&b, loc->region, loc->gen);
-	if (h_call(h, PROTO_OP_REGION_FREE, &b, &rep) == 0) {
-		client_reply_fini(&rep);
-	}
-	pbuf_fini(&b);
+	pthread_mutex_lock(&h->page_lock);
+	n = h->pages.nlive;
+	pthread_mutex_unlock(&h->page_lock);
+	return n;
 }
 
 /* regions_add -- request, map and enter one more own region; with pg not
@@ -407,10 +273,9 @@ regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
 
 /* regions_may_grow -- see handler_int.h */
 bool
-regions_may_grow(const struct cxlp_handler *h)
+regions_may_grow(struct cxlp_handler *h)
 {
-	return h->cfg.max_regions == 0 ||
-	    __atomic_load_n(&h->nown, __ATOMIC_ACQUIRE) < h->cfg.max_regions;
+	return h->cfg.max_regions == 0 || own_live(h) < h->cfg.max_regions;
 }
 
 /* regions_enter -- see handler_int.h */
@@ -446,18 +311,16 @@ regions_enter(struct cxlp_handler *h, const struct proto_loc *lp,
 	    (unsigned long long)loc.region_off);
 	return 0;
 err_unmap:
-	pthread_rwlock_wrlock(&h->map_lock);
-	e = *rmap_slot(h, loc.region);
-	*rmap_slot(h, loc.region) = e->next;
-	rmap_ent_free(h, e);
-	pthread_rwlock_unlock(&h->map_lock);
+	regions_own_unlink(h, &loc);
 	own_free(r);
 err_giveback:
-	region_giveback(h, &loc);
+	(void)giveback_call(h, &loc);
 	return rc;
 }
 
-/* regions_init -- empty tables, then the first region. */
+/* regions_init -- empty tables, then the first region; a pool with no
+ * room for it now leaves the handler without one (0), to ask again at
+ * its first alloc. */
 int
 regions_init(struct cxlp_handler *h)
 {
@@ -465,7 +328,13 @@ regions_init(struct cxlp_handler *h)
 
 	pagetab_init(&h->pages);
 	pthread_mutex_lock(&h->expand_lock);
+	h->region_unfit = false;
 	rc = regions_add(h, NULL);
+	if (rc == CXLP_E_NOSPACE && !h->region_unfit) {
+		log_info("connect: no region yet, the first alloc asks "
+		    "again: %s", cxlp_errormsg());
+		rc = 0;
+	}
 	pthread_mutex_unlock(&h->expand_lock);
 	return rc;
 }
@@ -491,8 +360,11 @@ regions_fini(struct cxlp_handler *h)
 		free(e);
 	}
 	for (uint32_t i = 0; i < h->nown; i++) {
-		own_free(h->own[i]);
+		if (h->own[i] != NULL) {
+			own_free(h->own[i]);
+		}
 	}
+	giveback_fini(h);
 	free(h->own);
 	h->own = NULL;
 	h->nown = h->cap_own = 0;
@@ -504,7 +376,7 @@ int
 regions_own_find(const struct cxlp_handler *h, uint32_t region, uint32_t gen)
 {
 	for (uint32_t i = 0; i < h->nown; i++) {
-		if (h->own[i]->loc.region == region &&
+		if (h->own[i] != NULL && h->own[i]->loc.region == region &&
 		    h->own[i]->loc.gen == gen) {
 			return (int)i;
 		}
@@ -551,6 +423,21 @@ regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
 		*pool_off = r->loc.region_off + rel;
 	}
 	return r->base + rel;
+}
+
+/* regions_own_unlink -- see handler_int.h */
+void
+regions_own_unlink(struct cxlp_handler *h, const struct proto_loc *loc)
+{
+	struct rmap_ent **pp, *e;
+
+	pthread_rwlock_wrlock(&h->map_lock);
+	pp = rmap_slot(h, loc->region);
+	if ((e = *pp) != NULL && e->own && e->gen == loc->gen) {
+		*pp = e->next;
+		rmap_ent_free(h, e);
+	}
+	pthread_rwlock_unlock(&h->map_lock);
 }
 
 /* Pointer for loc if its region is cached with the same gen; map_lock
@@ -658,20 +545,29 @@ cxlp_page_size(const struct cxlp_handler *h)
 	return h == NULL ? 0 : h->cfg.page_size;
 }
 
+/* Every region is full (or there is none): once more under expand_lock,
+ * then a new region when auto-expand is on or the handler holds none
+ * (connect found no room, or its regions went back: giveback.c). */
 static int
 alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg)
 {
+	uint32_t nlive;
 	int rc;
 
 	pthread_mutex_lock(&h->expand_lock);
 	pthread_mutex_lock(&h->page_lock);
 	rc = pagetab_alloc(&h->pages, pg);
+	nlive = h->pages.nlive;
 	pthread_mutex_unlock(&h->page_lock);
 	if (rc == CXLP_E_NOSPACE) {
-		rc = reclaim(h, pg);
+		rc = reclaim(h, pg, h->cfg.auto_expand || nlive == 0);
 	}
-	if (rc == CXLP_E_BADOP) { /* a metaserver without RECLAIM */
+	if (rc == CXLP_E_BADOP && (h->cfg.auto_expand || nlive == 0)) {
+		/* a metaserver without RECLAIM */
 		rc = regions_add(h, pg);
+	} else if (rc == CXLP_E_BADOP) {
+		rc = cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
+		    "and auto-expand is off", nlive);
 	}
 	pthread_mutex_unlock(&h->expand_lock);
 	return rc;
@@ -682,7 +578,6 @@ int
 cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
 {
 	cxlp_page_t pg;
-	uint32_t nsets;
 	int rc;
 
 	if (page == NULL || buf == NULL) {
@@ -693,13 +588,9 @@ cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
 	}
 	pthread_mutex_lock(&h->page_lock);
 	rc = pagetab_alloc(&h->pages, &pg);
-	nsets = h->pages.n;
 	pthread_mutex_unlock(&h->page_lock);
-	if (rc == CXLP_E_NOSPACE && h->cfg.auto_expand) {
+	if (rc == CXLP_E_NOSPACE) {
 		rc = alloc_expand(h, &pg);
-	} else if (rc == CXLP_E_NOSPACE) {
-		rc = cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
-		    "and auto-expand is off", nsets);
 	}
 	if (rc != 0) {
 		return rc;
@@ -722,6 +613,6 @@ cxlp_free(struct cxlp_handler *h, cxlp_page_t page)
 	}
 	pthread_mutex_lock(&h->page_lock);
 	rc = pagetab_move(&h->pages, page, PAGE_ALLOCATED, PAGE_FREE);
-	pthread_mutex_unlock(&h->page_lock);
+	giveback_page_unlock(h);
 	return rc;
 }

@@ -250,7 +250,7 @@ store_settle(struct cxlp_handler *h, const struct batch *b,
 		}
 	}
 	doubt_note(h);
-	pthread_mutex_unlock(&h->page_lock);
+	giveback_page_unlock(h);
 }
 
 /* Append u to h->unres (page_lock held). Without memory the entry is
@@ -301,7 +301,7 @@ store_park(struct cxlp_handler *h, const struct batch *b,
 		unres_push(h, &u);
 	}
 	doubt_note(h);
-	pthread_mutex_unlock(&h->page_lock);
+	giveback_page_unlock(h);
 }
 
 /* Step 3: persist every page's [0, len). Pages handed out one after the

@@ -105,9 +105,9 @@ struct cxlp_config;
 
 /* cxlp_config_new -- a config with defaults: server
  * "ipc:///tmp/cxlpool.sock", page size 64 KiB, region size 64 MiB,
- * auto-expand on, no region limit, timeout 5000 ms, 3 retries,
- * instance id 0, direct reads on, keepalive 1000 ms. Returns 0 or
- * -ENOMEM; *out is NULL on failure. */
+ * auto-expand on, no region limit, a reserve of 1 empty region, timeout
+ * 5000 ms, 3 retries, instance id 0, direct reads on, keepalive 1000 ms.
+ * Returns 0 or -ENOMEM; *out is NULL on failure. */
 CXLP_API int cxlp_config_new(struct cxlp_config **out);
 /* cxlp_config_delete -- NULL-safe; sets *cfg to NULL. */
 CXLP_API void cxlp_config_delete(struct cxlp_config **cfg);
@@ -119,6 +119,18 @@ CXLP_API int cxlp_config_set_region_size(struct cxlp_config *cfg,
 CXLP_API int cxlp_config_set_auto_expand(struct cxlp_config *cfg, bool on);
 CXLP_API int cxlp_config_set_max_regions(struct cxlp_config *cfg,
     unsigned n); /* 0 = no limit */
+/* cxlp_config_set_reserve_regions -- how many empty regions (every page
+ * free: no page allocated, registered, or kept after a lost reply) a
+ * handler keeps; default 1, 0 allowed. A free or delete that leaves it
+ * more empty regions than this gives the others back to the pool, so
+ * that other handlers can have the space: within moments, from the
+ * handler's own thread (no call of the caller waits for it, and none is
+ * needed). A page handle, or buffer pointer, of a region given back is
+ * invalid; a write through such a pointer faults. The reserve saves a
+ * handler that frees and allocates around a region's end the round
+ * trips of giving a region back and asking for it again. */
+CXLP_API int cxlp_config_set_reserve_regions(struct cxlp_config *cfg,
+    unsigned n);
 CXLP_API int cxlp_config_set_timeout_ms(struct cxlp_config *cfg,
     unsigned ms);
 CXLP_API int cxlp_config_set_retries(struct cxlp_config *cfg, unsigned n);
@@ -169,7 +181,11 @@ struct cxlp_handler;
 /* cxlp_connect -- open a session with the metaserver named in cfg (NULL:
  * defaults) and take a first region. Returns 0 and a new handler in *out
  * (caller owns it; release with cxlp_close), or a negative error with
- * *out == NULL. */
+ * *out == NULL. A pool with no room for a region now does not fail the
+ * connect: the handler can read, and its first cxlp_alloc asks for a
+ * region again (CXLP_E_NOSPACE if there is still none). A region larger
+ * than the pool's whole data area fails it with CXLP_E_NOSPACE, and
+ * cxlp_errormsg() names a region size or pool size that would fit. */
 CXLP_API int cxlp_connect(struct cxlp_handler **out,
     const struct cxlp_config *cfg);
 
@@ -194,8 +210,11 @@ CXLP_API size_t cxlp_page_size(const struct cxlp_handler *h);
 
 /* cxlp_alloc -- take a free page in O(1). On success *page names it and
  * *buf points at its first byte (writable, cxlp_page_size bytes). When the
- * owned regions are full, a new region is requested if auto-expand is on;
- * otherwise (or when the pool is full) returns CXLP_E_NOSPACE. Once the
+ * owned regions are full, a new region is requested if auto-expand is on
+ * (and, auto-expand or not, when the handler holds no region at all: it
+ * found none at connect, or gave its last back); otherwise, or when the
+ * pool has no room for one, returns CXLP_E_NOSPACE, and cxlp_errormsg()
+ * says what the pool has free. Once the
  * metaserver has refused to reattach this handler's session (a reformatted
  * pool, or a handler of another host silent past --grace-ms), its regions
  * may be another handler's: alloc and store return CXLP_E_SESSION, and the
@@ -206,7 +225,8 @@ CXLP_API int cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page,
 
 /* cxlp_free -- give back an allocated, unregistered page. Returns
  * CXLP_E_BADPAGE for a page this handler did not allocate, already freed,
- * or registered under a key. */
+ * or registered under a key. A region left empty may go back to the pool
+ * (cxlp_config_set_reserve_regions). */
 CXLP_API int cxlp_free(struct cxlp_handler *h, cxlp_page_t page);
 
 /* Flags for store/batch_store. */
@@ -428,7 +448,9 @@ CXLP_API int cxlp_batch_lease(struct cxlp_handler *h, size_t n,
 /* cxlp_delete -- remove key from the pool. Refused with CXLP_E_PINNED while
  * any session pins it, CXLP_E_PERM when another live handler owns it
  * (eviction is the owner's); a key whose owner closed or died may be
- * deleted by anyone. When the page is this handler's, it becomes free. */
+ * deleted by anyone. When the page is this handler's, it becomes free,
+ * and a region left empty may go back to the pool
+ * (cxlp_config_set_reserve_regions). */
 CXLP_API int cxlp_delete(struct cxlp_handler *h, const void *key,
     size_t key_len);
 
@@ -450,7 +472,8 @@ struct cxlp_stats {
 	uint64_t pins;             /* pins held, all sessions */
 	uint64_t index_slots;      /* capacity of the key index */
 	/* this handler */
-	uint64_t own_regions;      /* regions this handler owns */
+	uint64_t own_regions;      /* regions this handler owns (given
+				      back ones no longer count) */
 	uint64_t pages_total;      /* pages in them */
 	uint64_t pages_free;       /* free for cxlp_alloc */
 	uint64_t pages_allocated;  /* allocated, not registered */

@@ -37,6 +37,7 @@ Test(config, new_config_holds_the_documented_defaults)
 	cr_assert_eq(cfg->retries, 3);
 	cr_assert_eq(cfg->instance_id, 0);
 	cr_assert_eq(cfg->keepalive_ms, 1000);
+	cr_assert_eq(cfg->reserve_regions, 1);
 }
 
 Test(config, new_with_null_out_is_einval_and_delete_is_null_safe)
@@ -134,6 +135,10 @@ Test(config, unbounded_setters_take_any_value)
 	cr_assert_eq(cfg->keepalive_ms, 0);
 	cr_assert_eq(cxlp_config_set_keepalive_ms(cfg, 250), 0);
 	cr_assert_eq(cfg->keepalive_ms, 250);
+	cr_assert_eq(cxlp_config_set_reserve_regions(cfg, 0), 0);
+	cr_assert_eq(cfg->reserve_regions, 0);
+	cr_assert_eq(cxlp_config_set_reserve_regions(cfg, UINT32_MAX), 0);
+	cr_assert_eq(cfg->reserve_regions, UINT32_MAX);
 }
 
 Test(config, every_setter_refuses_a_null_config)
@@ -147,6 +152,7 @@ Test(config, every_setter_refuses_a_null_config)
 	cr_assert_eq(cxlp_config_set_retries(NULL, 1), -EINVAL);
 	cr_assert_eq(cxlp_config_set_instance_id(NULL, 1), -EINVAL);
 	cr_assert_eq(cxlp_config_set_keepalive_ms(NULL, 1), -EINVAL);
+	cr_assert_eq(cxlp_config_set_reserve_regions(NULL, 1), -EINVAL);
 }
 
 Test(config, connect_with_null_out_is_einval)

@@ -1,12 +1,14 @@
 /*
  * test_pages.c -- tests of handler/pages.c, the page table: O(1) LIFO free
- * lists, every state transition, every CXLP_E_BADPAGE case, and a
+ * lists, every state transition, every CXLP_E_BADPAGE case, the removal
+ * of empty sets (only those) and the reuse of their slots, and a
  * differential run against a naive array model under random operations.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "handler_int.h"
 
@@ -102,6 +104,89 @@ Test(pages, adding_an_empty_set_fails_with_einval)
 
 	cr_assert_eq(pagetab_add(&t, 0, &set), -EINVAL);
 	cr_assert_eq(t.n, 0);
+}
+
+/* ---- empty sets and their removal (note 5) ---------------------------- */
+
+Test(pages, only_a_set_whose_every_page_is_free_can_be_removed)
+{
+	uint32_t set;
+	cxlp_page_t pg, other;
+
+	cr_assert_eq(pagetab_add(&t, 4, &set), 0);
+	cr_assert_eq(t.nempty, 1);
+	cr_assert_eq(pagetab_alloc(&t, &pg), 0);
+	cr_assert(!pagetab_empty(&t, set));
+	cr_assert_eq(t.nempty, 0);
+	cr_assert_eq(pagetab_remove(&t, set), CXLP_E_BUSY);
+	cr_assert_eq(pagetab_state(&t, pg), PAGE_ALLOCATED, "changed");
+	check();
+	cr_assert_eq(pagetab_move(&t, pg, PAGE_ALLOCATED, PAGE_FREE), 0);
+	cr_assert(pagetab_empty(&t, set));
+	cr_assert_eq(t.nempty, 1);
+	cr_assert_eq(pagetab_remove(&t, set), 0);
+	cr_assert_eq(t.nempty, 0);
+	cr_assert_eq(t.nlive, 0);
+	cr_assert_eq(t.count[PAGE_FREE], 0);
+	cr_assert_eq(pagetab_state(&t, pg), CXLP_E_BADPAGE);
+	cr_assert_eq(pagetab_move(&t, pg, PAGE_ALLOCATED, PAGE_FREE),
+	    CXLP_E_BADPAGE);
+	cr_assert_eq(pagetab_alloc(&t, &other), CXLP_E_NOSPACE,
+	    "a page of a removed set was handed out");
+	cr_assert_eq(pagetab_remove(&t, set), -EINVAL);
+	cr_assert_eq(pagetab_remove(&t, 9), -EINVAL);
+	check();
+}
+
+/* Every state but FREE keeps a set: in flight, registered, unresolved,
+ * quarantined. */
+Test(pages, a_page_in_any_state_but_free_keeps_its_set)
+{
+	static const enum page_state path[] = {PAGE_INFLIGHT,
+		PAGE_UNRESOLVED, PAGE_REGISTERED, PAGE_FREE};
+	uint32_t set;
+	cxlp_page_t pg;
+
+	cr_assert_eq(pagetab_add(&t, 2, &set), 0);
+	cr_assert_eq(pagetab_alloc(&t, &pg), 0);
+	cr_assert_eq(pagetab_move(&t, pg, PAGE_ALLOCATED, PAGE_INFLIGHT), 0);
+	pagetab_taint(&t, pg);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(pagetab_remove(&t, set), CXLP_E_BUSY, "%s",
+		    i == 0 ? "in flight" : i == 1 ? "unresolved" :
+		    "registered");
+		cr_assert_eq(pagetab_move(&t, pg, path[i], path[i + 1]), 0);
+	}
+	cr_assert_eq(pagetab_state(&t, pg), PAGE_QUARANTINED);
+	cr_assert(!pagetab_empty(&t, set));
+	cr_assert_eq(t.nempty, 0);
+	cr_assert_eq(pagetab_remove(&t, set), CXLP_E_BUSY, "quarantined");
+	check();
+}
+
+/* A removed set's slot is the next set's; the other sets' handles are
+ * what they were. */
+Test(pages, a_removed_sets_slot_is_reused_and_other_handles_stay)
+{
+	uint32_t a, b, c;
+	cxlp_page_t pb, pc;
+
+	cr_assert_eq(pagetab_add(&t, 2, &a), 0);
+	cr_assert_eq(pagetab_add(&t, 3, &b), 0);
+	cr_assert_eq(pagetab_alloc(&t, &pb), 0);
+	cr_assert_eq(page_set(pb), b);
+	cr_assert_eq(pagetab_remove(&t, a), 0);
+	cr_assert_eq(pagetab_add(&t, 5, &c), 0);
+	cr_assert_eq(c, a, "slot %u not reused", a);
+	cr_assert_eq(t.n, 2);
+	cr_assert_eq(t.nlive, 2);
+	cr_assert_eq(pagetab_state(&t, pb), PAGE_ALLOCATED);
+	for (int i = 0; i < 5 + 2; i++) {
+		cr_assert_eq(pagetab_alloc(&t, &pc), 0);
+	}
+	cr_assert_eq(pagetab_alloc(&t, &pc), CXLP_E_NOSPACE);
+	cr_assert_eq(t.count[PAGE_ALLOCATED], 8);
+	check();
 }
 
 /* Walk one page through a path of transitions; counts follow. */
@@ -354,6 +439,47 @@ struct model {
 	bool taint[MODEL_SETS][MODEL_PAGES];
 };
 
+/* A slot a removed set left, or m->nsets (note 5). */
+static int
+model_slot(const struct model *m)
+{
+	for (int s = 0; s < m->nsets; s++) {
+		if (m->npages[s] == 0) {
+			return s;
+		}
+	}
+	return m->nsets;
+}
+
+static bool
+model_empty(const struct model *m, int s)
+{
+	for (int i = 0; i < m->npages[s]; i++) {
+		if (m->state[s][i] != PAGE_FREE) {
+			return false;
+		}
+	}
+	return m->npages[s] > 0;
+}
+
+/* Remove a random set: only an empty one goes. */
+static void
+random_remove(struct model *m)
+{
+	int s = rand() % (MODEL_SETS + 1);
+	int rc = pagetab_remove(&t, (uint32_t)s);
+
+	if (s >= m->nsets || m->npages[s] == 0) {
+		cr_assert_eq(rc, -EINVAL);
+	} else if (!model_empty(m, s)) {
+		cr_assert_eq(rc, CXLP_E_BUSY);
+	} else {
+		cr_assert_eq(rc, 0);
+		m->npages[s] = 0;
+		memset(m->taint[s], 0, sizeof(m->taint[s]));
+	}
+}
+
 static bool
 model_has_free(const struct model *m)
 {
@@ -436,13 +562,19 @@ Test(pages, matches_a_naive_model_under_random_operations)
 	for (int step = 0; step < 20000; step++) {
 		int op = rand() % 100;
 
-		if (op < 2 && m.nsets < MODEL_SETS) {
+		int slot = model_slot(&m);
+
+		if (op < 3 && slot < MODEL_SETS) {
 			uint32_t set;
 			int n = 1 + rand() % MODEL_PAGES;
 
 			cr_assert_eq(pagetab_add(&t, (uint32_t)n, &set), 0);
-			cr_assert_eq(set, (uint32_t)m.nsets);
-			m.npages[m.nsets++] = n;
+			cr_assert_eq(set, (uint32_t)slot);
+			m.npages[slot] = n;
+			memset(m.state[slot], 0, sizeof(m.state[slot]));
+			m.nsets += slot == m.nsets;
+		} else if (op < 5) {
+			random_remove(&m);
 		} else if (op < 40) {
 			random_alloc(&m);
 		} else if (op < 42) {

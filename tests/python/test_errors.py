@@ -133,6 +133,8 @@ class ErrorsRaisedByTheLibrary(ServerTestCase):
             cxlpool.Handler(self.config(timeout_ms=-1)).connect()
         with self.assertRaises(cxlpool.InvalidArgumentError):
             cxlpool.Handler(self.config(keepalive_ms=-1)).connect()
+        with self.assertRaises(cxlpool.InvalidArgumentError):
+            cxlpool.Handler(self.config(reserve_regions=-1)).connect()
 
     def test_keepalive_can_be_off(self) -> None:
         h = self.handler(keepalive_ms=0)

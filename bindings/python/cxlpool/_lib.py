@@ -111,6 +111,7 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_config_set_region_size": (c_int, [_PTR, c_size_t]),
     "cxlp_config_set_auto_expand": (c_int, [_PTR, c_bool]),
     "cxlp_config_set_max_regions": (c_int, [_PTR, c_uint]),
+    "cxlp_config_set_reserve_regions": (c_int, [_PTR, c_uint]),
     "cxlp_config_set_timeout_ms": (c_int, [_PTR, c_uint]),
     "cxlp_config_set_retries": (c_int, [_PTR, c_uint]),
     "cxlp_config_set_instance_id": (c_int, [_PTR, c_uint64]),

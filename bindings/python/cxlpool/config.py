@@ -32,6 +32,8 @@ class Config:
     region_size  bytes per region taken from the pool
     auto_expand  take a new region when the owned ones are full
     max_regions  at most this many regions (0: no limit)
+    reserve_regions  empty regions kept; the handler gives the others
+                 back to the pool (0: keep none)
     timeout_ms   wait this long for each metaserver reply
     retries      resend a request this many times before giving up
     instance_id  caller-chosen id reported to the metaserver (e.g. a rank)
@@ -48,6 +50,7 @@ class Config:
     region_size: int = 64 * MiB
     auto_expand: bool = True
     max_regions: int = 0
+    reserve_regions: int = 1
     timeout_ms: int = 5000
     retries: int = 3
     instance_id: int = 0
@@ -93,6 +96,8 @@ class Config:
         check(lib.cxlp_config_set_auto_expand(cfg, bool(self.auto_expand)))
         check(lib.cxlp_config_set_max_regions(
             cfg, _uint("max_regions", self.max_regions, 32)))
+        check(lib.cxlp_config_set_reserve_regions(
+            cfg, _uint("reserve_regions", self.reserve_regions, 32)))
         check(lib.cxlp_config_set_timeout_ms(
             cfg, _uint("timeout_ms", self.timeout_ms, 32)))
         check(lib.cxlp_config_set_retries(

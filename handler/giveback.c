@@ -1,0 +1,245 @@
+/*
+ * giveback.c -- a live handler returns the regions it no longer uses
+ * (issue 17).
+ *
+ * A handler that stored keys in seven regions and deleted them all used
+ * to own seven regions of nothing until it closed, and a full pool then
+ * refused every other handler. So a region whose every page is free
+ * goes back to the metaserver (REGION_FREE) once the handler holds more
+ * empty regions than its reserve (cxlp_config_set_reserve_regions,
+ * default 1): the reserve spares a round trip to a handler that frees
+ * and allocates around a region boundary; 0 keeps none.
+ *
+ * DESIGN NOTES
+ * 1. When. Pages become free in cxlp_free, in a delete of a key at one
+ *    of my pages, and in a store that lost its race or was refused.
+ *    Each of those releases the page lock through giveback_page_unlock,
+ *    which pokes the keeper thread (keeper_poke) when the page table
+ *    holds more empty sets than the reserve (pages.c note 5, O(1)). The
+ *    keeper runs giveback_run, so no caller waits for the round trip,
+ *    and a region goes back moments after the free that emptied it,
+ *    with no other call needed. A handler whose keeper thread could not
+ *    start gives back in the thread that freed instead.
+ * 2. Which, and why no page of it is handed out again. giveback_run
+ *    takes every empty set past the first `reserve` out of the page
+ *    table (pagetab_remove, which refuses a set holding a page in any
+ *    state but FREE) and out of h->own, under the page lock that every
+ *    alloc takes: the check and the removal are one critical section.
+ *    An alloc either took a page of the set first (then it is not empty
+ *    and stays) or finds it gone. A page allocated, in flight,
+ *    registered, unresolved or quarantined keeps its region; doubt.c
+ *    says why a quarantined one must (a late REGISTER copy names region
+ *    id and offset, not the region's gen).
+ * 3. Unreachable before it is returned. A taken region's own entry
+ *    leaves the region map (regions_own_unlink), so no location
+ *    resolves to its read-write mapping, and the mapping is made
+ *    read-only (mprotect): a stale buffer pointer of this handler faults
+ *    instead of writing into a region that may be another's a moment
+ *    later. The mapping is retired, not unmapped, as regions.c retires
+ *    replaced foreign ones: a pointer that an unpinned retrieve returned
+ *    for a key since deleted still reads (stale bytes), never faults. A
+ *    region whose mapping cannot be made read-only is not returned at
+ *    all (kept, unused, until close).
+ * 4. The round trip. REGION_FREE goes out under expand_lock, no other
+ *    lock: allocs that find a free page never take it, and one that
+ *    needs a new region waits for the REGION_FREE to land and then finds
+ *    the space on the server. A REGION_FREE that got no answer (timeout,
+ *    no connection) leaves the region on the leaving list, asked again
+ *    by the next run (the keeper retries after a second). CXLP_E_PERM
+ *    means the server no longer has the region as ours at that gen (an
+ *    earlier try was applied, or the session was reset): done as well.
+ * 5. Reuse. Retired mappings stay until close. A region granted later at
+ *    the same extent (the pool's allocator is first fit, so a handler
+ *    that gives back and asks again mostly gets the same one) takes the
+ *    retired mapping, writable again [giveback_reuse], so the mappings a
+ *    handler keeps are bounded by the distinct extents it ever owned,
+ *    not by how often it gave regions back.
+ * 6. The region cxlp_connect takes counts like any other: once a free
+ *    or delete finds it empty past the reserve, it goes back too.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "err.h"
+#include "handler_int.h"
+#include "log.h"
+#include "map.h"
+
+/* giveback_call -- see handler_int.h */
+int
+giveback_call(struct cxlp_handler *h, const struct proto_loc *loc)
+{
+	struct creply rep;
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	proto_put_region_free(&b, loc->region, loc->gen);
+	rc = h_call(h, PROTO_OP_REGION_FREE, &b, &rep);
+	pbuf_fini(&b);
+	if (rc == 0) {
+		client_reply_fini(&rep);
+	}
+	return rc;
+}
+
+/* Make r's mapping writable again, or read-only (note 3). */
+static int
+own_protect(struct own_region *r, bool writable)
+{
+	int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
+
+	if (mprotect(r->base, pmap_len(r->map), prot) != 0) {
+		return cxlp_fail(-errno, "region %u: mprotect: %s",
+		    r->loc.region, strerror(errno));
+	}
+	return 0;
+}
+
+/* Take the empty sets past the reserve out of the page table and
+ * h->own (note 2); returns their regions, linked. expand_lock held. */
+static struct own_region *
+take_empty(struct cxlp_handler *h)
+{
+	unsigned kept = 0;
+	struct own_region *taken = NULL;
+
+	if (__atomic_load_n(&h->closing, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&h->session_lost, __ATOMIC_ACQUIRE)) {
+		return NULL; /* close frees them; or they are not ours */
+	}
+	pthread_mutex_lock(&h->page_lock);
+	for (uint32_t i = 0; i < h->nown; i++) {
+		int rc;
+
+		if (!pagetab_empty(&h->pages, i) ||
+		    kept++ < h->cfg.reserve_regions) {
+			continue;
+		}
+		rc = pagetab_remove(&h->pages, i);
+		cxlp_assert(rc == 0);
+		h->own[i]->next = taken;
+		taken = h->own[i];
+		h->own[i] = NULL;
+	}
+	pthread_mutex_unlock(&h->page_lock);
+	return taken;
+}
+
+/* Unlink and write-protect r (note 3): true when it may be returned. */
+static bool
+unreach(struct cxlp_handler *h, struct own_region *r)
+{
+	regions_own_unlink(h, &r->loc);
+	if (own_protect(r, false) != 0) {
+		log_err("region %u gen %u: kept until close, not given back: "
+		    "%s", r->loc.region, r->loc.gen, cxlp_errormsg());
+		return false;
+	}
+	return true;
+}
+
+/* REGION_FREE of r (note 4): true when settled, false to ask again. */
+static bool
+give_back(struct cxlp_handler *h, const struct own_region *r)
+{
+	int rc = giveback_call(h, &r->loc);
+
+	if (rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN || rc == -ENOMEM) {
+		log_info("region %u gen %u: give-back unanswered, asked "
+		    "again later: %s", r->loc.region, r->loc.gen,
+		    cxlp_errormsg());
+		return false;
+	}
+	if (rc != 0) {
+		log_info("region %u gen %u: not ours any more: %s",
+		    r->loc.region, r->loc.gen, cxlp_errormsg());
+	} else {
+		log_info("region %u gen %u: given back", r->loc.region,
+		    r->loc.gen);
+	}
+	return true;
+}
+
+static void
+push(struct own_region **list, struct own_region *r)
+{
+	r->next = *list;
+	*list = r;
+}
+
+/* giveback_run -- see handler_int.h */
+bool
+giveback_run(struct cxlp_handler *h)
+{
+	struct giveback *g = &h->giveback;
+	struct own_region *r, *fresh, *left = NULL;
+
+	pthread_mutex_lock(&h->expand_lock);
+	fresh = take_empty(h);
+	while ((r = fresh) != NULL) {
+		fresh = r->next;
+		push(unreach(h, r) ? &g->leaving : &g->retired, r);
+	}
+	while ((r = g->leaving) != NULL) {
+		g->leaving = r->next;
+		push(give_back(h, r) ? &g->retired : &left, r);
+	}
+	g->leaving = left;
+	pthread_mutex_unlock(&h->expand_lock);
+	return left != NULL;
+}
+
+/* giveback_reuse -- see handler_int.h */
+struct pmap *
+giveback_reuse(struct cxlp_handler *h, const struct proto_loc *loc)
+{
+	struct own_region **pp = &h->giveback.retired, *r;
+	struct pmap *m;
+
+	while ((r = *pp) != NULL && (r->loc.region_off != loc->region_off ||
+	    r->loc.region_len != loc->region_len)) {
+		pp = &r->next;
+	}
+	if (r == NULL || own_protect(r, true) != 0) {
+		return NULL;
+	}
+	*pp = r->next;
+	m = r->map;
+	free(r);
+	return m;
+}
+
+/* giveback_page_unlock -- see handler_int.h */
+void
+giveback_page_unlock(struct cxlp_handler *h)
+{
+	bool over = h->pages.nempty > h->cfg.reserve_regions;
+
+	pthread_mutex_unlock(&h->page_lock);
+	if (over) {
+		keeper_poke(h);
+	}
+}
+
+static void
+list_free(struct own_region **list)
+{
+	while (*list != NULL) {
+		struct own_region *r = *list;
+
+		*list = r->next;
+		pmap_close(&r->map);
+		free(r);
+	}
+}
+
+/* giveback_fini -- see handler_int.h */
+void
+giveback_fini(struct cxlp_handler *h)
+{
+	list_free(&h->giveback.leaving);
+	list_free(&h->giveback.retired);
+}

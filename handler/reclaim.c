@@ -166,9 +166,10 @@ reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
 	}
 	cxlp_assert(pthread_rwlock_unlock(&h->reclaim.gate) == 0);
 	if (rc == CXLP_E_NOSPACE && !grow) {
-		return cxlp_fail(CXLP_E_NOSPACE, "alloc: all regions full (no "
-		    "more: max_regions or auto-expand off) and none of their "
-		    "keys can be evicted");
+		return cxlp_fail(CXLP_E_NOSPACE, "alloc: all regions full, %s, "
+		    "and none of their keys can be evicted",
+		    h->cfg.auto_expand ? "max_regions reached" :
+		    "auto-expand is off");
 	}
 	if (rc != 0) {
 		return rc;

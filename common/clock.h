@@ -50,4 +50,13 @@ cxlp_now_real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* cxlp_sleep_ms -- sleep ms milliseconds (a signal may cut it short). */
+static inline void
+cxlp_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000u, (long)(ms % 1000u) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
 #endif /* CXLP_CLOCK_H */

@@ -99,7 +99,7 @@ h_hello(struct cxlp_handler *h, uint32_t flags)
 	struct proto_hello m = {.pid = (uint32_t)getpid(),
 	    .flags = flags | PROTO_HELLO_ERRMSG |
 	    (h->cfg.keepalive_ms > 0 ? PROTO_HELLO_KEEPALIVE : 0) |
-	    PROTO_HELLO_LEASE,
+	    PROTO_HELLO_LEASE | PROTO_HELLO_GIVEBACK,
 	    .keepalive_ms = h->cfg.keepalive_ms,
 	    .lease_ms = h->cfg.lease_ms,
 	    .start_time = proc_start_time(),
@@ -190,6 +190,9 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 		trace_register(body); /* contract 1's test (trace.h) */
 	}
 	rc = client_call_id(h->cl, op, id, body, rep);
+	if (rc == 0 && rep->hdr.ask) {
+		giveback_note_ask(h);
+	}
 	if (rc != CXLP_E_SESSION || op == PROTO_OP_BYE) {
 		return rc;
 	}
@@ -202,7 +205,30 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 	sends = rep->sends;
 	rc = client_call_id(h->cl, op, id, body, rep);
 	rep->sends += sends; /* both calls' copies (doubt.c) */
+	if (rc == 0 && rep->hdr.ask) {
+		giveback_note_ask(h);
+	}
 	return rc;
+}
+
+/* h_heartbeat_body -- see handler_int.h */
+int
+h_heartbeat_body(struct cxlp_handler *h, struct creply *rep)
+{
+	struct proto_region_ref v[PROTO_ASKS_MAX];
+	uint32_t n = 0;
+
+	if (rep->body.left == 0) {
+		return 0; /* a server that asks nothing back */
+	}
+	if (proto_get_asks(&rep->body, v, &n) != 0) {
+		return cxlp_fail(CXLP_E_PROTO, "HEARTBEAT: bad asks in the "
+		    "reply body");
+	}
+	if (n > 0) {
+		giveback_note_ask(h);
+	}
+	return 0;
 }
 
 /* h_ping -- see handler_int.h */
@@ -218,6 +244,10 @@ h_ping(struct cxlp_handler *h)
 	if (rc == CXLP_E_SESSION) {
 		rc = reattach_or_lose(h, PROTO_OP_HEARTBEAT, token);
 	} else if (rc == 0) {
+		if (rep.hdr.ask) {
+			giveback_note_ask(h);
+		}
+		rc = h_heartbeat_body(h, &rep);
 		client_reply_fini(&rep);
 	}
 	return rc;

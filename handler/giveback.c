@@ -56,6 +56,19 @@
  *    not by how often it gave regions back.
  * 6. The region cxlp_connect takes counts like any other: once a free
  *    or delete finds it empty past the reserve, it goes back too.
+ * 7. Asked back (metaserver/asks.c). When the pool has no region for
+ *    another handler, the server asks this one for some of its regions:
+ *    a reply carrying PROTO_REP_F_ASK sets `asked` [giveback_note_ask],
+ *    and the next run fetches the list (a HEARTBEAT's reply) and retires
+ *    those regions in the page table (pages.c note 6: no page of them
+ *    is handed out again). A retiring region goes back, with the keys
+ *    registered in it, once no page of it is in use (allocated, in
+ *    flight, unresolved, or tainted: a late REGISTER copy must not land
+ *    in it): the server then holds it as ORPHAN, its keys readable until
+ *    orphan eviction empties it for the handler that needed room. Its
+ *    pages' states leave with it; a later delete of one of its keys
+ *    frees nothing here. Pages still in use keep it until they settle
+ *    (each settle pokes the keeper while regions are retiring).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -98,8 +111,68 @@ own_protect(struct own_region *r, bool writable)
 	return 0;
 }
 
-/* Take the empty sets past the reserve out of the page table and
- * h->own (note 2); returns their regions, linked. expand_lock held. */
+/* The regions the server asks back (note 7), from a HEARTBEAT's reply,
+ * retired in the page table. expand_lock held, not page_lock. */
+static void
+fetch_asks(struct cxlp_handler *h)
+{
+	struct proto_region_ref v[PROTO_ASKS_MAX];
+	struct creply rep;
+	uint32_t n = 0;
+	int rc;
+
+	if (!__atomic_exchange_n(&h->giveback.asked, 0, __ATOMIC_ACQ_REL)) {
+		return;
+	}
+	if ((rc = h_call(h, PROTO_OP_HEARTBEAT, NULL, &rep)) != 0) {
+		__atomic_store_n(&h->giveback.asked, 1, __ATOMIC_RELEASE);
+		return; /* asked again at the next run */
+	}
+	if (rep.body.left > 0 && proto_get_asks(&rep.body, v, &n) != 0) {
+		log_err("give-back: bad asks in a HEARTBEAT reply: %s",
+		    cxlp_errormsg());
+		n = 0;
+	}
+	client_reply_fini(&rep);
+	pthread_mutex_lock(&h->page_lock);
+	for (uint32_t i = 0; i < n; i++) {
+		int set = regions_own_find(h, v[i].region, v[i].gen);
+
+		if (set >= 0) {
+			pagetab_retire(&h->pages, (uint32_t)set);
+		}
+	}
+	pthread_mutex_unlock(&h->page_lock);
+	if (n > 0) {
+		log_info("give-back: %u regions asked back", n);
+	}
+}
+
+/* set i may go now: empty past the reserve (note 2), or retiring and
+ * idle (note 7); page_lock held */
+static bool
+may_take(struct cxlp_handler *h, uint32_t i, unsigned *kept)
+{
+	uint32_t reg = 0;
+
+	if (h->pages.sets[i].retiring && pagetab_idle(&h->pages, i)) {
+		cxlp_assert(pagetab_remove_idle(&h->pages, i, &reg) == 0);
+		if (reg > 0) {
+			log_info("region %u gen %u: asked back with %u keys",
+			    h->own[i]->loc.region, h->own[i]->loc.gen, reg);
+		}
+		return true;
+	}
+	if (!pagetab_empty(&h->pages, i) || (*kept)++ < h->cfg.reserve_regions) {
+		return false;
+	}
+	cxlp_assert(pagetab_remove(&h->pages, i) == 0);
+	return true;
+}
+
+/* Take the empty sets past the reserve, and the idle asked ones, out of
+ * the page table and h->own (notes 2, 7); returns their regions,
+ * linked. expand_lock held. */
 static struct own_region *
 take_empty(struct cxlp_handler *h)
 {
@@ -110,16 +183,12 @@ take_empty(struct cxlp_handler *h)
 	    __atomic_load_n(&h->session_lost, __ATOMIC_ACQUIRE)) {
 		return NULL; /* close frees them; or they are not ours */
 	}
+	fetch_asks(h);
 	pthread_mutex_lock(&h->page_lock);
 	for (uint32_t i = 0; i < h->nown; i++) {
-		int rc;
-
-		if (!pagetab_empty(&h->pages, i) ||
-		    kept++ < h->cfg.reserve_regions) {
+		if (h->own[i] == NULL || !may_take(h, i, &kept)) {
 			continue;
 		}
-		rc = pagetab_remove(&h->pages, i);
-		cxlp_assert(rc == 0);
 		h->own[i]->next = taken;
 		taken = h->own[i];
 		h->own[i] = NULL;
@@ -176,6 +245,7 @@ giveback_run(struct cxlp_handler *h)
 {
 	struct giveback *g = &h->giveback;
 	struct own_region *r, *fresh, *left = NULL;
+	uint32_t retiring;
 
 	pthread_mutex_lock(&h->expand_lock);
 	fresh = take_empty(h);
@@ -188,8 +258,22 @@ giveback_run(struct cxlp_handler *h)
 		push(give_back(h, r) ? &g->retired : &left, r);
 	}
 	g->leaving = left;
+	pthread_mutex_lock(&h->page_lock);
+	retiring = h->pages.nretiring;
+	pthread_mutex_unlock(&h->page_lock);
 	pthread_mutex_unlock(&h->expand_lock);
-	return left != NULL;
+	return left != NULL || retiring > 0 ||
+	    __atomic_load_n(&g->asked, __ATOMIC_ACQUIRE);
+}
+
+/* giveback_note_ask -- see handler_int.h (note 7) */
+void
+giveback_note_ask(struct cxlp_handler *h)
+{
+	if (!__atomic_exchange_n(&h->giveback.asked, 1, __ATOMIC_ACQ_REL) &&
+	    h->keeper.running) {
+		keeper_poke(h);
+	}
 }
 
 /* giveback_reuse -- see handler_int.h */
@@ -216,7 +300,8 @@ giveback_reuse(struct cxlp_handler *h, const struct proto_loc *loc)
 void
 giveback_page_unlock(struct cxlp_handler *h)
 {
-	bool over = h->pages.nempty > h->cfg.reserve_regions;
+	bool over = h->pages.nempty > h->cfg.reserve_regions ||
+	    h->pages.nretiring > 0;
 
 	pthread_mutex_unlock(&h->page_lock);
 	if (over) {

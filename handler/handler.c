@@ -253,10 +253,10 @@ cxlp_healthcheck(struct cxlp_handler *h)
 	if ((rc = h_call(h, PROTO_OP_HEARTBEAT, NULL, &rep)) != 0) {
 		return rc;
 	}
-	rc = preader_end(&rep.body);
+	rc = h_heartbeat_body(h, &rep);
 	client_reply_fini(&rep);
 	if (rc != 0) {
-		return cxlp_fail(CXLP_E_PROTO, "HEARTBEAT: unexpected body");
+		return rc;
 	}
 	(void)store_resolve(h);
 	return 0;

@@ -126,6 +126,7 @@ struct pageset {
 	uint32_t *next; /* next[i]: free page after i (only for FREE pages) */
 	uint8_t *state; /* enum page_state per page | PAGE_TAINT */
 	bool in_avail;  /* on pagetab.avail */
+	bool retiring;  /* asked back: no page handed out (note 6) */
 };
 
 struct pagetab {
@@ -136,6 +137,7 @@ struct pagetab {
 	uint64_t count[PAGE_NSTATES]; /* pages per state, all sets */
 	uint32_t nempty; /* sets whose every page is FREE (note 5) */
 	uint32_t nlive;  /* sets not removed */
+	uint32_t nretiring; /* sets asked back, not yet removed (note 6) */
 };
 
 static inline cxlp_page_t
@@ -165,6 +167,14 @@ bool pagetab_empty(const struct pagetab *t, uint32_t set);
  * pagetab_add: 0, CXLP_E_BUSY (a page not FREE; nothing changed) or
  * -EINVAL (no such set). */
 int pagetab_remove(struct pagetab *t, uint32_t set);
+/* pagetab_retire -- hand out no page of set again (pages.c note 6). */
+void pagetab_retire(struct pagetab *t, uint32_t set);
+/* pagetab_idle -- every page of set is FREE or REGISTERED, untainted. */
+bool pagetab_idle(const struct pagetab *t, uint32_t set);
+/* pagetab_remove_idle -- take an idle set out, its registered pages with
+ * it (*registered: how many); CXLP_E_BUSY when it is not idle. */
+int pagetab_remove_idle(struct pagetab *t, uint32_t set,
+    uint32_t *registered);
 int pagetab_alloc(struct pagetab *t, cxlp_page_t *pg);
 int pagetab_state(const struct pagetab *t, cxlp_page_t pg);
 int pagetab_move(struct pagetab *t, cxlp_page_t pg, enum page_state from,
@@ -250,6 +260,8 @@ struct giveback {
 	struct own_region *leaving; /* unreachable, REGION_FREE unanswered */
 	struct own_region *retired; /* given back: read-only, kept for
 	                             * stale readers and for reuse */
+	int asked;                  /* atomic: the server asks regions back
+	                             * (note 7) */
 };
 
 /* ---- handler.c ---------------------------------------------------------- */
@@ -324,6 +336,10 @@ int h_check_open(const struct cxlp_handler *h);
  * CXLP_E_KEYLEN). */
 int h_check_keys(size_t n, const void *const keys[],
     const size_t key_lens[]);
+/* h_heartbeat_body -- check a HEARTBEAT reply's body: empty, or the
+ * regions the server asks back (then giveback_note_ask). 0 or
+ * CXLP_E_PROTO. */
+int h_heartbeat_body(struct cxlp_handler *h, struct creply *rep);
 /* h_get_results -- decode a result list of exactly n entries (or at most
  * n when exact is false) and the end of the reply. */
 int h_get_results(struct creply *rep, struct proto_result *res, size_t n,
@@ -370,6 +386,9 @@ void prefaulter_stop(struct cxlp_handler *h);
 /* giveback_page_unlock -- release page_lock after pages went FREE; pokes
  * the keeper when more sets are empty than the reserve. */
 void giveback_page_unlock(struct cxlp_handler *h);
+/* giveback_note_ask -- a reply said PROTO_REP_F_ASK: have the keeper
+ * fetch and honour the server's asks (giveback.c note 7). */
+void giveback_note_ask(struct cxlp_handler *h);
 /* giveback_run -- take the empty regions past the reserve out of use and
  * return them (REGION_FREE), and ask again for those whose REGION_FREE
  * went unanswered. Takes expand_lock and page_lock (caller holds none).

@@ -53,6 +53,12 @@
  *    on no free list, never handed out from; every handle into it is
  *    CXLP_E_BADPAGE (note 1) until pagetab_add fills the slot again.
  *    nlive counts the sets that are not removed.
+ * 6. A set asked back by the metaserver (giveback.c note 7) is retiring
+ *    [pagetab_retire]: no page of it is handed out again (pagetab_alloc
+ *    passes it over; its free list stays as note 3 says), and once every
+ *    page of it is FREE or REGISTERED and untainted it may be removed
+ *    with its keys registered [pagetab_remove_idle]: they stay in the
+ *    pool, in a region no longer this handler's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -224,10 +230,62 @@ pagetab_remove(struct pagetab *t, uint32_t set)
 	t->count[PAGE_FREE] -= s->npages;
 	t->nempty--;
 	t->nlive--;
+	t->nretiring -= s->retiring;
 	free(s->next);
 	free(s->state);
 	/* in_avail is kept: pagetab_alloc pops the slot lazily (nfree 0) */
 	*s = (struct pageset){.head = PAGE_NONE, .in_avail = s->in_avail};
+	return 0;
+}
+
+/* pagetab_retire -- see handler_int.h (note 6). */
+void
+pagetab_retire(struct pagetab *t, uint32_t set)
+{
+	if (set < t->n && t->sets[set].npages > 0 && !t->sets[set].retiring) {
+		t->sets[set].retiring = true;
+		t->nretiring++;
+	}
+}
+
+/* pagetab_idle -- see handler_int.h (note 6). */
+bool
+pagetab_idle(const struct pagetab *t, uint32_t set)
+{
+	const struct pageset *s = &t->sets[set];
+
+	if (set >= t->n || s->npages == 0) {
+		return false;
+	}
+	for (uint32_t i = 0; i < s->npages; i++) {
+		if (s->state[i] != PAGE_FREE && s->state[i] != PAGE_REGISTERED) {
+			return false; /* in use, or tainted (note 4) */
+		}
+	}
+	return true;
+}
+
+/* pagetab_remove_idle -- see handler_int.h (note 6). */
+int
+pagetab_remove_idle(struct pagetab *t, uint32_t set, uint32_t *registered)
+{
+	struct pageset *s;
+	uint32_t reg;
+
+	if (!pagetab_idle(t, set)) {
+		return cxlp_fail(CXLP_E_BUSY, "pages: set %u is in use", set);
+	}
+	s = &t->sets[set];
+	reg = s->npages - s->nfree;
+	t->count[PAGE_FREE] -= s->nfree;
+	t->count[PAGE_REGISTERED] -= reg;
+	t->nempty -= reg == 0;
+	t->nlive--;
+	t->nretiring -= s->retiring;
+	free(s->next);
+	free(s->state);
+	*s = (struct pageset){.head = PAGE_NONE, .in_avail = s->in_avail};
+	*registered = reg;
 	return 0;
 }
 
@@ -241,7 +299,7 @@ pagetab_alloc(struct pagetab *t, cxlp_page_t *pg)
 		struct pageset *s = &t->sets[set];
 		uint32_t idx;
 
-		if (s->nfree == 0) {
+		if (s->nfree == 0 || s->retiring) {
 			s->in_avail = false;
 			t->navail--;
 			continue;
@@ -329,7 +387,7 @@ pagetab_move(struct pagetab *t, cxlp_page_t pg, enum page_state from,
 	if (to == PAGE_FREE) {
 		s->next[idx] = s->head;
 		s->head = idx;
-		if (s->nfree++ == 0) {
+		if (s->nfree++ == 0 && !s->retiring) {
 			avail_push(t, set);
 		}
 		if (s->nfree == s->npages) {

@@ -29,14 +29,24 @@
  *    pages are then never returned; they stay REGISTERED (not free) until
  *    close. That costs room, never correctness; the next RECLAIM evicts
  *    others.
+ *
+ * 5. CXLP_E_BUSY: the server asked other handlers to give regions back
+ *    (metaserver/asks.c), or a restarted server waits for leases its
+ *    predecessor granted. The alloc waits and asks again, a few ms at
+ *    first, then up to every 100 ms, for at most the request timeout;
+ *    then CXLP_E_NOSPACE with the server's reason.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "clock.h"
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
 
+#define BUSY_NAP_MIN_MS 5u   /* first wait after CXLP_E_BUSY (note 5) */
+#define BUSY_NAP_MAX_MS 100u /* and the longest */
 #define WANT_SHARE 20 /* a RECLAIM asks for 1/20 of my pages, at least a
                        * region's worth */
 
@@ -150,9 +160,9 @@ pages_back(struct cxlp_handler *h, const struct proto_reclaimed *m)
 	return mine;
 }
 
-/* reclaim -- see handler_int.h */
-int
-reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
+/* one RECLAIM and what its reply gives */
+static int
+reclaim_once(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
 {
 	struct proto_reclaimed m;
 	int rc;
@@ -183,4 +193,36 @@ reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
 	pthread_mutex_unlock(&h->page_lock);
 	return rc == 0 ? 0 : cxlp_fail(CXLP_E_NOSPACE, "alloc: eviction "
 	    "freed %u pages and other threads took them all", m.n);
+}
+
+/* reclaim -- see handler_int.h (note 5). expand_lock is let go while it
+ * waits, so the keeper can give back regions asked of this handler too. */
+int
+reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
+{
+	uint64_t until = cxlp_now_ms() + h->cfg.timeout_ms;
+	unsigned nap = BUSY_NAP_MIN_MS;
+	int rc;
+
+	while ((rc = reclaim_once(h, pg, grow)) == CXLP_E_BUSY &&
+	    cxlp_now_ms() + nap < until) {
+		pthread_mutex_unlock(&h->expand_lock);
+		cxlp_sleep_ms(nap);
+		nap = nap * 2 > BUSY_NAP_MAX_MS ? BUSY_NAP_MAX_MS : nap * 2;
+		pthread_mutex_lock(&h->expand_lock);
+		pthread_mutex_lock(&h->page_lock);
+		rc = pagetab_alloc(&h->pages, pg); /* room came meanwhile */
+		pthread_mutex_unlock(&h->page_lock);
+		if (rc == 0) {
+			return 0;
+		}
+	}
+	if (rc == CXLP_E_BUSY) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", cxlp_errormsg());
+		return cxlp_fail(CXLP_E_NOSPACE, "alloc: pool full for %u ms "
+		    "(the request timeout): %s", h->cfg.timeout_ms, why);
+	}
+	return rc;
 }

@@ -330,7 +330,7 @@ regions_init(struct cxlp_handler *h)
 	pthread_mutex_lock(&h->expand_lock);
 	h->region_unfit = false;
 	rc = regions_add(h, NULL);
-	if (rc == CXLP_E_NOSPACE && !h->region_unfit) {
+	if ((rc == CXLP_E_NOSPACE || rc == CXLP_E_BUSY) && !h->region_unfit) {
 		log_info("connect: no region yet, the first alloc asks "
 		    "again: %s", cxlp_errormsg());
 		rc = 0;

@@ -28,6 +28,8 @@
  *    each keepalive period anyway).
  *
  * 3. The requester is told CXLP_E_BUSY (retry soon) while asks are out,
+ *    or while a handler that lost its connection holds regions (it ends
+ *    as soon as its process is found gone, and its regions turn ORPHAN),
  *    and retries within its request timeout; an ask older than
  *    MS_ASK_WAIT_MS no longer holds back a new ask (a slow owner), but
  *    stays on its owner's list until the region leaves it.
@@ -161,6 +163,7 @@ ms_ask_regions(struct ms *ms, uint64_t requester)
 	struct holder h[256];
 	uint32_t n, mine = 0, best = UINT32_MAX, want, asked;
 	uint64_t now = cxlp_now_ms();
+	bool ending = false;
 
 	if (asks_sweep(ms, now)) {
 		return cxlp_fail(CXLP_E_BUSY, "pool full: regions are being "
@@ -170,10 +173,17 @@ ms_ask_regions(struct ms *ms, uint64_t requester)
 	for (uint32_t k = 0; k < n; k++) {
 		if (h[k].sess == requester) {
 			mine = h[k].regions;
+		} else if (ms_sess_ending(ms, h[k].sess)) {
+			ending = true;
 		} else if (ms_sess_gives_back(ms, h[k].sess) &&
 		    (best == UINT32_MAX || h[k].regions > h[best].regions)) {
 			best = k;
 		}
+	}
+	if ((best == UINT32_MAX || h[best].regions <= mine + 1) && ending) {
+		return cxlp_fail(CXLP_E_BUSY, "pool full: regions of a handler "
+		    "whose connection went are held until it is found gone or "
+		    "reattaches; retry");
 	}
 	if (best == UINT32_MAX || h[best].regions <= mine + 1) {
 		return ms_nospace(ms, 0);

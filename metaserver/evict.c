@@ -182,6 +182,9 @@ ms_nospace(struct ms *ms, uint64_t len)
 	struct pool_stats st;
 
 	pool_stats(ms->pool, &st);
+	if (len == 0) {
+		len = pool_align(ms->pool);
+	}
 	return cxlp_fail(CXLP_E_NOSPACE, "pool full: no free extent of %llu "
 	    "bytes (%llu free) and %s; %llu keys, %llu regions, %llu of "
 	    "them orphaned", (unsigned long long)len,

@@ -312,6 +312,9 @@ bool ms_sess_fenced_id(struct ms *ms, uint64_t id);
 /* ms_sess_gives_back -- the session with this id is live, attached and
  * gives regions back when asked; takes ms->sess_lock. */
 bool ms_sess_gives_back(struct ms *ms, uint64_t id);
+/* ms_sess_ending -- the session with this id lost its pipe: it ends once
+ * its process is found gone, or reattaches; takes ms->sess_lock. */
+bool ms_sess_ending(struct ms *ms, uint64_t id);
 /* sess_list_flags -- set v[i].flags (PROTO_SESS_*) from the shadow of
  * session v[i].id, for i < n; takes ms->sess_lock. */
 void sess_list_flags(struct ms *ms, struct proto_session_info *v, size_t n);

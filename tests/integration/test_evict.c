@@ -104,6 +104,37 @@ Test(evict, a_pool_filled_by_a_handler_that_closed_serves_the_next)
 	cxlp_close(&b);
 }
 
+/* Capacity that moves: A fills the pool and stays connected, idle (its
+ * keeper heartbeats); B connects and stores twice the pool; every store
+ * of B succeeds within the store timeout (regions asked back from A,
+ * then B's own keys evicted), and then A stores again too. */
+Test(evict, a_handler_gets_regions_from_a_live_handler_that_filled_the_pool)
+{
+	struct cxlp_handler *a, *b;
+	struct cxlp_stats sa, sb;
+	uint64_t cap;
+
+	ev_start("clock", NULL);
+	a = ev_connect(0);
+	cr_assert_gt(ev_fill(a, "a", 0), 0);
+	cap = ev_capacity(a);
+	sa = kv_stats(a);
+	b = ev_connect(0);
+	cr_assert_eq(kv_stats(b).own_regions, 0);
+	for (uint32_t k = 0; k < 2 * cap; k += BATCH) {
+		ev_store(b, "b", k, BATCH, 0);
+	}
+	sb = kv_stats(b);
+	cr_assert_gt(sb.own_regions, 1, "B got %llu regions",
+	    (unsigned long long)sb.own_regions);
+	cr_assert_lt(kv_stats(a).own_regions, sa.own_regions);
+	cr_assert_gt(sb.evicted_orphan, 0, "A's regions came back as orphans");
+	ev_store(a, "a2", 0, BATCH, 0);
+	itest_assert_pool_checks();
+	cxlp_close(&b);
+	cxlp_close(&a);
+}
+
 Test(evict, orphans_are_evicted_in_the_background_down_to_the_mark)
 {
 	const char *args[] = { "--evict-free", "10", NULL };

@@ -108,6 +108,36 @@ redo_small_req(struct preader *r, unsigned op, struct pbuf *b)
 	}
 }
 
+/* the bodies of a full pool: RECLAIM and LEASE requests */
+static bool
+redo_evict_req(struct preader *r, unsigned op, struct pbuf *b)
+{
+	struct proto_key *keys;
+	uint64_t a, c;
+	uint32_t ms, flags, n;
+
+	if (op == PROTO_OP_RECLAIM) {
+		if (proto_get_reclaim_req(r, &a, &c, &ms) != 0) {
+			return false;
+		}
+		proto_put_reclaim_req(b, a, c, ms);
+		return true;
+	}
+	if (proto_get_lease_req(r, &ms, &flags, &keys, &n) != 0) {
+		return false;
+	}
+	pbuf_put_u32(b, ms);
+	pbuf_put_u32(b, flags);
+	pbuf_put_u32(b, n);
+	for (uint32_t i = 0; i < n; i++) {
+		touch(keys[i].data, keys[i].len);
+		pbuf_put_u16(b, keys[i].len);
+		pbuf_put_bytes(b, keys[i].data, keys[i].len);
+	}
+	free(keys);
+	return true;
+}
+
 /* redo_req_body -- decode the body op selects and re-encode it into b. */
 static bool
 redo_req_body(struct preader *r, unsigned op, struct pbuf *b)
@@ -121,6 +151,9 @@ redo_req_body(struct preader *r, unsigned op, struct pbuf *b)
 	case PROTO_OP_UNPIN:
 	case PROTO_OP_DELETE:
 		return redo_keys(r, b);
+	case PROTO_OP_RECLAIM:
+	case PROTO_OP_LEASE:
+		return redo_evict_req(r, op, b);
 	default:
 		return redo_small_req(r, op, b);
 	}
@@ -156,6 +189,32 @@ redo_sessions(struct preader *r, struct pbuf *b)
 	return true;
 }
 
+/* RECLAIM's reply, and HEARTBEAT's (empty, or asks) */
+static bool
+redo_evict_rep(struct preader *r, unsigned op, struct pbuf *b)
+{
+	static struct proto_region_ref v[PROTO_ASKS_MAX];
+	struct proto_reclaimed m;
+	uint32_t n;
+
+	if (op == PROTO_OP_HEARTBEAT) {
+		if (r->left == 0) {
+			return true;
+		}
+		if (proto_get_asks(r, v, &n) != 0) {
+			return false;
+		}
+		proto_put_asks(b, n, v);
+		return true;
+	}
+	if (proto_get_reclaimed(r, &m) != 0) {
+		return false;
+	}
+	proto_put_reclaimed(b, &m);
+	free(m.pages);
+	return true;
+}
+
 /* redo_rep_body -- decode the reply body op selects, re-encode into b. */
 static bool
 redo_rep_body(struct preader *r, unsigned op, struct pbuf *b)
@@ -188,6 +247,8 @@ redo_rep_body(struct preader *r, unsigned op, struct pbuf *b)
 	case PROTO_OP_SESSIONS:
 		return redo_sessions(r, b);
 	case PROTO_OP_HEARTBEAT:
+	case PROTO_OP_RECLAIM:
+		return redo_evict_rep(r, op, b);
 	case PROTO_OP_BYE:
 	case PROTO_OP_REGION_FREE:
 		return preader_end(r) == 0;

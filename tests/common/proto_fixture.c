@@ -373,6 +373,110 @@ dec_req_empty(const uint8_t *f, size_t len)
 	return rc != 0 ? rc : preader_end(&r);
 }
 
+static void
+build_reclaim_req(struct pbuf *b)
+{
+	put_req(b, PROTO_OP_RECLAIM);
+	proto_put_reclaim_req(b, rnd(), rnd(), 1 + rnd_below(PROTO_RECLAIM_MAX));
+}
+
+static int
+dec_reclaim_req(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	uint64_t a, b;
+	uint32_t w;
+	int rc = decode_req(f, len, &r);
+
+	return rc != 0 ? rc : proto_get_reclaim_req(&r, &a, &b, &w);
+}
+
+/* a RECLAIM reply: half of them a region, half pages */
+static void
+build_reclaimed(struct pbuf *b)
+{
+	struct proto_page pages[40];
+	struct proto_reclaimed m = { .kind = PROTO_RECLAIM_PAGES,
+		.n = 1 + rnd_below(40), .pages = pages };
+
+	put_rep(b, PROTO_OP_RECLAIM);
+	if (rnd_below(2) == 0) {
+		m.kind = PROTO_RECLAIM_REGION;
+		rnd_loc(&m.loc);
+	}
+	for (uint32_t i = 0; i < m.n; i++) {
+		pages[i] = (struct proto_page){ (uint32_t)rnd(),
+			(uint32_t)rnd(), (uint32_t)rnd() };
+	}
+	proto_put_reclaimed(b, &m);
+}
+
+static int
+dec_reclaimed(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_reclaimed m = { 0 };
+	int rc = decode_rep(f, len, &r);
+
+	if (rc == 0) {
+		rc = proto_get_reclaimed(&r, &m);
+	}
+	free(m.pages);
+	return rc;
+}
+
+static void
+build_asks(struct pbuf *b)
+{
+	struct proto_region_ref v[PROTO_ASKS_MAX];
+	uint32_t n = rnd_below(PROTO_ASKS_MAX + 1);
+
+	for (uint32_t i = 0; i < n; i++) {
+		v[i] = (struct proto_region_ref){ (uint32_t)rnd(),
+			(uint32_t)rnd() };
+	}
+	put_rep(b, PROTO_OP_HEARTBEAT);
+	proto_put_asks(b, n, v);
+}
+
+static int
+dec_asks(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_region_ref v[PROTO_ASKS_MAX];
+	uint32_t n;
+	int rc = decode_rep(f, len, &r);
+
+	return rc != 0 ? rc : proto_get_asks(&r, v, &n);
+}
+
+static void
+build_lease_req(struct pbuf *b)
+{
+	const void *k[20];
+	size_t len[20];
+	size_t n = 1 + rnd_below(20);
+
+	rnd_keys(n, k, len);
+	put_req(b, PROTO_OP_LEASE);
+	proto_put_lease_req(b, (uint32_t)rnd(), n, k, len);
+}
+
+static int
+dec_lease_req(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_key *k = NULL;
+	uint32_t ms, flags, n;
+	int rc = decode_req(f, len, &r);
+
+	if (rc == 0) {
+		rc = proto_get_lease_req(&r, &ms, &flags, &k, &n);
+	}
+	free(k);
+	return rc;
+}
+
 static int
 dec_rep_empty(const uint8_t *f, size_t len)
 {
@@ -395,6 +499,10 @@ const struct msg_type msg_types[] = {
 	{ "sessions", false, build_sessions, dec_sessions },
 	{ "empty request", true, build_req_empty, dec_req_empty },
 	{ "error reply", false, build_rep_empty, dec_rep_empty },
+	{ "reclaim_req", true, build_reclaim_req, dec_reclaim_req },
+	{ "reclaimed", false, build_reclaimed, dec_reclaimed },
+	{ "asks", false, build_asks, dec_asks },
+	{ "lease_req", true, build_lease_req, dec_lease_req },
 };
 
 int

@@ -232,6 +232,13 @@ set_evict_free(struct ms_config *cfg, const char *v)
 }
 
 static int
+set_drain_orphans(struct ms_config *cfg, const char *v)
+{
+	cfg->drain_orphans = true;
+	return 0;
+}
+
+static int
 set_evict_order(struct ms_config *cfg, const char *v)
 {
 	if (strcmp(v, "clock") != 0 && strcmp(v, "sweep") != 0) {
@@ -288,6 +295,8 @@ static const struct flag flags[] = {
 	{ "evict-order", 1, "clock|sweep", "victims: least recently read "
 	    "first (clock, default) or in index order, ignoring reads "
 	    "(sweep)", set_evict_order },
+	{ "drain-orphans", 0, NULL, "at start, evict every key of handlers "
+	    "that closed or died (also with --evict off)", set_drain_orphans },
 	{ "lease-max-ms", 1, "MS", "the longest lease a reader may hold, "
 	    "1..3600000 (default 60000)", set_lease_max },
 	{ "log-level", 1, "LEVEL", "err|info|debug|off (default info)",

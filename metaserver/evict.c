@@ -153,6 +153,26 @@ ms_evict_own(struct ms *ms, uint64_t sess, uint32_t want,
 	return o.n;
 }
 
+/* ms_drain_orphans -- see ms_int.h */
+size_t
+ms_drain_orphans(struct ms *ms)
+{
+	struct evict_ops ops = { .now_ms = cxlp_now_ms() };
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < pool_region_max(ms->pool); i++) {
+		struct pool_region r;
+
+		if (pool_region_get(ms->pool, i, &r) == 0 &&
+		    r.state == POOL_REGION_ORPHAN) {
+			n += pool_evict_region(ms->pool, i, POOL_EVICT_ORPHAN,
+			    &ops);
+		}
+	}
+	log_info("op=drain_orphans keys=%zu", n);
+	return n;
+}
+
 /* ms_evict_background -- see ms_int.h (note 3) */
 void
 ms_evict_background(struct ms *ms)

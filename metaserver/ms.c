@@ -208,6 +208,9 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 		goto err_sess;
 	}
 	ms_recover(ms);
+	if (cfg->drain_orphans) {
+		(void)ms_drain_orphans(ms);
+	}
 	return 0;
 
 err_sess:

@@ -63,6 +63,7 @@ struct ms_config {
 	unsigned evict_free_pct; /* --evict-free: low watermark, percent */
 	bool evict_clock;     /* --evict-order clock (else sweep) */
 	uint32_t lease_max_ms; /* --lease-max-ms: the longest lease */
+	bool drain_orphans;   /* --drain-orphans: empty them at start */
 	char url_buf[MS_URLS_MAX][MS_URL_MAX]; /* rewritten listen URLs */
 };
 
@@ -370,6 +371,10 @@ size_t ms_evict_orphans(struct ms *ms, uint64_t need, uint64_t free_target);
  * for writing. */
 uint32_t ms_evict_own(struct ms *ms, uint64_t sess, uint32_t want,
     struct proto_page *pages);
+/* ms_drain_orphans -- empty every ORPHAN region (their unpinned keys
+ * go), eviction on or off: the operator's --drain-orphans. Returns keys
+ * evicted. ms->lock held for writing (or no request running). */
+size_t ms_drain_orphans(struct ms *ms);
 /* ms_evict_background -- the reaper's pass: below the low watermark,
  * empty orphan regions. Takes ms->lock. */
 void ms_evict_background(struct ms *ms);

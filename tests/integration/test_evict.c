@@ -238,3 +238,31 @@ Test(evict, with_eviction_off_a_full_pool_answers_nospace)
 	cr_assert_eq(kv_stats(h).evicted_pressure, 0);
 	cxlp_close(&h);
 }
+
+/* --evict off, and a pool its handler filled and left: the next handler
+ * connects (without a region) and gets none, until the operator restarts
+ * the metaserver with --drain-orphans; nothing is reformatted. */
+Test(evict, drain_orphans_empties_a_pool_left_full_with_eviction_off)
+{
+	const char *off[] = { "--evict", "off", NULL };
+	const char *drain[] = { "--evict", "off", "--drain-orphans", NULL };
+	struct cxlp_handler *a, *b;
+	cxlp_page_t pg;
+	void *buf;
+
+	cr_assert_eq(test_server_start(&srv, 64 * MiB, off), 0);
+	a = ev_connect(0);
+	(void)ev_fill(a, "x", 0);
+	cxlp_close(&a); /* its keys stay, orphaned */
+	b = ev_connect(0);
+	cr_assert_rc(cxlp_alloc(b, &pg, &buf), CXLP_E_NOSPACE);
+	cr_assert_eq(itest_get_check(b, "x", 3), 1, "the orphans are read");
+	cxlp_close(&b);
+	test_server_kill(&srv, SIGTERM);
+	cr_assert_eq(test_server_restart(&srv, drain), 0);
+	b = ev_connect(0);
+	cr_assert_rc(cxlp_alloc(b, &pg, &buf), 0);
+	cr_assert_gt(kv_stats(b).evicted_orphan, 0);
+	cr_assert_eq(kv_stats(b).keys, 0, "an orphaned key stayed");
+	cxlp_close(&b);
+}

@@ -1,9 +1,9 @@
 /*
  * bench.h -- cxlpool-bench's shared pieces: the run context, timing and
  * statistics, /proc CPU accounting, child processes, the JSON document
- * (written with common/jsonw.h) and the target summary. Each section
- * (echo.c, dispatch.c, latency.c, batch.c, datapath.c, index.c) is one
- * function over a struct bench.
+ * (written with common/jsonw.h), the metaserver processes (ms.c) and the
+ * target summary. Each section (echo.c, dispatch.c, latency.c, batch.c,
+ * datapath.c, index.c, evict.c) is one function over a struct bench.
  */
 #ifndef CXLP_BENCH_H
 #define CXLP_BENCH_H
@@ -34,6 +34,7 @@ struct target {
 
 struct bench {
 	const char *self;        /* our executable (for fork+exec) */
+	char ms_bin[1024];       /* the metaserver a section may start */
 	const char *url;         /* metaserver endpoint */
 	pid_t ms_pid;            /* its pid, 0 unknown (no CPU figures) */
 	bool quick;
@@ -120,6 +121,23 @@ struct cxlp_handler;
 int bench_connect(const char *url, size_t page, size_t region, bool direct,
     struct cxlp_handler **h);
 
+/* ---- metaserver processes (ms.c) ------------------------------------- */
+
+struct bench_ms {
+	pid_t pid; /* 0: none */
+	char pool[96], url[128], log[96];
+};
+
+/* bench_ms_start -- start b->ms_bin on a fresh pool of size ("512M")
+ * with args (NULL-terminated, may be NULL) after its own, named apart
+ * from others by tag ("" for the shared one), and wait for it to be
+ * ready. 0, or -1 with a message on stderr (bench_ms_stop it anyway). */
+int bench_ms_start(const struct bench *b, const char *tag, const char *size,
+    const char *const args[], struct bench_ms *m);
+/* bench_ms_stop -- SIGTERM and reap it; remove its pool and socket, and
+ * its log after a clean exit. 0 if it exited 0. */
+int bench_ms_stop(struct bench_ms *m);
+
 /* ---- results ---------------------------------------------------------- */
 
 void target_add(struct bench *b, const char *what, double value,
@@ -134,6 +152,7 @@ int latency_section(struct bench *b);
 int batch_section(struct bench *b);
 int datapath_section(struct bench *b);
 int index_section(struct bench *b);
+int evict_section(struct bench *b);
 
 /* Modes run in exec'ed children (argv after the mode flag). */
 int echo_server_main(const char *url);

@@ -6,7 +6,9 @@
  * Without --server it starts the build's cxlpool-metaserver itself on a
  * temporary pool in /dev/shm sized for the run (--metaserver PATH, else
  * $CXLP_METASERVER, else ../metaserver/cxlpool-metaserver next to this
- * executable) and removes the pool, socket and log afterwards. The same
+ * executable) and removes the pool, socket and log afterwards (ms.c); the
+ * evict section starts one more of its own on a pool small enough to
+ * fill, with --server too. The same
  * executable is also the benchmark's helper processes: `--echo-server`
  * and `--batch-worker` are modes it execs itself in, so every process
  * that uses nng is a fresh one.
@@ -25,13 +27,7 @@
 #include "bench.h"
 #include "proc.h"
 
-#define READY_LINE "cxlpool-metaserver: ready"
 #define MS_ARGS_MAX 8
-
-struct ms_proc {
-	pid_t pid;
-	char pool[96], url[128], log[96];
-};
 
 struct opts {
 	const char *server, *metaserver, *json, *client_cpus;
@@ -50,6 +46,7 @@ static const struct section {
 	{ "batch", batch_section },
 	{ "datapath", datapath_section },
 	{ "index", index_section },
+	{ "evict", evict_section },
 };
 
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
@@ -69,7 +66,7 @@ usage(FILE *f)
 	    "  --json FILE         write the results as JSON ('-': stdout,\n"
 	    "                      tables then go to stderr)\n"
 	    "  --only SECTION      echo|dispatch|latency|batch|datapath|"
-	    "index\n"
+	    "index|evict\n"
 	    "  --procs N           batch: only N handler processes (1,2,4,8)"
 	    "\n"
 	    "  --batch N           batch: only batch size N (1,16,64,256,1024)"
@@ -143,7 +140,7 @@ parse(int argc, char **argv, struct opts *o, struct bench *b)
 	return b->only == NULL && optind == argc ? 0 : 2;
 }
 
-/* ---- the metaserver we start ------------------------------------------ */
+/* ---- the metaserver we start (ms.c) ----------------------------------- */
 
 static void
 ms_binary(const struct bench *b, const struct opts *o, char *out, size_t n)
@@ -161,105 +158,21 @@ ms_binary(const struct bench *b, const struct opts *o, char *out, size_t n)
 	free(dup);
 }
 
-static bool
-log_has(const char *path, const char *needle)
-{
-	char buf[8192];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (f == NULL) {
-		return false;
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return strstr(buf, needle) != NULL;
-}
-
 static int
-ms_wait_ready(struct ms_proc *m)
+ms_start(struct bench *b, const struct opts *o, struct bench_ms *m)
 {
-	struct timespec ts = { 0, 10000000 };
+	const char *args[MS_ARGS_MAX + 1];
 
-	for (int i = 0; i < 3000; i++) {
-		if (log_has(m->log, READY_LINE)) {
-			return 0;
-		}
-		if (waitpid(m->pid, NULL, WNOHANG) == m->pid) {
-			m->pid = 0;
-			break;
-		}
-		nanosleep(&ts, NULL);
-	}
-	fprintf(stderr, "cxlpool-bench: metaserver did not start; see %s\n",
-	    m->log);
-	return -1;
-}
-
-/* in the metaserver's child: confine it to --server-cpus, if given */
-static int
-server_cpus(void *arg)
-{
-	const struct bench *b = arg;
-
-	return b->server_cpus != NULL ? cpus_apply(b->server_cpus) : 0;
-}
-
-static int
-ms_start(struct bench *b, const struct opts *o, struct ms_proc *m)
-{
-	char bin[1024], size[24];
-	const char *argv[BENCH_MAX_ARGS] = { bin, "--pool", m->pool, "--size",
-		size, "--listen", m->url, "--reformat" };
-	struct test_spawn sp = { .argv = argv, .in_fd = -1,
-		.before_exec = server_cpus, .arg = b };
-	int n = 8;
-
-	ms_binary(b, o, bin, sizeof(bin));
-	snprintf(m->pool, sizeof(m->pool), "/dev/shm/cxlpool-bench-%d.pool",
-	    (int)getpid());
-	snprintf(m->url, sizeof(m->url), "ipc:///tmp/cxlpool-bench-%d.sock",
-	    (int)getpid());
-	snprintf(m->log, sizeof(m->log), "/tmp/cxlpool-bench-%d.log",
-	    (int)getpid());
-	snprintf(size, sizeof(size), "%s", b->quick ? "512M" : "2G");
 	for (int i = 0; i < o->nms_args; i++) {
-		argv[n++] = o->ms_args[i];
+		args[i] = o->ms_args[i];
 	}
-	sp.path = bin;
-	sp.out_fd = sp.err_fd = open(m->log, O_WRONLY | O_CREAT | O_TRUNC |
-	    O_CLOEXEC, 0600);
-	m->pid = test_spawn(&sp);
-	if (sp.out_fd >= 0) {
-		close(sp.out_fd);
-	}
-	if (m->pid < 0) {
+	args[o->nms_args] = NULL;
+	if (bench_ms_start(b, "", b->quick ? "512M" : "2G", args, m) != 0) {
 		return -1;
 	}
 	b->url = m->url;
 	b->ms_pid = m->pid;
-	return ms_wait_ready(m);
-}
-
-static int
-ms_stop(struct ms_proc *m)
-{
-	int status = -1;
-
-	if (m->pid > 0) {
-		kill(m->pid, SIGTERM);
-		waitpid(m->pid, &status, 0);
-	}
-	unlink(m->pool);
-	unlink(m->url + strlen("ipc://"));
-	if (status == 0) {
-		unlink(m->log);
-	} else if (m->pid > 0) {
-		fprintf(stderr, "cxlpool-bench: metaserver exit status %d; "
-		    "log kept in %s\n", status, m->log);
-	}
-	return status == 0 ? 0 : -1;
+	return 0;
 }
 
 /* ---- output -------------------------------------------------------------- */
@@ -363,13 +276,14 @@ static int
 bench_main(int argc, char **argv, struct bench *b)
 {
 	struct opts o = { 0 };
-	struct ms_proc m = { 0 };
+	struct bench_ms m = { 0 };
 	int rc = parse(argc, argv, &o, b), json_fd = -1, failed;
 
 	if (rc != 0) {
 		return rc == 1 ? 0 : 2;
 	}
 	set_cmdline(b, argc, argv);
+	ms_binary(b, &o, b->ms_bin, sizeof(b->ms_bin));
 	if (o.client_cpus != NULL && cpus_apply(o.client_cpus) != 0) {
 		return 2;
 	}
@@ -386,7 +300,7 @@ bench_main(int argc, char **argv, struct bench *b)
 		b->url = o.server;
 		b->ms_pid = (pid_t)o.server_pid;
 	} else if (ms_start(b, &o, &m) != 0) {
-		ms_stop(&m);
+		bench_ms_stop(&m);
 		return 1;
 	}
 	jw_str(&b->json, "server", b->url);
@@ -395,7 +309,7 @@ bench_main(int argc, char **argv, struct bench *b)
 	print_targets(b);
 	jw_i64(&b->json, "failed_sections", failed);
 	jw_end(&b->json);
-	if (o.server == NULL && ms_stop(&m) != 0) {
+	if (o.server == NULL && bench_ms_stop(&m) != 0) {
 		failed++;
 	}
 	if (o.json != NULL && write_json(b, o.json, json_fd) != 0) {

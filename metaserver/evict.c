@@ -27,7 +27,8 @@
  * 3. In the background the reaper keeps the data area's free bytes above
  *    the low watermark (--evict-free, percent) by emptying orphan regions,
  *    so that a new handler's first region rarely waits for eviction
- *    [ms_evict_background].
+ *    [ms_evict_background]. Those keys count as evicted for the mark
+ *    (POOL_EVICT_WATERMARK), those a region asked for took as orphans.
  *
  * 4. Leases (op_lease.c) hold their keys like pins while they run; after
  *    a restart nothing is evicted until leases the previous server may
@@ -76,7 +77,8 @@ room(const struct ms *ms, uint64_t need, uint64_t free_target)
 
 /* ms_evict_orphans -- see ms_int.h (note 1) */
 size_t
-ms_evict_orphans(struct ms *ms, uint64_t need, uint64_t free_target)
+ms_evict_orphans(struct ms *ms, uint64_t need, uint64_t free_target,
+    enum pool_evict_cause cause)
 {
 	uint32_t nreg = pool_region_max(ms->pool);
 	uint8_t *tried;
@@ -90,12 +92,13 @@ ms_evict_orphans(struct ms *ms, uint64_t need, uint64_t free_target)
 		return 0;
 	}
 	while ((id = orphan_pick(ms, tried)) != UINT32_MAX) {
-		size_t k = pool_evict_region(ms->pool, id, POOL_EVICT_ORPHAN,
-		    &ops);
+		size_t k = pool_evict_region(ms->pool, id, cause, &ops);
 
 		tried[id] = 1; /* what stays is pinned: try the next one */
 		n += k;
-		log_info("op=evict cause=orphan region=%u keys=%zu", id, k);
+		log_info("op=evict cause=%s region=%u keys=%zu",
+		    cause == POOL_EVICT_WATERMARK ? "watermark" : "orphan", id,
+		    k);
 		if (room(ms, need, free_target)) {
 			break;
 		}
@@ -191,7 +194,7 @@ ms_evict_background(struct ms *ms)
 		return;
 	}
 	ms_wrlock(ms);
-	(void)ms_evict_orphans(ms, 0, target);
+	(void)ms_evict_orphans(ms, 0, target, POOL_EVICT_WATERMARK);
 	ms_unlock(ms);
 }
 

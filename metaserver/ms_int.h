@@ -363,9 +363,10 @@ void ms_leases_expire(struct ms *ms);
 
 /* ms_evict_orphans -- empty ORPHAN regions, fewest keys first, until the
  * pool has a free extent of need bytes and free_target free bytes in all
- * (or none is left to empty); returns keys evicted. ms->lock held for
- * writing. */
-size_t ms_evict_orphans(struct ms *ms, uint64_t need, uint64_t free_target);
+ * (or none is left to empty), counting the keys under cause; returns keys
+ * evicted. ms->lock held for writing. */
+size_t ms_evict_orphans(struct ms *ms, uint64_t need, uint64_t free_target,
+    enum pool_evict_cause cause);
 /* ms_evict_own -- evict up to want keys of session sess's own regions in
  * CLOCK order; their pages go into pages[0..n). Returns n. ms->lock held
  * for writing. */

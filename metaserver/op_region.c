@@ -34,7 +34,7 @@ region_take(struct req *rq, struct proto_loc *loc)
 	    rq->h.req_id, rq->len, rq->page_size, &r, &found);
 
 	if (rc == CXLP_E_NOSPACE &&
-	    ms_evict_orphans(rq->ms, rq->len, 0) > 0) {
+	    ms_evict_orphans(rq->ms, rq->len, 0, POOL_EVICT_ORPHAN) > 0) {
 		rc = pool_region_alloc_req(rq->ms->pool, op_sess_id(rq),
 		    rq->h.req_id, rq->len, rq->page_size, &r, &found);
 	}

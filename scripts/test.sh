@@ -1,7 +1,8 @@
 #!/bin/sh
 # test.sh -- set up and run every cxlpool test: installs the Debian packages
 # (scripts/install-deps.sh), then
-#   1. build/       plain build, the whole suite (soak: its 15 s --quick run)
+#   1. build/       plain build, the whole suite (soak: its 15 s --quick run,
+#                   on a pool small enough that it evicts all the time)
 #   2. build-asan/  AddressSanitizer + UBSan, the whole suite again
 #   3. build-tsan/  ThreadSanitizer: the metaserver, the handler library (in
 #                   the integration tests' worker processes) and the soak
@@ -12,9 +13,10 @@
 #   5. soak         build/'s cxlp-soak in full (120 s, a kill every 1.5 s):
 #                   what piles up slowly (pages, regions, pins) shows only
 #                   in a run this long (the 15 s run of step 1 cannot fill
-#                   its pool); then its --hostile form for 60 s (a prober
-#                   on the server's endpoints, 4 workers, no kills, no
-#                   call may fail)
+#                   its pool); then 60 s of it on a pool that evicts all the
+#                   time (--evict), then its --hostile form for 60 s (a
+#                   prober on the server's endpoints, 4 workers, no kills,
+#                   no call may fail)
 # Any test failure, sanitizer finding or fuzz crash fails the run.
 #   scripts/test.sh            all five
 #   scripts/test.sh --quick    the plain build only
@@ -81,6 +83,10 @@ run_soak() {
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
 		build/tests/soak/cxlp-soak || return 1
+	echo "soak: cxlp-soak --evict (60 s)"
+	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
+	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
+		build/tests/soak/cxlp-soak --evict --seconds 60 || return 1
 	echo "soak: cxlp-soak --hostile (60 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \

@@ -1,5 +1,6 @@
 """bench_smoke.py -- run `cxlpool-bench --quick --json -` and check that it
-exits 0 and prints one valid JSON document with every section in it.
+exits 0 and prints one valid JSON document with every section in it (the
+evict section's full pool evicted).
 
 No timing is asserted: only that each section ran, produced numbers and
 reported no failures. The metaserver comes from $CXLP_METASERVER (set by
@@ -15,7 +16,7 @@ import subprocess
 import sys
 
 SECTIONS = ("echo", "echo_register256", "dispatch", "latency", "batch",
-            "datapath", "index", "targets")
+            "datapath", "index", "evict", "targets")
 
 
 def fail(msg, out=None):
@@ -99,6 +100,10 @@ def main():
         fail("lookup rows show no metaserver CPU: did they use it?")
     if not doc["datapath"] or not doc["index"] or not doc["targets"]:
         fail("datapath, index or targets empty")
+    # the full pool's stores must have evicted, or they measured nothing
+    if doc["evict"]["full_evicted_keys"] <= 0 \
+            or doc["evict"]["retrieve_first_touch_keys_per_s"] <= 0:
+        fail("evict: no eviction or no reads: %r" % doc["evict"])
     if not numbers_ok(doc):
         fail("a negative or non-finite number in the JSON")
     if "## targets" not in err:

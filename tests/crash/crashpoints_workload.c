@@ -7,7 +7,8 @@
  * the server: the restarted server's answer is that request's outcome,
  * and what it could not settle is marked unsure. Two sockets serve every
  * run (nng leaks a socket closed while it redials), each run with new
- * sessions on them.
+ * sessions on them. The script's eviction steps are in
+ * crashpoints_evict.c, on the requests this file exports.
  */
 #include <criterion/criterion.h>
 #include <nng/nng.h>
@@ -19,20 +20,16 @@
 #include "crashpoints.h"
 #include "proc.h"
 
-#define PAGE 4096u
-
-enum { KB0 = 10 };
-enum { SA = 0, SB = 1 };
-
 const char *const cp_names[NKEYS] = {
 	"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9",
-	"b0", "b1", "b2",
+	"b0", "b1", "b2", "r0", "r1", "e0",
 };
 
 /* ---- requests ----------------------------------------------------------- */
 
-static bool
-crash_op(const struct run *r)
+/* cp_crash_op -- see crashpoints.h */
+bool
+cp_crash_op(const struct run *r)
 {
 	return !r->before && atomic_load(&cp_crashed);
 }
@@ -61,12 +58,11 @@ redial(struct run *r, int s)
 	sockets[s].sock = r->c[s].sock;
 }
 
-/* Send op with body under session s and wait for the reply frame. When
- * the connection drops (the server died), wait for the watcher's restart
- * and send the same frame again: same request id, as a handler retries.
- * Returns 0 and *rep (malloc'd), or the transport error. */
-static int
-xcall(struct run *r, int s, uint16_t op, const struct pbuf *body,
+/* cp_xcall -- see crashpoints.h. When the connection drops (the server
+ * died), wait for the watcher's restart and send the same frame again:
+ * same request id, as a handler retries. */
+int
+cp_xcall(struct run *r, int s, uint16_t op, const struct pbuf *body,
     uint8_t **rep, size_t *rep_len)
 {
 	struct raw_client *c = &r->c[s];
@@ -117,7 +113,7 @@ results_req(struct run *r, int s, uint16_t op, const struct pbuf *body,
 	struct preader rd;
 	uint8_t *rep = NULL;
 	size_t len = 0;
-	int rc = xcall(r, s, op, body, &rep, &len);
+	int rc = cp_xcall(r, s, op, body, &rep, &len);
 
 	*got = 0;
 	if (rc == 0) {
@@ -158,34 +154,35 @@ mark_unsure(struct run *r, const int *k, uint32_t n)
 	}
 }
 
-/* an op whose answer was not an acknowledgment: fine only at the crash */
-static void
-not_acked(struct run *r, const char *what, int rc)
+/* cp_not_acked -- see crashpoints.h */
+void
+cp_not_acked(struct run *r, const char *what, int rc)
 {
-	if (!crash_op(r)) {
+	if (!cp_crash_op(r)) {
 		fprintf(stderr, "crashpoints: %s failed (%d) with no crash\n",
 		    what, rc);
 		r->failed++;
 	}
 }
 
-static void
-op_register(struct run *r, int s, const int *k, uint32_t n, bool pin)
+/* cp_reg_at -- see crashpoints.h */
+struct proto_reg
+cp_reg_at(int k, uint32_t region, uint64_t off)
 {
-	const struct proto_loc *reg = s == SA ? &r->ra1 : &r->rb1;
-	struct proto_reg regs[8];
+	return (struct proto_reg){ { (const uint8_t *)cp_names[k],
+	    (uint16_t)strlen(cp_names[k]) }, region, off, 100 + (uint64_t)k };
+}
+
+/* cp_register -- see crashpoints.h */
+void
+cp_register(struct run *r, int s, const int *k,
+    const struct proto_reg *regs, uint32_t n, bool pin)
+{
 	struct proto_result res[8];
 	struct pbuf b;
 	uint32_t got = 0;
 	int rc;
 
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t page = (uint32_t)(k[i] >= KB0 ? k[i] - KB0 : k[i]);
-
-		regs[i] = (struct proto_reg){ { (const uint8_t *)cp_names[k[i]],
-		    (uint16_t)strlen(cp_names[k[i]]) }, reg->region,
-		    reg->region_off + page * PAGE, 100 + k[i] };
-	}
 	pbuf_init(&b);
 	proto_put_regs(&b, pin ? PROTO_F_PIN : 0, n, regs);
 	rc = results_req(r, s, PROTO_OP_REGISTER, &b, res, n, &got);
@@ -194,7 +191,7 @@ op_register(struct run *r, int s, const int *k, uint32_t n, bool pin)
 		int st = rc != 0 ? rc : i < got ? res[i].status : CXLP_E_PROTO;
 
 		if (st != 0) {
-			not_acked(r, "register", st);
+			cp_not_acked(r, "register", st);
 			mark_unsure(r, &k[i], 1);
 			continue;
 		}
@@ -203,6 +200,35 @@ op_register(struct run *r, int s, const int *k, uint32_t n, bool pin)
 		r->m.off[k[i]] = res[i].loc.off;
 		r->m.pins[s][k[i]] += pin;
 	}
+}
+
+/* keys k[0..n) at their own pages of s's first region (b keys from 0) */
+static void
+op_register(struct run *r, int s, const int *k, uint32_t n, bool pin)
+{
+	const struct proto_loc *reg = s == SA ? &r->ra1 : &r->rb1;
+	struct proto_reg regs[8];
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t page = (uint32_t)(k[i] >= KB0 ? k[i] - KB0 : k[i]);
+
+		regs[i] = cp_reg_at(k[i], reg->region, reg->region_off + page *
+		    PAGE);
+	}
+	cp_register(r, s, k, regs, n, pin);
+}
+
+/* keys k[0..n) at pages 0..n of region g, whose pages are ps bytes */
+static void
+op_register_in(struct run *r, int s, const struct proto_loc *g,
+    uint64_t ps, const int *k, uint32_t n)
+{
+	struct proto_reg regs[8];
+
+	for (uint32_t i = 0; i < n; i++) {
+		regs[i] = cp_reg_at(k[i], g->region, g->region_off + i * ps);
+	}
+	cp_register(r, s, k, regs, n, false);
 }
 
 /* PIN, LOOKUP+PIN (delta +1) or UNPIN (-1) */
@@ -227,7 +253,7 @@ op_pins(struct run *r, int s, uint16_t op, const int *k, uint32_t n,
 			r->failed++;
 		}
 		if (st != 0) {
-			not_acked(r, "pin/unpin", st);
+			cp_not_acked(r, "pin/unpin", st);
 			mark_unsure(r, &k[i], 1);
 			continue;
 		}
@@ -246,29 +272,33 @@ op_delete(struct run *r, int s, const int *k, uint32_t n, int want)
 	for (uint32_t i = 0; i < n; i++) {
 		int st = rc != 0 ? rc : i < got ? res[i].status : CXLP_E_PROTO;
 
-		if (st == 0 || (st == CXLP_E_NOTFOUND && crash_op(r))) {
-			r->m.present[k[i]] = false; /* done, maybe by run 1 */
+		/* NOTFOUND: done by run 1, or evicted before */
+		if (st == 0 || (st == CXLP_E_NOTFOUND && (cp_crash_op(r) ||
+		    !r->m.present[k[i]]))) {
+			r->m.present[k[i]] = false;
 		} else if (st != want) {
-			not_acked(r, "delete", st);
+			cp_not_acked(r, "delete", st);
 			mark_unsure(r, &k[i], 1);
 		}
 	}
 }
 
-static void
-op_region(struct run *r, int s, struct proto_loc *loc)
+/* cp_region -- see crashpoints.h */
+bool
+cp_region(struct run *r, int s, struct proto_loc *loc, uint64_t len,
+    uint64_t ps)
 {
 	struct preader rd;
 	struct pbuf b;
 	uint8_t *rep = NULL;
-	size_t len = 0;
+	size_t n = 0;
 	int rc;
 
 	pbuf_init(&b);
-	proto_put_region_req(&b, 2 * MiB, PAGE);
-	rc = xcall(r, s, PROTO_OP_REGION_ALLOC, &b, &rep, &len);
+	proto_put_region_req(&b, len, ps);
+	rc = cp_xcall(r, s, PROTO_OP_REGION_ALLOC, &b, &rep, &n);
 	if (rc == 0) {
-		rc = raw_reply(PROTO_OP_REGION_ALLOC, rep, len, &rd);
+		rc = raw_reply(PROTO_OP_REGION_ALLOC, rep, n, &rd);
 	}
 	if (rc == 0) {
 		rc = proto_get_loc(&rd, loc);
@@ -277,12 +307,13 @@ op_region(struct run *r, int s, struct proto_loc *loc)
 	pbuf_fini(&b);
 
 	if (rc != 0) {
-		not_acked(r, "region_alloc", rc);
+		cp_not_acked(r, "region_alloc", rc);
 		r->m.runsure[s] = true;
 		r->stop = true; /* nothing to register into */
-		return;
+		return false;
 	}
 	r->m.own[s][r->m.nown[s]++] = loc->region;
+	return true;
 }
 
 static void
@@ -297,7 +328,7 @@ op_region_free(struct run *r, int s, const struct proto_loc *loc)
 	rc = results_req(r, s, PROTO_OP_REGION_FREE, &b, NULL, 0, &got);
 	pbuf_fini(&b);
 	if (rc != 0) {
-		not_acked(r, "region_free", rc);
+		cp_not_acked(r, "region_free", rc);
 		r->m.runsure[s] = true;
 		return;
 	}
@@ -322,7 +353,7 @@ op_hello(struct run *r, int s)
 
 	pbuf_init(&b);
 	proto_put_hello(&b, &m);
-	rc = xcall(r, s, PROTO_OP_HELLO, &b, &rep, &len);
+	rc = cp_xcall(r, s, PROTO_OP_HELLO, &b, &rep, &len);
 	if (rc == 0) {
 		rc = raw_reply(PROTO_OP_HELLO, rep, len, &rd);
 	}
@@ -334,7 +365,7 @@ op_hello(struct run *r, int s)
 	pbuf_fini(&b);
 
 	if (rc != 0) {
-		not_acked(r, "hello", rc);
+		cp_not_acked(r, "hello", rc);
 		r->stop = true;
 		return;
 	}
@@ -347,8 +378,8 @@ op_bye(struct run *r, int s)
 	uint32_t got;
 	int rc = results_req(r, s, PROTO_OP_BYE, NULL, NULL, 0, &got);
 
-	if (rc != 0 && !(rc == CXLP_E_SESSION && crash_op(r))) {
-		not_acked(r, "bye", rc);
+	if (rc != 0 && !(rc == CXLP_E_SESSION && cp_crash_op(r))) {
+		cp_not_acked(r, "bye", rc);
 		r->m.runsure[s] = true;
 		for (int k = 0; k < NKEYS; k++) {
 			r->m.unsure[k] |= r->m.pins[s][k] > 0;
@@ -368,30 +399,38 @@ step(struct run *r, int i)
 	static const int k05[] = { 0, 1, 2, 3, 4, 5 }, k6[] = { 6 },
 	    k780[] = { 7, 8, 0 }, kb[] = { 10, 11, 12 },
 	    k11b0[] = { 1, 1, 10 }, k23[] = { 2, 3 }, k0[] = { 0 },
-	    k4[] = { 4 }, k9[] = { 9 }, k1[] = { 1 };
+	    k4[] = { 4 }, k9[] = { 9 }, k1[] = { 1 }, kb01[] = { 10, 11 },
+	    kr[] = { KR0, KR0 + 1 };
 
 	switch (i) {
 	case 0: op_hello(r, SA); break;
-	case 1: op_region(r, SA, &r->ra1); break;
+	case 1: cp_region(r, SA, &r->ra1, 2 * MiB, PAGE); break;
 	case 2: op_register(r, SA, k05, 6, false); break;
 	case 3: op_register(r, SA, k6, 1, true); break;
 	case 4: op_register(r, SA, k780, 3, true); break;
 	case 5: op_hello(r, SB); break;
-	case 6: op_region(r, SB, &r->rb1); break;
+	case 6: cp_region(r, SB, &r->rb1, 2 * MiB, PAGE); break;
 	case 7: op_register(r, SB, kb, 3, false); break;
 	case 8: op_pins(r, SB, PROTO_OP_PIN, k11b0, 3, +1); break;
 	case 9: op_pins(r, SA, PROTO_OP_UNPIN, k6, 1, -1); break;
 	case 10: op_delete(r, SA, k23, 2, 0); break;
 	case 11: op_delete(r, SA, k0, 1, CXLP_E_PINNED); break;
 	case 12: op_pins(r, SA, PROTO_OP_LOOKUP, k4, 1, +1); break;
-	case 13: op_region(r, SA, &r->ra2); break;
+	case 13: cp_region(r, SA, &r->ra2, 2 * MiB, PAGE); break;
 	case 14: op_region_free(r, SA, &r->ra2); break;
 	case 15: op_register(r, SA, k9, 1, false); break;
 	case 16: op_pins(r, SB, PROTO_OP_UNPIN, k1, 1, -1); break;
 	case 17: op_bye(r, SB); break;
-	case 18: op_delete(r, SA, kb, 3, 0); break;
-	case 19: op_region_free(r, SA, &r->ra1); break;
-	case 20: op_delete(r, SA, k1, 1, 0); break;
+	case 18: op_delete(r, SA, kb01, 2, 0); break; /* b2 holds rb1 */
+	case 19: cp_region(r, SA, &r->ra3, 8 * MiB, PAGE); break; /* all */
+	case 20: cp_region_orphan(r, SA, &r->ra4); break;
+	case 21: op_register_in(r, SA, &r->ra4, BIG, kr, 2); break;
+	case 22: cp_reclaim(r, SA, 2); break;
+	case 23: cp_register_back(r, SA, KE0); break;
+	case 24: op_region_free(r, SA, &r->ra1); break;
+	case 25: op_delete(r, SA, k1, 1, 0); break;
+	case 26: op_region_free(r, SA, &r->ra4); break;
+	case 27: op_delete(r, SA, kr, 2, 0); break; /* frees the orphan */
 	default: r->stop = true; break;
 	}
 }

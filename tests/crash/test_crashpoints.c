@@ -7,7 +7,10 @@
  * (tests/support/rawclient.h): HELLO, region requests and returns,
  * registers (plain, pinned, batch, duplicate), pins (PIN with a key named
  * twice, LOOKUP+PIN), unpins, deletes (plain, refused while pinned, of an
- * ended session's keys), BYE. A first run counts its persist points (K).
+ * ended session's keys, the last one of an orphan region), BYE, and
+ * eviction on a pool with no free extent (issue 17): a REGION_ALLOC that
+ * empties the ended session's orphan region, and a RECLAIM whose evicted
+ * keys' pages are registered again. A first run counts its persist points (K).
  * Then, for each k in 1..K in crash mode kill (every store before the
  * point visible) and every other k in mode tear (the last publish lost
  * and the last range's tail garbled; all k with CXLP_CRASHPOINTS_FULL=1),
@@ -24,6 +27,11 @@
  *   - its pin records are exactly the model's pins, per session and key;
  *   - each live session owns exactly the regions the model gave it, and
  *     an ended one owns none and holds no pins.
+ * That no key points at a page another key or a later region grant took
+ * is pool_check's (through pool-inspect check: every index entry in a live
+ * region of its generation, one key per page, no regions overlapping),
+ * and the model's: each key at its acknowledged place, and a RECLAIM's
+ * pages registered again (CXLP_E_BUSY if a key still held one).
  * Only what the request in flight touched may differ, and only if its
  * replay got no answer about it. The script and its model are in
  * crashpoints_workload.c (crashpoints.h); this file has the watcher, the
@@ -50,7 +58,11 @@
 #define SAMPLE 1
 #endif
 
-static const char *const srv_args[] = { "--grace-ms", "600000", NULL };
+/* no background eviction (--evict-free 0): the reaper would empty the
+ * workload's orphan region at a moment of its own, not in the request
+ * the model expects it in */
+static const char *const srv_args[] = { "--grace-ms", "600000",
+	"--evict-free", "0", NULL };
 
 /* ---- the watcher: restarts a server that died -------------------------- */
 
@@ -142,8 +154,8 @@ static int
 key_index(const void *key, size_t klen)
 {
 	for (int i = 0; i < NKEYS; i++) {
-		if (strlen(cp_names[i]) == klen && memcmp(cp_names[i], key, klen) ==
-		    0) {
+		if (strlen(cp_names[i]) == klen &&
+		    memcmp(cp_names[i], key, klen) == 0) {
 			return i;
 		}
 	}

@@ -4,12 +4,19 @@
  * and restarted, then a full audit of the pool.
  *
  *   cxlp-soak [--seconds N] [--workers N] [--kill-ms MS] [--quick]
- *             [--hostile]
+ *             [--hostile] [--evict] [--pool-mib N]
  *     --quick = 15 s with a kill every 500 ms (the meson test, suite soak)
- *     default = 120 s with a kill every 1500 ms
+ *     default = 120 s with a kill every 1500 ms, on a 1 GiB pool
  *     --kill-ms 0 = no kills: then every call of every worker must succeed
  *     --hostile = no kills, and a prober and newcomer handlers (hostile.c)
  *                 on the server's ipc socket and a tcp port
+ *     --evict = workers of SOAK_EVICT_REGIONS regions each, a fraction of
+ *                 what each keeps, on a pool their shares fill (and a
+ *                 few regions more, for the killed ones' successors):
+ *                 every worker's stores evict its own keys (RECLAIM), and
+ *                 killed workers' regions are emptied, all the time
+ *                 (issue 17)
+ *     --pool-mib N = the pool's size, MiB
  *
  * Workers are this program exec'd again (`cxlp-soak --worker URL ID SEED
  * NEXT`); nng cannot run in a forked copy. A worker loops over a mixed
@@ -26,7 +33,8 @@
  * The audit, with every worker alive and idle:
  *   1. pool-inspect check passes on the live pool;
  *   2. every shared key ever acknowledged, and every private key
- *      acknowledged and not deleted, is present with intact bytes;
+ *      acknowledged and not deleted, is present with intact bytes, or
+ *      was evicted: no more are missing than the server evicted;
  *   3. no pin is held; every live worker's pages add up (free + allocated
  *      + registered = total, none allocated or unresolved);
  *   4. the keys pointing into each live worker's regions (the pool's own
@@ -308,12 +316,27 @@ audit(struct cxlp_handler *h, const struct cxlp_stats *st0)
 
 /* ---- main ---------------------------------------------------------------- */
 
+/* --evict's pool: every worker's regions, the parent's, and 3 more for
+ * the successors of killed workers while their predecessors' regions
+ * still wait to be orphaned, in 2 MiB regions; plus the metadata area
+ * (4 MiB at this size) */
+static unsigned
+evict_pool_mib(unsigned nworkers)
+{
+	unsigned regions = nworkers * SOAK_EVICT_REGIONS + 1 + 3;
+
+	return 4 + regions * (SOAK_REGION >> 20);
+}
+
 static int
 parse(int argc, char **argv)
 {
+	bool pool_mib_given = false;
+
 	S.seconds = 120;
 	S.kill_ms = 1500;
 	S.nworkers = 8;
+	S.pool_mib = 1024;
 	for (int i = 1; i < argc; i++) {
 		bool more = i + 1 < argc;
 
@@ -328,9 +351,15 @@ parse(int argc, char **argv)
 			S.nworkers = (unsigned)atoi(argv[++i]);
 		} else if (strcmp(argv[i], "--hostile") == 0) {
 			S.hostile = true;
+		} else if (strcmp(argv[i], "--evict") == 0) {
+			S.evict = true;
+		} else if (strcmp(argv[i], "--pool-mib") == 0 && more) {
+			S.pool_mib = (unsigned)atoi(argv[++i]);
+			pool_mib_given = true;
 		} else {
 			fprintf(stderr, "usage: cxlp-soak [--quick] [--seconds "
-			    "N] [--kill-ms MS] [--workers N] [--hostile]\n");
+			    "N] [--kill-ms MS] [--workers N] [--hostile] "
+			    "[--evict] [--pool-mib N]\n");
 			return 2;
 		}
 	}
@@ -339,7 +368,14 @@ parse(int argc, char **argv)
 		    SOAK_WORKERS_MAX);
 		return 2;
 	}
+	if (S.pool_mib < 16) {
+		fprintf(stderr, "cxlp-soak: --pool-mib 16 or more\n");
+		return 2;
+	}
 	S.kill_ms = S.hostile ? 0 : S.kill_ms;
+	if (S.evict && !pool_mib_given) {
+		S.pool_mib = evict_pool_mib(S.nworkers);
+	}
 	return 0;
 }
 
@@ -366,8 +402,9 @@ soak(void)
 	}
 	rc = rc != 0 || S.hostile ? rc : run_phase();
 	rc = rc != 0 ? rc : quiesce();
-	fprintf(stderr, "cxlp-soak: %u s, %u workers, %u kills, %llu events\n",
-	    S.seconds, S.nworkers, S.kills, (unsigned long long)S.events);
+	fprintf(stderr, "cxlp-soak: %u s, %u workers, %u kills, %llu events, "
+	    "%u MiB pool\n", S.seconds, S.nworkers, S.kills,
+	    (unsigned long long)S.events, S.pool_mib);
 	rc = rc != 0 ? rc : audit(h, &st0);
 	cxlp_close(&h);
 	return rc;
@@ -390,10 +427,16 @@ main(int argc, char **argv)
 	if (S.kill_ms == 0) {
 		setenv("CXLP_SOAK_STRICT", "1", 1); /* for the workers */
 	}
+	if (S.evict) {
+		char n[16];
+
+		snprintf(n, sizeof(n), "%u", SOAK_EVICT_REGIONS);
+		setenv("CXLP_SOAK_MAX_REGIONS", n, 1);
+	}
 	args = S.hostile ? hostile_server_args() : NULL;
 	if (readlink("/proc/self/exe", S.self, sizeof(S.self) - 1) <= 0 ||
 	    (S.hostile && args == NULL) ||
-	    test_server_start(&S.srv, 1ull << 30, args) != 0) {
+	    test_server_start(&S.srv, (uint64_t)S.pool_mib << 20, args) != 0) {
 		fprintf(stderr, "cxlp-soak: cannot start the metaserver\n");
 		return 1;
 	}

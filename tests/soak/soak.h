@@ -15,6 +15,10 @@
 #define SOAK_RESTART_GAP 32       /* numbers skipped at each restart */
 #define SOAK_PAGE (16u << 10)     /* bytes */
 #define SOAK_REGION (2u << 20)    /* bytes */
+#define SOAK_EVICT_REGIONS 2 /* --evict: regions per worker, 256 pages,
+                              * a fraction of the ~1100 keys a worker
+                              * keeps (its share of 1500 shared ones, and
+                              * 400 private ones) */
 
 /* The parent's belief about a key. */
 enum { K_ABSENT = 0, K_PRESENT = 1, K_MAYBE = 2 };

@@ -31,7 +31,10 @@ struct soak_parent {
 	struct worker w[SOAK_WORKERS_MAX];
 	unsigned nworkers;
 	unsigned seconds, kill_ms; /* kill_ms 0: no kills */
+	unsigned pool_mib;         /* the pool's size */
 	bool hostile;
+	bool evict;                /* --evict: a pool small enough that
+	                            * stores evict all the time */
 	uint8_t shared[SOAK_SHARED];  /* K_* per shared key */
 	uint8_t *priv[SOAK_WORKERS_MAX]; /* K_* per private key */
 	unsigned kills;

@@ -14,6 +14,14 @@
  * environment (a soak without kills) every call must succeed: an outcome
  * left unknown (CXLP_E_UNKNOWN, a delete that timed out) fails it too.
  *
+ * On a full pool (cxlp-soak --evict) a worker holds at most
+ * CXLP_SOAK_MAX_REGIONS regions (its environment), so that the workers'
+ * shares fill the pool and each one's stores evict its own keys; a
+ * worker started in place of a killed one may find no region for its
+ * connect until the server has seen its predecessor die and can empty
+ * that one's orphaned regions: it tries again, for a few seconds, while
+ * the connect answers CXLP_E_NOSPACE.
+ *
  * A 'q' on stdin stops the workload: the worker drops its pins and
  * unregistered pages, writes E_STATS and its page counts, stays connected
  * until stdin closes, then closes the handler and exits 0.
@@ -305,6 +313,41 @@ step_hold_pages(struct wstate *w)
 	}
 }
 
+#define CONNECT_TRIES 100 /* 50 ms apart */
+
+/* a handler on url, trying again while the pool has no region for it */
+static struct cxlp_handler *
+connect_full(const char *url)
+{
+	struct cxlp_config *cfg = NULL;
+	struct cxlp_handler *h = NULL;
+	int rc = cxlp_config_new(&cfg);
+
+	rc = rc ? rc : cxlp_config_set_server(cfg, url);
+	rc = rc ? rc : cxlp_config_set_page_size(cfg, SOAK_PAGE);
+	rc = rc ? rc : cxlp_config_set_region_size(cfg, SOAK_REGION);
+	rc = rc ? rc : cxlp_config_set_auto_expand(cfg, true);
+	if (getenv("CXLP_SOAK_MAX_REGIONS") != NULL) {
+		rc = rc ? rc : cxlp_config_set_max_regions(cfg,
+		    (unsigned)atoi(getenv("CXLP_SOAK_MAX_REGIONS")));
+	}
+	for (int i = 0; rc == 0 || (rc == CXLP_E_NOSPACE &&
+	    i < CONNECT_TRIES); i++) {
+		if (i > 0) {
+			usleep(50000);
+		}
+		if ((rc = cxlp_connect(&h, cfg)) == 0) {
+			break;
+		}
+	}
+	if (h == NULL) {
+		fprintf(stderr, "soak worker: connect %s: %s (%s)\n", url,
+		    cxlp_strerror(rc), cxlp_errormsg());
+	}
+	cxlp_config_delete(&cfg);
+	return h;
+}
+
 /* A 'q' (or EOF) on stdin? */
 static bool
 asked_to_stop(void)
@@ -356,7 +399,7 @@ soak_worker(int argc, char **argv)
 	 * since, are swept by this one */
 	w.swept = w.first > SOAK_PRIVATE_LIVE + SOAK_RESTART_GAP ?
 	    w.first - SOAK_PRIVATE_LIVE - SOAK_RESTART_GAP : 0;
-	w.h = kv_connect(argv[0], SOAK_PAGE, SOAK_REGION, true);
+	w.h = connect_full(argv[0]);
 	if (w.h == NULL || w.id >= SOAK_WORKERS_MAX) {
 		return 30;
 	}

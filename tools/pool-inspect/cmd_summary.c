@@ -2,7 +2,12 @@
  * cmd_summary.c -- `pool-inspect summary POOL [--json]`: the pool's
  * geometry, media and use, from pool_stats and pool_media on a read-only
  * open. Text is one "label  value" line each, sizes in binary units;
- * JSON has every number in bytes or counts. The owner is the pool's
+ * JSON has every number in bytes or counts. Free space comes as the
+ * bytes in no region and the largest free extent (the largest region a
+ * REGION_ALLOC can still get without eviction); the access line is the
+ * eviction policy's state (access.c): whether the pool has an access
+ * area and how many index slots have their reference byte set. The
+ * owner is the pool's
  * owner record (pool/owner.h) as it reads now: the metaserver serving
  * it, or the last one if it was killed; whether its heartbeat still
  * moves shows from one summary to the next.
@@ -80,8 +85,43 @@ print_owner_json(struct jw *w, const struct pool *p)
 }
 
 static void
+print_access_text(const struct inspect_access *ac)
+{
+	char a[FMT_SIZE_LEN];
+
+	if (!ac->area) {
+		printf("%-14s none (layout %u.%u, before 2.2): only the "
+		    "server's lookups count in the eviction order\n", "access",
+		    ac->major, ac->minor);
+		return;
+	}
+	printf("%-14s %" PRIu64 " of %" PRIu64 " slots referenced (area %s, "
+	    "layout %u.%u)\n", "access", ac->referenced, ac->slots,
+	    fmt_size(a, ac->len), ac->major, ac->minor);
+}
+
+static void
+print_access_json(struct jw *w, const struct inspect_access *ac)
+{
+	char layout[24];
+
+	snprintf(layout, sizeof(layout), "%u.%u", ac->major, ac->minor);
+	jw_obj(w, "access");
+	jw_str(w, "layout", layout);
+	jw_bool(w, "area", ac->area);
+	if (ac->area) {
+		jw_u64(w, "slots", ac->slots);
+		jw_u64(w, "referenced", ac->referenced);
+		jw_u64(w, "area_off", ac->off);
+		jw_u64(w, "area_bytes", ac->len);
+	}
+	jw_close(w);
+}
+
+static void
 print_text(const char *path, const struct pool *p,
-    const struct pool_stats *st, const struct pool_media *m)
+    const struct pool_stats *st, const struct pool_media *m,
+    const struct inspect_access *ac)
 {
 	char a[FMT_SIZE_LEN], b[FMT_SIZE_LEN], c[FMT_SIZE_LEN];
 
@@ -107,12 +147,14 @@ print_text(const char *path, const struct pool *p,
 	printf("%-14s %s (key heap %s)\n", "key bytes",
 	    fmt_size(a, st->key_bytes), fmt_size(b, st->key_heap_bytes));
 	printf("%-14s %" PRIu64 "\n", "sessions", st->sessions);
+	print_access_text(ac);
 	print_owner_text(p);
 }
 
 static void
 print_json(const char *path, const struct pool *p,
-    const struct pool_stats *st, const struct pool_media *m)
+    const struct pool_stats *st, const struct pool_media *m,
+    const struct inspect_access *ac)
 {
 	struct jw w;
 
@@ -141,6 +183,7 @@ print_json(const char *path, const struct pool *p,
 	jw_str(&w, "granularity", m->granularity);
 	jw_u64(&w, "align", m->align);
 	jw_close(&w);
+	print_access_json(&w, ac);
 	print_owner_json(&w, p);
 	jw_end(&w);
 }
@@ -149,6 +192,7 @@ print_json(const char *path, const struct pool *p,
 int
 cmd_summary(int argc, char **argv)
 {
+	struct inspect_access ac;
 	struct inspect_opts o;
 	struct pool_stats st;
 	struct pool_media m;
@@ -159,12 +203,18 @@ cmd_summary(int argc, char **argv)
 	    &o)) != 0 || (rc = inspect_open(o.path, &p)) != 0) {
 		return rc;
 	}
+	if (inspect_access(o.path, pool_align(p), &ac) != 0) {
+		fprintf(stderr, "pool-inspect: %s: access area: %s\n", o.path,
+		    cxlp_errormsg());
+		pool_close(&p);
+		return 1;
+	}
 	pool_stats(p, &st);
 	pool_media(p, &m);
 	if (o.json) {
-		print_json(o.path, p, &st, &m);
+		print_json(o.path, p, &st, &m, &ac);
 	} else {
-		print_text(o.path, p, &st, &m);
+		print_text(o.path, p, &st, &m, &ac);
 	}
 	pool_close(&p);
 	return 0;

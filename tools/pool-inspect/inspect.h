@@ -3,7 +3,8 @@
  * command is cmd_<name>(argc, argv) with argv[0] == "<name>", returning
  * the process exit status (0 ok, 1 failure or damage, 2 usage). main.c
  * parses options and opens pools; fmt.c formats sizes and keys for a
- * terminal; --json goes through common/jsonw.h (always valid: strings
+ * terminal; access.c reads the eviction policy's bytes from the media;
+ * --json goes through common/jsonw.h (always valid: strings
  * escaped, bytes that are not UTF-8 written as \u00XX).
  */
 #ifndef CXLP_INSPECT_H
@@ -53,6 +54,24 @@ const char *fmt_size(char buf[FMT_SIZE_LEN], uint64_t bytes);
  * when longer. Returns buf. */
 const char *fmt_key(char *buf, size_t n, const void *key, size_t klen,
     size_t width);
+
+/* ---- access.c ----------------------------------------------------------- */
+
+/* The eviction policy's state on the media. */
+struct inspect_access {
+	uint32_t major, minor; /* the pool's layout version */
+	bool area;             /* it has an access area (layout 2.2) */
+	uint64_t slots;        /* bytes in it: one per index slot */
+	uint64_t referenced;   /* of them set: keys read since the CLOCK
+	                        * hand last passed */
+	uint64_t off, len;     /* where the area lies, bytes */
+};
+
+/* inspect_access -- read the superblock and access area of the pool at
+ * path (align: pool_align of its open pool) into *a, read-only. 0, or a
+ * negative error with cxlp_errormsg() saying why. */
+int inspect_access(const char *path, uint64_t align,
+    struct inspect_access *a);
 
 int cmd_summary(int argc, char **argv);
 int cmd_check(int argc, char **argv);

@@ -25,7 +25,7 @@ struct cmd {
 
 static const struct cmd cmds[] = {
 	{ "summary", cmd_summary, "POOL [--json]",
-	    "sizes, media, regions, keys, bytes used and sessions" },
+	    "sizes, media, use, free extents, sessions, access bytes" },
 	{ "regions", cmd_regions, "POOL [--json]",
 	    "each region: owner, state, size, page size, pages used" },
 	{ "keys", cmd_keys, "POOL [--prefix P] [--json]",

@@ -1,0 +1,159 @@
+/*
+ * test_inspect_access.c -- pool-inspect summary on what eviction looks at
+ * (tools/pool-inspect/access.c and cmd_summary.c): the free bytes and the
+ * largest free extent of a data area with holes, in text and JSON, and
+ * the access area: how many index slots have their reference byte set
+ * after readers touched some keys, and a pool formatted before layout 2.2
+ * reported as having none.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cxlpool.h"
+#include "inspect_fixture.h"
+#include "layout.h"
+#include "pool_test.h"
+
+TestSuite(inspect, .init = inspect_setup, .fini = inspect_teardown);
+
+static struct pool *
+open_rw(void)
+{
+	struct pool *p = NULL;
+
+	cr_assert_eq(pool_open(&p, path, 0, NULL), 0, "%s", cxlp_errormsg());
+	return p;
+}
+
+/* A, B (4 MiB), C, D (2 MiB each), E (the rest), then B and D returned:
+ * 6 MiB free in two holes, the larger 4 MiB. */
+static void
+make_holes(void)
+{
+	struct pool_region a, b, c, d, e;
+	struct pool_stats st;
+	struct pool *p;
+
+	make_pool(0);
+	p = open_rw();
+	pool_stats(p, &st);
+	cr_assert_eq(pool_region_alloc(p, sid, 4u << 20, 4096, &b), 0);
+	cr_assert_eq(pool_region_alloc(p, sid, 2u << 20, 4096, &c), 0);
+	cr_assert_eq(pool_region_alloc(p, sid, 2u << 20, 4096, &d), 0);
+	cr_assert_gt(st.free_bytes, 8u << 20);
+	cr_assert_eq(pool_region_alloc(p, sid, st.free_bytes - (8u << 20),
+	    4096, &e), 0);
+	cr_assert_eq(pool_region_alloc(p, sid, 2u << 20, 4096, &a),
+	    CXLP_E_NOSPACE);
+	cr_assert_eq(pool_region_disown(p, b.id), 0);
+	cr_assert_eq(pool_region_disown(p, d.id), 0);
+	pool_close(&p);
+}
+
+Test(inspect, summary_shows_free_bytes_and_the_largest_free_extent)
+{
+	make_holes();
+	cr_assert_eq(run("summary %s", path), 0, "%s", out);
+	has("\nfree           6.0 MiB (largest extent 4.0 MiB)\n");
+	cr_assert_eq(run_json("summary %s", path), 0, "%s", out);
+	has("\"free_bytes\": 6291456,");
+	has("\"largest_free\": 4194304,");
+}
+
+Test(inspect, summary_of_a_full_pool_shows_no_free_extent)
+{
+	struct pool_region r;
+	struct pool_stats st;
+	struct pool *p;
+
+	make_pool(0);
+	p = open_rw();
+	pool_stats(p, &st);
+	cr_assert_eq(pool_region_alloc(p, sid, st.free_bytes, 4096, &r), 0);
+	pool_close(&p);
+	cr_assert_eq(run("summary %s", path), 0, "%s", out);
+	has("\nfree           0 B (largest extent 0 B)\n");
+	cr_assert_eq(run_json("summary %s", path), 0, "%s", out);
+	has("\"free_bytes\": 0,");
+	has("\"largest_free\": 0,");
+}
+
+/* slots of the first n keys make_pool stored ("model@0@<i>") */
+static void
+touch_keys(int n, int times)
+{
+	struct pool *p = open_rw();
+	char key[32];
+
+	for (int i = 0; i < n; i++) {
+		struct pool_kv kv;
+
+		snprintf(key, sizeof(key), "model@0@%d", i);
+		cr_assert_eq(pool_kv_lookup(p, key, strlen(key), &kv), 0);
+		for (int t = 0; t < times; t++) {
+			pool_access_touch(p, kv.slot);
+		}
+	}
+	pool_close(&p);
+}
+
+Test(inspect, summary_counts_the_reference_bytes_readers_set)
+{
+	char line[128];
+	struct pool_stats st;
+	struct pool *p;
+
+	make_pool(5);
+	cr_assert_eq(pool_open(&p, path, POOL_RDONLY, NULL), 0);
+	pool_stats(p, &st);
+	pool_close(&p);
+	cr_assert_eq(run("summary %s", path), 0, "%s", out);
+	snprintf(line, sizeof(line), "\naccess         0 of %llu slots "
+	    "referenced (area ", (unsigned long long)st.index_slots);
+	has(line);
+	touch_keys(3, 2); /* a second touch of a set byte changes nothing */
+	cr_assert_eq(run("summary %s", path), 0, "%s", out);
+	snprintf(line, sizeof(line), "\naccess         3 of %llu slots "
+	    "referenced (area ", (unsigned long long)st.index_slots);
+	has(line);
+	has(", layout 2.2)\n");
+	cr_assert_eq(run_json("summary %s", path), 0, "%s", out);
+	snprintf(line, sizeof(line), "\"access\": {\"layout\": \"2.2\", "
+	    "\"area\": true, \"slots\": %llu, \"referenced\": 3, ",
+	    (unsigned long long)st.index_slots);
+	has(line);
+}
+
+/* The pool at path as layout 2.1 wrote it: no compat bit, the access
+ * area's superblock bytes reserved (zero). */
+static void
+make_2_1(void)
+{
+	struct pool_sb sb;
+	int fd;
+
+	make_pool(2);
+	fd = open(path, O_RDWR);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, &sb, sizeof(sb), 0), (ssize_t)sizeof(sb));
+	sb.compat &= ~POOL_COMPAT_ACCESS;
+	sb.minor = 1;
+	memset(&sb.access, 0, sizeof(sb.access));
+	layout_seal(&sb);
+	cr_assert_eq(pwrite(fd, &sb, sizeof(sb), 0), (ssize_t)sizeof(sb));
+	close(fd);
+}
+
+Test(inspect, summary_of_a_pool_before_layout_2_2_has_no_access_area)
+{
+	make_2_1();
+	cr_assert_eq(run("summary %s", path), 0, "%s", out);
+	has("\naccess         none (layout 2.1, before 2.2): only the "
+	    "server's lookups count in the eviction order\n");
+	cr_assert_eq(run_json("summary %s", path), 0, "%s", out);
+	has("\"access\": {\"layout\": \"2.1\", \"area\": false}");
+	cr_assert_eq(run("check %s", path), 0, "%s", out);
+}

@@ -166,7 +166,7 @@ cp_reclaim(struct run *r, int s, uint32_t want)
 void
 cp_register_back(struct run *r, int s, int k)
 {
-	uint64_t ps;
+	uint64_t ps = 0;
 	const struct proto_loc *g = grant_of(r, r->back[0].region,
 	    r->back[0].gen, &ps);
 	struct proto_reg reg;

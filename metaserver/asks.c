@@ -171,11 +171,14 @@ ms_ask_regions(struct ms *ms, uint64_t requester)
 	}
 	count_owners(ms, h, &n, sizeof(h) / sizeof(h[0]));
 	for (uint32_t k = 0; k < n; k++) {
+		enum ms_giveback g = h[k].sess == requester ? MS_GIVEBACK_NO :
+		    ms_sess_giveback(ms, h[k].sess);
+
 		if (h[k].sess == requester) {
 			mine = h[k].regions;
-		} else if (ms_sess_ending(ms, h[k].sess)) {
+		} else if (g == MS_GIVEBACK_ENDING) {
 			ending = true;
-		} else if (ms_sess_gives_back(ms, h[k].sess) &&
+		} else if (g == MS_GIVEBACK_YES &&
 		    (best == UINT32_MAX || h[k].regions > h[best].regions)) {
 			best = k;
 		}

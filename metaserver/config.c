@@ -144,23 +144,42 @@ set_grace(struct ms_config *cfg, const char *v)
 	return errno != 0 || *end != '\0' ? -EINVAL : 0;
 }
 
+/* A decimal in lo..hi (no sign, no suffix) into *out: 0 or -EINVAL. */
+static int
+parse_range(const char *v, unsigned long lo, unsigned long hi,
+    unsigned long *out)
+{
+	char *end;
+
+	if (v[0] < '0' || v[0] > '9') {
+		return -EINVAL;
+	}
+	errno = 0;
+	*out = strtoul(v, &end, 10);
+	return errno != 0 || *end != '\0' || *out < lo || *out > hi ?
+	    -EINVAL : 0;
+}
+
+/* One of two words into *first (true: the first): 0 or -EINVAL. */
+static int
+parse_choice(const char *v, const char *a, const char *b, bool *first)
+{
+	if (strcmp(v, a) != 0 && strcmp(v, b) != 0) {
+		return -EINVAL;
+	}
+	*first = strcmp(v, a) == 0;
+	return 0;
+}
+
 /* --max-sessions-per-process N: 1..MS_SESS_PER_PROC_MAX (silence.c). */
 static int
 set_sess_per_proc(struct ms_config *cfg, const char *v)
 {
-	char *end;
 	unsigned long n;
+	int rc = parse_range(v, 1, MS_SESS_PER_PROC_MAX, &n);
 
-	if (v[0] < '1' || v[0] > '9') {
-		return -EINVAL;
-	}
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno != 0 || *end != '\0' || n > MS_SESS_PER_PROC_MAX) {
-		return -EINVAL;
-	}
-	cfg->sess_per_proc = (unsigned)n;
-	return 0;
+	cfg->sess_per_proc = rc == 0 ? (unsigned)n : cfg->sess_per_proc;
+	return rc;
 }
 
 static int
@@ -205,30 +224,18 @@ set_log_level(struct ms_config *cfg, const char *v)
 static int
 set_evict(struct ms_config *cfg, const char *v)
 {
-	if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
-		return -EINVAL;
-	}
-	cfg->evict = strcmp(v, "on") == 0;
-	return 0;
+	return parse_choice(v, "on", "off", &cfg->evict);
 }
 
 /* --evict-free PCT: 0..50 percent of the data area */
 static int
 set_evict_free(struct ms_config *cfg, const char *v)
 {
-	char *end;
 	unsigned long n;
+	int rc = parse_range(v, 0, 50, &n);
 
-	if (v[0] < '0' || v[0] > '9') {
-		return -EINVAL;
-	}
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno != 0 || *end != '\0' || n > 50) {
-		return -EINVAL;
-	}
-	cfg->evict_free_pct = (unsigned)n;
-	return 0;
+	cfg->evict_free_pct = rc == 0 ? (unsigned)n : cfg->evict_free_pct;
+	return rc;
 }
 
 static int
@@ -241,30 +248,18 @@ set_drain_orphans(struct ms_config *cfg, const char *v)
 static int
 set_evict_order(struct ms_config *cfg, const char *v)
 {
-	if (strcmp(v, "clock") != 0 && strcmp(v, "sweep") != 0) {
-		return -EINVAL;
-	}
-	cfg->evict_clock = strcmp(v, "clock") == 0;
-	return 0;
+	return parse_choice(v, "clock", "sweep", &cfg->evict_clock);
 }
 
 /* --lease-max-ms MS: 1..3600000 */
 static int
 set_lease_max(struct ms_config *cfg, const char *v)
 {
-	char *end;
 	unsigned long n;
+	int rc = parse_range(v, 1, 3600000, &n);
 
-	if (v[0] < '1' || v[0] > '9') {
-		return -EINVAL;
-	}
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno != 0 || *end != '\0' || n > 3600000) {
-		return -EINVAL;
-	}
-	cfg->lease_max_ms = (uint32_t)n;
-	return 0;
+	cfg->lease_max_ms = rc == 0 ? (uint32_t)n : cfg->lease_max_ms;
+	return rc;
 }
 
 static const struct flag flags[] = {

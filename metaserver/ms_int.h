@@ -310,12 +310,15 @@ bool sess_usable(struct ms *ms, const struct ms_sess *s, uint16_t op);
 /* ms_sess_fenced_id -- the session with this id is fenced (ended for
  * silence, its record kept); takes ms->sess_lock. */
 bool ms_sess_fenced_id(struct ms *ms, uint64_t id);
-/* ms_sess_gives_back -- the session with this id is live, attached and
- * gives regions back when asked; takes ms->sess_lock. */
-bool ms_sess_gives_back(struct ms *ms, uint64_t id);
-/* ms_sess_ending -- the session with this id lost its pipe: it ends once
- * its process is found gone, or reattaches; takes ms->sess_lock. */
-bool ms_sess_ending(struct ms *ms, uint64_t id);
+/* What the session with this id does with an ask (asks.c). */
+enum ms_giveback {
+	MS_GIVEBACK_NO,     /* none, or one that does not give back */
+	MS_GIVEBACK_YES,    /* live, attached, gives regions back if asked */
+	MS_GIVEBACK_ENDING, /* lost its pipe: ends once its process is found
+	                     * gone (its regions turn ORPHAN), or reattaches */
+};
+/* ms_sess_giveback -- see above; takes ms->sess_lock. */
+enum ms_giveback ms_sess_giveback(struct ms *ms, uint64_t id);
 /* sess_list_flags -- set v[i].flags (PROTO_SESS_*) from the shadow of
  * session v[i].id, for i < n; takes ms->sess_lock. */
 void sess_list_flags(struct ms *ms, struct proto_session_info *v, size_t n);

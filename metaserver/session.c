@@ -635,31 +635,20 @@ ms_sess_silence_end(struct ms *ms, struct ms_sess *s, uint64_t pid)
 	    (unsigned long long)pins, s->keepalive_ms);
 }
 
-/* ms_sess_ending -- see ms_int.h */
-bool
-ms_sess_ending(struct ms *ms, uint64_t id)
+/* ms_sess_giveback -- see ms_int.h */
+enum ms_giveback
+ms_sess_giveback(struct ms *ms, uint64_t id)
 {
 	const struct ms_sess *s;
-	bool yes;
+	enum ms_giveback g = MS_GIVEBACK_NO;
 
 	ms_sess_lock(ms);
 	s = sess_find(ms, id);
-	yes = s != NULL && !s->dead && s->detached;
+	if (s != NULL && !s->dead && s->detached) {
+		g = MS_GIVEBACK_ENDING;
+	} else if (s != NULL && !s->dead && !s->fenced && s->giveback) {
+		g = MS_GIVEBACK_YES;
+	}
 	ms_sess_unlock(ms);
-	return yes;
-}
-
-/* ms_sess_gives_back -- see ms_int.h */
-bool
-ms_sess_gives_back(struct ms *ms, uint64_t id)
-{
-	const struct ms_sess *s;
-	bool yes;
-
-	ms_sess_lock(ms);
-	s = sess_find(ms, id);
-	yes = s != NULL && !s->dead && !s->fenced && !s->detached &&
-	    s->giveback;
-	ms_sess_unlock(ms);
-	return yes;
+	return g;
 }

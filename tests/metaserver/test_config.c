@@ -78,3 +78,33 @@ Test(config, help_lists_the_suffixes_the_parser_takes)
 	unlink(path);
 	cr_assert_not_null(strstr(buf, "K/M/G/T suffixes"), "help: %s", buf);
 }
+
+Test(config, eviction_flags_take_their_words_and_ranges)
+{
+	static const struct {
+		const char *flag, *v;
+		int rc;
+	} cases[] = {
+		{ "--evict", "off", 0 }, { "--evict", "no", 2 },
+		{ "--evict-order", "sweep", 0 }, { "--evict-order", "lru", 2 },
+		{ "--evict-free", "0", 0 }, { "--evict-free", "50", 0 },
+		{ "--evict-free", "51", 2 }, { "--evict-free", "-1", 2 },
+		{ "--lease-max-ms", "1", 0 }, { "--lease-max-ms", "0", 2 },
+		{ "--lease-max-ms", "3600001", 2 },
+		{ "--lease-max-ms", "10s", 2 },
+		{ "--max-sessions-per-process", "0", 2 },
+	};
+	struct ms_config cfg;
+
+	(void)freopen("/dev/null", "w", stderr); /* the usage lines */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_assert_eq(parse2(&cfg, cases[i].flag, cases[i].v),
+		    cases[i].rc, "%s %s", cases[i].flag, cases[i].v);
+	}
+	cr_assert_eq(parse2(&cfg, "--evict", "off"), 0);
+	cr_assert(!cfg.evict);
+	cr_assert(cfg.evict_clock, "the default order is clock");
+	cr_assert_eq(parse2(&cfg, "--lease-max-ms", "2500"), 0);
+	cr_assert_eq(cfg.lease_max_ms, 2500);
+	cr_assert_eq(cfg.evict_free_pct, MS_EVICT_FREE_PCT_DEFAULT);
+}

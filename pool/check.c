@@ -29,6 +29,20 @@ struct ck {
 	int problems;
 };
 
+/* check_vreport -- see pool_int.h */
+void
+check_vreport(void (*report)(void *arg, const char *problem), void *arg,
+    int *problems, const char *fmt, va_list ap)
+{
+	char msg[256];
+
+	(*problems)++;
+	if (report != NULL) {
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		report(arg, msg);
+	}
+}
+
 static void
 problem(struct ck *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -36,17 +50,11 @@ problem(struct ck *c, const char *fmt, ...)
 static void
 problem(struct ck *c, const char *fmt, ...)
 {
-	char msg[256];
 	va_list ap;
 
-	c->problems++;
-	if (c->report == NULL) {
-		return;
-	}
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	check_vreport(c->report, c->arg, &c->problems, fmt, ap);
 	va_end(ap);
-	c->report(c->arg, msg);
 }
 
 static void

@@ -271,17 +271,11 @@ problem(struct pck *c, const char *fmt, ...)
 static void
 problem(struct pck *c, const char *fmt, ...)
 {
-	char msg[256];
 	va_list ap;
 
-	c->problems++;
-	if (c->report == NULL) {
-		return;
-	}
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	check_vreport(c->report, c->arg, &c->problems, fmt, ap);
 	va_end(ap);
-	c->report(c->arg, msg);
 }
 
 /* one record met in bucket b of by's chain, after record prev; false

@@ -7,6 +7,7 @@
 #ifndef CXLP_POOL_INT_H
 #define CXLP_POOL_INT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -177,6 +178,12 @@ void rmirror_fini(struct pool *p);
 /* sesstab_rebuild -- count sessions; with repair, clear records that fail
  * their checksum and raise next_session_id above every live id. */
 int sesstab_rebuild(struct pool *p, bool repair);
+
+/* check.c */
+/* check_vreport -- count a problem in *problems and, with a reporter,
+ * say it (formatted, at most 255 bytes): the checks of every module. */
+void check_vreport(void (*report)(void *arg, const char *problem),
+    void *arg, int *problems, const char *fmt, va_list ap);
 
 /* evict.c */
 /* evict_init -- the access bytes and empty region lists (before

@@ -13,7 +13,7 @@
 #   5. soak         build/'s cxlp-soak in full (120 s, a kill every 1.5 s):
 #                   what piles up slowly (pages, regions, pins) shows only
 #                   in a run this long (the 15 s run of step 1 cannot fill
-#                   its pool); then 60 s of it on a pool that evicts all the
+#                   its pool); then 30 s of it on a pool that evicts all the
 #                   time (--evict), then its --hostile form for 60 s (a
 #                   prober on the server's endpoints, 4 workers, no kills,
 #                   no call may fail)
@@ -83,10 +83,10 @@ run_soak() {
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
 		build/tests/soak/cxlp-soak || return 1
-	echo "soak: cxlp-soak --evict (60 s)"
+	echo "soak: cxlp-soak --evict (30 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
-		build/tests/soak/cxlp-soak --evict --seconds 60 || return 1
+		build/tests/soak/cxlp-soak --evict --seconds 30 || return 1
 	echo "soak: cxlp-soak --hostile (60 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \

@@ -20,29 +20,13 @@
 
 #define READY_LINE "cxlpool-metaserver: ready"
 
-static bool
-log_has(const char *path, const char *needle)
-{
-	char buf[8192];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (f == NULL) {
-		return false;
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return strstr(buf, needle) != NULL;
-}
-
 static int
 ms_wait_ready(struct bench_ms *m)
 {
 	struct timespec ts = { 0, 10000000 };
 
 	for (int i = 0; i < 3000; i++) {
-		if (log_has(m->log, READY_LINE)) {
+		if (test_file_has(m->log, READY_LINE)) {
 			return 0;
 		}
 		if (waitpid(m->pid, NULL, WNOHANG) == m->pid) {

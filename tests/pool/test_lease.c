@@ -24,26 +24,9 @@ static uint64_t slot_of[PAGES];
 static void
 setup(void)
 {
-	struct pool_params pp = { .size = 32ull << 20 };
-	struct pool_session s = { .token = 7, .pid = 1 };
 	struct pool_region reg;
 
-	test_pool_path(path, sizeof(path), "/dev/shm");
-	cr_assert_eq(pool_open(&p, path, POOL_CREATE, &pp), 0, "%s",
-	    cxlp_errormsg());
-	cr_assert_eq(pool_session_add(p, &s), 0);
-	sess = s.id;
-	cr_assert_eq(pool_region_alloc(p, sess, 2u << 20, 32768, &reg), 0);
-	for (int i = 0; i < PAGES; i++) {
-		struct pool_kv kv;
-		bool ins;
-		char k[16];
-
-		snprintf(k, sizeof(k), "key-%03d", i);
-		cr_assert_eq(pool_kv_insert(p, sess, k, strlen(k), reg.id,
-		    reg.off + (uint64_t)i * 32768, 100, &kv, &ins), 0);
-		slot_of[i] = kv.slot;
-	}
+	p = test_pool_keys(path, sizeof(path), &sess, &reg, slot_of, PAGES);
 }
 
 static void

@@ -24,9 +24,11 @@
  *    until has passed; pool_lease_expire drops them (the reaper's pass).
  *    A released or expired lease is gone; a session's end drops its own.
  *
- * 3. The table grows by doubling (rehashing), up to POOL_LEASES_MAX
- *    entries; past that a lease is refused (CXLP_E_NOSPACE), never a
- *    lease silently lost.
+ * 3. The table grows by doubling (rehashing), up to POOL_LEASES_PER_SLOT
+ *    entries per index slot (POOL_LEASES_MIN at least): sessions that
+ *    lease every key again and again cannot make the server's memory
+ *    grow without bound. Past that a lease is refused (CXLP_E_NOSPACE),
+ *    never a lease silently lost.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -45,6 +47,15 @@ lease_bucket(uint64_t slot, uint32_t mask)
 	uint64_t h = slot * 0x9e3779b97f4a7c15ull;
 
 	return (uint32_t)(h >> 32) & mask;
+}
+
+/* the most entries the table may hold (note 3) */
+static uint64_t
+lease_limit(const struct pool *p)
+{
+	uint64_t n = p->ev.nslots * POOL_LEASES_PER_SLOT;
+
+	return n < POOL_LEASES_MIN ? POOL_LEASES_MIN : n;
 }
 
 /* lease_fini -- see pool_int.h */
@@ -163,7 +174,7 @@ pool_lease_set(struct pool *p, uint64_t session, uint64_t slot,
 		return 0;
 	}
 	if (l->cap == 0 || l->free == LEASE_NIL) {
-		if (l->cap >= POOL_LEASES_MAX) {
+		if (l->cap >= lease_limit(p)) {
 			return cxlp_fail(CXLP_E_NOSPACE, "lease table full: %u "
 			    "leases", l->n);
 		}

@@ -231,7 +231,8 @@ uint32_t pool_pin_max(const struct pool *p);
 
 /* ---- leases (lease.c): pins with a time limit, in DRAM ------------------ */
 
-#define POOL_LEASES_MAX (1u << 24)
+#define POOL_LEASES_PER_SLOT 2u /* leases a pool holds per index slot */
+#define POOL_LEASES_MIN 1024u
 
 /* pool_lease_set -- session takes, renews (until_ms: expiry on the
  * caller's monotonic ms clock; until_ns: the same on CLOCK_REALTIME) or

@@ -130,3 +130,22 @@ Test(lease, the_durable_horizon_covers_every_lease_and_survives)
 	cr_assert(!pool_leased(p, slot_of[0], 0), "entries are DRAM");
 	cr_assert_eq(pool_check(p, NULL, NULL), 0);
 }
+
+Test(lease, the_table_is_bounded_and_refuses_past_it)
+{
+	uint64_t limit = p->ev.nslots * POOL_LEASES_PER_SLOT, n = 0;
+	int rc = 0;
+
+	/* every key leased by ever more sessions: refused past the bound */
+	for (uint64_t s = 1; rc == 0 && n <= limit; s++) {
+		for (int i = 0; i < PAGES && rc == 0; i++) {
+			rc = pool_lease_set(p, s, slot_of[i], 1000, 0);
+			n += rc == 0;
+		}
+	}
+	cr_assert_eq(rc, CXLP_E_NOSPACE);
+	cr_assert_leq(n, limit);
+	cr_assert_geq(n, limit / 2, "refused at %llu of %llu",
+	    (unsigned long long)n, (unsigned long long)limit);
+	cr_assert(pool_leased(p, slot_of[0], 0), "a lease was lost");
+}

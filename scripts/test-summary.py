@@ -1,18 +1,36 @@
 #!/usr/bin/env python3
 """test-summary.py -- print one plain summary line for a meson test run:
-'<label>: N passed, N failed, N skipped', read from meson's testlog.json."""
+'<label>: N passed, N failed, N skipped', read from meson's testlog.json,
+then one line per failed test with the last lines of its output. With
+--names, print only '<label>: <test> <result>' for each failure (test.sh
+repeats these at the very end, where a truncated CI log still shows them)."""
 import json
 import sys
 
-builddir, label = sys.argv[1], sys.argv[2]
+args = [a for a in sys.argv[1:] if a != "--names"]
+names_only = "--names" in sys.argv[1:]
+builddir, label = args[0], args[1]
 passed = failed = skipped = 0
+failures = []
 with open(f"{builddir}/meson-logs/testlog.json") as f:
     for line in f:
-        result = json.loads(line).get("result")
+        rec = json.loads(line)
+        result = rec.get("result")
         if result in ("OK", "EXPECTEDFAIL"):
             passed += 1
         elif result == "SKIP":
             skipped += 1
         else:
             failed += 1
+            failures.append(rec)
+if names_only:
+    for rec in failures:
+        print(f"{label}: {rec.get('name')} {rec.get('result')} "
+              f"(exit {rec.get('returncode')}, {rec.get('duration', 0):.1f} s)")
+    sys.exit(0)
 print(f"{label}: {passed} passed, {failed} failed, {skipped} skipped")
+for rec in failures:
+    print(f"{label}: FAILED {rec.get('name')} {rec.get('result')}")
+    tail = (rec.get("stdout") or "").splitlines()[-15:]
+    for t in tail:
+        print(f"  | {t}")

@@ -107,4 +107,10 @@ if [ "${1:-}" != "--quick" ]; then
 	fi
 	run_soak || rc=1
 fi
+# The failures again, last: a CI log cut to its tail still names them.
+for d in build build-asan; do
+	[ -f "$d/meson-logs/testlog.json" ] &&
+		python3 scripts/test-summary.py --names "$d" "$d"
+done
+[ $rc -eq 0 ] && echo "test.sh: PASS" || echo "test.sh: FAIL" >&2
 exit $rc

@@ -227,11 +227,13 @@ struct unresolved {
  * handler_new, keeper_fini at handler_free; between them the thread runs
  * from keeper_start to keeper_stop. */
 struct keeper {
-	pthread_mutex_t lock; /* guards stop, work, tried_ms, retry_ms */
+	pthread_mutex_t lock; /* guards stop, work, refill, tried_ms,
+	                       * retry_ms */
 	pthread_cond_t cond;  /* CLOCK_MONOTONIC; signalled by keeper_stop
 	                       * and keeper_poke */
 	bool stop;
 	bool work;        /* poked: run giveback_run */
+	bool refill;      /* poked: run reclaim_refill */
 	bool running;     /* the thread runs; set by connect/close, read by
 	                   * keeper_poke */
 	uint64_t tried_ms; /* the last heartbeat's start, cxlp_now_coarse_ms */
@@ -250,6 +252,11 @@ struct reclaimer {
 	uint64_t pages;        /* pages handed back by eviction, in all
 	                        * (atomic) */
 	uint64_t calls;        /* RECLAIM round trips (atomic) */
+	uint64_t refills;      /* of them, made ahead of need by the keeper
+	                        * (note 6; atomic) */
+	bool full;             /* the last RECLAIM answered with pages: the
+	                        * pool has no free region (atomic) */
+	uint32_t low;          /* refill below this many free pages (atomic) */
 };
 
 /* ---- giveback.c (its state; the functions are below) -------------------- */
@@ -512,6 +519,12 @@ void reclaim_fini(struct reclaimer *r);
  * metaserver predates RECLAIM: ask for a region the old way) or another
  * error. Caller holds expand_lock, not page_lock. */
 int reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow);
+/* reclaim_low_locked -- the pool is full and this handler's free pages
+ * are below the refill mark (reclaim.c note 6). Caller holds page_lock. */
+bool reclaim_low_locked(const struct cxlp_handler *h);
+/* reclaim_refill -- the keeper's RECLAIM ahead of need (note 6), unless
+ * an alloc holds expand_lock. */
+void reclaim_refill(struct cxlp_handler *h);
 /* reclaim_gate_lock/unlock -- store_resolve's exclusive hold (note 2). */
 void reclaim_gate_lock(struct cxlp_handler *h);
 void reclaim_gate_unlock(struct cxlp_handler *h);
@@ -531,6 +544,9 @@ void keeper_stop(struct cxlp_handler *h);
 /* keeper_poke -- have the keeper run giveback_run soon; without a keeper
  * thread, run it here. Caller holds none of h's locks. */
 void keeper_poke(struct cxlp_handler *h);
+/* keeper_poke_refill -- have the keeper run reclaim_refill soon (none
+ * without a keeper thread: the next alloc that needs room makes it). */
+void keeper_poke_refill(struct cxlp_handler *h);
 
 /* ---- store.c ------------------------------------------------------------ */
 

@@ -27,6 +27,10 @@
  * repeated a second later. So the thread runs in every handler, with
  * the keepalive off too, and then sleeps until poked.
  *
+ * The refill. On a full pool, an alloc that leaves few free pages pokes
+ * it too (keeper_poke_refill), and it makes the RECLAIM that the next
+ * allocs would otherwise wait for (reclaim.c note 6).
+ *
  * Its state is its own struct keeper, embedded in the handler and set up
  * and torn down with it (keeper_init/keeper_fini, nng's way for a
  * module's state); keeper_start/keeper_stop run the thread in between.
@@ -113,7 +117,12 @@ keeper_main(void *arg)
 		uint64_t beat = heartbeat_at(h, k);
 		uint64_t retry = k->retry_ms != 0 ? k->retry_ms : UINT64_MAX;
 
-		if (k->work || retry <= now) {
+		if (k->refill) {
+			k->refill = false;
+			pthread_mutex_unlock(&k->lock);
+			reclaim_refill(h);
+			pthread_mutex_lock(&k->lock);
+		} else if (k->work || retry <= now) {
 			giveback(h, k);
 		} else if (beat <= now) {
 			if (!heartbeat(h, k)) {
@@ -196,5 +205,19 @@ keeper_poke(struct cxlp_handler *h)
 	pthread_mutex_lock(&k->lock);
 	k->work = true;
 	pthread_cond_signal(&k->cond);
+	pthread_mutex_unlock(&k->lock);
+}
+
+/* keeper_poke_refill -- see handler_int.h */
+void
+keeper_poke_refill(struct cxlp_handler *h)
+{
+	struct keeper *k = &h->keeper;
+
+	pthread_mutex_lock(&k->lock);
+	if (k->running && !k->refill) {
+		k->refill = true;
+		pthread_cond_signal(&k->cond);
+	}
 	pthread_mutex_unlock(&k->lock);
 }

@@ -35,6 +35,19 @@
  *    predecessor granted. The alloc waits and asks again, a few ms at
  *    first, then up to every 100 ms, for at most the request timeout;
  *    then CXLP_E_NOSPACE with the server's reason.
+ *
+ * 6. Refill ahead of need: the handler's side of the low watermark. Once
+ *    a RECLAIM has answered with pages (the pool is full: no region was
+ *    free), an alloc that leaves fewer free pages than half a RECLAIM's
+ *    batch pokes the keeper thread, which makes the next RECLAIM itself
+ *    [reclaim_refill], so stores find pages on the free list instead of
+ *    waiting a round trip for them. The free pages the server's
+ *    watermark keeps (metaserver/evict.c note 3) are whole regions, which
+ *    a pool of live handlers has none of: the room they need is inside
+ *    their own regions, so it is kept there, by the one who needs it. A
+ *    refill never runs beside an alloc's RECLAIM (it only tries
+ *    expand_lock), and a RECLAIM that finds a region, or nothing to
+ *    evict, ends the full state until the next one answers with pages.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -55,7 +68,9 @@ void
 reclaim_init(struct reclaimer *r)
 {
 	cxlp_assert(pthread_rwlock_init(&r->gate, NULL) == 0);
-	r->pages = r->calls = 0;
+	r->pages = r->calls = r->refills = 0;
+	r->full = false;
+	r->low = 0;
 }
 
 /* reclaim_fini -- see handler_int.h */
@@ -160,21 +175,39 @@ pages_back(struct cxlp_handler *h, const struct proto_reclaimed *m)
 	return mine;
 }
 
-/* one RECLAIM and what its reply gives */
+/* note 6: what a RECLAIM's answer says of the pool; want is what it
+ * asked for */
+static void
+full_note(struct cxlp_handler *h, int rc, const struct proto_reclaimed *m,
+    uint32_t want)
+{
+	bool full = rc == 0 && m->kind == PROTO_RECLAIM_PAGES;
+
+	if (rc == 0 || rc == CXLP_E_NOSPACE) {
+		__atomic_store_n(&h->reclaim.low, full ? want / 2 : 0,
+		    __ATOMIC_RELAXED);
+		__atomic_store_n(&h->reclaim.full, full, __ATOMIC_RELAXED);
+	}
+}
+
+/* one RECLAIM and what its reply gives: a page into *pg, or with pg
+ * NULL (a refill) only the room */
 static int
 reclaim_once(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
 {
+	uint32_t want = want_pages(h);
 	struct proto_reclaimed m;
 	int rc;
 
 	grow = grow && regions_may_grow(h);
 	cxlp_assert(pthread_rwlock_rdlock(&h->reclaim.gate) == 0);
-	rc = reclaim_call(h, grow ? regions_len(h) : 0, want_pages(h), &m);
+	rc = reclaim_call(h, grow ? regions_len(h) : 0, want, &m);
 	if (rc == 0 && m.kind == PROTO_RECLAIM_PAGES) {
 		__atomic_add_fetch(&h->reclaim.pages, pages_back(h, &m),
 		    __ATOMIC_RELAXED);
 	}
 	cxlp_assert(pthread_rwlock_unlock(&h->reclaim.gate) == 0);
+	full_note(h, rc, &m, want);
 	if (rc == CXLP_E_NOSPACE && !grow) {
 		return cxlp_fail(CXLP_E_NOSPACE, "alloc: all regions full, %s, "
 		    "and none of their keys can be evicted",
@@ -188,6 +221,9 @@ reclaim_once(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
 		return regions_enter(h, &m.loc, pg);
 	}
 	free(m.pages);
+	if (pg == NULL) {
+		return 0;
+	}
 	pthread_mutex_lock(&h->page_lock);
 	rc = pagetab_alloc(&h->pages, pg);
 	pthread_mutex_unlock(&h->page_lock);
@@ -225,4 +261,37 @@ reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
 		    "(the request timeout): %s", h->cfg.timeout_ms, why);
 	}
 	return rc;
+}
+
+/* reclaim_low_locked -- see handler_int.h (note 6) */
+bool
+reclaim_low_locked(const struct cxlp_handler *h)
+{
+	return __atomic_load_n(&h->reclaim.full, __ATOMIC_RELAXED) &&
+	    h->pages.count[PAGE_FREE] <
+	    __atomic_load_n(&h->reclaim.low, __ATOMIC_RELAXED);
+}
+
+/* reclaim_refill -- see handler_int.h (note 6) */
+void
+reclaim_refill(struct cxlp_handler *h)
+{
+	bool low;
+
+	if (pthread_mutex_trylock(&h->expand_lock) != 0) {
+		return; /* an alloc is making room itself */
+	}
+	pthread_mutex_lock(&h->page_lock);
+	low = reclaim_low_locked(h) && h_check_session(h) == 0;
+	pthread_mutex_unlock(&h->page_lock);
+	if (low) {
+		__atomic_add_fetch(&h->reclaim.refills, 1, __ATOMIC_RELAXED);
+		if (reclaim_once(h, NULL, h->cfg.auto_expand) != 0) {
+			/* BUSY or lost: the next alloc that needs room asks */
+			__atomic_store_n(&h->reclaim.full, false,
+			    __ATOMIC_RELAXED);
+			log_info("refill: %s", cxlp_errormsg());
+		}
+	}
+	pthread_mutex_unlock(&h->expand_lock);
 }

@@ -578,6 +578,7 @@ int
 cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
 {
 	cxlp_page_t pg;
+	bool low;
 	int rc;
 
 	if (page == NULL || buf == NULL) {
@@ -588,12 +589,16 @@ cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
 	}
 	pthread_mutex_lock(&h->page_lock);
 	rc = pagetab_alloc(&h->pages, &pg);
+	low = reclaim_low_locked(h);
 	pthread_mutex_unlock(&h->page_lock);
 	if (rc == CXLP_E_NOSPACE) {
 		rc = alloc_expand(h, &pg);
 	}
 	if (rc != 0) {
 		return rc;
+	}
+	if (low) {
+		keeper_poke_refill(h); /* reclaim.c note 6 */
 	}
 	pthread_mutex_lock(&h->page_lock);
 	*buf = regions_page_addr(h, pg, NULL);

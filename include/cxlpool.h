@@ -499,7 +499,9 @@ struct cxlp_stats {
 	uint64_t reclaims;         /* RECLAIM round trips it made */
 	uint64_t leases;           /* leases held, all sessions */
 	uint64_t lease_expiries;   /* leases that ran out */
-	uint64_t reserved[4];
+	uint64_t refills;          /* of the reclaims, those made ahead of
+				      need, from the handler's own thread */
+	uint64_t reserved[3];
 };
 
 /* cxlp_stats -- fill *st (one round trip). */

@@ -31,6 +31,7 @@ if names_only:
 print(f"{label}: {passed} passed, {failed} failed, {skipped} skipped")
 for rec in failures:
     print(f"{label}: FAILED {rec.get('name')} {rec.get('result')}")
-    tail = (rec.get("stdout") or "").splitlines()[-15:]
+    out = (rec.get("stdout") or "") + (rec.get("stderr") or "")
+    tail = out.splitlines()[-15:]
     for t in tail:
         print(f"  | {t}")

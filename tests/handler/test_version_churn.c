@@ -1,10 +1,14 @@
 /*
  * test_version_churn.c -- contract 10 under load: readers that hold no
- * pin copy values out while their owners delete the keys and store them
- * again in the pages just freed (what eviction will do), and cxlp_validate
- * tells every torn or foreign copy from a good one.
+ * pin copy values out while the pages under them are reused, and
+ * cxlp_validate tells every torn or foreign copy from a good one. Two
+ * ways pages are reused: owners delete their keys and store them again
+ * in the pages just freed (version_churn), and an eviction storm, a
+ * writer that stores new keys into a pool that is full, so that every
+ * store's page is one eviction took from a key that readers may be
+ * copying out at that moment (version_storm).
  *
- * Every value is one page of 64-bit words, word i = key << 48 | gen << 16
+ * Every value is one page of 64-bit words, word i = key << 32 | gen << 16
  * | i, so a copy that mixes generations, or holds another key's value,
  * fails the pattern check. Every other copy is slow, in pieces with a
  * sched_yield between and a short sleep halfway, so that copies overlap
@@ -23,7 +27,7 @@
 #include "cxlpool.h"
 #include "server.h"
 
-#define PAGE (16u << 10)
+#define PAGE (64u << 10)
 #define REGION (2u << 20)
 #define WORDS (PAGE / 8)
 #define NKEYS 8
@@ -35,6 +39,9 @@
 #define MIN_MS 500
 #define ENOUGH 20
 
+#define STORM_POOL (16u << 20) /* full after ~190 pages */
+#define STORM_WINDOW 512u      /* readers read the latest keys stored */
+
 static struct test_server srv;
 
 static void
@@ -45,6 +52,19 @@ setup(void)
 	    "metaserver did not start");
 }
 
+/* sweep order: the readers' access bytes would shelter the very keys
+ * they read, and the storm is meant to take them */
+static void
+setup_storm(void)
+{
+	const char *args[] = { "--evict-order", "sweep", "--evict-free", "0",
+		NULL };
+
+	cxlp_set_log_fn(NULL, NULL, CXLP_LOG_OFF);
+	cr_assert_eq(test_server_start(&srv, STORM_POOL, args), 0,
+	    "metaserver did not start");
+}
+
 static void
 teardown(void)
 {
@@ -52,6 +72,8 @@ teardown(void)
 }
 
 TestSuite(version_churn, .init = setup, .fini = teardown, .timeout = 100);
+TestSuite(version_storm, .init = setup_storm, .fini = teardown,
+    .timeout = 100);
 
 static struct cxlp_handler *
 connect_h(void)
@@ -88,7 +110,7 @@ key_name(char *buf, size_t n, unsigned k)
 static uint64_t
 word_of(unsigned key, uint32_t gen, unsigned i)
 {
-	return (uint64_t)key << 48 | (uint64_t)gen << 16 | i;
+	return (uint64_t)key << 32 | (uint64_t)gen << 16 | i;
 }
 
 /* the copy is one whole value of key: every word of one generation */
@@ -124,6 +146,8 @@ struct churn {
 	uint64_t missing;   /* not found (between delete and store) */
 	uint64_t odd;       /* any other outcome: must stay 0 */
 	uint64_t rounds;    /* writer: keys stored again */
+	uint32_t latest;    /* storm: keys [0, latest] were stored (atomic) */
+	unsigned nap_us;    /* the pause halfway through a slow copy */
 };
 
 struct role {
@@ -194,11 +218,13 @@ writer_main(void *arg)
 
 /* ---- readers ----------------------------------------------------------- */
 
-/* copy len bytes from src slowly (pieces, yields, a sleep halfway), or
- * at once: the slow copies overlap page reuse, the quick ones mostly not,
- * so that both outcomes are seen on a fast machine and a loaded one */
+/* copy len bytes from src slowly (pieces, yields, a sleep of nap_us
+ * halfway), or at once: the slow copies overlap page reuse, the quick
+ * ones mostly not, so that both outcomes are seen on a fast machine and a
+ * loaded one */
 static void
-copy_out(uint8_t *dst, const uint8_t *src, size_t len, bool slow)
+copy_out(uint8_t *dst, const uint8_t *src, size_t len, bool slow,
+    unsigned nap_us)
 {
 	size_t piece = len / PIECES;
 
@@ -212,7 +238,7 @@ copy_out(uint8_t *dst, const uint8_t *src, size_t len, bool slow)
 		memcpy(dst + at, src + at, n);
 		sched_yield();
 		if (p == PIECES / 2) {
-			usleep(100);
+			usleep(nap_us);
 		}
 	}
 }
@@ -245,7 +271,7 @@ read_one(struct churn *c, struct cxlp_handler *h, unsigned k, bool slow,
 		count(&c->odd);
 		return;
 	}
-	copy_out((uint8_t *)copy, data, len, slow);
+	copy_out((uint8_t *)copy, data, len, slow, c->nap_us);
 	rc = cxlp_validate(h, &v);
 	ok = pattern_ok(copy, len, k);
 	if (rc == 0) {
@@ -259,6 +285,20 @@ read_one(struct churn *c, struct cxlp_handler *h, unsigned k, bool slow,
 	}
 }
 
+/* the key a reader reads n-th: in the churn one of NKEYS, in the storm
+ * one of the last STORM_WINDOW stored */
+static unsigned
+key_to_read(struct churn *c, unsigned n)
+{
+	uint32_t latest = __atomic_load_n(&c->latest, __ATOMIC_ACQUIRE);
+	uint32_t back = (n * 7919u) % STORM_WINDOW;
+
+	if (latest == 0) {
+		return n % NKEYS;
+	}
+	return back < latest ? latest - back : latest;
+}
+
 static void *
 reader_main(void *arg)
 {
@@ -269,7 +309,7 @@ reader_main(void *arg)
 
 	for (unsigned n = ro->id; !__atomic_load_n(&c->done,
 	    __ATOMIC_ACQUIRE); n++) {
-		read_one(c, h, n % NKEYS, n % 2 == 0, copy);
+		read_one(c, h, key_to_read(c, n), n % 2 == 0, copy);
 	}
 	return NULL;
 }
@@ -299,50 +339,112 @@ run(struct churn *c)
 	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
 }
 
-Test(version_churn, every_copy_that_validates_is_one_whole_value)
+/* what the readers saw: no bad copy validated, and bad copies (torn or
+ * foreign) did happen and were caught */
+static void
+verdict(struct churn *c)
 {
-	static struct churn c;
+	cr_log_info("rounds %llu: good %llu, torn caught %llu, stale caught "
+	    "%llu, unchecked %llu, missing %llu",
+	    (unsigned long long)c->rounds, (unsigned long long)c->good,
+	    (unsigned long long)c->torn, (unsigned long long)c->stale,
+	    (unsigned long long)c->unchecked, (unsigned long long)c->missing);
+	cr_assert_eq(c->failed, 0, "writer: %s", c->why);
+	cr_assert_eq(c->bad_good, 0, "%llu bad copies validated",
+	    (unsigned long long)c->bad_good);
+	cr_assert_eq(c->odd, 0, "%llu unexpected outcomes",
+	    (unsigned long long)c->odd);
+	cr_assert_gt(c->torn, 0, "no torn or foreign copy in %llu rounds: "
+	    "the test did not race", (unsigned long long)c->rounds);
+	cr_assert_gt(c->good, 0, "no copy validated (torn %llu, stale %llu, "
+	    "unchecked %llu, missing %llu)", (unsigned long long)c->torn,
+	    (unsigned long long)c->stale, (unsigned long long)c->unchecked,
+	    (unsigned long long)c->missing);
+}
+
+/* the storm's writer: keys latest + 1, ... stored once each into a full
+ * pool, so every page it stores into is one eviction just freed */
+static void *
+storm_main(void *arg)
+{
+	struct role *ro = arg;
+	struct churn *c = ro->c;
+
+	for (uint32_t k = __atomic_load_n(&c->latest, __ATOMIC_ACQUIRE) + 1;
+	    !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE); k++) {
+		if (!put(c, k, 0)) {
+			break;
+		}
+		__atomic_store_n(&c->latest, k, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&c->rounds, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* nw writers running writer, NREADERS readers, until run() says stop;
+ * then the verdict */
+static void
+race(struct churn *c, void *(*writer)(void *), unsigned nw)
+{
 	struct role wr[NWRITERS], rd[NREADERS];
 	pthread_t wt[NWRITERS], rt[NREADERS];
 
-	c.w = connect_h();
-	c.r = connect_h();
-	for (unsigned k = 0; k < NKEYS; k++) {
-		cr_assert(put(&c, k, 0), "%s", c.why);
-	}
-	for (unsigned i = 0; i < NWRITERS; i++) {
-		wr[i] = (struct role){ &c, i };
-		cr_assert_eq(pthread_create(&wt[i], NULL, writer_main, &wr[i]),
-		    0);
+	for (unsigned i = 0; i < nw; i++) {
+		wr[i] = (struct role){ c, i };
+		cr_assert_eq(pthread_create(&wt[i], NULL, writer, &wr[i]), 0);
 	}
 	for (unsigned i = 0; i < NREADERS; i++) {
-		rd[i] = (struct role){ &c, i };
+		rd[i] = (struct role){ c, i };
 		cr_assert_eq(pthread_create(&rt[i], NULL, reader_main, &rd[i]),
 		    0);
 	}
-	run(&c);
-	for (unsigned i = 0; i < NWRITERS; i++) {
+	run(c);
+	for (unsigned i = 0; i < nw; i++) {
 		pthread_join(wt[i], NULL);
 	}
 	for (unsigned i = 0; i < NREADERS; i++) {
 		pthread_join(rt[i], NULL);
 	}
-	cr_log_info("rounds %llu: good %llu, torn caught %llu, stale caught "
-	    "%llu, unchecked %llu, missing %llu",
-	    (unsigned long long)c.rounds, (unsigned long long)c.good,
-	    (unsigned long long)c.torn, (unsigned long long)c.stale,
-	    (unsigned long long)c.unchecked, (unsigned long long)c.missing);
-	cr_assert_eq(c.failed, 0, "writer: %s", c.why);
-	cr_assert_eq(c.bad_good, 0, "%llu bad copies validated",
-	    (unsigned long long)c.bad_good);
-	cr_assert_eq(c.odd, 0, "%llu unexpected outcomes",
-	    (unsigned long long)c.odd);
-	cr_assert_gt(c.torn, 0, "no torn or foreign copy in %llu rounds: "
-	    "the test did not race", (unsigned long long)c.rounds);
-	cr_assert_gt(c.good, 0, "no copy validated (torn %llu, stale %llu, "
-	    "unchecked %llu, missing %llu)", (unsigned long long)c.torn,
-	    (unsigned long long)c.stale, (unsigned long long)c.unchecked,
-	    (unsigned long long)c.missing);
+	verdict(c);
+}
+
+Test(version_churn, every_copy_that_validates_is_one_whole_value)
+{
+	static struct churn c;
+
+	c.w = connect_h();
+	c.r = connect_h();
+	c.nap_us = 100;
+	for (unsigned k = 0; k < NKEYS; k++) {
+		cr_assert(put(&c, k, 0), "%s", c.why);
+	}
+	race(&c, writer_main, NWRITERS);
+	cxlp_close(&c.r);
+	cxlp_close(&c.w);
+}
+
+/* The eviction storm: the pool is filled first, so that from the first
+ * read on every store evicts, and readers race the evictions of the keys
+ * they copy. */
+Test(version_storm, every_copy_that_validates_survived_the_evictions)
+{
+	static struct churn c;
+	struct cxlp_stats st;
+	uint32_t k = 0;
+
+	c.w = connect_h();
+	c.r = connect_h();
+	c.nap_us = 2000; /* an evicted page is stored into a batch later */
+	do {
+		cr_assert(put(&c, ++k, 0), "%s", c.why);
+		cr_assert_eq(cxlp_stats(c.w, &st), 0);
+	} while (st.evicted_pressure == 0);
+	__atomic_store_n(&c.latest, k, __ATOMIC_RELEASE);
+	race(&c, storm_main, 1);
+	cr_assert_eq(cxlp_stats(c.w, &st), 0);
+	cr_assert_gt(st.evicted_pressure, c.rounds / 2, "%llu evicted for "
+	    "%llu stores: no storm", (unsigned long long)st.evicted_pressure,
+	    (unsigned long long)c.rounds);
 	cxlp_close(&c.r);
 	cxlp_close(&c.w);
 }

@@ -167,6 +167,40 @@ Test(evict, orphans_are_evicted_in_the_background_down_to_the_mark)
 	cxlp_close(&b);
 }
 
+/* Stores rarely wait on a full pool of live handlers (reclaim.c note 6):
+ * once a RECLAIM has answered with pages, the keeper makes the next one
+ * before the free list runs dry, so the allocs themselves seldom do. The
+ * pause between batches stands for the application's own work. */
+Test(evict, on_a_full_pool_the_keeper_refills_before_the_stores_wait)
+{
+	struct cxlp_handler *h;
+	struct cxlp_stats s0, st;
+	uint64_t cap, inline_calls;
+
+	ev_start("clock", NULL);
+	h = ev_connect(0);
+	cap = ev_fill(h, "a", 0);
+	ev_store(h, "b", 0, BATCH, 0); /* the first RECLAIM: pages */
+	s0 = kv_stats(h);
+	for (uint32_t k = BATCH; k < cap; k += BATCH) {
+		ev_store(h, "b", k, BATCH, 0);
+		usleep(20 * 1000);
+	}
+	st = kv_stats(h);
+	inline_calls = (st.reclaims - st.refills) - (s0.reclaims - s0.refills);
+	cr_log_info("refills %llu, allocs that waited for a RECLAIM %llu",
+	    (unsigned long long)(st.refills - s0.refills),
+	    (unsigned long long)inline_calls);
+	cr_assert_geq(st.refills - s0.refills, 10, "the keeper made %llu "
+	    "refills", (unsigned long long)(st.refills - s0.refills));
+	cr_assert_lt(inline_calls, st.refills - s0.refills, "%llu allocs "
+	    "waited for a RECLAIM", (unsigned long long)inline_calls);
+	cr_assert_eq(st.evicted_orphan + st.evicted_watermark, 0);
+	cr_assert_eq(st.pages_unresolved + st.pages_quarantined, 0);
+	itest_assert_pool_checks();
+	cxlp_close(&h);
+}
+
 Test(evict, a_pool_filled_by_a_handler_that_was_killed_serves_the_next)
 {
 	struct test_child c;

@@ -88,6 +88,7 @@ class Stats:
     reclaims: int          # RECLAIM round trips it made
     leases: int            # leases held, all sessions
     lease_expiries: int    # leases that ran out
+    refills: int           # of the reclaims, those made ahead of need
 
     def as_dict(self) -> Dict[str, int]:
         """The counters as a plain dict."""

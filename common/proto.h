@@ -84,7 +84,11 @@
  *                    u32 flags (0), keys      rep: u32 n, results (each
  *                    key found is leased, renewed or released)
  *   RECLAIM     req: u64 len, u64 page_size (as REGION_ALLOC), u32 want
- *                    (1..PROTO_RECLAIM_MAX pages the handler is short of)
+ *                    (1..PROTO_RECLAIM_MAX pages the handler is short of),
+ *                    u32 wait (bits 0..30: how many ms the server may
+ *                    wait for room when there is none, 0: answer at
+ *                    once; PROTO_RECLAIM_MORE: the handler will ask again
+ *                    after this wait, keep its place among the waiters)
  *               rep: u32 kind; PROTO_RECLAIM_REGION: loc (a new region,
  *                    as REGION_ALLOC's reply); PROTO_RECLAIM_PAGES: u32 n
  *                    (1..PROTO_RECLAIM_MAX), n times { u32 region, u32
@@ -376,6 +380,7 @@ int proto_get_sessions(struct preader *r, struct proto_session_info **v,
 #define PROTO_RECLAIM_MAX 4096u   /* pages one RECLAIM asks for or returns */
 #define PROTO_RECLAIM_REGION 1u
 #define PROTO_RECLAIM_PAGES 2u
+#define PROTO_RECLAIM_MORE 0x80000000u /* in wait: not my last wait */
 
 struct proto_page {
 	uint32_t region;
@@ -410,9 +415,9 @@ int proto_get_lease_req(struct preader *r, uint32_t *lease_ms,
     uint32_t *flags, struct proto_key **keys, uint32_t *n);
 
 void proto_put_reclaim_req(struct pbuf *b, uint64_t len, uint64_t page_size,
-    uint32_t want);
+    uint32_t want, uint32_t wait_ms);
 int proto_get_reclaim_req(struct preader *r, uint64_t *len,
-    uint64_t *page_size, uint32_t *want);
+    uint64_t *page_size, uint32_t *want, uint32_t *wait_ms);
 void proto_put_reclaimed(struct pbuf *b, const struct proto_reclaimed *m);
 int proto_get_reclaimed(struct preader *r, struct proto_reclaimed *m);
 

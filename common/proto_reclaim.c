@@ -53,24 +53,26 @@ proto_get_asks(struct preader *r, struct proto_region_ref *v, uint32_t *n)
 /* proto_put_reclaim_req -- append a RECLAIM request body. */
 void
 proto_put_reclaim_req(struct pbuf *b, uint64_t len, uint64_t page_size,
-    uint32_t want)
+    uint32_t want, uint32_t wait_ms)
 {
 	pbuf_put_u64(b, len);
 	pbuf_put_u64(b, page_size);
 	pbuf_put_u32(b, want);
+	pbuf_put_u32(b, wait_ms);
 }
 
 /* proto_get_reclaim_req -- decode a RECLAIM request body; want must be
  * 1..PROTO_RECLAIM_MAX. */
 int
 proto_get_reclaim_req(struct preader *r, uint64_t *len, uint64_t *page_size,
-    uint32_t *want)
+    uint32_t *want, uint32_t *wait_ms)
 {
 	*len = *page_size = 0;
-	*want = 0;
+	*want = *wait_ms = 0;
 	if (!pr_get_u64(r, len, "reclaim.len") ||
 	    !pr_get_u64(r, page_size, "reclaim.page_size") ||
-	    !pr_get_u32(r, want, "reclaim.want")) {
+	    !pr_get_u32(r, want, "reclaim.want") ||
+	    !pr_get_u32(r, wait_ms, "reclaim.wait_ms")) {
 		return pr_reject(r, CXLP_E_PROTO);
 	}
 	if (*want == 0 || *want > PROTO_RECLAIM_MAX) {

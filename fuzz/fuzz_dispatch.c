@@ -79,6 +79,8 @@ ms_open(bool reformat)
 	cfg.index_slots = 1024;
 	cfg.reformat = reformat;
 	cfg.grace_ms = 0;
+	cfg.workers = 1; /* no RECLAIM waits for room (waitq.c note 3): one
+	                  * input would stall the fuzzer for its wait */
 	if (ms_init(&ms, &cfg) != 0) {
 		fprintf(stderr, "fuzz_dispatch: %s\n", cxlp_errormsg());
 		bug("cannot open the fuzz pool");

@@ -114,13 +114,13 @@ redo_evict_req(struct preader *r, unsigned op, struct pbuf *b)
 {
 	struct proto_key *keys;
 	uint64_t a, c;
-	uint32_t ms, flags, n;
+	uint32_t ms, wait, flags, n;
 
 	if (op == PROTO_OP_RECLAIM) {
-		if (proto_get_reclaim_req(r, &a, &c, &ms) != 0) {
+		if (proto_get_reclaim_req(r, &a, &c, &ms, &wait) != 0) {
 			return false;
 		}
-		proto_put_reclaim_req(b, a, c, ms);
+		proto_put_reclaim_req(b, a, c, ms, wait);
 		return true;
 	}
 	if (proto_get_lease_req(r, &ms, &flags, &keys, &n) != 0) {

@@ -227,6 +227,18 @@ cxlp_config_set_lease_ms(struct cxlp_config *cfg, unsigned ms)
 	return 0;
 }
 
+/* cxlp_config_set_alloc_wait_ms -- see cxlpool.h. */
+int
+cxlp_config_set_alloc_wait_ms(struct cxlp_config *cfg, unsigned ms)
+{
+	if (cfg == NULL || ms > 3600000u) {
+		return cxlp_fail(-EINVAL, "config_set_alloc_wait_ms: %u out of "
+		    "range (0..3600000)", ms);
+	}
+	cfg->alloc_wait_ms = ms;
+	return 0;
+}
+
 /* cxlp_config_set_reserve_regions -- see cxlpool.h; any n. */
 int
 cxlp_config_set_reserve_regions(struct cxlp_config *cfg, unsigned n)

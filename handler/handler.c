@@ -172,9 +172,9 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 {
 	const uint64_t *c = h->pages.count;
 
-	/* expand_lock: not while the keeper's RECLAIM is in flight, whose
-	 * evicted pages would count as registered (reclaim.c note 6) */
-	pthread_mutex_lock(&h->expand_lock);
+	/* not while the keeper's RECLAIM is in flight, whose evicted pages
+	 * would count as registered (reclaim.c note 7) */
+	pthread_mutex_lock(&h->reclaim.refill_lock);
 	pthread_mutex_lock(&h->page_lock);
 	st->own_regions = h->pages.nlive;
 	st->pages_free = c[PAGE_FREE];
@@ -187,7 +187,7 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 	    st->pages_registered + st->pages_unresolved +
 	    st->pages_quarantined;
 	pthread_mutex_unlock(&h->page_lock);
-	pthread_mutex_unlock(&h->expand_lock);
+	pthread_mutex_unlock(&h->reclaim.refill_lock);
 	st->foreign_maps = regions_foreign_count(h);
 	st->redials = client_redials(h->cl);
 	st->pages_reclaimed = __atomic_load_n(&h->reclaim.pages,

@@ -61,6 +61,7 @@ struct cxlp_config {
 	bool direct_reads; /* unpinned lookups from shared memory */
 	unsigned keepalive_ms; /* heartbeat after this long silent; 0 off */
 	unsigned lease_ms;     /* CXLP_*_LEASE leases, ms (HELLO) */
+	unsigned alloc_wait_ms; /* alloc waits this long for room */
 	unsigned reserve_regions; /* empty regions kept, not given back */
 };
 
@@ -254,6 +255,8 @@ struct reclaimer {
 	uint64_t calls;        /* RECLAIM round trips (atomic) */
 	uint64_t refills;      /* of them, made ahead of need by the keeper
 	                        * (note 6; atomic) */
+	pthread_mutex_t refill_lock; /* held by a refill's RECLAIM (after
+	                        * expand_lock), and by cxlp_stats */
 	bool full;             /* the last RECLAIM answered with pages: the
 	                        * pool has no free region (atomic) */
 	uint32_t low;          /* refill below this many free pages (atomic) */

@@ -36,7 +36,17 @@
  *    first, then up to every 100 ms, for at most the request timeout;
  *    then CXLP_E_NOSPACE with the server's reason.
  *
- * 6. Refill ahead of need: the handler's side of the low watermark. Once
+ * 6. Waiting for room (cxlp_config_set_alloc_wait_ms). When nothing can
+ *    be evicted, the alloc waits in the metaserver, in arrival order
+ *    among the waiting handlers, until something makes room
+ *    (metaserver/waitq.c). It waits in slices of at most WAIT_SLICE_MS
+ *    (and half the request timeout, so a wait is never taken for a lost
+ *    reply), each but the last marked PROTO_RECLAIM_MORE so that the
+ *    handler keeps its place, and between slices it looks at its own free
+ *    list: a page another thread of this process freed never reaches the
+ *    server.
+ *
+ * 7. Refill ahead of need: the handler's side of the low watermark. Once
  *    a RECLAIM has answered with pages (the pool is full: no region was
  *    free), an alloc that leaves fewer free pages than half a RECLAIM's
  *    batch pokes the keeper thread, which makes the next RECLAIM itself
@@ -62,12 +72,14 @@
 #define BUSY_NAP_MAX_MS 100u /* and the longest */
 #define WANT_SHARE 20 /* a RECLAIM asks for 1/20 of my pages, at least a
                        * region's worth */
+#define WAIT_SLICE_MS 250u /* the longest wait one RECLAIM asks for */
 
 /* reclaim_init -- see handler_int.h */
 void
 reclaim_init(struct reclaimer *r)
 {
 	cxlp_assert(pthread_rwlock_init(&r->gate, NULL) == 0);
+	cxlp_assert(pthread_mutex_init(&r->refill_lock, NULL) == 0);
 	r->pages = r->calls = r->refills = 0;
 	r->full = false;
 	r->low = 0;
@@ -78,6 +90,7 @@ void
 reclaim_fini(struct reclaimer *r)
 {
 	cxlp_assert(pthread_rwlock_destroy(&r->gate) == 0);
+	cxlp_assert(pthread_mutex_destroy(&r->refill_lock) == 0);
 }
 
 /* reclaim_gate_lock -- see handler_int.h */
@@ -120,7 +133,7 @@ want_pages(struct cxlp_handler *h)
 /* the RECLAIM call: 0 and *m (pages malloc'd), or an error */
 static int
 reclaim_call(struct cxlp_handler *h, uint64_t len, uint32_t want,
-    struct proto_reclaimed *m)
+    uint32_t wait, struct proto_reclaimed *m)
 {
 	uint64_t id = h->region_req ? h->region_req : client_new_id(h->cl);
 	struct creply rep;
@@ -128,7 +141,7 @@ reclaim_call(struct cxlp_handler *h, uint64_t len, uint32_t want,
 	int rc;
 
 	pbuf_init(&b);
-	proto_put_reclaim_req(&b, len, h->cfg.page_size, want);
+	proto_put_reclaim_req(&b, len, h->cfg.page_size, want, wait);
 	rc = h_call_id(h, PROTO_OP_RECLAIM, id, &b, &rep);
 	pbuf_fini(&b);
 	h->region_req = rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ? id : 0;
@@ -175,7 +188,7 @@ pages_back(struct cxlp_handler *h, const struct proto_reclaimed *m)
 	return mine;
 }
 
-/* note 6: what a RECLAIM's answer says of the pool; want is what it
+/* note 7: what a RECLAIM's answer says of the pool; want is what it
  * asked for */
 static void
 full_note(struct cxlp_handler *h, int rc, const struct proto_reclaimed *m,
@@ -190,10 +203,26 @@ full_note(struct cxlp_handler *h, int rc, const struct proto_reclaimed *m,
 	}
 }
 
-/* one RECLAIM and what its reply gives: a page into *pg, or with pg
- * NULL (a refill) only the room */
+/* note 6: the wait the next RECLAIM may ask for, until room_until */
+static uint32_t
+wait_slice(const struct cxlp_handler *h, uint64_t room_until)
+{
+	uint64_t now = cxlp_now_ms(), cap = h->cfg.timeout_ms / 2;
+
+	cap = cap < WAIT_SLICE_MS ? cap : WAIT_SLICE_MS;
+	if (now >= room_until || cap == 0) {
+		return 0;
+	}
+	return room_until - now > cap ? (uint32_t)cap | PROTO_RECLAIM_MORE :
+	    (uint32_t)(room_until - now);
+}
+
+/* one RECLAIM that may wait for room until room_until (0: not at all),
+ * and what its reply gives: a page into *pg, or with pg NULL (a refill)
+ * only the room */
 static int
-reclaim_once(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
+reclaim_once(struct cxlp_handler *h, cxlp_page_t *pg, bool grow,
+    uint64_t room_until)
 {
 	uint32_t want = want_pages(h);
 	struct proto_reclaimed m;
@@ -201,7 +230,8 @@ reclaim_once(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
 
 	grow = grow && regions_may_grow(h);
 	cxlp_assert(pthread_rwlock_rdlock(&h->reclaim.gate) == 0);
-	rc = reclaim_call(h, grow ? regions_len(h) : 0, want, &m);
+	rc = reclaim_call(h, grow ? regions_len(h) : 0, want,
+	    wait_slice(h, room_until), &m);
 	if (rc == 0 && m.kind == PROTO_RECLAIM_PAGES) {
 		__atomic_add_fetch(&h->reclaim.pages, pages_back(h, &m),
 		    __ATOMIC_RELAXED);
@@ -231,39 +261,61 @@ reclaim_once(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
 	    "freed %u pages and other threads took them all", m.n);
 }
 
-/* reclaim -- see handler_int.h (note 5). expand_lock is let go while it
- * waits, so the keeper can give back regions asked of this handler too. */
+/* a page from my own free list (other threads freed one meanwhile) */
+static bool
+local_page(struct cxlp_handler *h, cxlp_page_t *pg)
+{
+	int rc;
+
+	pthread_mutex_lock(&h->page_lock);
+	rc = pagetab_alloc(&h->pages, pg);
+	pthread_mutex_unlock(&h->page_lock);
+	return rc == 0;
+}
+
+/* reclaim -- see handler_int.h (notes 5, 6). expand_lock is let go while
+ * it naps, so the keeper can give back regions asked of this handler. */
 int
 reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
 {
-	uint64_t until = cxlp_now_ms() + h->cfg.timeout_ms;
+	uint64_t start = cxlp_now_ms();
+	uint64_t room_until = start + (h->cfg.timeout_ms >= 2 ?
+	    h->cfg.alloc_wait_ms : 0);
+	uint64_t until = start + (h->cfg.timeout_ms > h->cfg.alloc_wait_ms ?
+	    h->cfg.timeout_ms : h->cfg.alloc_wait_ms);
 	unsigned nap = BUSY_NAP_MIN_MS;
 	int rc;
 
-	while ((rc = reclaim_once(h, pg, grow)) == CXLP_E_BUSY &&
-	    cxlp_now_ms() + nap < until) {
+	for (;;) {
+		rc = reclaim_once(h, pg, grow, room_until);
+		if (rc == CXLP_E_NOSPACE && cxlp_now_ms() < room_until) {
+			if (local_page(h, pg)) {
+				return 0; /* the server drops my place */
+			}
+			continue; /* the server waited a slice: again */
+		}
+		if (rc != CXLP_E_BUSY || cxlp_now_ms() + nap >= until) {
+			break;
+		}
 		pthread_mutex_unlock(&h->expand_lock);
 		cxlp_sleep_ms(nap);
 		nap = nap * 2 > BUSY_NAP_MAX_MS ? BUSY_NAP_MAX_MS : nap * 2;
 		pthread_mutex_lock(&h->expand_lock);
-		pthread_mutex_lock(&h->page_lock);
-		rc = pagetab_alloc(&h->pages, pg); /* room came meanwhile */
-		pthread_mutex_unlock(&h->page_lock);
-		if (rc == 0) {
-			return 0;
+		if (local_page(h, pg)) {
+			return 0; /* room came meanwhile */
 		}
 	}
 	if (rc == CXLP_E_BUSY) {
 		char why[256];
 
 		snprintf(why, sizeof(why), "%s", cxlp_errormsg());
-		return cxlp_fail(CXLP_E_NOSPACE, "alloc: pool full for %u ms "
-		    "(the request timeout): %s", h->cfg.timeout_ms, why);
+		return cxlp_fail(CXLP_E_NOSPACE, "alloc: pool full for %llu ms: "
+		    "%s", (unsigned long long)(cxlp_now_ms() - start), why);
 	}
 	return rc;
 }
 
-/* reclaim_low_locked -- see handler_int.h (note 6) */
+/* reclaim_low_locked -- see handler_int.h (note 7) */
 bool
 reclaim_low_locked(const struct cxlp_handler *h)
 {
@@ -272,11 +324,12 @@ reclaim_low_locked(const struct cxlp_handler *h)
 	    __atomic_load_n(&h->reclaim.low, __ATOMIC_RELAXED);
 }
 
-/* reclaim_refill -- see handler_int.h (note 6) */
+/* reclaim_refill -- see handler_int.h (note 7) */
 void
 reclaim_refill(struct cxlp_handler *h)
 {
 	bool low;
+	int rc;
 
 	if (pthread_mutex_trylock(&h->expand_lock) != 0) {
 		return; /* an alloc is making room itself */
@@ -286,7 +339,10 @@ reclaim_refill(struct cxlp_handler *h)
 	pthread_mutex_unlock(&h->page_lock);
 	if (low) {
 		__atomic_add_fetch(&h->reclaim.refills, 1, __ATOMIC_RELAXED);
-		if (reclaim_once(h, NULL, h->cfg.auto_expand) != 0) {
+		pthread_mutex_lock(&h->reclaim.refill_lock);
+		rc = reclaim_once(h, NULL, h->cfg.auto_expand, 0);
+		pthread_mutex_unlock(&h->reclaim.refill_lock);
+		if (rc != 0) {
 			/* BUSY or lost: the next alloc that needs room asks */
 			__atomic_store_n(&h->reclaim.full, false,
 			    __ATOMIC_RELAXED);

@@ -155,6 +155,16 @@ CXLP_API int cxlp_config_set_keepalive_ms(struct cxlp_config *cfg,
 #define CXLP_LEASE_MS_DEFAULT 10000u
 CXLP_API int cxlp_config_set_lease_ms(struct cxlp_config *cfg,
     unsigned ms);
+/* cxlp_config_set_alloc_wait_ms -- how long cxlp_alloc waits for room
+ * when the pool is full and nothing can be evicted (every key pinned,
+ * leased, or in other live handlers' regions), 0..3600000 ms; default 0:
+ * CXLP_E_NOSPACE at once, which a cache usually wants (the chunk is
+ * simply not cached). While it waits, the metaserver serves waiting
+ * handlers in arrival order and wakes them as soon as something makes
+ * room (a delete, an unpin, a lease that ends, a region given back, a
+ * handler that leaves); then CXLP_E_NOSPACE with what holds the pool. */
+CXLP_API int cxlp_config_set_alloc_wait_ms(struct cxlp_config *cfg,
+    unsigned ms);
 /* cxlp_config_set_direct_reads -- on (the default): retrieve and exists
  * without CXLP_RETRIEVE_PIN read the pool's KV index straight from shared
  * memory (mapped read-only at connect), with no round trip and no

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "err.h"
 #include "log.h"
 #include "op.h"
@@ -107,7 +108,7 @@ static int
 dec_reclaim(struct req *rq)
 {
 	return proto_get_reclaim_req(&rq->body, &rq->len, &rq->page_size,
-	    &rq->want);
+	    &rq->want, &rq->wait_ms);
 }
 
 static int
@@ -143,7 +144,7 @@ static const struct op_def ops[PROTO_OP_MAX + 1] = {
 	    .self_replay = true }, /* the region carries the request id */
 	[PROTO_OP_REGION_FREE] = { .decode = dec_region_free,
 	    .apply = op_region_free, .needs_session = true,
-	    .lock = LK_WRITE },
+	    .lock = LK_WRITE, .frees = true },
 	[PROTO_OP_REGISTER] = { .decode = dec_regs, .apply = op_register,
 	    .needs_session = true, .lock = LK_WRITE,
 	    .flags_ok = PROTO_F_PIN | PROTO_F_LEASE },
@@ -155,21 +156,21 @@ static const struct op_def ops[PROTO_OP_MAX + 1] = {
 	[PROTO_OP_PIN] = { .decode = dec_keys, .apply = op_pin,
 	    .needs_session = true, .lock = LK_WRITE },
 	[PROTO_OP_UNPIN] = { .decode = dec_keys, .apply = op_unpin,
-	    .needs_session = true, .lock = LK_WRITE },
+	    .needs_session = true, .lock = LK_WRITE, .frees = true },
 	[PROTO_OP_DELETE] = { .decode = dec_keys, .apply = op_delete,
-	    .needs_session = true, .lock = LK_WRITE },
+	    .needs_session = true, .lock = LK_WRITE, .frees = true },
 	[PROTO_OP_STATS] = { .decode = dec_none, .apply = op_stats,
 	    .needs_session = true, .lock = LK_READ },
 	[PROTO_OP_HEARTBEAT] = { .decode = dec_none, .apply = op_heartbeat,
 	    .needs_session = true, .lock = LK_READ },
 	[PROTO_OP_BYE] = { .decode = dec_none, .apply = op_bye,
-	    .needs_session = true, .lock = LK_WRITE },
+	    .needs_session = true, .lock = LK_WRITE, .frees = true },
 	[PROTO_OP_SESSIONS] = { .decode = dec_none, .apply = op_sessions,
 	    .needs_session = true, .lock = LK_READ },
 	[PROTO_OP_RECLAIM] = { .decode = dec_reclaim, .apply = op_reclaim,
-	    .needs_session = true, .lock = LK_WRITE },
+	    .needs_session = true, .lock = LK_WRITE, .waits = true },
 	[PROTO_OP_LEASE] = { .decode = dec_lease, .apply = op_lease,
-	    .needs_session = true, .lock = LK_WRITE },
+	    .needs_session = true, .lock = LK_WRITE, .frees = true },
 };
 
 /* ---- the dispatcher ---------------------------------------------------- */
@@ -258,6 +259,49 @@ apply_locked(struct req *rq, const struct op_def *def)
 		rc = def->apply(rq);
 	}
 	ms_unlock(rq->ms);
+	if (rc == 0 && def->frees) {
+		ms_space_event(rq->ms);
+	}
+	return rc;
+}
+
+/* apply_locked, and while it finds no room and the request may wait,
+ * again each time room may have appeared, in arrival order (waitq.c) */
+static int
+apply_waiting(struct req *rq, const struct op_def *def)
+{
+	struct ms_wait *w = &rq->wait;
+	uint32_t wait = rq->wait_ms & ~PROTO_RECLAIM_MORE;
+	int rc;
+
+	if (!def->waits || wait == 0) {
+		return apply_locked(rq, def);
+	}
+	wait = wait < MS_WAIT_MAX_MS ? wait : MS_WAIT_MAX_MS;
+	w->sess = op_sess_id(rq);
+	w->until_ms = cxlp_now_ms() + wait;
+	for (;;) {
+		char why[256];
+		int wrc;
+
+		w->epoch = ms_waitq_epoch(rq->ms);
+		rc = apply_locked(rq, def);
+		if (rc != CXLP_E_NOSPACE && rc != CXLP_E_BUSY) {
+			break; /* room, or an error waiting cannot mend */
+		}
+		snprintf(why, sizeof(why), "%s", cxlp_errormsg());
+		if ((wrc = ms_waitq_wait(rq->ms, w)) != 0) {
+			rc = wrc == CXLP_E_BUSY || rc == CXLP_E_BUSY ?
+			    cxlp_fail(CXLP_E_BUSY, "%s", why) :
+			    cxlp_fail(CXLP_E_NOSPACE, "%s; waited %u ms for "
+			    "room", why, wait);
+			break;
+		}
+	}
+	if ((rc != CXLP_E_NOSPACE && rc != CXLP_E_BUSY) ||
+	    !(rq->wait_ms & PROTO_RECLAIM_MORE)) {
+		ms_waitq_leave(rq->ms, w->sess);
+	}
 	return rc;
 }
 
@@ -313,7 +357,7 @@ ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame, size_t len,
 		rc = decode_body(&rq, def);
 	}
 	if (rc == 0) {
-		rc = apply_locked(&rq, def);
+		rc = apply_waiting(&rq, def);
 	}
 	if (rc != 0) {
 		put_error(&rq, rc);

@@ -194,7 +194,9 @@ ms_evict_background(struct ms *ms)
 		return;
 	}
 	ms_wrlock(ms);
-	(void)ms_evict_orphans(ms, 0, target, POOL_EVICT_WATERMARK);
+	if (ms_evict_orphans(ms, 0, target, POOL_EVICT_WATERMARK) > 0) {
+		ms_space_event(ms);
+	}
 	ms_unlock(ms);
 }
 

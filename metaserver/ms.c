@@ -203,6 +203,7 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 		.lease_max_ms = cfg->lease_max_ms,
 		.hold_ns = pool_lease_horizon_ns(ms->pool) };
 	pool_evict_set_order(ms->pool, cfg->evict_clock);
+	ms_waitq_init(&ms->waitq, cfg->workers);
 	if ((rc = ms_asks_init(ms)) != 0 ||
 	    (rc = ms_sess_load(ms, cxlp_now_ms())) != 0) {
 		goto err_sess;
@@ -216,6 +217,7 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 err_sess:
 	ms_sess_free_all(ms);
 	ms_asks_fini(ms);
+	ms_waitq_fini(&ms->waitq);
 	pool_close(&ms->pool);
 err_locks:
 	locks_fini(ms);
@@ -230,6 +232,7 @@ ms_fini(struct ms *ms)
 {
 	ms_sess_free_all(ms);
 	ms_asks_fini(ms);
+	ms_waitq_fini(&ms->waitq);
 	ms_pipes_fini(ms);
 	pool_close(&ms->pool);
 	locks_fini(ms);

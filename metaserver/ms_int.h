@@ -164,6 +164,31 @@ struct ms_evict {
 	                    * an earlier server granted may run; lease.c) */
 };
 
+/* RECLAIMs waiting for room (waitq.c). */
+#define MS_WAITERS_MAX 16
+#define MS_WAIT_MAX_MS 60000u /* the longest wait a request may ask for */
+struct ms_waitq {
+	pthread_mutex_t lock; /* after ms->lock */
+	pthread_cond_t cond;  /* CLOCK_MONOTONIC: an event, or a head left */
+	uint64_t epoch;       /* space events so far (note 1) */
+	uint64_t next;        /* the last ticket handed out */
+	struct ms_waiter {
+		uint64_t ticket;  /* arrival order */
+		uint64_t sess;    /* one entry a session */
+		bool here;        /* a request of it waits now */
+		uint64_t left_ms; /* when its last wait ended (!here) */
+	} e[MS_WAITERS_MAX];  /* unordered */
+	unsigned n, max;
+	bool closing;         /* shutdown: no one waits any more */
+};
+
+/* One request's wait. */
+struct ms_wait {
+	uint64_t sess;     /* whose place in the queue it takes */
+	uint64_t epoch;    /* the epoch of its last try */
+	uint64_t until_ms; /* cxlp_now_ms time its wait ends */
+};
+
 /* A region asked back from its owner (asks.c), per region id. */
 struct ms_ask {
 	uint64_t owner;    /* the session asked */
@@ -174,6 +199,7 @@ struct ms_ask {
 struct ms {
 	struct pool *pool;
 	struct ms_evict evict;
+	struct ms_waitq waitq; /* waitq.c */
 	struct ms_ask *asks;   /* pool_region_max entries (asks.c); ms->lock */
 	unsigned asks_out;     /* entries with asked_ms set */
 	pthread_rwlock_t lock;     /* the pool (its pins included) */
@@ -403,6 +429,33 @@ uint32_t ms_asks_of(struct ms *ms, uint64_t sess,
 /* ms_ask_pending -- s gives back and has asks out (cheap when no ask is
  * out anywhere). ms->lock held. */
 bool ms_ask_pending(struct ms *ms, const struct ms_sess *s);
+
+/* ---- backpressure (waitq.c) -------------------------------------------- */
+
+/* ms_waitq_init -- an empty queue; at most workers / 2 wait at once. */
+void ms_waitq_init(struct ms_waitq *q, unsigned workers);
+void ms_waitq_fini(struct ms_waitq *q);
+/* ms_space_event -- something that may make room happened (a delete, an
+ * unpin, a lease ended, a region given back, a session ended): wake the
+ * waiters. Any locks held. */
+void ms_space_event(struct ms *ms);
+/* ms_waitq_epoch -- space events so far: read before a first try, so an
+ * event between that try and the wait is not missed. */
+uint64_t ms_waitq_epoch(struct ms *ms);
+/* ms_waitq_may_take_region -- no one waits, or sess is the head. */
+bool ms_waitq_may_take_region(struct ms *ms, uint64_t sess);
+/* ms_waitq_wait -- wait in w->sess's place in the queue (taken at the
+ * tail by its first wait, kept across its waits until it leaves or stays
+ * away a second) until it is the head and an event happened since
+ * w->epoch: 0 (try again), CXLP_E_TIMEOUT (w->until_ms passed) or
+ * CXLP_E_BUSY (the queue is full, or the session waits already). No lock
+ * of ms held. */
+int ms_waitq_wait(struct ms *ms, struct ms_wait *w);
+/* ms_waitq_close -- shutdown: every wait ends now, and no new one starts. */
+void ms_waitq_close(struct ms *ms);
+/* ms_waitq_leave -- sess gives up its place (got room, or stops
+ * waiting); a no-op if it has none, or a request of it waits. */
+void ms_waitq_leave(struct ms *ms, uint64_t sess);
 
 /* ms_nospace -- CXLP_E_NOSPACE for a region of len bytes, saying what
  * holds the pool. ms->lock held. */

@@ -38,6 +38,8 @@ struct req {
 	uint32_t region, gen;
 	uint32_t want;       /* RECLAIM: pages the caller is short of;
 	                      * LEASE: lease_ms */
+	uint32_t wait_ms;    /* RECLAIM: how long it may wait for room */
+	struct ms_wait wait; /* RECLAIM: its place among the waiters */
 	/* per key, one allocation (batch_new, dispatch.c) */
 	struct proto_result *res;
 	uint64_t *slots;     /* index slot of each key found (res[i] ok) */
@@ -69,6 +71,9 @@ struct op_def {
 	bool self_replay;  /* run again under its request id, it finds what
 	                    * its first run did, so a retry whose reply was
 	                    * evicted is run, not answered CXLP_E_UNKNOWN */
+	bool frees;        /* success may make room: wake RECLAIMs waiting
+	                    * for it (waitq.c note 1) */
+	bool waits;        /* may wait for room (rq->wait_ms) */
 };
 
 /* op_put_hdr -- the success (or status) reply header for rq. */

@@ -94,5 +94,6 @@ ms_leases_expire(struct ms *ms)
 	ms_unlock(ms);
 	if (n > 0) {
 		log_dbg("op=lease_expire leases=%llu", (unsigned long long)n);
+		ms_space_event(ms);
 	}
 }

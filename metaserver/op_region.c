@@ -78,7 +78,10 @@ op_reclaim(struct req *rq)
 {
 	struct proto_reclaimed m = { .kind = PROTO_RECLAIM_REGION };
 	int rc = rq->len == 0 ? cxlp_fail(CXLP_E_NOSPACE, "no region asked "
-	    "for (len 0)") : region_take(rq, &m.loc);
+	    "for (len 0)") : !ms_waitq_may_take_region(rq->ms,
+	    op_sess_id(rq)) ? cxlp_fail(CXLP_E_NOSPACE, "the regions that "
+	    "come free go to requests that waited longer") :
+	    region_take(rq, &m.loc);
 
 	if (rc == CXLP_E_NOSPACE) {
 		char why[256];

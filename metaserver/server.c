@@ -459,6 +459,7 @@ server_stop(struct server *srv)
 	ms_sess_lock(&srv->ms);
 	srv->ms.closing = true; /* pipe events stop detaching sessions */
 	ms_sess_unlock(&srv->ms);
+	ms_waitq_close(&srv->ms); /* no worker waits for room any more */
 	closed = sock_close_within(srv);
 	reaper_stop(srv);
 	if (closed) {

@@ -589,6 +589,7 @@ sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why)
 		ms->nfenced--;
 	}
 	sess_unlink(ms, s);
+	ms_space_event(ms); /* its pins, leases and regions may make room */
 	__atomic_store_n(&s->dead, true, __ATOMIC_RELEASE);
 	if (s->refs == 0) {
 		sess_free(s);

@@ -377,7 +377,8 @@ static void
 build_reclaim_req(struct pbuf *b)
 {
 	put_req(b, PROTO_OP_RECLAIM);
-	proto_put_reclaim_req(b, rnd(), rnd(), 1 + rnd_below(PROTO_RECLAIM_MAX));
+	proto_put_reclaim_req(b, rnd(), rnd(), 1 + rnd_below(PROTO_RECLAIM_MAX),
+	    (uint32_t)rnd());
 }
 
 static int
@@ -385,10 +386,10 @@ dec_reclaim_req(const uint8_t *f, size_t len)
 {
 	struct preader r;
 	uint64_t a, b;
-	uint32_t w;
+	uint32_t w, ms;
 	int rc = decode_req(f, len, &r);
 
-	return rc != 0 ? rc : proto_get_reclaim_req(&r, &a, &b, &w);
+	return rc != 0 ? rc : proto_get_reclaim_req(&r, &a, &b, &w, &ms);
 }
 
 /* a RECLAIM reply: half of them a region, half pages */

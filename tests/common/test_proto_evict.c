@@ -27,15 +27,16 @@ Test(proto_evict, reclaim_want_is_one_to_the_max)
 		struct pbuf b;
 		struct preader r;
 		uint64_t len, ps;
-		uint32_t w;
+		uint32_t w, wait;
 
 		pbuf_init(&b);
-		proto_put_reclaim_req(&b, 4096, 64, wants[i]);
+		proto_put_reclaim_req(&b, 4096, 64, wants[i], 1500 + i);
 		r = reader(&b);
-		cr_assert_eq(proto_get_reclaim_req(&r, &len, &ps, &w),
+		cr_assert_eq(proto_get_reclaim_req(&r, &len, &ps, &w, &wait),
 		    want_rc[i], "want %u", wants[i]);
 		if (want_rc[i] == 0) {
-			cr_assert(len == 4096 && ps == 64 && w == wants[i]);
+			cr_assert(len == 4096 && ps == 64 && w == wants[i] &&
+			    wait == 1500 + i);
 		}
 		pbuf_fini(&b);
 	}

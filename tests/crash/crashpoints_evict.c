@@ -139,7 +139,7 @@ cp_reclaim(struct run *r, int s, uint32_t want)
 	int rc;
 
 	pbuf_init(&b);
-	proto_put_reclaim_req(&b, 2 * MiB, BIG, want);
+	proto_put_reclaim_req(&b, 2 * MiB, BIG, want, 0);
 	rc = cp_xcall(r, s, PROTO_OP_RECLAIM, &b, &rep, &n);
 	if (rc == 0) {
 		rc = raw_reply(PROTO_OP_RECLAIM, rep, n, &rd);

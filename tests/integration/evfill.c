@@ -18,23 +18,40 @@ ev_start(const char *order, const char *const extra[])
 	    "metaserver did not start");
 }
 
-/* ev_connect -- see evfill.h */
-struct cxlp_handler *
-ev_connect(unsigned lease_ms)
+/* ev_config -- see evfill.h */
+struct cxlp_config *
+ev_config(void)
 {
 	struct cxlp_config *cfg = NULL;
-	struct cxlp_handler *h = NULL;
 
 	cr_assert_rc(cxlp_config_new(&cfg), 0);
 	cr_assert_rc(cxlp_config_set_server(cfg, srv.url), 0);
 	cr_assert_rc(cxlp_config_set_page_size(cfg, PAGE), 0);
 	cr_assert_rc(cxlp_config_set_region_size(cfg, REGION), 0);
-	if (lease_ms != 0) {
-		cr_assert_rc(cxlp_config_set_lease_ms(cfg, lease_ms), 0);
-	}
+	return cfg;
+}
+
+/* ev_connect_with -- see evfill.h */
+struct cxlp_handler *
+ev_connect_with(struct cxlp_config *cfg)
+{
+	struct cxlp_handler *h = NULL;
+
 	cr_assert_rc(cxlp_connect(&h, cfg), 0, "connect to %s", srv.url);
 	cxlp_config_delete(&cfg);
 	return h;
+}
+
+/* ev_connect -- see evfill.h */
+struct cxlp_handler *
+ev_connect(unsigned lease_ms)
+{
+	struct cxlp_config *cfg = ev_config();
+
+	if (lease_ms != 0) {
+		cr_assert_rc(cxlp_config_set_lease_ms(cfg, lease_ms), 0);
+	}
+	return ev_connect_with(cfg);
 }
 
 /* ev_capacity -- see evfill.h */

@@ -22,6 +22,10 @@ void ev_start(const char *order, const char *const extra[]);
 /* ev_connect -- a handler with PAGE pages in REGION regions and the given
  * lease (0: the library's default). */
 struct cxlp_handler *ev_connect(unsigned lease_ms);
+/* ev_config -- ev_connect's config, to set more on; ev_connect_with
+ * connects with it and deletes it. */
+struct cxlp_config *ev_config(void);
+struct cxlp_handler *ev_connect_with(struct cxlp_config *cfg);
 /* ev_capacity -- pages the data area holds. */
 uint64_t ev_capacity(struct cxlp_handler *h);
 /* ev_store -- store keys [first, first + n) of prefix (n <= BATCH) in one

@@ -117,6 +117,7 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_config_set_instance_id": (c_int, [_PTR, c_uint64]),
     "cxlp_config_set_keepalive_ms": (c_int, [_PTR, c_uint]),
     "cxlp_config_set_lease_ms": (c_int, [_PTR, c_uint]),
+    "cxlp_config_set_alloc_wait_ms": (c_int, [_PTR, c_uint]),
     "cxlp_config_set_direct_reads": (c_int, [_PTR, c_bool]),
     "cxlp_connect": (c_int, [_P(c_void_p), _PTR]),
     "cxlp_close": (None, [_P(c_void_p)]),

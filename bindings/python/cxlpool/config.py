@@ -40,6 +40,8 @@ class Config:
     keepalive_ms heartbeat after this long without a reply (0: off), so
                  the session is reattached soon after a metaserver restart
     lease_ms     how long a lease taken by a leased store lasts
+    alloc_wait_ms  how long alloc waits for room in a pool where nothing
+                 can be evicted (0: NoSpaceError at once)
     direct_reads read the pool's index from shared memory for unpinned
                  lookups and version checks (off: every lookup asks the
                  metaserver, and unpinned versions cannot be checked)
@@ -56,6 +58,7 @@ class Config:
     instance_id: int = 0
     keepalive_ms: int = 1000
     lease_ms: int = 10000
+    alloc_wait_ms: int = 0
     direct_reads: bool = True
 
     @property
@@ -108,6 +111,8 @@ class Config:
             cfg, _uint("keepalive_ms", self.keepalive_ms, 32)))
         check(lib.cxlp_config_set_lease_ms(
             cfg, _uint("lease_ms", self.lease_ms, 32)))
+        check(lib.cxlp_config_set_alloc_wait_ms(
+            cfg, _uint("alloc_wait_ms", self.alloc_wait_ms, 32)))
         check(lib.cxlp_config_set_direct_reads(cfg,
                                                bool(self.direct_reads)))
 

@@ -3,7 +3,8 @@
  * between its modules:
  *
  *   config.c   struct cxlp_config and its range-checked setters
- *   client.c   the nng REQ client (the only nng user): client_call
+ *   client.c   the nng REQ client (with csock.c, its sockets, the only
+ *              nng users; client_int.h): client_call
  *   pages.c    pure page tables: per-region O(1) free list + page states
  *   regions.c  own regions (RW) and the foreign-region map cache (RO);
  *              cxlp_alloc / cxlp_free

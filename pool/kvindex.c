@@ -10,16 +10,18 @@
  * 8-byte store changes what a slot means, and a reader can detect that a
  * slot changed under it. The module is pure: it writes through pointers
  * it is given and makes things durable only through the persist callback,
- * so tests run it over a malloc'ed buffer.
+ * so tests run it over a malloc'ed buffer. This file changes the index a
+ * key at a time; kvcheck.c reads it whole, for recovery at open (note 6)
+ * and the check of every invariant (note 9).
  *
  * DESIGN NOTES
  *
  * 1. Slot word (layout.h): bits 0-23 seq, 24-31 state (EMPTY, LIVE, TOMB),
  *    32-63 a checksum of the slot body seeded with the slot index
  *    (layout_slot_checksum). seq is odd exactly while the writer is
- *    changing the body. A LIVE slot is valid (slot_valid) iff its word is
- *    even, its checksum matches, its key record reads back in bounds, and
- *    XXH3_64bits(key) == tag << 32 | record.hlo.
+ *    changing the body. A LIVE slot is valid (kvindex_slot_valid) iff its
+ *    word is even, its checksum matches, its key record reads back in
+ *    bounds, and XXH3_64bits(key) == tag << 32 | record.hlo.
  *
  * 2. Probing: home = hash & (nslots - 1), then +1 (wrapping). A probe
  *    stops at an EMPTY slot or after nslots steps. Invariant: a LIVE key
@@ -66,7 +68,7 @@
  *    before the delete reads a stale but whole key and then sees seq move.
  *
  * 6. Recovery [kvindex_recover]: every slot with an odd word gets its old
- *    state back (even seq + 1); LIVE slots that fail slot_valid, or whose
+ *    state back (even seq + 1); LIVE slots not valid (1), or whose
  *    record overlaps an earlier one (keyheap_mark), become TOMB; live and
  *    tombs are recounted; the heap's free lists come from the marks
  *    (keyheap_sweep). Read-only opens skip these slots instead; lookups
@@ -75,7 +77,7 @@
  *    slots a crash leaves are the ones 4 leaves, an odd word whose state
  *    is the old EMPTY or TOMB and whose checksum bits are 0 (4c); every
  *    other slot recovery drops (an odd LIVE word, a state no path
- *    writes, a published LIVE slot that fails slot_valid or whose record
+ *    writes, a published LIVE slot invalid by 1 or whose record
  *    overlaps another) was whole when published, so it is damage, and
  *    the acknowledged key in it is lost: the caller is told (pool.c
  *    refuses it under POOL_NODROP).
@@ -94,7 +96,8 @@
  * 9. Checks: kvindex_scan verifies 1, 2, the counters, and that the
  *    records of live slots are exactly the heap's live granules (no
  *    overlap, no leak), then keyheap_check. It is O(nslots), so mutators
- *    assert only the O(chain) slot_reachable on the slot they changed.
+ *    assert only the O(chain) kvindex_slot_reachable on the slot they
+ *    changed.
  *
  * 10. The other records follow the same rule -- body persisted first,
  *    then one aligned 8-byte publish store, persisted:
@@ -127,8 +130,6 @@
  */
 #include <assert.h>
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -152,21 +153,6 @@ kvindex_init(struct kvindex *kv, struct kv_slot *slots, uint64_t nslots,
 	kv->ctx = ctx;
 }
 
-static uint64_t
-load_word(const struct kv_slot *s)
-{
-	return __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
-}
-
-static void
-store_word(struct kvindex *kv, struct kv_slot *s, uint64_t w, bool persist)
-{
-	__atomic_store_n(&s->word, w, __ATOMIC_RELEASE);
-	if (persist) {
-		kv->persist(kv->ctx, &s->word, sizeof(s->word));
-	}
-}
-
 /* kvindex_format -- see kvindex.h */
 void
 kvindex_format(struct kvindex *kv)
@@ -177,13 +163,13 @@ kvindex_format(struct kvindex *kv)
 	kv->live = kv->tombs = 0;
 }
 
-/* the key of a LIVE slot, validated as in design note 1 */
-static bool
-slot_valid(const struct kvindex *kv, uint64_t i, const void **key,
+/* kvindex_slot_valid -- see pool_int.h */
+bool
+kvindex_slot_valid(const struct kvindex *kv, uint64_t i, const void **key,
     size_t *klen)
 {
 	const struct kv_slot *s = &kv->slots[i];
-	uint64_t w = load_word(s);
+	uint64_t w = kvindex_load_word(s);
 	uint32_t hlo;
 
 	if ((kv_seq(w) & 1u) || kv_state(w) != KV_LIVE ||
@@ -214,7 +200,7 @@ kvindex_probe(const struct kvindex *kv, const void *key, size_t klen,
 	i = pr->hash & mask;
 	for (uint64_t step = 0; step < kv->nslots; step++, i = (i + 1) & mask) {
 		const struct kv_slot *s = &kv->slots[i];
-		uint64_t w = load_word(s);
+		uint64_t w = kvindex_load_word(s);
 		const void *k;
 		size_t kl;
 
@@ -229,7 +215,7 @@ kvindex_probe(const struct kvindex *kv, const void *key, size_t klen,
 			pr->free = i;
 		}
 		if (kv_state(w) == KV_LIVE && s->tag == pr->hash >> 32 &&
-		    slot_valid(kv, i, &k, &kl) && kl == klen &&
+		    kvindex_slot_valid(kv, i, &k, &kl) && kl == klen &&
 		    memcmp(k, key, klen) == 0) {
 			pr->slot = i;
 			return 1;
@@ -263,7 +249,7 @@ void
 kvindex_prefetch_key(const struct kvindex *kv, uint64_t hash)
 {
 	const struct kv_slot *s = &kv->slots[hash & (kv->nslots - 1)];
-	uint64_t w = load_word(s);
+	uint64_t w = kvindex_load_word(s);
 
 	/* only a hint: a word read torn or stale costs a wasted prefetch */
 	if (kv_state(w) == KV_LIVE && s->tag == hash >> 32 &&
@@ -273,15 +259,15 @@ kvindex_prefetch_key(const struct kvindex *kv, uint64_t hash)
 	}
 }
 
-/* the key in slot i is found by a probe (design note 2) */
-static bool
-slot_reachable(const struct kvindex *kv, uint64_t i)
+/* kvindex_slot_reachable -- see pool_int.h */
+bool
+kvindex_slot_reachable(const struct kvindex *kv, uint64_t i)
 {
 	struct kv_probe pr;
 	const void *key;
 	size_t klen;
 
-	return slot_valid(kv, i, &key, &klen) &&
+	return kvindex_slot_valid(kv, i, &key, &klen) &&
 	    kvindex_probe(kv, key, klen, &pr) == 1 && pr.slot == i;
 }
 
@@ -313,7 +299,7 @@ kvindex_put(struct kvindex *kv, const struct kv_probe *pr, const void *key,
 	s = &kv->slots[pr->free];
 	seq = kv_seq(s->word);
 	old = kv_state(s->word);
-	store_word(kv, s, kv_word(seq + 1, old, 0), false);
+	kvindex_store_word(kv, s, kv_word(seq + 1, old, 0), false);
 	__atomic_thread_fence(__ATOMIC_RELEASE); /* odd before the body */
 	s->tag = (uint32_t)(pr->hash >> 32);
 	s->key = ref;
@@ -322,12 +308,12 @@ kvindex_put(struct kvindex *kv, const struct kv_probe *pr, const void *key,
 	s->page = v->page;
 	s->len = v->len;
 	kv->persist(kv->ctx, s, sizeof(*s));
-	store_word(kv, s, kv_word(seq + 2, KV_LIVE,
+	kvindex_store_word(kv, s, kv_word(seq + 2, KV_LIVE,
 	    layout_slot_checksum(s, pr->free)), true);
 	kv->tombs -= old == KV_TOMB;
 	kv->live++;
 	*slot = pr->free;
-	cxlp_expensive_assert(slot_reachable(kv, *slot));
+	cxlp_expensive_assert(kvindex_slot_reachable(kv, *slot));
 	return 0;
 }
 
@@ -374,7 +360,7 @@ kvindex_lookup(const struct kvindex *kv, const void *key, size_t klen,
 static bool
 slot_empty(const struct kvindex *kv, uint64_t x)
 {
-	uint64_t w = load_word(&kv->slots[x]);
+	uint64_t w = kvindex_load_word(&kv->slots[x]);
 
 	return kv_state(w) == KV_EMPTY && !(kv_seq(w) & 1u);
 }
@@ -402,8 +388,8 @@ probe_reach(const struct kvindex *kv, uint64_t x, uint64_t w)
 static void
 untomb(struct kvindex *kv, uint64_t x, uint64_t w)
 {
-	store_word(kv, &kv->slots[x], kv_word(kv_seq(w) + 2, KV_EMPTY, 0),
-	    true);
+	kvindex_store_word(kv, &kv->slots[x],
+	    kv_word(kv_seq(w) + 2, KV_EMPTY, 0), true);
 	kv->tombs--;
 }
 
@@ -419,7 +405,7 @@ sweep(struct kvindex *kv, uint64_t last, uint64_t n, uint64_t decide)
 
 	for (uint64_t u = n; u-- > 0;) {
 		uint64_t x = (last - (n - 1 - u)) & mask;
-		uint64_t w = load_word(&kv->slots[x]);
+		uint64_t w = kvindex_load_word(&kv->slots[x]);
 		uint64_t reach;
 
 		if (kv_state(w) == KV_LIVE || (kv_seq(w) & 1u)) {
@@ -433,11 +419,11 @@ sweep(struct kvindex *kv, uint64_t last, uint64_t n, uint64_t decide)
 	}
 }
 
-/* Sweep the whole table: one lap that ends at an EMPTY slot (no probe
- * crosses it), or with none, two laps, so that every probe that wraps
- * round is seen before the slots it passes. */
-static void
-sweep_table(struct kvindex *kv)
+/* kvindex_sweep_table -- see pool_int.h. One lap that ends at an EMPTY
+ * slot (no probe crosses it), or with none, two laps, so that every probe
+ * that wraps round is seen before the slots it passes. */
+void
+kvindex_sweep_table(struct kvindex *kv)
 {
 	uint64_t z = 0;
 
@@ -465,7 +451,7 @@ sweep_cluster(struct kvindex *kv, uint64_t i)
 		len++;
 	}
 	if (len > kv->nslots) {
-		sweep_table(kv);
+		kvindex_sweep_table(kv);
 		return;
 	}
 	for (len = 1; !slot_empty(kv, (last - len) & mask); len++) {
@@ -481,8 +467,9 @@ kvindex_drop(struct kvindex *kv, uint64_t i)
 	const void *key;
 	size_t klen;
 
-	cxlp_assert(slot_valid(kv, i, &key, &klen));
-	store_word(kv, s, kv_word(kv_seq(s->word) + 2, KV_TOMB, 0), true);
+	cxlp_assert(kvindex_slot_valid(kv, i, &key, &klen));
+	kvindex_store_word(kv, s, kv_word(kv_seq(s->word) + 2, KV_TOMB, 0),
+	    true);
 	kv->live--;
 	kv->tombs++;
 	sweep_cluster(kv, i);
@@ -512,7 +499,7 @@ kvindex_get(const struct kvindex *kv, uint64_t i, struct kv_val *v,
 	const void *k;
 	size_t kl;
 
-	if (i >= kv->nslots || !slot_valid(kv, i, &k, &kl)) {
+	if (i >= kv->nslots || !kvindex_slot_valid(kv, i, &k, &kl)) {
 		return CXLP_E_NOTFOUND;
 	}
 	slot_val(&kv->slots[i], v);
@@ -533,7 +520,7 @@ kvindex_next(const struct kvindex *kv, uint64_t *cursor, uint64_t *slot)
 	size_t kl;
 
 	for (uint64_t i = *cursor; i < kv->nslots; i++) {
-		if (slot_valid(kv, i, &k, &kl)) {
+		if (kvindex_slot_valid(kv, i, &k, &kl)) {
 			*slot = i;
 			*cursor = i + 1;
 			return 1;
@@ -541,230 +528,4 @@ kvindex_next(const struct kvindex *kv, uint64_t *cursor, uint64_t *slot)
 	}
 	*cursor = kv->nslots;
 	return 0;
-}
-
-/* Why recovery drops slot i as damage, or NULL if it keeps it or rolls
- * it back as torn (*torn). Torn is exactly what kvindex_put leaves: an
- * odd word, the old state EMPTY or TOMB, no checksum (note 4c). An odd
- * LIVE word (a flipped low bit) is never written, nor is a word with
- * another state; a LIVE slot that fails slot_valid was whole when it
- * was published (4d before 4e), so it is damage too. */
-static const char *
-slot_damage(const struct kvindex *kv, uint64_t i, bool *torn)
-{
-	const struct kv_slot *s = &kv->slots[i];
-	uint64_t w = load_word(s);
-	uint32_t st = kv_state(w), hlo;
-	const void *key;
-	size_t klen;
-
-	*torn = false;
-	if (kv_seq(w) & 1u) {
-		*torn = (st == KV_EMPTY || st == KV_TOMB) && kv_sum(w) == 0;
-		return *torn ? NULL : "odd sequence word on a published slot";
-	}
-	if (st == KV_EMPTY || st == KV_TOMB) {
-		return NULL;
-	}
-	if (st != KV_LIVE) {
-		return "bad state";
-	}
-	if (kv_sum(w) != layout_slot_checksum(s, i)) {
-		return "checksum mismatch";
-	}
-	if (keyheap_read(kv->heap, s->key, &key, &klen, &hlo) != 0 ||
-	    XXH3_64bits(key, klen) != ((uint64_t)s->tag << 32 | hlo)) {
-		return "key record unreadable or not its key";
-	}
-	if (keyheap_mark(kv->heap, s->key, klen) != 0) {
-		return "key record overlaps another key's";
-	}
-	return NULL;
-}
-
-/* one slot of recovery (design note 6): drop it if torn or damaged */
-static void
-recover_slot(struct kvindex *kv, uint64_t i, bool repair,
-    struct kv_recovery *rec)
-{
-	struct kv_slot *s = &kv->slots[i];
-	uint64_t w = load_word(s);
-	uint32_t st = kv_state(w), seq = kv_seq(w);
-	bool torn;
-	const char *why = slot_damage(kv, i, &torn);
-
-	if (why == NULL && !torn) {
-		kv->live += st == KV_LIVE;
-		kv->tombs += st == KV_TOMB;
-		return;
-	}
-	/* odd: back to the old state; a LIVE (or odd LIVE) slot: TOMB */
-	st = (seq & 1u) && st == KV_EMPTY ? KV_EMPTY : KV_TOMB;
-	if (repair) {
-		store_word(kv, s, kv_word(seq + 1 + !(seq & 1u), st, 0),
-		    true);
-	}
-	kv->tombs += st == KV_TOMB;
-	if (torn) {
-		rec->torn++;
-	} else {
-		rec->damaged++;
-		if (rec->damage != NULL) {
-			rec->damage(rec->arg, i, why);
-		}
-	}
-}
-
-/* kvindex_recover_report -- see kvindex.h */
-int
-kvindex_recover_report(struct kvindex *kv, bool repair,
-    struct kv_recovery *rec)
-{
-	rec->torn = rec->damaged = 0;
-	keyheap_reset(kv->heap);
-	kv->live = kv->tombs = 0;
-	for (uint64_t i = 0; i < kv->nslots; i++) {
-		recover_slot(kv, i, repair, rec);
-	}
-	keyheap_sweep(kv->heap);
-	/* e.g. a pool written before sweeps (3) */
-	rec->sweep = kv->tombs > kv->nslots / 16;
-	if (repair && rec->sweep) {
-		sweep_table(kv);
-	}
-	return 0;
-}
-
-/* kvindex_recover -- see kvindex.h */
-int
-kvindex_recover(struct kvindex *kv, bool repair, uint64_t *dropped)
-{
-	struct kv_recovery rec = { 0 };
-
-	kvindex_recover_report(kv, repair, &rec);
-	if (dropped != NULL) {
-		*dropped = rec.torn + rec.damaged;
-	}
-	return 0;
-}
-
-struct scan {
-	void (*report)(void *arg, const char *problem);
-	void *arg;
-	int problems;
-};
-
-static void
-scan_report(struct scan *sc, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-scan_report(struct scan *sc, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	sc->problems++;
-	if (sc->report == NULL) {
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	sc->report(sc->arg, msg);
-}
-
-/* one slot of the scan; adds its record's granules to *gran */
-static void
-scan_slot(const struct kvindex *kv, uint64_t i, struct scan *sc,
-    uint64_t *live, uint64_t *tombs, uint64_t *gran)
-{
-	uint64_t w = load_word(&kv->slots[i]);
-	const void *key;
-	size_t klen;
-	uint32_t g;
-
-	if (kv_seq(w) & 1u) {
-		scan_report(sc, "index slot %llu is mid-write (odd seq %u)",
-		    (unsigned long long)i, kv_seq(w));
-		return;
-	}
-	*tombs += kv_state(w) == KV_TOMB;
-	if (kv_state(w) == KV_EMPTY || kv_state(w) == KV_TOMB) {
-		return;
-	}
-	if (!slot_valid(kv, i, &key, &klen)) {
-		scan_report(sc, "index slot %llu: bad state, checksum or key "
-		    "record", (unsigned long long)i);
-		return;
-	}
-	(*live)++;
-	if (!slot_reachable(kv, i)) {
-		scan_report(sc, "index slot %llu: key unreachable by probing "
-		    "or duplicated", (unsigned long long)i);
-	}
-	g = keyheap_rec_gran(klen);
-	*gran += g;
-	for (uint32_t j = 0; j < g; j++) {
-		if (!keyheap_is_live(kv->heap, kv->slots[i].key + j)) {
-			scan_report(sc, "index slot %llu: key record not "
-			    "allocated in the key heap", (unsigned long long)i);
-			return;
-		}
-	}
-}
-
-/* kvindex_scan -- see kvindex.h */
-int
-kvindex_scan(const struct kvindex *kv,
-    void (*report)(void *arg, const char *problem), void *arg)
-{
-	struct scan sc = { report, arg, 0 };
-	uint64_t live = 0, tombs = 0, gran = 0;
-	char why[200];
-
-	for (uint64_t i = 0; i < kv->nslots; i++) {
-		scan_slot(kv, i, &sc, &live, &tombs, &gran);
-	}
-	if (live != kv->live || tombs != kv->tombs) {
-		scan_report(&sc, "index counts %llu live, %llu tombstones; "
-		    "slots hold %llu and %llu", (unsigned long long)kv->live,
-		    (unsigned long long)kv->tombs, (unsigned long long)live,
-		    (unsigned long long)tombs);
-	}
-	if (gran != kv->heap->used) {
-		scan_report(&sc, "live keys take %llu heap granules, the heap "
-		    "counts %llu (overlap or leak)", (unsigned long long)gran,
-		    (unsigned long long)kv->heap->used);
-	}
-	if (keyheap_check(kv->heap, why, sizeof(why)) != 0) {
-		scan_report(&sc, "key heap: %s", why);
-	}
-	return sc.problems;
-}
-
-struct first {
-	char *why;
-	size_t n;
-	bool got;
-};
-
-static void
-first_report(void *arg, const char *problem)
-{
-	struct first *f = arg;
-
-	if (!f->got && f->why != NULL) {
-		snprintf(f->why, f->n, "%s", problem);
-	}
-	f->got = true;
-}
-
-/* kvindex_check -- see kvindex.h */
-int
-kvindex_check(const struct kvindex *kv, char *why, size_t n)
-{
-	struct first f = { why, n, false };
-
-	return kvindex_scan(kv, first_report, &f) ? CXLP_E_CORRUPT : 0;
 }

@@ -21,7 +21,7 @@
  * to any caller. The other shared reads are the handler's, through
  * kvread.c's loads (ld32, ld64 and the slot and region words), where
  * such a mode would invalidate before each read; the index's own slot
- * words (kvindex.c load_word, store_word) persist through
+ * words (kvindex_load_word, kvindex_store_word) persist through
  * pool_persist_cb. Today's pools assume coherent memory.
  */
 #include "crashpt.h"

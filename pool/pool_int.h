@@ -227,6 +227,37 @@ void kvindex_prefetch(const struct kvindex *kv, uint64_t hash, bool write);
  * kvindex_prefetch of the whole batch. Lock-free safe (a hint). */
 void kvindex_prefetch_key(const struct kvindex *kv, uint64_t hash);
 
+/* kvindex.c: what recovery and the scan (kvcheck.c) judge slots by. */
+/* kvindex_load_word -- slot s's word, with acquire order. */
+static inline uint64_t
+kvindex_load_word(const struct kv_slot *s)
+{
+	return __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
+}
+
+/* kvindex_store_word -- store w as slot s's word, with release order;
+ * with persist, make it durable. */
+static inline void
+kvindex_store_word(struct kvindex *kv, struct kv_slot *s, uint64_t w,
+    bool persist)
+{
+	__atomic_store_n(&s->word, w, __ATOMIC_RELEASE);
+	if (persist) {
+		kv->persist(kv->ctx, &s->word, sizeof(s->word));
+	}
+}
+
+/* kvindex_slot_valid -- slot i is LIVE and valid as in kvindex.c design
+ * note 1: true and its key (*key, *klen point into the key heap). */
+bool kvindex_slot_valid(const struct kvindex *kv, uint64_t i,
+    const void **key, size_t *klen);
+/* kvindex_slot_reachable -- the key in slot i is found by a probe
+ * (design note 2). */
+bool kvindex_slot_reachable(const struct kvindex *kv, uint64_t i);
+/* kvindex_sweep_table -- empty every tombstone no probe needs, over the
+ * whole table (design note 3). */
+void kvindex_sweep_table(struct kvindex *kv);
+
 /* pintab.c */
 /* pintab_rebuild -- index the valid live pin records; with repair, free
  * the others on media (pintab.c design note 4). After kv_rebuild. */

@@ -294,18 +294,29 @@ void ms_pipe_removed(struct ms *ms, uint64_t pipe_id, uint64_t now_ms);
  * many ended. */
 unsigned ms_reap(struct ms *ms, uint64_t now_ms);
 
-/* ms_hello_admit -- access rule for a frame from a non-ipc peer: when the
- * server has a shared secret, a HELLO must carry it (constant-time
- * compare). Returns 0 to hand the frame to ms_dispatch (also for frames
+/* ms_hello_admit (hello.c) -- access rule for a frame from a non-ipc
+ * peer: when the server has a shared secret, a HELLO must carry it
+ * (constant-time compare). Returns 0 to hand the frame to ms_dispatch (also for frames
  * that are not a decodable HELLO: ms_dispatch answers those), or
  * CXLP_E_PERM with the error reply encoded into reply and nothing
  * created. Thread-safe (reads only the secret). */
 int ms_hello_admit(struct ms *ms, const void *frame, size_t len,
     struct pbuf *reply);
 
-/* ---- sessions (session.c): shadows, HELLO and every transition -------- */
+/* ---- sessions (session.c): shadows and every transition --------------- */
 
+/* Used by hello.c: (sess_lock held) */
+/* sess_find -- the live shadow of session id, or NULL. */
+struct ms_sess *sess_find(struct ms *ms, uint64_t id);
+/* sess_track -- add a DRAM shadow for session record r. Returns it, or
+ * NULL on ENOMEM. */
+struct ms_sess *sess_track(struct ms *ms, const struct pool_session *r);
+/* sess_bind -- bind s to the pipe it just spoke on; a detached session
+ * is live again. */
+void sess_bind(struct ms *ms, struct ms_sess *s, uint64_t pipe_id);
 /* Used by dispatch.c: */
+/* sess_hello (hello.c) -- HELLO: a new session, the one an earlier copy
+ * of this HELLO created, or the one it reattaches. */
 int sess_hello(struct ms *ms, const struct proto_req_hdr *h,
     const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out);
 int sess_enter(struct ms *ms, const struct proto_req_hdr *h,

@@ -1,0 +1,229 @@
+/*
+ * hello.c -- how a session begins: HELLO, which creates a session (or
+ * finds the one an earlier copy of the same HELLO created), reattaches one
+ * by its token, and, from a peer that is not on ipc, must carry the
+ * server's shared secret (ms_hello_admit, before ms_dispatch).
+ *
+ * Apart from session.c, which keeps the shadows and every later change of
+ * a session's state: a HELLO only adds a shadow (sess_track) or binds one
+ * to its pipe (sess_bind), under ms->sess_lock, and the pool records the
+ * new session (pool_session_add) before its shadow exists. A resent
+ * HELLO is recognised by its nonce (the header's token, chosen by the
+ * handler), its pid and its start time, so a lost WELCOME never makes a
+ * second session (session.c design notes 1 and 4 for what a fenced or
+ * dead session is never found by).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "err.h"
+#include "log.h"
+#include "ms_int.h"
+
+static int
+new_token(uint64_t *token)
+{
+	do {
+		ssize_t n = getrandom(token, sizeof(*token), 0);
+
+		if (n != (ssize_t)sizeof(*token)) {
+			return cxlp_fail(n < 0 ? -errno : -EIO,
+			    "getrandom: %s", strerror(errno));
+		}
+	} while (*token == 0);
+	return 0;
+}
+
+/* The pid to keep for a HELLO that came on pipe_id (sess_lock held): the
+ * one the server saw behind an ipc pipe, which its liveness checks (kill,
+ * /proc) can look up after a restart too -- a handler in another pid
+ * namespace gives its own namespace's pid, which names another process
+ * here or none -- else the one the HELLO gives. */
+static uint32_t
+hello_pid(const struct ms *ms, const struct proto_hello *m, uint64_t pipe_id)
+{
+	uint64_t seen = ms_pipe_pid(ms, pipe_id);
+
+	return seen != 0 && seen <= UINT32_MAX ? (uint32_t)seen : m->pid;
+}
+
+static int
+hello_reattach(struct ms *ms, const struct proto_req_hdr *h,
+    const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out)
+{
+	struct ms_sess *s;
+
+	ms_sess_lock(ms);
+	s = sess_find(ms, h->session);
+	if (s == NULL || s->token != h->token || s->fenced) {
+		ms_sess_unlock(ms);
+		return cxlp_fail(CXLP_E_SESSION, "reattach: no session %llu "
+		    "with that token%s", (unsigned long long)h->session,
+		    s != NULL && s->fenced ? " (ended: silent too long)" : "");
+	}
+	s->pid = hello_pid(ms, m, pipe_id);
+	s->start_time = m->start_time;
+	s->giveback = (m->flags & PROTO_HELLO_GIVEBACK) != 0;
+	s->lease_ms = m->lease_ms;
+	sess_bind(ms, s, pipe_id);
+	ms_sess_unlock(ms);
+	*out = s;
+	return 0;
+}
+
+/* The live session a HELLO with this nonce (the header's token, random,
+ * chosen by the handler) from this process already created, or NULL: a
+ * HELLO resent after a lost WELCOME gets the session it made, not a
+ * second one. sess_lock held. */
+static struct ms_sess *
+hello_find(struct ms *ms, uint64_t nonce, const struct proto_hello *m,
+    uint64_t pipe_id)
+{
+	uint32_t pid = hello_pid(ms, m, pipe_id);
+
+	if (nonce == 0) {
+		return NULL;
+	}
+	for (size_t b = 0; b < MS_SESS_BUCKETS; b++) {
+		for (struct ms_sess *s = ms->sess[b]; s != NULL; s = s->next) {
+			if (s->hello_nonce == nonce && !s->dead &&
+			    !s->fenced && s->pid == pid &&
+			    s->start_time == m->start_time) {
+				return s;
+			}
+		}
+	}
+	return NULL;
+}
+
+static bool
+hello_repeated(struct ms *ms, const struct proto_req_hdr *h,
+    const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out)
+{
+	struct ms_sess *s;
+
+	ms_sess_lock(ms);
+	s = hello_find(ms, h->token, m, pipe_id);
+	if (s != NULL) {
+		sess_bind(ms, s, pipe_id);
+		log_info("op=hello_again session=%llu pid=%u",
+		    (unsigned long long)s->id, m->pid);
+	}
+	ms_sess_unlock(ms);
+	*out = s;
+	return s != NULL;
+}
+
+/* The record of a new session for HELLO m on pipe_id, admitted under
+ * --max-sessions-per-process (sess_lock taken here). */
+static int
+hello_record(struct ms *ms, const struct proto_hello *m, uint64_t pipe_id,
+    struct pool_session *r)
+{
+	int rc = new_token(&r->token);
+
+	if (rc != 0) {
+		return rc;
+	}
+	r->start_time = m->start_time;
+	r->instance = m->instance_id;
+	r->keepalive_ms = (m->flags & PROTO_HELLO_KEEPALIVE) ?
+	    m->keepalive_ms : 0;
+	memcpy(r->host, m->host,
+	    m->host_len < sizeof(r->host) ? m->host_len : sizeof(r->host) - 1);
+	ms_sess_lock(ms);
+	r->pid = hello_pid(ms, m, pipe_id);
+	rc = ms_sess_admit(ms, r->pid, r->start_time, r->host);
+	ms_sess_unlock(ms);
+	return rc;
+}
+
+/* sess_hello -- HELLO: a new session (or the one an earlier copy of this
+ * HELLO created), or with PROTO_HELLO_REATTACH the one the header names
+ * (token checked). ms->lock held for writing, which keeps *out alive until
+ * it is released. Returns 0, CXLP_E_SESSION, CXLP_E_NOSPACE (session table
+ * full, or this process holds --max-sessions-per-process; the message
+ * says which) or -errno. */
+int
+sess_hello(struct ms *ms, const struct proto_req_hdr *h,
+    const struct proto_hello *m, uint64_t pipe_id, struct ms_sess **out)
+{
+	struct pool_session r = { 0 };
+	struct ms_sess *s;
+	int rc;
+
+	*out = NULL;
+	if (m->flags & PROTO_HELLO_REATTACH) {
+		return hello_reattach(ms, h, m, pipe_id, out);
+	}
+	if (hello_repeated(ms, h, m, pipe_id, out)) {
+		return 0;
+	}
+	if ((rc = hello_record(ms, m, pipe_id, &r)) != 0) {
+		return rc;
+	}
+	rc = pool_session_add(ms->pool, &r);
+	if (rc != 0) {
+		return rc == CXLP_E_NOSPACE ? ms_sess_table_full(ms) : rc;
+	}
+	ms_sess_lock(ms);
+	s = sess_track(ms, &r);
+	if (s != NULL) {
+		s->hello_nonce = h->token;
+		s->giveback = (m->flags & PROTO_HELLO_GIVEBACK) != 0;
+		s->lease_ms = m->lease_ms;
+		sess_bind(ms, s, pipe_id);
+	}
+	ms_sess_unlock(ms);
+	if (s == NULL) {
+		pool_session_remove(ms->pool, r.id);
+		return cxlp_fail(-ENOMEM, "no memory for a session");
+	}
+	*out = s;
+	return 0;
+}
+
+/* Constant-time equality of the HELLO's secret with the server's: every
+ * byte of the longest possible secret is looked at, whatever matches. */
+static bool
+secret_ok(const struct ms *ms, const struct proto_hello *m)
+{
+	unsigned diff = m->secret_len ^ ms->secret_len;
+
+	for (size_t i = 0; i < PROTO_SECRET_MAX; i++) {
+		uint8_t a = i < m->secret_len ? m->secret[i] : 0;
+
+		diff |= (unsigned)(a ^ ms->secret[i]);
+	}
+	return diff == 0;
+}
+
+/* ms_hello_admit -- a HELLO from a non-ipc peer must carry the shared
+ * secret (when the server has one). Returns 0 to go on with ms_dispatch,
+ * or CXLP_E_PERM with the error reply in reply. */
+int
+ms_hello_admit(struct ms *ms, const void *frame, size_t len,
+    struct pbuf *reply)
+{
+	struct proto_rep_hdr rh = { .version = PROTO_VERSION,
+		.op = PROTO_OP_HELLO, .status = CXLP_E_PERM };
+	struct proto_req_hdr h;
+	struct proto_hello m;
+	struct preader body;
+
+	if (ms->secret_len == 0 ||
+	    proto_get_req_hdr(frame, len, &h, &body) != 0 ||
+	    h.op != PROTO_OP_HELLO || proto_get_hello(&body, &m) != 0 ||
+	    secret_ok(ms, &m)) {
+		return 0;
+	}
+	log_err("op=hello pid=%u rc=%d msg=\"%s shared secret from a "
+	    "non-ipc peer: refused\"", m.pid, CXLP_E_PERM,
+	    m.secret_len == 0 ? "no" : "wrong");
+	rh.req_id = h.req_id;
+	pbuf_reset(reply);
+	proto_put_rep_hdr(reply, &rh);
+	return cxlp_fail(CXLP_E_PERM, "HELLO without the shared secret");
+}

@@ -1,6 +1,7 @@
 /*
- * proto_int.h -- helpers shared by the codec's two halves (proto.c,
- * proto_msg.c): field readers that name the field that failed.
+ * proto_int.h -- helpers shared by the codec's halves (proto.c, and the
+ * bodies: proto_msg.c, proto_batch.c, proto_reclaim.c): field readers
+ * that name the field that failed.
  */
 #ifndef CXLP_PROTO_INT_H
 #define CXLP_PROTO_INT_H

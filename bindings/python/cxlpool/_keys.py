@@ -1,5 +1,6 @@
 """Keys as the C calls take them, and per-key errors as batches return
-them: shared by :mod:`cxlpool.handler` and :mod:`cxlpool.versions`."""
+them: shared by :mod:`cxlpool.handler`, :mod:`cxlpool.pages` and
+:mod:`cxlpool.versions`."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@
  * 2. Which, and why no page of it is handed out again. giveback_run
  *    takes every empty set past the first `reserve` out of the page
  *    table (pagetab_remove, which refuses a set holding a page in any
- *    state but FREE) and out of h->own, under the page lock that every
+ *    state but FREE) and out of h->regions.own, under the page lock that every
  *    alloc takes: the check and the removal are one critical section.
  *    An alloc either took a page of the set first (then it is not empty
  *    and stays) or finds it gone. A page allocated, in flight,
@@ -159,7 +159,8 @@ may_take(struct cxlp_handler *h, uint32_t i, unsigned *kept)
 		cxlp_assert(pagetab_remove_idle(&h->pages, i, &reg) == 0);
 		if (reg > 0) {
 			log_info("region %u gen %u: asked back with %u keys",
-			    h->own[i]->loc.region, h->own[i]->loc.gen, reg);
+			    h->regions.own[i]->loc.region,
+			    h->regions.own[i]->loc.gen, reg);
 		}
 		return true;
 	}
@@ -171,7 +172,7 @@ may_take(struct cxlp_handler *h, uint32_t i, unsigned *kept)
 }
 
 /* Take the empty sets past the reserve, and the idle asked ones, out of
- * the page table and h->own (notes 2, 7); returns their regions,
+ * the page table and h->regions.own (notes 2, 7); returns their regions,
  * linked. expand_lock held. */
 static struct own_region *
 take_empty(struct cxlp_handler *h)
@@ -185,13 +186,13 @@ take_empty(struct cxlp_handler *h)
 	}
 	fetch_asks(h);
 	pthread_mutex_lock(&h->page_lock);
-	for (uint32_t i = 0; i < h->nown; i++) {
-		if (h->own[i] == NULL || !may_take(h, i, &kept)) {
+	for (uint32_t i = 0; i < h->regions.nown; i++) {
+		if (h->regions.own[i] == NULL || !may_take(h, i, &kept)) {
 			continue;
 		}
-		h->own[i]->next = taken;
-		taken = h->own[i];
-		h->own[i] = NULL;
+		h->regions.own[i]->next = taken;
+		taken = h->regions.own[i];
+		h->regions.own[i] = NULL;
 	}
 	pthread_mutex_unlock(&h->page_lock);
 	return taken;

@@ -61,7 +61,7 @@ handler_new(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	pthread_mutex_init(&h->reattach_lock, NULL);
 	pthread_mutex_init(&h->expand_lock, NULL);
 	pthread_mutex_init(&h->page_lock, NULL);
-	pthread_rwlock_init(&h->map_lock, NULL);
+	regions_state_init(&h->regions);
 	pagetab_init(&h->pages);
 	scratch_cache_init(&h->scratch);
 	keeper_init(&h->keeper);
@@ -80,7 +80,7 @@ handler_free(struct cxlp_handler *h)
 	scratch_cache_fini(&h->scratch);
 	keeper_fini(&h->keeper);
 	reclaim_fini(&h->reclaim);
-	pthread_rwlock_destroy(&h->map_lock);
+	regions_state_fini(&h->regions);
 	pthread_mutex_destroy(&h->page_lock);
 	pthread_mutex_destroy(&h->expand_lock);
 	pthread_mutex_destroy(&h->reattach_lock);

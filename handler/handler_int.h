@@ -6,8 +6,9 @@
  *   client.c   the nng REQ client (with csock.c, its sockets, the only
  *              nng users; client_int.h): client_call
  *   pages.c    pure page tables: per-region O(1) free list + page states
- *   regions.c  own regions (RW) and the foreign-region map cache (RO);
- *              cxlp_alloc / cxlp_free
+ *   regions.c  own regions (RW); cxlp_alloc / cxlp_free
+ *   rmap.c     the region map of every mapping, and the foreign regions
+ *              mapped into it (RO)
  *   prefaulter.c  the thread that prefaults regions mapped after connect
  *   giveback.c the return of emptied regions past the reserve
  *   call.c     HELLO, reattach and h_call, below every module that
@@ -26,8 +27,8 @@
  *                   lists
  *   h->page_lock    the write path: page table, own-region array, the
  *                   unresolved list
- *   h->map_lock     rwlock over the region map cache; reads take it shared
- *                   and never wait on page_lock
+ *   h->regions.map_lock  rwlock over the region map cache; reads take
+ *                   it shared and never wait on page_lock
  */
 #ifndef CXLP_HANDLER_INT_H
 #define CXLP_HANDLER_INT_H
@@ -189,7 +190,7 @@ void pagetab_taint(struct pagetab *t, cxlp_page_t pg);
 /* pagetab_tainted -- pg is marked (pg valid). */
 bool pagetab_tainted(const struct pagetab *t, cxlp_page_t pg);
 
-/* ---- regions.c ---------------------------------------------------------- */
+/* ---- regions.c, rmap.c ------------------------------------------------- */
 
 struct pmap;
 
@@ -212,6 +213,31 @@ struct rmap_ent {
 };
 
 #define RMAP_BUCKETS 256
+
+/* The regions' state (regions.c, rmap.c), embedded in the handler:
+ * regions_state_init at handler_new, regions_state_fini at handler_free;
+ * between them regions_init (connect) takes the first region and
+ * regions_fini (close) unmaps every region. */
+struct regions {
+	struct own_region **own; /* indexed like pages.sets; page_lock */
+	uint32_t nown, cap_own;  /* page_lock */
+
+	pthread_rwlock_t map_lock; /* over rmap, retired, nforeign */
+	struct rmap_ent *rmap[RMAP_BUCKETS];
+	struct rmap_ent *retired; /* replaced foreign maps, unmapped at close */
+	uint64_t nforeign;
+
+	uint64_t req; /* a REGION_ALLOC (or RECLAIM) whose every try timed
+	               * out: the next asks again under its id (the server
+	               * finds the region it granted); expand_lock */
+	bool unfit;   /* the last region refused is larger than the pool's
+	               * whole data area (regfit_why); expand_lock */
+
+	/* the thread that prefaults regions added after connect and foreign
+	 * regions as they are mapped (prefaulter.c); NULL until first
+	 * needed */
+	struct prefaulter *prefaulter;
+};
 
 /* An unresolved page: a register whose outcome was lost. */
 struct unresolved {
@@ -290,34 +316,17 @@ struct cxlp_handler {
 	pthread_mutex_t expand_lock;
 	pthread_mutex_t page_lock;
 	struct pagetab pages;
-	struct own_region **own; /* indexed like pages.sets */
-	uint32_t nown, cap_own;
 	struct unresolved *unres;
 	size_t nunres, cap_unres;
 	uint64_t quar_logged; /* quarantined pages when last logged (doubt.c) */
 
-	pthread_rwlock_t map_lock;
-	struct rmap_ent *rmap[RMAP_BUCKETS];
-	struct rmap_ent *retired; /* replaced foreign maps, unmapped at close */
-	uint64_t nforeign;
-
+	struct regions regions; /* regions.c, rmap.c */
 	struct direct *direct; /* NULL: direct reads off */
 	struct keeper keeper;  /* keeper.c */
 	struct reclaimer reclaim; /* reclaim.c */
 	struct giveback giveback; /* giveback.c */
 
 	struct scratch_cache scratch; /* batch calls' transient memory */
-	uint64_t region_req; /* a REGION_ALLOC whose every try timed out:
-	                      * the next asks again under its id (the
-	                      * server finds the region it granted);
-	                      * expand_lock */
-	bool region_unfit; /* the last region refused is larger than the
-	                    * pool's whole data area (regfit_why);
-	                    * expand_lock */
-
-	/* regions.c: the thread that prefaults regions added after connect
-	 * and foreign regions as they are mapped; NULL until first needed */
-	struct prefaulter *prefaulter;
 };
 
 /* ---- call.c ------------------------------------------------------------- */
@@ -358,16 +367,19 @@ int h_get_results(struct creply *rep, struct proto_result *res, size_t n,
 
 /* ---- regions.c, continued (its structs are above) ---------------------- */
 
+/* regions_state_init -- set up rg: no region, no mapping, no
+ * prefaulter. */
+void regions_state_init(struct regions *rg);
+/* regions_state_fini -- tear rg down, after regions_fini. */
+void regions_state_fini(struct regions *rg);
 int regions_init(struct cxlp_handler *h);
 void regions_fini(struct cxlp_handler *h);
 int regions_expand(struct cxlp_handler *h);
-int regions_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
-    const void **data);
-uint64_t regions_foreign_count(struct cxlp_handler *h);
-/* regions_own_unlink -- take my region (loc's id and gen) out of the
- * region map, so that no location resolves to its mapping any more (a
- * no-op when it is not there). Takes map_lock. */
-void regions_own_unlink(struct cxlp_handler *h, const struct proto_loc *loc);
+/* regions_loc_ok -- loc's region extent is not empty, 4096-aligned and
+ * inside the pool. */
+bool regions_loc_ok(const struct cxlp_handler *h,
+    const struct proto_loc *loc);
+
 /* regions_own_find -- local index of my region (id, gen) or -1. Caller
  * holds page_lock. */
 int regions_own_find(const struct cxlp_handler *h, uint32_t region,
@@ -380,6 +392,23 @@ int regions_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
  * (page_lock held; pg valid). */
 uint8_t *regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
     uint64_t *pool_off);
+
+/* ---- rmap.c: the region map (its structs are above) --------------------- */
+
+/* rmap_put -- enter e (new) in the region map, replacing any entry for
+ * its region id (a foreign one is retired, an own one freed). map_lock
+ * held for writing. */
+void rmap_put(struct cxlp_handler *h, struct rmap_ent *e);
+/* rmap_fini -- unmap and free every entry, and the retired mappings (at
+ * close, prefaulter stopped). */
+void rmap_fini(struct cxlp_handler *h);
+int regions_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
+    const void **data);
+uint64_t regions_foreign_count(struct cxlp_handler *h);
+/* regions_own_unlink -- take my region (loc's id and gen) out of the
+ * region map, so that no location resolves to its mapping any more (a
+ * no-op when it is not there). Takes map_lock. */
+void regions_own_unlink(struct cxlp_handler *h, const struct proto_loc *loc);
 
 /* ---- prefaulter.c ------------------------------------------------------- */
 
@@ -454,7 +483,7 @@ void regions_key_gone(struct cxlp_handler *h, const struct proto_loc *loc);
  * CXLP_E_NOSPACE with a message giving the data area, its free bytes, a
  * region size that would fit and the --size that would (asks for the
  * pool's stats; caller holds no handler lock but expand_lock). Sets
- * h->region_unfit when the region is larger than the whole data area. */
+ * h->regions.unfit when the region is larger than the whole data area. */
 int regfit_why(struct cxlp_handler *h, uint64_t len);
 
 /* ---- direct.c ----------------------------------------------------------- */

@@ -105,15 +105,15 @@ prefaulter_end(struct prefaulter *pf)
 static struct prefaulter *
 prefaulter_get(struct cxlp_handler *h)
 {
-	struct prefaulter *pf = __atomic_load_n(&h->prefaulter,
+	struct prefaulter *pf = __atomic_load_n(&h->regions.prefaulter,
 	    __ATOMIC_ACQUIRE);
 	struct prefaulter *mine;
 
 	if (pf != NULL || (mine = prefaulter_new()) == NULL) {
 		return pf;
 	}
-	if (__atomic_compare_exchange_n(&h->prefaulter, &pf, mine, false,
-	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+	if (__atomic_compare_exchange_n(&h->regions.prefaulter, &pf, mine,
+	    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		return mine;
 	}
 	prefaulter_end(mine);
@@ -151,8 +151,8 @@ prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own)
 void
 prefaulter_stop(struct cxlp_handler *h)
 {
-	if (h->prefaulter != NULL) {
-		prefaulter_end(h->prefaulter);
-		h->prefaulter = NULL;
+	if (h->regions.prefaulter != NULL) {
+		prefaulter_end(h->regions.prefaulter);
+		h->regions.prefaulter = NULL;
 	}
 }

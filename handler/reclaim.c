@@ -135,7 +135,7 @@ static int
 reclaim_call(struct cxlp_handler *h, uint64_t len, uint32_t want,
     uint32_t wait, struct proto_reclaimed *m)
 {
-	uint64_t id = h->region_req ? h->region_req : client_new_id(h->cl);
+	uint64_t id = h->regions.req ? h->regions.req : client_new_id(h->cl);
 	struct creply rep;
 	struct pbuf b;
 	int rc;
@@ -144,7 +144,7 @@ reclaim_call(struct cxlp_handler *h, uint64_t len, uint32_t want,
 	proto_put_reclaim_req(&b, len, h->cfg.page_size, want, wait);
 	rc = h_call_id(h, PROTO_OP_RECLAIM, id, &b, &rep);
 	pbuf_fini(&b);
-	h->region_req = rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ? id : 0;
+	h->regions.req = rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ? id : 0;
 	__atomic_add_fetch(&h->reclaim.calls, 1, __ATOMIC_RELAXED);
 	if (rc != 0) {
 		return rc;
@@ -172,7 +172,7 @@ pages_back(struct cxlp_handler *h, const struct proto_reclaimed *m)
 		pthread_mutex_lock(&h->page_lock);
 		set = regions_own_find(h, pp->region, pp->gen);
 		if (set >= 0) {
-			loc.region_off = h->own[set]->loc.region_off;
+			loc.region_off = h->regions.own[set]->loc.region_off;
 			loc.off = loc.region_off +
 			    (uint64_t)pp->page * h->cfg.page_size;
 		}

@@ -12,7 +12,7 @@
  * --size whose data area holds the region (computed with the same
  * layout_plan the metaserver formats with, default index size).
  * It also notes whether the region is larger than the whole data area
- * (h->region_unfit): then no wait for other handlers' regions would make
+ * (h->regions.unfit): then no wait for other handlers' regions would make
  * it fit, and cxlp_connect fails instead of connecting without a region.
  */
 #include <stdio.h>
@@ -56,13 +56,13 @@ regfit_why(struct cxlp_handler *h, uint64_t len)
 	uint64_t fit, need;
 	struct cxlp_stats st;
 
-	h->region_unfit = false;
+	h->regions.unfit = false;
 	if (cxlp_stats(h, &st) != 0) {
 		return cxlp_fail(CXLP_E_NOSPACE, "no room in the pool for a "
 		    "region of %.1f MiB (and no stats to say more: %s)",
 		    len / MIB, cxlp_errormsg());
 	}
-	h->region_unfit = len > st.data_bytes;
+	h->regions.unfit = len > st.data_bytes;
 	fit = st.free_bytes / align * align;
 	need = size_that_fits(len, align);
 	need = (need + (1u << 20) - 1) >> 20; /* MiB, rounded up */

@@ -1,24 +1,18 @@
 /*
- * regions.c -- the regions a handler maps: its own, read-write, and other
- * handlers', read-only; plus cxlp_alloc/cxlp_free over the own ones.
+ * regions.c -- the regions a handler owns, mapped read-write: asked for,
+ * mapped, entered in the page table and the region map; plus
+ * cxlp_alloc/cxlp_free over them. Other handlers' regions, mapped
+ * read-only, are the region map's (rmap.c).
  *
- * Every mapping, own or foreign, sits in one small hash keyed by region id
- * under a rwlock (h->map_lock). Retrieve only ever takes that lock shared,
- * and only to turn a (region, gen, off) location into a pointer, so reads
- * never wait for the page lock that serializes allocation. A foreign
- * region is mapped on first use and cached; a location with a different
- * gen means the region id was reused, and the old mapping is replaced.
- * A replaced mapping is retired, not unmapped, until the handler closes:
- * a pointer an earlier retrieve returned (without a pin, its key since
- * deleted) then reads stale bytes instead of faulting -- the bytes of a
- * deleted key are undefined, but a reader must never crash on them.
- * Own regions are entered in the same hash (borrowing their mapping), so
- * a key in one of my regions resolves to my read-write mapping.
+ * Every mapping, own or foreign, sits in one hash keyed by region id,
+ * the region map (rmap.c), through which retrieve turns a location into
+ * a pointer without the page lock; own regions are entered there too, as
+ * they are mapped here.
  *
  * Own regions are also indexed by local index (the high half of a page
- * handle) in h->own, guarded by h->page_lock with the page table; a slot
- * is NULL while no region fills it (its region went back to the pool:
- * giveback.c, which also retires the mapping). New regions are requested
+ * handle) in h->regions.own, guarded by h->page_lock with the page table;
+ * a slot is NULL while no region fills it (its region went back to the
+ * pool: giveback.c, which also retires the mapping). New regions are requested
  * under h->expand_lock so that two threads finding every region full
  * make one REGION_ALLOC, not two. cxlp_connect asks for a first region,
  * and a pool with no room for one now does not fail it: a handler
@@ -44,64 +38,9 @@
 #include "log.h"
 #include "map.h"
 
-static struct rmap_ent **
-rmap_slot(struct cxlp_handler *h, uint32_t region)
-{
-	struct rmap_ent **pp = &h->rmap[region % RMAP_BUCKETS];
-
-	while (*pp != NULL && (*pp)->region != region) {
-		pp = &(*pp)->next;
-	}
-	return pp;
-}
-
-static void
-rmap_ent_free(struct cxlp_handler *h, struct rmap_ent *e)
-{
-	if (!e->own) {
-		pmap_close(&e->map);
-		h->nforeign--;
-	}
-	free(e);
-}
-
-/* Take old out of service: own entries borrow their mapping and go; a
- * foreign mapping is kept on h->retired until close. */
-static void
-rmap_retire(struct cxlp_handler *h, struct rmap_ent *old)
-{
-	if (old->own) {
-		rmap_ent_free(h, old);
-		return;
-	}
-	h->nforeign--;
-	old->next = h->retired;
-	h->retired = old;
-}
-
-/* Enter e (new) in the hash, replacing any entry for its region id.
- * map_lock held for writing. */
-static void
-rmap_put(struct cxlp_handler *h, struct rmap_ent *e)
-{
-	struct rmap_ent **pp = rmap_slot(h, e->region);
-
-	if (*pp != NULL) {
-		struct rmap_ent *old = *pp;
-
-		e->next = old->next;
-		rmap_retire(h, old);
-	} else {
-		e->next = NULL;
-	}
-	*pp = e;
-	if (!e->own) {
-		h->nforeign++;
-	}
-}
-
-static bool
-loc_region_ok(const struct cxlp_handler *h, const struct proto_loc *loc)
+/* regions_loc_ok -- see handler_int.h */
+bool
+regions_loc_ok(const struct cxlp_handler *h, const struct proto_loc *loc)
 {
 	return loc->region_len > 0 && loc->region_off % 4096 == 0 &&
 	    loc->region_len % 4096 == 0 && loc->region_off < h->pool_size &&
@@ -121,7 +60,7 @@ static int
 region_request(struct cxlp_handler *h, struct proto_loc *loc)
 {
 	uint64_t len = regions_len(h);
-	uint64_t id = h->region_req ? h->region_req : client_new_id(h->cl);
+	uint64_t id = h->regions.req ? h->regions.req : client_new_id(h->cl);
 	struct creply rep;
 	struct pbuf b;
 	int rc;
@@ -130,7 +69,7 @@ region_request(struct cxlp_handler *h, struct proto_loc *loc)
 	proto_put_region_req(&b, len, h->cfg.page_size);
 	rc = h_call_id(h, PROTO_OP_REGION_ALLOC, id, &b, &rep);
 	pbuf_fini(&b);
-	h->region_req = rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ? id : 0;
+	h->regions.req = rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ? id : 0;
 	if (rc == CXLP_E_NOSPACE) {
 		return regfit_why(h, len);
 	}
@@ -152,7 +91,7 @@ region_request(struct cxlp_handler *h, struct proto_loc *loc)
 int
 regions_grant_check(const struct cxlp_handler *h, const struct proto_loc *loc)
 {
-	if (!loc_region_ok(h, loc) || loc->region_len < h->cfg.page_size ||
+	if (!regions_loc_ok(h, loc) || loc->region_len < h->cfg.page_size ||
 	    loc->region_len / h->cfg.page_size >= PAGE_NONE) {
 		return cxlp_fail(CXLP_E_PROTO, "region %u granted at "
 		    "%llu+%llu does not fit", loc->region,
@@ -203,8 +142,9 @@ own_free(struct own_region *r)
 	free(r);
 }
 
-/* Add r to the page table and h->own, in the slot the page table gives
- * it; page_lock held. When pg is not NULL also take its first page. */
+/* Add r to the page table and h->regions.own, in the slot the page table
+ * gives it; page_lock held. When pg is not NULL also take its first
+ * page. */
 static int
 own_add_locked(struct cxlp_handler *h, struct own_region *r,
     cxlp_page_t *pg)
@@ -212,26 +152,28 @@ own_add_locked(struct cxlp_handler *h, struct own_region *r,
 	uint32_t set;
 	int rc;
 
-	if (h->nown == h->cap_own) {
-		uint32_t cap = h->cap_own ? h->cap_own * 2 : 4;
-		struct own_region **own = realloc(h->own, cap * sizeof(*own));
+	if (h->regions.nown == h->regions.cap_own) {
+		uint32_t cap = h->regions.cap_own ? h->regions.cap_own * 2 : 4;
+		struct own_region **own = realloc(h->regions.own,
+		    cap * sizeof(*own));
 
 		if (own == NULL) {
 			return cxlp_fail(-ENOMEM, "region: out of memory");
 		}
-		h->own = own;
-		h->cap_own = cap;
+		h->regions.own = own;
+		h->regions.cap_own = cap;
 	}
 	rc = pagetab_add(&h->pages,
 	    (uint32_t)(r->loc.region_len / h->cfg.page_size), &set);
 	if (rc != 0) {
 		return rc;
 	}
-	cxlp_assert(set <= h->nown && (set == h->nown || h->own[set] == NULL));
-	if (set == h->nown) {
-		h->nown++;
+	cxlp_assert(set <= h->regions.nown &&
+	    (set == h->regions.nown || h->regions.own[set] == NULL));
+	if (set == h->regions.nown) {
+		h->regions.nown++;
 	}
-	h->own[set] = r;
+	h->regions.own[set] = r;
 	if (pg != NULL) {
 		rc = pagetab_alloc(&h->pages, pg);
 		cxlp_assert(rc == 0);
@@ -291,9 +233,9 @@ regions_enter(struct cxlp_handler *h, const struct proto_loc *lp,
 	if ((rc = own_open(h, &loc, &r, &e)) != 0) {
 		goto err_giveback;
 	}
-	pthread_rwlock_wrlock(&h->map_lock);
+	pthread_rwlock_wrlock(&h->regions.map_lock);
 	rmap_put(h, e);
-	pthread_rwlock_unlock(&h->map_lock);
+	pthread_rwlock_unlock(&h->regions.map_lock);
 	pthread_mutex_lock(&h->page_lock);
 	rc = own_add_locked(h, r, pg);
 	pthread_mutex_unlock(&h->page_lock);
@@ -318,6 +260,22 @@ err_giveback:
 	return rc;
 }
 
+/* regions_state_init -- see handler_int.h */
+void
+regions_state_init(struct regions *rg)
+{
+	memset(rg, 0, sizeof(*rg));
+	pthread_rwlock_init(&rg->map_lock, NULL);
+}
+
+/* regions_state_fini -- see handler_int.h */
+void
+regions_state_fini(struct regions *rg)
+{
+	cxlp_assert(rg->own == NULL && rg->prefaulter == NULL);
+	pthread_rwlock_destroy(&rg->map_lock);
+}
+
 /* regions_init -- empty tables, then the first region; a pool with no
  * room for it now leaves the handler without one (0), to ask again at
  * its first alloc. */
@@ -328,9 +286,9 @@ regions_init(struct cxlp_handler *h)
 
 	pagetab_init(&h->pages);
 	pthread_mutex_lock(&h->expand_lock);
-	h->region_unfit = false;
+	h->regions.unfit = false;
 	rc = regions_add(h, NULL);
-	if ((rc == CXLP_E_NOSPACE || rc == CXLP_E_BUSY) && !h->region_unfit) {
+	if ((rc == CXLP_E_NOSPACE || rc == CXLP_E_BUSY) && !h->regions.unfit) {
 		log_info("connect: no region yet, the first alloc asks "
 		    "again: %s", cxlp_errormsg());
 		rc = 0;
@@ -344,30 +302,16 @@ void
 regions_fini(struct cxlp_handler *h)
 {
 	prefaulter_stop(h);
-	for (int i = 0; i < RMAP_BUCKETS; i++) {
-		while (h->rmap[i] != NULL) {
-			struct rmap_ent *e = h->rmap[i];
-
-			h->rmap[i] = e->next;
-			rmap_ent_free(h, e);
-		}
-	}
-	while (h->retired != NULL) {
-		struct rmap_ent *e = h->retired;
-
-		h->retired = e->next;
-		pmap_close(&e->map);
-		free(e);
-	}
-	for (uint32_t i = 0; i < h->nown; i++) {
-		if (h->own[i] != NULL) {
-			own_free(h->own[i]);
+	rmap_fini(h);
+	for (uint32_t i = 0; i < h->regions.nown; i++) {
+		if (h->regions.own[i] != NULL) {
+			own_free(h->regions.own[i]);
 		}
 	}
 	giveback_fini(h);
-	free(h->own);
-	h->own = NULL;
-	h->nown = h->cap_own = 0;
+	free(h->regions.own);
+	h->regions.own = NULL;
+	h->regions.nown = h->regions.cap_own = 0;
 	pagetab_fini(&h->pages);
 }
 
@@ -375,9 +319,10 @@ regions_fini(struct cxlp_handler *h)
 int
 regions_own_find(const struct cxlp_handler *h, uint32_t region, uint32_t gen)
 {
-	for (uint32_t i = 0; i < h->nown; i++) {
-		if (h->own[i] != NULL && h->own[i]->loc.region == region &&
-		    h->own[i]->loc.gen == gen) {
+	for (uint32_t i = 0; i < h->regions.nown; i++) {
+		if (h->regions.own[i] != NULL &&
+		    h->regions.own[i]->loc.region == region &&
+		    h->regions.own[i]->loc.gen == gen) {
 			return (int)i;
 		}
 	}
@@ -397,7 +342,7 @@ regions_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
 	if (set < 0) {
 		return CXLP_E_NOTFOUND;
 	}
-	r = h->own[set];
+	r = h->regions.own[set];
 	if (loc->off < r->loc.region_off) {
 		return CXLP_E_NOTFOUND;
 	}
@@ -416,126 +361,13 @@ uint8_t *
 regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
     uint64_t *pool_off)
 {
-	const struct own_region *r = h->own[page_set(pg)];
+	const struct own_region *r = h->regions.own[page_set(pg)];
 	uint64_t rel = (uint64_t)page_idx(pg) * h->cfg.page_size;
 
 	if (pool_off != NULL) {
 		*pool_off = r->loc.region_off + rel;
 	}
 	return r->base + rel;
-}
-
-/* regions_own_unlink -- see handler_int.h */
-void
-regions_own_unlink(struct cxlp_handler *h, const struct proto_loc *loc)
-{
-	struct rmap_ent **pp, *e;
-
-	pthread_rwlock_wrlock(&h->map_lock);
-	pp = rmap_slot(h, loc->region);
-	if ((e = *pp) != NULL && e->own && e->gen == loc->gen) {
-		*pp = e->next;
-		rmap_ent_free(h, e);
-	}
-	pthread_rwlock_unlock(&h->map_lock);
-}
-
-/* Pointer for loc if its region is cached with the same gen; map_lock
- * held (shared is enough). */
-static const void *
-rmap_lookup(struct cxlp_handler *h, const struct proto_loc *loc)
-{
-	struct rmap_ent *e = *rmap_slot(h, loc->region);
-
-	if (e == NULL || e->gen != loc->gen ||
-	    e->region_off != loc->region_off ||
-	    e->region_len != loc->region_len) {
-		return NULL;
-	}
-	return (const uint8_t *)pmap_addr(e->map) +
-	    (loc->off - loc->region_off);
-}
-
-static int
-foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
-    const void **data)
-{
-	struct rmap_ent *e = calloc(1, sizeof(*e)), *cur;
-	const struct pmap *fresh = NULL;
-	int rc;
-
-	if (e == NULL) {
-		return cxlp_fail(-ENOMEM, "region: out of memory");
-	}
-	rc = pmap_open(&e->map, h->pool_path, loc->region_off,
-	    loc->region_len, false);
-	if (rc != 0) {
-		free(e);
-		return rc;
-	}
-	*e = (struct rmap_ent){.region = loc->region, .gen = loc->gen,
-	    .region_off = loc->region_off, .region_len = loc->region_len,
-	    .map = e->map};
-	pthread_rwlock_wrlock(&h->map_lock);
-	*data = rmap_lookup(h, loc);
-	cur = *rmap_slot(h, loc->region);
-	if (*data == NULL && cur != NULL && cur->own) {
-		rc = cxlp_fail(CXLP_E_PROTO, "location in my region %u with "
-		    "gen %u, region is gen %u", loc->region, loc->gen,
-		    cur->gen);
-	} else if (*data == NULL) {
-		rmap_put(h, e);
-		fresh = e->map; /* retired, never closed, before close */
-		e = NULL;
-		*data = rmap_lookup(h, loc);
-	}
-	pthread_rwlock_unlock(&h->map_lock);
-	if (e != NULL) {
-		pmap_close(&e->map);
-		free(e);
-	}
-	if (fresh != NULL) {
-		prefault_queue(h, fresh, false);
-	}
-	return rc;
-}
-
-/* regions_resolve_ptr -- turn a key location into a pointer into the
- * shared mapping, mapping the region read-only on first use. Returns 0 and
- * *data, CXLP_E_BOUNDS / CXLP_E_PROTO for a location that makes no sense,
- * or the mapping's error. */
-int
-regions_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
-    const void **data)
-{
-	if (!loc_region_ok(h, loc) || loc->off < loc->region_off ||
-	    loc->off - loc->region_off > loc->region_len ||
-	    loc->len > loc->region_len - (loc->off - loc->region_off)) {
-		return cxlp_fail(CXLP_E_BOUNDS, "location %llu+%llu outside "
-		    "region %u (%llu+%llu)", (unsigned long long)loc->off,
-		    (unsigned long long)loc->len, loc->region,
-		    (unsigned long long)loc->region_off,
-		    (unsigned long long)loc->region_len);
-	}
-	pthread_rwlock_rdlock(&h->map_lock);
-	*data = rmap_lookup(h, loc);
-	pthread_rwlock_unlock(&h->map_lock);
-	if (*data != NULL) {
-		return 0;
-	}
-	return foreign_map(h, loc, data);
-}
-
-/* regions_foreign_count -- read-only mappings cached. */
-uint64_t
-regions_foreign_count(struct cxlp_handler *h)
-{
-	uint64_t n;
-
-	pthread_rwlock_rdlock(&h->map_lock);
-	n = h->nforeign;
-	pthread_rwlock_unlock(&h->map_lock);
-	return n;
 }
 
 /* cxlp_page_size -- the handler's page size in bytes (0 for NULL). */

@@ -135,7 +135,7 @@ store_take(struct cxlp_handler *h, struct batch *b, const void *const keys[],
 		if (rc != 0) {
 			break;
 		}
-		r = h->own[page_set(pages[i])];
+		r = h->regions.own[page_set(pages[i])];
 		b->regs[i].key.data = keys[i];
 		b->regs[i].key.len = (uint16_t)key_lens[i];
 		b->regs[i].region = r->loc.region;

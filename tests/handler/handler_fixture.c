@@ -4,13 +4,7 @@
 #include <criterion/criterion.h>
 
 #include "handler_fixture.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define leak_check() __lsan_do_recoverable_leak_check()
-#else
-#define leak_check() 0
-#endif
+#include "leak.h"
 
 struct test_server srv;
 struct cxlp_config *cfg;

@@ -23,22 +23,10 @@
 #include "cxlpool.h"
 #include "layout.h"
 #include "proto.h"
-#include "proxy.h"
-#include "server.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#define leak_check() __lsan_do_recoverable_leak_check()
-#else
-#define leak_check() 0
-#endif
+#include "proxy_fixture.h"
 
 #define PAGE (16u << 10)
 #define REGION (2u << 20)
-
-static struct test_server srv;
-static struct proxy *px;
-static char px_url[160];
 
 /* Set by a test: what the proxy does while it holds the next LOOKUP
  * reply (one at a time); see meddle_hook. */
@@ -65,47 +53,22 @@ meddle_hook(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
 static void
 setup(void)
 {
-	cxlp_set_log_fn(NULL, NULL, CXLP_LOG_OFF);
-	cr_assert_eq(test_server_start(&srv, 128u << 20, NULL), 0,
-	    "metaserver did not start");
-	snprintf(px_url, sizeof(px_url), "ipc:///tmp/cxlp-version-%d.sock",
-	    getpid());
-	cr_assert_eq(proxy_start(&px, px_url, srv.url, meddle_hook, NULL), 0);
+	pfx_start("version", meddle_hook);
 }
 
-static void
-teardown(void)
-{
-	proxy_stop(&px);
-	unlink(px_url + strlen("ipc://"));
-	test_server_stop(&srv);
-	cr_assert_eq(leak_check(), 0, "leaks (see stderr)");
-}
-
-TestSuite(version, .init = setup, .fini = teardown, .timeout = 100);
+TestSuite(version, .init = setup, .fini = pfx_stop, .timeout = 100);
 
 /* A handler on url without keepalive; timeout_ms 0: the default. */
 static struct cxlp_handler *
 connect_to(const char *url, bool direct, unsigned timeout_ms)
 {
-	struct cxlp_config *cfg = NULL;
-	struct cxlp_handler *h = NULL;
-	int rc;
+	struct cxlp_config *cfg = pfx_config(url, PAGE, REGION, direct);
 
-	cr_assert_eq(cxlp_config_new(&cfg), 0);
-	cr_assert_eq(cxlp_config_set_server(cfg, url), 0);
-	cr_assert_eq(cxlp_config_set_region_size(cfg, REGION), 0);
-	cr_assert_eq(cxlp_config_set_page_size(cfg, PAGE), 0);
-	cr_assert_eq(cxlp_config_set_direct_reads(cfg, direct), 0);
 	cr_assert_eq(cxlp_config_set_keepalive_ms(cfg, 0), 0);
 	if (timeout_ms != 0) {
 		cr_assert_eq(cxlp_config_set_timeout_ms(cfg, timeout_ms), 0);
 	}
-	rc = cxlp_connect(&h, cfg);
-	cxlp_config_delete(&cfg);
-	cr_assert_eq(rc, 0, "connect: %s (%s)", cxlp_strerror(rc),
-	    cxlp_errormsg());
-	return h;
+	return pfx_connect(cfg);
 }
 
 /* Requests of any kind the proxy has seen. */
@@ -124,15 +87,7 @@ requests(void)
 static void
 store_ok(struct cxlp_handler *h, const char *key, size_t len, uint8_t fill)
 {
-	cxlp_page_t pg;
-	void *buf;
-	bool stored = false;
-	int rc;
-
-	cr_assert_eq(cxlp_alloc(h, &pg, &buf), 0);
-	memset(buf, fill, len);
-	rc = cxlp_store(h, key, strlen(key), pg, len, 0, &stored);
-	cr_assert(rc == 0 && stored, "store %s: %s", key, cxlp_strerror(rc));
+	pfx_store_ok(h, key, len, fill, 0);
 }
 
 /* retrieve_v key, checking len bytes of fill came back; its version */

@@ -1,8 +1,8 @@
 /*
  * client_int.h -- what the handler's client (client.c) and its sockets
  * (csock.c) share: their structures and the socket calls a call makes.
- * The only handler header that includes nng; no other handler file may
- * include it.
+ * It includes nng's headers, so only those two files include it: the rest
+ * of the handler sees struct client as opaque (handler_int.h).
  */
 #ifndef CXLP_CLIENT_INT_H
 #define CXLP_CLIENT_INT_H
@@ -46,6 +46,7 @@ struct client {
 	unsigned retries;
 };
 
+/* nng_to_cxlp -- the cxlp error for nng error rv. */
 static inline int
 nng_to_cxlp(int rv)
 {

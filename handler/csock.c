@@ -5,17 +5,16 @@
  * handler files that include nng (client_int.h).
  *
  * A connection can hang without closing (a peer or relay that stops
- * answering), so once requests have timed
- * out REDIAL_AFTER times in a row on one socket (whichever calls sent
- * them) while its connection is up, the next attempt replaces the socket
- * with a freshly dialed one and sends there. A socket is never closed
- * while its SP handshake is under way (csock_retire: that stops an nng
- * 1.5.2 server's listener). The server binds a session
- * to whatever pipe it last spoke on, so nothing else changes. Sockets are
- * reference counted: calls still waiting on the old one finish their
- * attempt, then move over; the last to leave closes it, in the background
- * and only once no late reply can arrive on it (csock_retire: nng 1.5.2
- * wedges for good if one does).
+ * answering), so once requests have timed out REDIAL_AFTER times in a row
+ * on one socket (whichever calls sent them) while its connection is up,
+ * the next attempt replaces the socket with a freshly dialed one and sends
+ * there. A socket is never closed while its SP handshake is under way
+ * (csock_retire: that stops an nng 1.5.2 server's listener). The server
+ * binds a session to whatever pipe it last spoke on, so nothing else
+ * changes. Sockets are reference counted: calls still waiting on the old
+ * one finish their attempt, then move over; the last to leave closes it,
+ * in the background and only once no late reply can arrive on it
+ * (csock_retire: nng 1.5.2 wedges for good if one does).
  */
 #include <errno.h>
 #include <pthread.h>

@@ -194,6 +194,7 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 	    __ATOMIC_RELAXED);
 	st->reclaims = __atomic_load_n(&h->reclaim.calls, __ATOMIC_RELAXED);
 	st->refills = __atomic_load_n(&h->reclaim.refills, __ATOMIC_RELAXED);
+	st->pages_reserved = __atomic_load_n(&h->reserved, __ATOMIC_RELAXED);
 }
 
 /* cxlp_stats -- pool stats from the server plus this handler's own. */

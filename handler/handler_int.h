@@ -281,7 +281,7 @@ struct reclaimer {
 	                        * (atomic) */
 	uint64_t calls;        /* RECLAIM round trips (atomic) */
 	uint64_t refills;      /* of them, made ahead of need by the keeper
-	                        * (note 6; atomic) */
+	                        * (note 7; atomic) */
 	pthread_mutex_t refill_lock; /* held by a refill's RECLAIM (after
 	                        * expand_lock), and by cxlp_stats */
 	bool full;             /* the last RECLAIM answered with pages: the
@@ -327,6 +327,7 @@ struct cxlp_handler {
 	struct giveback giveback; /* giveback.c */
 
 	struct scratch_cache scratch; /* batch calls' transient memory */
+	uint64_t reserved; /* pages held by reservations (reserve.c; atomic) */
 };
 
 /* ---- call.c ------------------------------------------------------------- */
@@ -469,6 +470,10 @@ uint64_t regions_len(const struct cxlp_handler *h);
  * the page size: 0, or CXLP_E_PROTO. */
 int regions_grant_check(const struct cxlp_handler *h,
     const struct proto_loc *loc);
+/* regions_alloc -- cxlp_alloc with a wait of wait_ms for room (reclaim.c
+ * note 6) instead of the configured one (reserve.c's, per call). */
+int regions_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
+    unsigned wait_ms);
 /* regions_enter -- map the region the server granted at loc and enter it
  * in the page table, taking its first page into *pg (pg NULL: none);
  * on failure it is given back. Caller holds expand_lock. */
@@ -548,14 +553,17 @@ void reclaim_init(struct reclaimer *r);
 void reclaim_fini(struct reclaimer *r);
 /* reclaim -- the regions are full: one RECLAIM round trip for a region
  * (only if grow, and max_regions allows) or pages of this handler's own
- * that eviction freed, then take one into *pg. Returns 0, CXLP_E_NOSPACE (with the reason), CXLP_E_BADOP (the
- * metaserver predates RECLAIM: ask for a region the old way) or another
- * error. Caller holds expand_lock, not page_lock. */
-int reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow);
+ * that eviction freed, waiting up to wait_ms for room when none can be
+ * made (note 6), then take one into *pg. Returns 0, CXLP_E_NOSPACE (with
+ * the reason), CXLP_E_BADOP (the metaserver predates RECLAIM: ask for a
+ * region the old way) or another error. Caller holds expand_lock, not
+ * page_lock. */
+int reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow,
+    unsigned wait_ms);
 /* reclaim_low_locked -- the pool is full and this handler's free pages
- * are below the refill mark (reclaim.c note 6). Caller holds page_lock. */
+ * are below the refill mark (reclaim.c note 7). Caller holds page_lock. */
 bool reclaim_low_locked(const struct cxlp_handler *h);
-/* reclaim_refill -- the keeper's RECLAIM ahead of need (note 6), unless
+/* reclaim_refill -- the keeper's RECLAIM ahead of need (note 7), unless
  * an alloc holds expand_lock. */
 void reclaim_refill(struct cxlp_handler *h);
 /* reclaim_gate_lock/unlock -- store_resolve's exclusive hold (note 2). */

@@ -29,7 +29,7 @@
  *
  * The refill. On a full pool, an alloc that leaves few free pages pokes
  * it too (keeper_poke_refill), and it makes the RECLAIM that the next
- * allocs would otherwise wait for (reclaim.c note 6).
+ * allocs would otherwise wait for (reclaim.c note 7).
  *
  * Its state is its own struct keeper, embedded in the handler and set up
  * and torn down with it (keeper_init/keeper_fini, nng's way for a

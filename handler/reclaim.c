@@ -276,13 +276,13 @@ local_page(struct cxlp_handler *h, cxlp_page_t *pg)
 /* reclaim -- see handler_int.h (notes 5, 6). expand_lock is let go while
  * it naps, so the keeper can give back regions asked of this handler. */
 int
-reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow)
+reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow,
+    unsigned wait_ms)
 {
 	uint64_t start = cxlp_now_ms();
-	uint64_t room_until = start + (h->cfg.timeout_ms >= 2 ?
-	    h->cfg.alloc_wait_ms : 0);
-	uint64_t until = start + (h->cfg.timeout_ms > h->cfg.alloc_wait_ms ?
-	    h->cfg.timeout_ms : h->cfg.alloc_wait_ms);
+	uint64_t room_until = start + (h->cfg.timeout_ms >= 2 ? wait_ms : 0);
+	uint64_t until = start + (h->cfg.timeout_ms > wait_ms ?
+	    h->cfg.timeout_ms : wait_ms);
 	unsigned nap = BUSY_NAP_MIN_MS;
 	int rc;
 

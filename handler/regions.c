@@ -381,7 +381,7 @@ cxlp_page_size(const struct cxlp_handler *h)
  * then a new region when auto-expand is on or the handler holds none
  * (connect found no room, or its regions went back: giveback.c). */
 static int
-alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg)
+alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg, unsigned wait_ms)
 {
 	uint32_t nlive;
 	int rc;
@@ -392,7 +392,8 @@ alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg)
 	nlive = h->pages.nlive;
 	pthread_mutex_unlock(&h->page_lock);
 	if (rc == CXLP_E_NOSPACE) {
-		rc = reclaim(h, pg, h->cfg.auto_expand || nlive == 0);
+		rc = reclaim(h, pg, h->cfg.auto_expand || nlive == 0,
+		    wait_ms);
 	}
 	if (rc == CXLP_E_BADOP && (h->cfg.auto_expand || nlive == 0)) {
 		/* a metaserver without RECLAIM */
@@ -405,9 +406,10 @@ alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg)
 	return rc;
 }
 
-/* cxlp_alloc -- take a free page (O(1)); see cxlpool.h. */
+/* regions_alloc -- see handler_int.h */
 int
-cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
+regions_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
+    unsigned wait_ms)
 {
 	cxlp_page_t pg;
 	bool low;
@@ -424,19 +426,27 @@ cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
 	low = reclaim_low_locked(h);
 	pthread_mutex_unlock(&h->page_lock);
 	if (rc == CXLP_E_NOSPACE) {
-		rc = alloc_expand(h, &pg);
+		rc = alloc_expand(h, &pg, wait_ms);
 	}
 	if (rc != 0) {
 		return rc;
 	}
 	if (low) {
-		keeper_poke_refill(h); /* reclaim.c note 6 */
+		keeper_poke_refill(h); /* reclaim.c note 7 */
 	}
 	pthread_mutex_lock(&h->page_lock);
 	*buf = regions_page_addr(h, pg, NULL);
 	pthread_mutex_unlock(&h->page_lock);
 	*page = pg;
 	return 0;
+}
+
+/* cxlp_alloc -- take a free page (O(1)); see cxlpool.h. */
+int
+cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
+{
+	return regions_alloc(h, page, buf, h == NULL ? 0 :
+	    h->cfg.alloc_wait_ms);
 }
 
 /* cxlp_free -- give back an allocated, unregistered page. */

@@ -239,6 +239,32 @@ CXLP_API int cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page,
  * (cxlp_config_set_reserve_regions). */
 CXLP_API int cxlp_free(struct cxlp_handler *h, cxlp_page_t page);
 
+/* Reservations: n pages set aside at once, for a writer that must know
+ * before it starts that all of a request's chunks fit, then allocates
+ * each without a wait or a round trip. The pages are allocated up front
+ * (so the sum of reservations never exceeds the pool), all or nothing. */
+struct cxlp_reservation;
+#define CXLP_RESERVE_MAX (1u << 20) /* pages one reservation may hold */
+/* cxlp_reserve -- allocate n pages (1..CXLP_RESERVE_MAX) into a new
+ * reservation *out, as cxlp_alloc would (regions, eviction), waiting up to
+ * wait_ms for room when nothing can be evicted (as the handler's alloc
+ * wait does, for this call). On failure no page is held and the error is
+ * the one that stopped it (CXLP_E_NOSPACE with what holds the pool). */
+CXLP_API int cxlp_reserve(struct cxlp_handler *h, size_t n, unsigned wait_ms,
+    struct cxlp_reservation **out);
+/* cxlp_reserve_alloc -- one page of r: never waits, never asks the
+ * metaserver; CXLP_E_NOSPACE once all of r's pages are taken. The page is
+ * then an ordinary allocated page (store it, or cxlp_free it). */
+CXLP_API int cxlp_reserve_alloc(struct cxlp_handler *h,
+    struct cxlp_reservation *r, cxlp_page_t *page, void **buf);
+/* cxlp_reserve_left -- pages of r not taken yet (0 for NULL). */
+CXLP_API size_t cxlp_reserve_left(const struct cxlp_reservation *r);
+/* cxlp_reserve_release -- free the pages of *r not taken, then *r; *r =
+ * NULL. Release before cxlp_close; after it, pass h = NULL to free only
+ * the memory (the close freed the pages). */
+CXLP_API int cxlp_reserve_release(struct cxlp_handler *h,
+    struct cxlp_reservation **r);
+
 /* Flags for store/batch_store. */
 #define CXLP_STORE_PIN 0x1u /* return every key pinned by this session,
                                winner or loser, atomically with register */
@@ -511,7 +537,9 @@ struct cxlp_stats {
 	uint64_t lease_expiries;   /* leases that ran out */
 	uint64_t refills;          /* of the reclaims, those made ahead of
 				      need, from the handler's own thread */
-	uint64_t reserved[3];
+	uint64_t pages_reserved;   /* of pages_allocated, those held by
+				      reservations and not yet taken */
+	uint64_t reserved[2];
 };
 
 /* cxlp_stats -- fill *st (one round trip). */

@@ -73,6 +73,7 @@ class Stats:
     leases: int            # leases held, all sessions
     lease_expiries: int    # leases that ran out
     refills: int           # of the reclaims, those made ahead of need
+    pages_reserved: int    # of pages_allocated, held by reservations
 
     def as_dict(self) -> Dict[str, int]:
         """The counters as a plain dict."""

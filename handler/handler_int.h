@@ -471,9 +471,10 @@ uint64_t regions_len(const struct cxlp_handler *h);
 int regions_grant_check(const struct cxlp_handler *h,
     const struct proto_loc *loc);
 /* regions_alloc -- cxlp_alloc with a wait of wait_ms for room (reclaim.c
- * note 6) instead of the configured one (reserve.c's, per call). */
+ * note 6) instead of the configured one, for a caller that needs need
+ * pages in all (reserve.c's, per call; 1 for cxlp_alloc). */
 int regions_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
-    unsigned wait_ms);
+    unsigned wait_ms, uint32_t need);
 /* regions_enter -- map the region the server granted at loc and enter it
  * in the page table, taking its first page into *pg (pg NULL: none);
  * on failure it is given back. Caller holds expand_lock. */
@@ -553,13 +554,14 @@ void reclaim_init(struct reclaimer *r);
 void reclaim_fini(struct reclaimer *r);
 /* reclaim -- the regions are full: one RECLAIM round trip for a region
  * (only if grow, and max_regions allows) or pages of this handler's own
- * that eviction freed, waiting up to wait_ms for room when none can be
+ * that eviction freed (need of them at least, when more than one batch:
+ * a reservation's), waiting up to wait_ms for room when none can be
  * made (note 6), then take one into *pg. Returns 0, CXLP_E_NOSPACE (with
  * the reason), CXLP_E_BADOP (the metaserver predates RECLAIM: ask for a
  * region the old way) or another error. Caller holds expand_lock, not
  * page_lock. */
 int reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow,
-    unsigned wait_ms);
+    unsigned wait_ms, uint32_t need);
 /* reclaim_low_locked -- the pool is full and this handler's free pages
  * are below the refill mark (reclaim.c note 7). Caller holds page_lock. */
 bool reclaim_low_locked(const struct cxlp_handler *h);

@@ -117,13 +117,14 @@ keeper_main(void *arg)
 		uint64_t beat = heartbeat_at(h, k);
 		uint64_t retry = k->retry_ms != 0 ? k->retry_ms : UINT64_MAX;
 
-		if (k->refill) {
+		if (k->work || retry <= now) { /* before a refill: what the
+			                               * server asked back first */
+			giveback(h, k);
+		} else if (k->refill) {
 			k->refill = false;
 			pthread_mutex_unlock(&k->lock);
 			reclaim_refill(h);
 			pthread_mutex_lock(&k->lock);
-		} else if (k->work || retry <= now) {
-			giveback(h, k);
 		} else if (beat <= now) {
 			if (!heartbeat(h, k)) {
 				break;

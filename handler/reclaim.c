@@ -222,12 +222,15 @@ wait_slice(const struct cxlp_handler *h, uint64_t room_until)
  * only the room */
 static int
 reclaim_once(struct cxlp_handler *h, cxlp_page_t *pg, bool grow,
-    uint64_t room_until)
+    uint64_t room_until, uint32_t need)
 {
 	uint32_t want = want_pages(h);
 	struct proto_reclaimed m;
 	int rc;
 
+	if (need > want) { /* a reservation's pages in one round trip */
+		want = need < PROTO_RECLAIM_MAX ? need : PROTO_RECLAIM_MAX;
+	}
 	grow = grow && regions_may_grow(h);
 	cxlp_assert(pthread_rwlock_rdlock(&h->reclaim.gate) == 0);
 	rc = reclaim_call(h, grow ? regions_len(h) : 0, want,
@@ -277,7 +280,7 @@ local_page(struct cxlp_handler *h, cxlp_page_t *pg)
  * it naps, so the keeper can give back regions asked of this handler. */
 int
 reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow,
-    unsigned wait_ms)
+    unsigned wait_ms, uint32_t need)
 {
 	uint64_t start = cxlp_now_ms();
 	uint64_t room_until = start + (h->cfg.timeout_ms >= 2 ? wait_ms : 0);
@@ -287,22 +290,29 @@ reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow,
 	int rc;
 
 	for (;;) {
-		rc = reclaim_once(h, pg, grow, room_until);
+		uint64_t t0 = cxlp_now_ms();
+		unsigned pause;
+
+		rc = reclaim_once(h, pg, grow, room_until, need);
 		if (rc == CXLP_E_NOSPACE && cxlp_now_ms() < room_until) {
-			if (local_page(h, pg)) {
-				return 0; /* the server drops my place */
-			}
-			continue; /* the server waited a slice: again */
-		}
-		if (rc != CXLP_E_BUSY || cxlp_now_ms() + nap >= until) {
+			/* the server waited a slice; one answered at once (a
+			 * server shutting down) is not asked again at once */
+			pause = cxlp_now_ms() - t0 < WAIT_SLICE_MS / 4 ?
+			    BUSY_NAP_MIN_MS : 0;
+		} else if (rc == CXLP_E_BUSY && cxlp_now_ms() + nap < until) {
+			pause = nap;
+			nap = nap * 2 > BUSY_NAP_MAX_MS ? BUSY_NAP_MAX_MS :
+			    nap * 2;
+		} else {
 			break;
 		}
+		/* between tries the keeper may give back what the server
+		 * asked of me (giveback.c), and my threads may free pages */
 		pthread_mutex_unlock(&h->expand_lock);
-		cxlp_sleep_ms(nap);
-		nap = nap * 2 > BUSY_NAP_MAX_MS ? BUSY_NAP_MAX_MS : nap * 2;
+		cxlp_sleep_ms(pause);
 		pthread_mutex_lock(&h->expand_lock);
 		if (local_page(h, pg)) {
-			return 0; /* room came meanwhile */
+			return 0; /* the server drops my place (waitq.c) */
 		}
 	}
 	if (rc == CXLP_E_BUSY) {
@@ -340,7 +350,7 @@ reclaim_refill(struct cxlp_handler *h)
 	if (low) {
 		__atomic_add_fetch(&h->reclaim.refills, 1, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&h->reclaim.refill_lock);
-		rc = reclaim_once(h, NULL, h->cfg.auto_expand, 0);
+		rc = reclaim_once(h, NULL, h->cfg.auto_expand, 0, 0);
 		pthread_mutex_unlock(&h->reclaim.refill_lock);
 		if (rc != 0) {
 			/* BUSY or lost: the next alloc that needs room asks */

@@ -381,7 +381,8 @@ cxlp_page_size(const struct cxlp_handler *h)
  * then a new region when auto-expand is on or the handler holds none
  * (connect found no room, or its regions went back: giveback.c). */
 static int
-alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg, unsigned wait_ms)
+alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg, unsigned wait_ms,
+    uint32_t need)
 {
 	uint32_t nlive;
 	int rc;
@@ -393,7 +394,7 @@ alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg, unsigned wait_ms)
 	pthread_mutex_unlock(&h->page_lock);
 	if (rc == CXLP_E_NOSPACE) {
 		rc = reclaim(h, pg, h->cfg.auto_expand || nlive == 0,
-		    wait_ms);
+		    wait_ms, need);
 	}
 	if (rc == CXLP_E_BADOP && (h->cfg.auto_expand || nlive == 0)) {
 		/* a metaserver without RECLAIM */
@@ -409,7 +410,7 @@ alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg, unsigned wait_ms)
 /* regions_alloc -- see handler_int.h */
 int
 regions_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
-    unsigned wait_ms)
+    unsigned wait_ms, uint32_t need)
 {
 	cxlp_page_t pg;
 	bool low;
@@ -426,7 +427,7 @@ regions_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
 	low = reclaim_low_locked(h);
 	pthread_mutex_unlock(&h->page_lock);
 	if (rc == CXLP_E_NOSPACE) {
-		rc = alloc_expand(h, &pg, wait_ms);
+		rc = alloc_expand(h, &pg, wait_ms, need);
 	}
 	if (rc != 0) {
 		return rc;
@@ -446,7 +447,7 @@ int
 cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
 {
 	return regions_alloc(h, page, buf, h == NULL ? 0 :
-	    h->cfg.alloc_wait_ms);
+	    h->cfg.alloc_wait_ms, 1);
 }
 
 /* cxlp_free -- give back an allocated, unregistered page. */

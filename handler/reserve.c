@@ -9,13 +9,20 @@
  * 1. A reservation is pages, not a promise: cxlp_reserve allocates its n
  *    pages (as cxlp_alloc would: from the free list, then a new region or
  *    pages eviction frees, then, if the call allows, waiting for room in
- *    arrival order: handler/reclaim.c note 6) and holds them. So the sum
- *    of all reservations can never exceed what the pool holds, a
- *    reservation never fails later, and the pool's own accounting needs
- *    nothing new: the pages are this handler's, ALLOCATED.
+ *    arrival order: handler/reclaim.c note 6) and holds them; a RECLAIM
+ *    it makes asks for all the pages still missing, so a large
+ *    reservation takes its place among waiters once, not once a batch.
+ *    So the sum of all reservations can never exceed what the pool
+ *    holds, a reservation never fails later, and the pool's own
+ *    accounting needs nothing new: the pages are this handler's,
+ *    ALLOCATED.
  *
  * 2. All or nothing: a reservation that cannot get its n pages within
- *    its wait gives back the ones it got and fails with the reason.
+ *    its wait (one wait for the whole call) gives back the ones it got
+ *    and fails with the reason. It holds those while it waits for the
+ *    rest, so two reservations that together want more than the pool
+ *    can make room for may both run out and have to be asked again:
+ *    size them to what the pool holds.
  *
  * 3. A page taken from a reservation (cxlp_reserve_alloc) is an ordinary
  *    allocated page: stored, it leaves the reservation for good; freed,
@@ -27,6 +34,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "clock.h"
 #include "err.h"
 #include "handler_int.h"
 
@@ -61,6 +69,7 @@ cxlp_reserve(struct cxlp_handler *h, size_t n, unsigned wait_ms,
     struct cxlp_reservation **out)
 {
 	struct cxlp_reservation *r;
+	uint64_t until;
 	int rc;
 
 	if (out == NULL || n == 0 || n > CXLP_RESERVE_MAX) {
@@ -79,8 +88,13 @@ cxlp_reserve(struct cxlp_handler *h, size_t n, unsigned wait_ms,
 		}
 		return cxlp_fail(-ENOMEM, "reserve: no memory for %zu pages", n);
 	}
+	until = cxlp_now_ms() + wait_ms; /* one wait for the whole call */
 	for (; r->n < n; r->n++) {
-		rc = regions_alloc(h, &r->pages[r->n], &r->bufs[r->n], wait_ms);
+		uint64_t now = cxlp_now_ms();
+
+		rc = regions_alloc(h, &r->pages[r->n], &r->bufs[r->n],
+		    now < until ? (unsigned)(until - now) : 0,
+		    (uint32_t)(n - r->n));
 		if (rc != 0) {
 			break;
 		}

@@ -279,6 +279,8 @@ apply_waiting(struct req *rq, const struct op_def *def)
 	}
 	wait = wait < MS_WAIT_MAX_MS ? wait : MS_WAIT_MAX_MS;
 	w->sess = op_sess_id(rq);
+	w->region = rq->len > 0;
+	w->dead = &rq->s->dead;
 	w->until_ms = cxlp_now_ms() + wait;
 	for (;;) {
 		char why[256];

@@ -176,6 +176,7 @@ struct ms_waitq {
 		uint64_t ticket;  /* arrival order */
 		uint64_t sess;    /* one entry a session */
 		bool here;        /* a request of it waits now */
+		bool region;      /* its last request would take a region */
 		uint64_t left_ms; /* when its last wait ended (!here) */
 	} e[MS_WAITERS_MAX];  /* unordered */
 	unsigned n, max;
@@ -185,6 +186,9 @@ struct ms_waitq {
 /* One request's wait. */
 struct ms_wait {
 	uint64_t sess;     /* whose place in the queue it takes */
+	bool region;       /* it would take a region (RECLAIM len > 0) */
+	const bool *dead;  /* its session's dead flag (atomic): ends the
+	                    * wait */
 	uint64_t epoch;    /* the epoch of its last try */
 	uint64_t until_ms; /* cxlp_now_ms time its wait ends */
 };
@@ -453,7 +457,8 @@ void ms_space_event(struct ms *ms);
 /* ms_waitq_epoch -- space events so far: read before a first try, so an
  * event between that try and the wait is not missed. */
 uint64_t ms_waitq_epoch(struct ms *ms);
-/* ms_waitq_may_take_region -- no one waits, or sess is the head. */
+/* ms_waitq_may_take_region -- no one waits for a region, or sess is the
+ * oldest that does. */
 bool ms_waitq_may_take_region(struct ms *ms, uint64_t sess);
 /* ms_waitq_wait -- wait in w->sess's place in the queue (taken at the
  * tail by its first wait, kept across its waits until it leaves or stays

@@ -24,16 +24,21 @@
 #include "pool.h"
 
 /* A region for the session, or the one this request id took before;
- * with none free, orphan regions are emptied first (evict.c note 1). */
+ * with none free, orphan regions are emptied first (evict.c note 1); none
+ * while an older request waits for one (waitq.c note 2). */
 static int
 region_take(struct req *rq, struct proto_loc *loc)
 {
 	struct pool_region r = { 0 };
-	bool found = false;
-	int rc = pool_region_alloc_req(rq->ms->pool, op_sess_id(rq),
-	    rq->h.req_id, rq->len, rq->page_size, &r, &found);
+	bool found = pool_region_find_req(rq->ms->pool, op_sess_id(rq),
+	    rq->h.req_id, &r) == 0;
+	int rc = found ? 0 : !ms_waitq_may_take_region(rq->ms,
+	    op_sess_id(rq)) ? CXLP_E_NOSPACE :
+	    pool_region_alloc_req(rq->ms->pool, op_sess_id(rq), rq->h.req_id,
+	    rq->len, rq->page_size, &r, &found);
 
-	if (rc == CXLP_E_NOSPACE &&
+	if (rc == CXLP_E_NOSPACE && !found &&
+	    ms_waitq_may_take_region(rq->ms, op_sess_id(rq)) &&
 	    ms_evict_orphans(rq->ms, rq->len, 0, POOL_EVICT_ORPHAN) > 0) {
 		rc = pool_region_alloc_req(rq->ms->pool, op_sess_id(rq),
 		    rq->h.req_id, rq->len, rq->page_size, &r, &found);
@@ -78,10 +83,7 @@ op_reclaim(struct req *rq)
 {
 	struct proto_reclaimed m = { .kind = PROTO_RECLAIM_REGION };
 	int rc = rq->len == 0 ? cxlp_fail(CXLP_E_NOSPACE, "no region asked "
-	    "for (len 0)") : !ms_waitq_may_take_region(rq->ms,
-	    op_sess_id(rq)) ? cxlp_fail(CXLP_E_NOSPACE, "the regions that "
-	    "come free go to requests that waited longer") :
-	    region_take(rq, &m.loc);
+	    "for (len 0)") : region_take(rq, &m.loc);
 
 	if (rc == CXLP_E_NOSPACE) {
 		char why[256];

@@ -241,6 +241,11 @@ sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
 		if (rc != RCACHE_WAIT) {
 			break;
 		}
+		if (h->op == PROTO_OP_RECLAIM) { /* its first may wait long */
+			rc = cxlp_fail(CXLP_E_BUSY, "RECLAIM %llu still waits "
+			    "for room", (unsigned long long)h->req_id);
+			break;
+		}
 		pthread_cond_wait(&ms->sess_cond, &ms->sess_lock);
 	}
 	if (rc == RCACHE_NEW) {
@@ -383,8 +388,9 @@ sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why)
 		ms->nfenced--;
 	}
 	sess_unlink(ms, s);
-	ms_space_event(ms); /* its pins, leases and regions may make room */
 	__atomic_store_n(&s->dead, true, __ATOMIC_RELEASE);
+	ms_space_event(ms); /* its pins, leases and regions may make room,
+	                     * and a wait of its own ends */
 	if (s->refs == 0) {
 		sess_free(s);
 	}

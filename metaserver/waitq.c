@@ -21,8 +21,10 @@
  *    by a stream of later ones. While anyone waits, a RECLAIM of a
  *    session that is not the head may still evict its own keys (that
  *    takes nothing the head could use) but may not take a free region
- *    [ms_waitq_may_take_region]: a region that comes free goes to the
- *    head.
+ *    [ms_waitq_may_take_region], nor may a REGION_ALLOC: a region that
+ *    comes free goes to the oldest waiter that asks for one (a waiter
+ *    that only wants its own keys evicted, RECLAIM len 0, holds no
+ *    region back).
  *
  * 3. Places are kept across waits. A handler waits in slices (so that it
  *    also sees pages its own threads free, which never reach the server)
@@ -99,18 +101,26 @@ prune(struct ms_waitq *q, uint64_t now)
 	}
 }
 
-/* the entry of the oldest ticket, or NULL */
+/* the entry of the oldest ticket (of those that want a region, if
+ * region), or NULL */
 static struct ms_waiter *
-head(struct ms_waitq *q)
+head_of(struct ms_waitq *q, bool region)
 {
 	struct ms_waiter *h = NULL;
 
 	for (unsigned i = 0; i < q->n; i++) {
-		if (h == NULL || q->e[i].ticket < h->ticket) {
+		if ((!region || q->e[i].region) &&
+		    (h == NULL || q->e[i].ticket < h->ticket)) {
 			h = &q->e[i];
 		}
 	}
 	return h;
+}
+
+static struct ms_waiter *
+head(struct ms_waitq *q)
+{
+	return head_of(q, false);
 }
 
 static struct ms_waiter *
@@ -133,7 +143,7 @@ ms_space_event(struct ms *ms)
 	MS_LOCK_OK(pthread_mutex_lock(&q->lock));
 	q->epoch++;
 	if (q->n > 0) {
-		pthread_cond_broadcast(&q->cond);
+		pthread_cond_broadcast(&q->cond); /* all: a dead one's too */
 	}
 	MS_LOCK_OK(pthread_mutex_unlock(&q->lock));
 }
@@ -145,9 +155,12 @@ ms_waitq_may_take_region(struct ms *ms, uint64_t sess)
 	struct ms_waitq *q = &ms->waitq;
 	bool ok;
 
+	struct ms_waiter *h;
+
 	MS_LOCK_OK(pthread_mutex_lock(&q->lock));
 	prune(q, cxlp_now_ms());
-	ok = q->n == 0 || head(q)->sess == sess;
+	h = head_of(q, true);
+	ok = h == NULL || h->sess == sess;
 	MS_LOCK_OK(pthread_mutex_unlock(&q->lock));
 	return ok;
 }
@@ -184,6 +197,7 @@ ms_waitq_wait(struct ms *ms, struct ms_wait *w)
 {
 	struct ms_waitq *q = &ms->waitq;
 	struct ms_waiter *e;
+	unsigned n;
 	int rc = 0;
 
 	MS_LOCK_OK(pthread_mutex_lock(&q->lock));
@@ -191,17 +205,25 @@ ms_waitq_wait(struct ms *ms, struct ms_wait *w)
 	if ((e = join(q, w->sess)) == NULL || e->here) {
 		/* full, or this session waits already (one RECLAIM at a time
 		 * is all a handler sends) */
+		n = q->n;
 		MS_LOCK_OK(pthread_mutex_unlock(&q->lock));
 		return cxlp_fail(CXLP_E_BUSY, "pool full and %u handlers "
-		    "already wait for room", q->n);
+		    "already wait for room", n);
 	}
 	e->here = true;
-	while (!q->closing && (head(q) != e || q->epoch == w->epoch)) {
+	e->region = w->region;
+	for (;;) {
 		struct timespec until;
 		uint64_t now = cxlp_now_ms();
 
-		if (now >= w->until_ms) {
-			rc = CXLP_E_TIMEOUT;
+		if (now >= w->until_ms || q->closing ||
+		    (w->dead != NULL &&
+		    __atomic_load_n(w->dead, __ATOMIC_ACQUIRE))) {
+			rc = CXLP_E_TIMEOUT; /* checked first: an event does
+			                      * not buy a try past the end */
+			break;
+		}
+		if (head(q) == e && q->epoch != w->epoch) {
 			break;
 		}
 		/* wake to prune too: a head that went away holds the rest */
@@ -216,7 +238,6 @@ ms_waitq_wait(struct ms *ms, struct ms_wait *w)
 	w->epoch = q->epoch;
 	e->here = false;
 	e->left_ms = cxlp_now_ms();
-	rc = q->closing ? CXLP_E_TIMEOUT : rc;
 	MS_LOCK_OK(pthread_mutex_unlock(&q->lock));
 	return rc;
 }

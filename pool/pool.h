@@ -106,6 +106,10 @@ int pool_region_alloc(struct pool *p, uint64_t owner, uint64_t len,
 int pool_region_alloc_req(struct pool *p, uint64_t owner, uint64_t req,
     uint64_t len, uint64_t page_size, struct pool_region *out,
     bool *found);
+/* pool_region_find_req -- the region owner owns stamped req (req != 0):
+ * 0 and *out, or CXLP_E_NOTFOUND. */
+int pool_region_find_req(const struct pool *p, uint64_t owner, uint64_t req,
+    struct pool_region *out);
 /* pool_region_get -- the region with this id; CXLP_E_NOTFOUND if free or
  * out of range. */
 int pool_region_get(const struct pool *p, uint32_t id,

@@ -216,6 +216,16 @@ pool_region_alloc_req(struct pool *p, uint64_t owner, uint64_t req,
 	return regtab_alloc(p, owner, req, len, page_size, out);
 }
 
+/* pool_region_find_req -- see pool.h */
+int
+pool_region_find_req(const struct pool *p, uint64_t owner, uint64_t req,
+    struct pool_region *out)
+{
+	uint32_t i = req == 0 ? UINT32_MAX : find_stamped(p, owner, req);
+
+	return i == UINT32_MAX ? CXLP_E_NOTFOUND : pool_region_get(p, i, out);
+}
+
 /* pool_region_alloc -- see pool.h */
 int
 pool_region_alloc(struct pool *p, uint64_t owner, uint64_t len,

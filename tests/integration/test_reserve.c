@@ -121,6 +121,32 @@ Test(reserve, on_a_pool_that_cannot_give_them_it_is_all_or_nothing)
 	cxlp_close(&h);
 }
 
+/* On a full pool, the pages of a reservation larger than one RECLAIM's
+ * batch come in one round trip (reserve.c note 1). */
+Test(reserve, a_large_reservation_on_a_full_pool_asks_once)
+{
+	struct cxlp_handler *h;
+	struct cxlp_reservation *r = NULL;
+	struct cxlp_stats s0, st;
+	uint64_t cap;
+
+	ev_start("clock", NULL);
+	h = ev_connect(0);
+	(void)ev_fill(h, "a", 0);
+	cap = ev_capacity(h);
+	s0 = kv_stats(h);
+	cr_assert_rc(cxlp_reserve(h, cap / 4, 0, &r), 0, "%s",
+	    cxlp_errormsg()); /* 5 batches of 1/20 */
+	st = kv_stats(h);
+	cr_assert_eq((st.reclaims - st.refills) - (s0.reclaims - s0.refills),
+	    1, "%llu round trips for %llu pages",
+	    (unsigned long long)(st.reclaims - s0.reclaims),
+	    (unsigned long long)(cap / 4));
+	cr_assert_eq(st.pages_reserved, cap / 4);
+	cr_assert_rc(cxlp_reserve_release(h, &r), 0);
+	cxlp_close(&h);
+}
+
 struct bg {
 	struct cxlp_handler *h;
 	struct cxlp_reservation *r;

@@ -53,7 +53,8 @@ sw_main(void *arg)
 static void
 sw_start(struct sw *s, uint64_t sess, unsigned wait_ms)
 {
-	*s = (struct sw){ .w = { .sess = sess, .epoch = ms_waitq_epoch(&ms),
+	*s = (struct sw){ .w = { .sess = sess, .region = true,
+		.epoch = ms_waitq_epoch(&ms),
 		.until_ms = cxlp_now_ms() + wait_ms } };
 	cr_assert_eq(pthread_create(&s->tid, NULL, sw_main, s), 0);
 	usleep(50 * 1000); /* it has joined the queue */
@@ -104,6 +105,39 @@ Test(waitq, a_session_keeps_its_place_between_waits_until_it_stays_away)
 	cr_assert(ms_waitq_may_take_region(&ms, 2), "an absent head held "
 	    "the queue");
 	ms_waitq_leave(&ms, 2);
+}
+
+Test(waitq, a_wait_past_its_end_is_over_even_after_an_event)
+{
+	struct ms_wait w = { .sess = 7, .epoch = ms_waitq_epoch(&ms),
+		.until_ms = cxlp_now_ms() - 1000 };
+
+	ms_space_event(&ms);
+	cr_assert_eq(ms_waitq_wait(&ms, &w), CXLP_E_TIMEOUT);
+	ms_waitq_leave(&ms, 7);
+}
+
+/* a waiter behind the head whose session ends stops waiting at once
+ * (session end is a space event), not at the end of its wait */
+Test(waitq, a_wait_of_a_session_that_ended_is_over)
+{
+	static bool dead;
+	struct sw a, b;
+	uint64_t t0;
+
+	sw_start(&a, 1, 5000);
+	b = (struct sw){ .w = { .sess = 2, .epoch = ms_waitq_epoch(&ms),
+		.until_ms = cxlp_now_ms() + 5000, .dead = &dead } };
+	cr_assert_eq(pthread_create(&b.tid, NULL, sw_main, &b), 0);
+	usleep(50 * 1000);
+	t0 = cxlp_now_ms();
+	__atomic_store_n(&dead, true, __ATOMIC_RELEASE);
+	ms_space_event(&ms);
+	sw_join(&b);
+	cr_assert_eq(b.rc, CXLP_E_TIMEOUT);
+	cr_assert_lt(b.woke_ms - t0, 2000, "it waited on");
+	sw_join(&a); /* the head tries again */
+	cr_assert_eq(a.rc, 0);
 }
 
 Test(waitq, a_full_queue_and_a_second_wait_of_one_session_are_busy)

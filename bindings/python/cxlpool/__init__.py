@@ -32,6 +32,7 @@ from .errors import (BadMagicError, BadOpError, BadPageError, BatchSizeError,
                      error_from_code)
 from .handler import (Handler, KeyLike, Page, Stats, address_of,
                       set_log_handler)
+from .reservations import Reservation
 from .versions import Version
 
 __version__ = "0.1.0"
@@ -39,7 +40,8 @@ __version__ = "0.1.0"
 __all__ = [
     "BATCH_MAX", "KEY_MAX", "LOG_DEBUG", "LOG_ERR", "LOG_INFO", "LOG_OFF",
     "ERROR_CODES", "DEFAULT_SERVER_URL",
-    "Config", "Handler", "KeyLike", "Page", "Stats", "Version",
+    "Config", "Handler", "KeyLike", "Page", "Reservation", "Stats",
+    "Version",
     "address_of",
     "set_log_handler",
     "error_from_code",

@@ -321,3 +321,23 @@ h_get_results(struct creply *rep, struct proto_result *res, size_t n,
 	}
 	return 0;
 }
+
+/* h_pool_stats -- see handler_int.h */
+int
+h_pool_stats(struct cxlp_handler *h, uint64_t v[PROTO_STATS_MAX])
+{
+	struct creply rep;
+	uint32_t n = 0;
+	int rc;
+
+	memset(v, 0, PROTO_STATS_MAX * sizeof(*v));
+	if ((rc = h_call(h, PROTO_OP_STATS, NULL, &rep)) != 0) {
+		return rc;
+	}
+	if (proto_get_stats(&rep.body, v, PROTO_STATS_MAX, &n) != 0 ||
+	    preader_end(&rep.body) != 0) {
+		rc = cxlp_fail(CXLP_E_PROTO, "STATS: bad reply body");
+	}
+	client_reply_fini(&rep);
+	return rc;
+}

@@ -101,10 +101,10 @@ doubt_note(struct cxlp_handler *h)
 		total += c[s];
 	}
 	if (q == 0 || q * 4 <= total ||
-	    (h->quar_logged != 0 && q < 2 * h->quar_logged)) {
+	    (h->store.quar_logged != 0 && q < 2 * h->store.quar_logged)) {
 		return;
 	}
-	h->quar_logged = q;
+	h->store.quar_logged = q;
 	log_err("store: %llu of %llu pages quarantined until close: a "
 	    "REGISTER of each timed out or was resent, and a late copy of it "
 	    "could bind its deleted key to the page (close the handler to "

@@ -201,26 +201,13 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 int
 cxlp_stats(struct cxlp_handler *h, struct cxlp_stats *st)
 {
-	uint64_t v[PROTO_STATS_MAX] = {0};
-	struct creply rep;
-	uint32_t n = 0;
+	uint64_t v[PROTO_STATS_MAX];
 	int rc;
 
 	if (st == NULL) {
 		return cxlp_fail(-EINVAL, "stats: st is NULL");
 	}
-	if ((rc = h_check_open(h)) != 0) {
-		return rc;
-	}
-	if ((rc = h_call(h, PROTO_OP_STATS, NULL, &rep)) != 0) {
-		return rc;
-	}
-	if (proto_get_stats(&rep.body, v, PROTO_STATS_MAX, &n) != 0 ||
-	    preader_end(&rep.body) != 0) {
-		rc = cxlp_fail(CXLP_E_PROTO, "STATS: bad reply body");
-	}
-	client_reply_fini(&rep);
-	if (rc != 0) {
+	if ((rc = h_check_open(h)) != 0 || (rc = h_pool_stats(h, v)) != 0) {
 		return rc;
 	}
 	(void)store_resolve(h);

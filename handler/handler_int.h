@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "cxlpool.h"
+#include "pages.h" /* pages.c: the page table */
 #include "proto.h"
 #include "scratch.h"
 
@@ -107,89 +108,6 @@ int client_call_once(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep);
 void client_reply_fini(struct creply *rep);
 
-/* ---- pages.c ------------------------------------------------------------ */
-
-enum page_state {
-	PAGE_FREE = 0,
-	PAGE_ALLOCATED = 1,
-	PAGE_INFLIGHT = 2,
-	PAGE_REGISTERED = 3,
-	PAGE_UNRESOLVED = 4,
-	PAGE_INFLIGHT_DELETED = 5, /* in flight, its key already deleted */
-	PAGE_QUARANTINED = 6, /* out of use until close (doubt.c) */
-	PAGE_NSTATES = 7,
-};
-
-#define PAGE_NONE UINT32_MAX
-
-struct pageset {
-	uint32_t npages; /* 0: a removed set's slot (pages.c note 5) */
-	uint32_t nfree;
-	uint32_t head;  /* first free page or PAGE_NONE */
-	uint32_t *next; /* next[i]: free page after i (only for FREE pages) */
-	uint8_t *state; /* enum page_state per page | PAGE_TAINT */
-	bool in_avail;  /* on pagetab.avail */
-	bool retiring;  /* asked back: no page handed out (note 6) */
-};
-
-struct pagetab {
-	struct pageset *sets; /* indexed by local region index */
-	uint32_t n, cap;
-	uint32_t *avail; /* stack of set indices that may have free pages */
-	uint32_t navail;
-	uint64_t count[PAGE_NSTATES]; /* pages per state, all sets */
-	uint32_t nempty; /* sets whose every page is FREE (note 5) */
-	uint32_t nlive;  /* sets not removed */
-	uint32_t nretiring; /* sets asked back, not yet removed (note 6) */
-};
-
-static inline cxlp_page_t
-page_make(uint32_t set, uint32_t idx)
-{
-	return ((uint64_t)set << 32) | idx;
-}
-
-static inline uint32_t
-page_set(cxlp_page_t pg)
-{
-	return (uint32_t)(pg >> 32);
-}
-
-static inline uint32_t
-page_idx(cxlp_page_t pg)
-{
-	return (uint32_t)pg;
-}
-
-void pagetab_init(struct pagetab *t);
-void pagetab_fini(struct pagetab *t);
-int pagetab_add(struct pagetab *t, uint32_t npages, uint32_t *set);
-/* pagetab_empty -- set holds pages, all FREE. */
-bool pagetab_empty(const struct pagetab *t, uint32_t set);
-/* pagetab_remove -- take an empty set out, leaving its slot for a later
- * pagetab_add: 0, CXLP_E_BUSY (a page not FREE; nothing changed) or
- * -EINVAL (no such set). */
-int pagetab_remove(struct pagetab *t, uint32_t set);
-/* pagetab_retire -- hand out no page of set again (pages.c note 6). */
-void pagetab_retire(struct pagetab *t, uint32_t set);
-/* pagetab_idle -- every page of set is FREE or REGISTERED, untainted. */
-bool pagetab_idle(const struct pagetab *t, uint32_t set);
-/* pagetab_remove_idle -- take an idle set out, its registered pages with
- * it (*registered: how many); CXLP_E_BUSY when it is not idle. */
-int pagetab_remove_idle(struct pagetab *t, uint32_t set,
-    uint32_t *registered);
-int pagetab_alloc(struct pagetab *t, cxlp_page_t *pg);
-int pagetab_state(const struct pagetab *t, cxlp_page_t pg);
-int pagetab_move(struct pagetab *t, cxlp_page_t pg, enum page_state from,
-    enum page_state to);
-int pagetab_check(const struct pagetab *t, char *why, size_t n);
-/* pagetab_taint -- mark pg (in flight, unresolved, registered or already
- * quarantined) as one that a late REGISTER copy may still publish: from
- * now on a move of it to FREE makes it QUARANTINED (doubt.c). */
-void pagetab_taint(struct pagetab *t, cxlp_page_t pg);
-/* pagetab_tainted -- pg is marked (pg valid). */
-bool pagetab_tainted(const struct pagetab *t, cxlp_page_t pg);
-
 /* ---- regions.c, rmap.c ------------------------------------------------- */
 
 struct pmap;
@@ -247,6 +165,14 @@ struct unresolved {
 	uint32_t region; /* where the lost REGISTER put it */
 	uint64_t off;    /* bytes from pool start */
 	uint64_t len;    /* bytes */
+};
+
+/* The store module's state (store.c, doubt.c), embedded in the handler;
+ * zero is empty, store_fini frees it. */
+struct store_state {
+	struct unresolved *unres; /* registers whose outcome was lost */
+	size_t nunres, cap_unres;
+	uint64_t quar_logged; /* quarantined pages when last logged */
 };
 
 /* ---- keeper.c (its state; the functions are below) ---------------------- */
@@ -316,9 +242,7 @@ struct cxlp_handler {
 	pthread_mutex_t expand_lock;
 	pthread_mutex_t page_lock;
 	struct pagetab pages;
-	struct unresolved *unres;
-	size_t nunres, cap_unres;
-	uint64_t quar_logged; /* quarantined pages when last logged (doubt.c) */
+	struct store_state store; /* store.c, doubt.c; page_lock */
 
 	struct regions regions; /* regions.c, rmap.c */
 	struct direct *direct; /* NULL: direct reads off */
@@ -344,6 +268,10 @@ int h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
  * the same id after a reattach. */
 int h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
     const struct pbuf *body, struct creply *rep);
+/* h_pool_stats -- the metaserver's STATS, decoded into v (indexed by
+ * enum proto_stat; zero where the server sent none): cxlp_stats, and
+ * regfit.c below it. 0 or an error. */
+int h_pool_stats(struct cxlp_handler *h, uint64_t v[PROTO_STATS_MAX]);
 /* h_ping -- one HEARTBEAT, one try (keeper.c); reattaches, or loses the
  * session, as h_call does. 0 or an error. */
 int h_ping(struct cxlp_handler *h);

@@ -53,15 +53,17 @@ int
 regfit_why(struct cxlp_handler *h, uint64_t len)
 {
 	uint64_t align = h->align ? h->align : (2u << 20);
-	uint64_t fit, need;
-	struct cxlp_stats st;
+	uint64_t fit, need, v[PROTO_STATS_MAX];
+	struct { uint64_t data_bytes, free_bytes; } st;
 
 	h->regions.unfit = false;
-	if (cxlp_stats(h, &st) != 0) {
+	if (h_pool_stats(h, v) != 0) {
 		return cxlp_fail(CXLP_E_NOSPACE, "no room in the pool for a "
 		    "region of %.1f MiB (and no stats to say more: %s)",
 		    len / MIB, cxlp_errormsg());
 	}
+	st.data_bytes = v[PROTO_STAT_DATA_BYTES];
+	st.free_bytes = v[PROTO_STAT_FREE_BYTES];
 	h->regions.unfit = len > st.data_bytes;
 	fit = st.free_bytes / align * align;
 	need = size_that_fits(len, align);

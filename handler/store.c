@@ -18,7 +18,7 @@
  * When no reply comes (timeout after retries, connection lost while the
  * request may have reached the server) the outcome is unknown: pages go
  * UNRESOLVED and are neither freed nor reported stored (contract 4). Their
- * keys are kept in h->unres; store_resolve registers them again at the
+ * keys are kept in h->store.unres; store_resolve registers them again at the
  * start of the next store (and after stats / healthcheck round trips) and
  * settles each page from the answer: key at this page -> REGISTERED, key
  * elsewhere or refused -> FREE. Registering again, rather than looking the
@@ -253,14 +253,14 @@ store_settle(struct cxlp_handler *h, const struct batch *b,
 	giveback_page_unlock(h);
 }
 
-/* Append u to h->unres (page_lock held). Without memory the entry is
+/* Append u to h->store.unres (page_lock held). Without memory the entry is
  * dropped and its page stays UNRESOLVED for good: kept, never freed. */
 static void
 unres_push(struct cxlp_handler *h, const struct unresolved *u)
 {
-	if (h->nunres == h->cap_unres) {
-		size_t cap = h->cap_unres ? h->cap_unres * 2 : 16;
-		void *p = realloc(h->unres, cap * sizeof(*u));
+	if (h->store.nunres == h->store.cap_unres) {
+		size_t cap = h->store.cap_unres ? h->store.cap_unres * 2 : 16;
+		void *p = realloc(h->store.unres, cap * sizeof(*u));
 
 		if (p == NULL) {
 			log_err("store: no memory to remember page %#llx: "
@@ -268,10 +268,10 @@ unres_push(struct cxlp_handler *h, const struct unresolved *u)
 			free(u->key);
 			return;
 		}
-		h->unres = p;
-		h->cap_unres = cap;
+		h->store.unres = p;
+		h->store.cap_unres = cap;
 	}
-	h->unres[h->nunres++] = *u;
+	h->store.unres[h->store.nunres++] = *u;
 }
 
 /* Outcome unknown: pages INFLIGHT -> UNRESOLVED, keys remembered, and
@@ -437,12 +437,12 @@ cxlp_store(struct cxlp_handler *h, const void *key, size_t key_len,
 	    stored);
 }
 
-/* Take up to CXLP_BATCH_MAX unresolved entries off h->unres (page_lock
+/* Take up to CXLP_BATCH_MAX unresolved entries off h->store.unres (page_lock
  * held); returns how many were moved to *out (caller frees). */
 static size_t
 unres_take(struct cxlp_handler *h, struct unresolved **out)
 {
-	size_t n = h->nunres < CXLP_BATCH_MAX ? h->nunres : CXLP_BATCH_MAX;
+	size_t n = h->store.nunres < CXLP_BATCH_MAX ? h->store.nunres : CXLP_BATCH_MAX;
 
 	*out = NULL;
 	if (n == 0) {
@@ -452,8 +452,8 @@ unres_take(struct cxlp_handler *h, struct unresolved **out)
 	if (*out == NULL) {
 		return 0;
 	}
-	h->nunres -= n;
-	memcpy(*out, h->unres + h->nunres, n * sizeof(**out));
+	h->store.nunres -= n;
+	memcpy(*out, h->store.unres + h->store.nunres, n * sizeof(**out));
 	return n;
 }
 
@@ -556,10 +556,10 @@ store_resolve(struct cxlp_handler *h)
 bool
 store_forget(struct cxlp_handler *h, cxlp_page_t pg)
 {
-	for (size_t i = 0; i < h->nunres; i++) {
-		if (h->unres[i].page == pg) {
-			free(h->unres[i].key);
-			h->unres[i] = h->unres[--h->nunres];
+	for (size_t i = 0; i < h->store.nunres; i++) {
+		if (h->store.unres[i].page == pg) {
+			free(h->store.unres[i].key);
+			h->store.unres[i] = h->store.unres[--h->store.nunres];
 			return true;
 		}
 	}
@@ -570,10 +570,10 @@ store_forget(struct cxlp_handler *h, cxlp_page_t pg)
 void
 store_fini(struct cxlp_handler *h)
 {
-	for (size_t i = 0; i < h->nunres; i++) {
-		free(h->unres[i].key);
+	for (size_t i = 0; i < h->store.nunres; i++) {
+		free(h->store.unres[i].key);
 	}
-	free(h->unres);
-	h->unres = NULL;
-	h->nunres = h->cap_unres = 0;
+	free(h->store.unres);
+	h->store.unres = NULL;
+	h->store.nunres = h->store.cap_unres = 0;
 }

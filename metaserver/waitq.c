@@ -32,13 +32,15 @@
  *    (PROTO_RECLAIM_MORE): its session keeps its ticket between slices,
  *    and loses it when it gets room, sends a last slice that ends, or
  *    stays away longer than AWAY_MAX_MS (it found a page its own threads
- *    freed, or gave up). A waiter holds a server worker
- *    thread, so at most half of them (none with a single worker) wait at
- *    a time, and a session waits once at a time; past that a RECLAIM is
- *    answered CXLP_E_BUSY at once and the handler asks again after a
- *    pause (handler/reclaim.c note 5). A slice never exceeds what the
- *    request asks for (the handler keeps it under its own request
- *    timeout) nor MS_WAIT_MAX_MS.
+ *    freed, or gave up). A waiter holds a server worker thread, so at
+ *    most half of them (none with a single worker) wait at a time, a
+ *    session waits once at a time, and a copy of a waiting request (a
+ *    resend under its id) does not wait for it (session.c sess_enter);
+ *    past that a RECLAIM is answered CXLP_E_BUSY at once and the handler
+ *    asks again after a pause (handler/reclaim.c note 5). A slice never
+ *    exceeds what the request asks for (the handler keeps it under its
+ *    own request timeout) nor MS_WAIT_MAX_MS. A waiter whose session
+ *    ends stops at once.
  *
  * 4. Shutdown ends every wait at once (ms_waitq_close): the waiter
  *    answers CXLP_E_NOSPACE and its worker stops.
@@ -153,9 +155,8 @@ bool
 ms_waitq_may_take_region(struct ms *ms, uint64_t sess)
 {
 	struct ms_waitq *q = &ms->waitq;
-	bool ok;
-
 	struct ms_waiter *h;
+	bool ok;
 
 	MS_LOCK_OK(pthread_mutex_lock(&q->lock));
 	prune(q, cxlp_now_ms());

@@ -48,16 +48,18 @@
  *
  * 7. Refill ahead of need: the handler's side of the low watermark. Once
  *    a RECLAIM has answered with pages (the pool is full: no region was
- *    free), an alloc that leaves fewer free pages than half a RECLAIM's
- *    batch pokes the keeper thread, which makes the next RECLAIM itself
- *    [reclaim_refill], so stores find pages on the free list instead of
- *    waiting a round trip for them. The free pages the server's
- *    watermark keeps (metaserver/evict.c note 3) are whole regions, which
- *    a pool of live handlers has none of: the room they need is inside
- *    their own regions, so it is kept there, by the one who needs it. A
- *    refill never runs beside an alloc's RECLAIM (it only tries
- *    expand_lock), and a RECLAIM that finds a region, or nothing to
- *    evict, ends the full state until the next one answers with pages.
+ *    free), and with at least half the batch it asked for (so there are
+ *    evictable keys to spare), an alloc that leaves fewer free pages than
+ *    half a batch pokes the keeper thread, which makes the next RECLAIM
+ *    itself [reclaim_refill], so stores find pages on the free list
+ *    instead of waiting a round trip for them. The free pages the
+ *    server's watermark keeps (metaserver/evict.c note 3) are whole
+ *    regions, which a pool of live handlers has none of: the room they
+ *    need is inside their own regions, so it is kept there, by the one
+ *    who needs it. A refill never runs beside an alloc's RECLAIM (it only
+ *    tries expand_lock), and a RECLAIM that finds a region, or fewer
+ *    victims than that, ends the full state until one answers with a
+ *    batch again.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -194,7 +196,11 @@ static void
 full_note(struct cxlp_handler *h, int rc, const struct proto_reclaimed *m,
     uint32_t want)
 {
-	bool full = rc == 0 && m->kind == PROTO_RECLAIM_PAGES;
+	/* full of evictable keys: a RECLAIM that found fewer than half
+	 * what it asked for (the rest pinned, leased, or others') says a
+	 * refill would only take the last few keys there are */
+	bool full = rc == 0 && m->kind == PROTO_RECLAIM_PAGES &&
+	    m->n >= want / 2;
 
 	if (rc == 0 || rc == CXLP_E_NOSPACE) {
 		__atomic_store_n(&h->reclaim.low, full ? want / 2 : 0,

@@ -205,17 +205,21 @@ int
 ms_nospace(struct ms *ms, uint64_t len)
 {
 	struct pool_stats st;
+	uint64_t leases, expired;
 
 	pool_stats(ms->pool, &st);
+	pool_lease_stats(ms->pool, &leases, &expired);
 	if (len == 0) {
 		len = pool_align(ms->pool);
 	}
+	/* short: the reason must fit PROTO_ERRMSG_MAX with a wait's note */
 	return cxlp_fail(CXLP_E_NOSPACE, "pool full: no free extent of %llu "
-	    "bytes (%llu free) and %s; %llu keys, %llu regions, %llu of "
-	    "them orphaned", (unsigned long long)len,
-	    (unsigned long long)st.free_bytes, ms->evict.on ?
-	    "no key eviction may take (pinned, leased, or in regions of other "
-	    "live handlers)" : "eviction is off (--evict off)",
-	    (unsigned long long)st.keys, (unsigned long long)st.regions,
+	    "bytes (%llu free), %s; %llu keys, %llu pinned, %llu leased; "
+	    "%llu regions: %llu of live handlers, %llu orphaned",
+	    (unsigned long long)len, (unsigned long long)st.free_bytes,
+	    ms->evict.on ? "nothing evictable" : "eviction off (--evict off)",
+	    (unsigned long long)st.keys, (unsigned long long)st.pins,
+	    (unsigned long long)leases, (unsigned long long)st.regions,
+	    (unsigned long long)(st.regions - st.orphan_regions),
 	    (unsigned long long)st.orphan_regions);
 }

@@ -14,7 +14,7 @@
 #                   what piles up slowly (pages, regions, pins) shows only
 #                   in a run this long (the 15 s run of step 1 cannot fill
 #                   its pool); then 30 s of it on a pool that evicts all the
-#                   time (--evict), then its --hostile form for 60 s (a
+#                   time (--evict), then its --hostile form for 40 s (a
 #                   prober on the server's endpoints, 4 workers, no kills,
 #                   no call may fail)
 # Any test failure, sanitizer finding or fuzz crash fails the run.
@@ -87,10 +87,10 @@ run_soak() {
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
 		build/tests/soak/cxlp-soak --evict --seconds 30 || return 1
-	echo "soak: cxlp-soak --hostile (60 s)"
+	echo "soak: cxlp-soak --hostile (40 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
-		build/tests/soak/cxlp-soak --hostile --seconds 60 --workers 4
+		build/tests/soak/cxlp-soak --hostile --seconds 40 --workers 4
 }
 
 rc=0

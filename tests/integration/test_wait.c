@@ -126,7 +126,7 @@ Test(wait, a_wait_that_runs_out_says_what_holds_the_pool)
  * region: the first to come gets it, the second waits on and runs out.
  * The order alternates between rounds, so a queue that served at random
  * would pass all of them one time in 2^ROUNDS. */
-#define ROUNDS 4
+#define ROUNDS 3
 
 Test(wait, handlers_that_wait_are_served_in_the_order_they_came)
 {

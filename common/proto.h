@@ -113,7 +113,11 @@
 #include "cxlpool.h"
 
 #define PROTO_MAGIC 0x504c5843u /* "CXLP" little-endian */
-#define PROTO_VERSION 1
+/* 2: RECLAIM and LEASE, the reply header's ask flag and HELLO's GIVEBACK
+ * and LEASE flags (eviction), RECLAIM's wait (backpressure). A peer of
+ * another version is refused with CXLP_E_VERSION naming both versions
+ * (check_frame, proto.c): at its first request, the HELLO. */
+#define PROTO_VERSION 2
 #define PROTO_REPLY 0x8000u
 #define PROTO_REQ_HDR_LEN 32
 #define PROTO_REP_HDR_LEN 24

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,6 +198,14 @@ reply_check(nng_msg *msg, uint16_t op, uint64_t id, struct creply *rep)
 
 	rc = proto_get_rep_hdr(nng_msg_body(msg), nng_msg_len(msg),
 	    &rep->hdr, &rep->body);
+	if (rc == CXLP_E_VERSION) { /* a metaserver of another version */
+		char why[160];
+
+		snprintf(why, sizeof(why), "%s", cxlp_errormsg());
+		return cxlp_fail(CXLP_E_VERSION, "client: %s: the metaserver "
+		    "speaks another protocol (%s): use a handler library and "
+		    "metaserver of one release", proto_op_name(op), why);
+	}
 	if (rc != 0) {
 		return cxlp_fail(CXLP_E_PROTO, "client: %s: bad reply header "
 		    "(%d)", proto_op_name(op), rc);

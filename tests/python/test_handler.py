@@ -5,7 +5,9 @@ test_views.py)."""
 from __future__ import annotations
 
 import os
+import signal
 import threading
+import time
 
 import cxlp_test
 from cxlp_test import ServerTestCase, cxlpool
@@ -42,9 +44,30 @@ class HandlerLifecycle(ServerTestCase):
                 code = 2
             h.close()  # must not end the parent's session
             os._exit(code)
-        _, status = os.waitpid(pid, 0)
+        status = self.wait_child(pid, 30.0)
         self.assertEqual(os.waitstatus_to_exitcode(status), 0)
         self.assertTrue(h.healthcheck())
+
+    def wait_child(self, pid: int, timeout: float) -> int:
+        """The child's wait status; a child still running after timeout
+        is killed. Under ASan (CXLP_PY_ASAN_ORIG: cxlp_test preloaded
+        it) that is a skip, not a failure: ASan takes its allocator's
+        locks across fork only since llvm/llvm-project#75290 (Dec 2023),
+        which GCC 12's libasan predates, so a child forked while one of
+        the parent's threads (nng's, the keeper, the test's log reader)
+        was in malloc can hang at its first allocation, before any line
+        of ours runs (seen once in CI, python_handler under build-asan)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done == pid:
+                return status
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        if os.environ.get("CXLP_PY_ASAN_ORIG") is not None:
+            self.skipTest("the forked child hung under ASan (see above)")
+        self.fail(f"the forked child did not exit in {timeout} s")
 
     def test_page_size_is_the_configured_chunk_size(self) -> None:
         cfg = self.config(page_size=128 * 1024)

@@ -303,7 +303,6 @@ void regions_state_init(struct regions *rg);
 void regions_state_fini(struct regions *rg);
 int regions_init(struct cxlp_handler *h);
 void regions_fini(struct cxlp_handler *h);
-int regions_expand(struct cxlp_handler *h);
 /* regions_loc_ok -- loc's region extent is not empty, 4096-aligned and
  * inside the pool. */
 bool regions_loc_ok(const struct cxlp_handler *h,

@@ -51,6 +51,9 @@ static const char *const names[] = {
 	    "retrieve, copy may be bad",
 	[-(CXLP_E_NOVERSION) - 1000] = "CXLP_E_NOVERSION: no version to "
 	    "check, retrieve pinned",
+	[-(CXLP_E_GROUP) - 1000] = "CXLP_E_GROUP: request group refused",
+	[-(CXLP_E_CANCELED) - 1000] = "CXLP_E_CANCELED: request group "
+	    "rolled back",
 };
 
 const char *

@@ -547,6 +547,9 @@ proto_op_name(unsigned op)
 		[PROTO_OP_SESSIONS] = "SESSIONS",
 		[PROTO_OP_RECLAIM] = "RECLAIM",
 		[PROTO_OP_LEASE] = "LEASE",
+		[PROTO_OP_GROUP] = "GROUP",
+		[PROTO_OP_GROUP_REGISTER] = "GROUP_REGISTER",
+		[PROTO_OP_GROUP_LOOKUP] = "GROUP_LOOKUP",
 	};
 
 	if (op >= sizeof(names) / sizeof(names[0]) || names[op] == NULL) {

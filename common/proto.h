@@ -96,6 +96,19 @@
  *                    whose keys were evicted to make room (durably gone
  *                    from the index; free for the caller again). Its
  *                    error replies carry the reason (PROTO_REP_F_MSG)
+ *   GROUP       req: u32 cmd (PROTO_GROUP_*), u16 len + group id
+ *                    (1..PROTO_GROUP_ID_MAX bytes), u32 total (OPEN: the
+ *                    chunks the group declares, 0 = none), u32 flags
+ *                    (OPEN: PROTO_GF_PIN; else 0)
+ *               rep: OPEN, ABORT, CANCEL: empty; COMMIT: u32 n, results
+ *                    (one per key staged, in order: where it now is)
+ *   GROUP_REGISTER req: u16 len + group id, then a REGISTER body (flags
+ *                    0): the keys are staged in the group, not in the
+ *                    index      rep: u32 n, results (a key already in
+ *                    the index is pinned and answered with its place)
+ *   GROUP_LOOKUP req: u16 len + group id, then keys (flags 0): each key
+ *                    found is pinned and counted as a chunk of the group
+ *               rep: u32 n, results
  *
  * A result is 48 bytes: i32 status, u32 flags (PROTO_R_NEW: this register
  * created the key), then a loc: u32 region, u32 gen, u64 region_off,
@@ -147,7 +160,10 @@ enum proto_op {
 	PROTO_OP_SESSIONS = 13,
 	PROTO_OP_RECLAIM = 14,
 	PROTO_OP_LEASE = 15,
-	PROTO_OP_MAX = 15,
+	PROTO_OP_GROUP = 16,
+	PROTO_OP_GROUP_REGISTER = 17,
+	PROTO_OP_GROUP_LOOKUP = 18,
+	PROTO_OP_MAX = 18,
 };
 
 #define PROTO_HELLO_REATTACH 0x1u
@@ -424,6 +440,31 @@ int proto_get_reclaim_req(struct preader *r, uint64_t *len,
     uint64_t *page_size, uint32_t *want, uint32_t *wait_ms);
 void proto_put_reclaimed(struct pbuf *b, const struct proto_reclaimed *m);
 int proto_get_reclaimed(struct preader *r, struct proto_reclaimed *m);
+
+/* Request groups (proto_group.c). */
+#define PROTO_GROUP_ID_MAX 255u
+#define PROTO_GROUP_TOTAL_MAX 65536u /* chunks one group may declare */
+enum proto_group_cmd {
+	PROTO_GROUP_OPEN = 1,
+	PROTO_GROUP_COMMIT = 2,
+	PROTO_GROUP_ABORT = 3,
+	PROTO_GROUP_CANCEL = 4,
+};
+#define PROTO_GF_PIN 0x1u /* OPEN: the group's keys stay pinned by the
+                           * session after commit */
+struct proto_group {
+	uint32_t cmd;      /* enum proto_group_cmd */
+	const uint8_t *id; /* points into the frame */
+	uint16_t id_len;   /* 1..PROTO_GROUP_ID_MAX */
+	uint32_t total;    /* OPEN: <= PROTO_GROUP_TOTAL_MAX */
+	uint32_t flags;    /* OPEN: PROTO_GF_*; else 0 */
+};
+void proto_put_group(struct pbuf *b, const struct proto_group *g);
+int proto_get_group(struct preader *r, struct proto_group *g);
+/* the id that opens a GROUP_REGISTER or GROUP_LOOKUP body */
+void proto_put_group_id(struct pbuf *b, const void *id, size_t len);
+int proto_get_group_id(struct preader *r, const uint8_t **id,
+    uint16_t *len);
 
 /* proto_op_name -- "REGISTER" etc., "UNKNOWN" for anything else. */
 const char *proto_op_name(unsigned op);

@@ -66,6 +66,7 @@
 #include "map.h"
 
 #define RECHECK_MS 200 /* how stale the pool file's identity may get */
+#define COMMIT_PASSES 4 /* batch passes that may meet a group's commit */
 
 struct direct {
 	struct pmap *map;  /* [0, meta_len) of the pool, read-only */
@@ -342,7 +343,40 @@ direct_chunk(struct direct *d, size_t n, const void *const keys[],
 	}
 }
 
-/* direct_lookup_batch -- see handler_int.h */
+/* the pool's commit_seq (pool_commit_begin), acquire: even between the
+ * commits of request groups */
+static uint64_t
+commit_seq(const struct direct *d)
+{
+	const struct pool_sb *sb = pmap_addr(d->map);
+
+	return __atomic_load_n(&sb->commit_seq, __ATOMIC_ACQUIRE);
+}
+
+/* One pass over keys[0..n); true if no request group's commit ran
+ * during it (commit_seq even and unchanged around it), so that the
+ * answers hold none or all of each group's keys. */
+static bool
+direct_pass(struct direct *d, size_t n, const void *const keys[],
+    const size_t key_lens[], struct proto_result res[], bool ask[],
+    cxlp_version_t vers[])
+{
+	uint64_t seq = commit_seq(d);
+
+	for (size_t i = 0; i < n; i += KVREAD_BATCH) {
+		size_t k = n - i < KVREAD_BATCH ? n - i : KVREAD_BATCH;
+
+		direct_chunk(d, k, keys + i, key_lens + i, res + i, ask + i,
+		    vers == NULL ? NULL : vers + i);
+	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return (seq & 1u) == 0 && commit_seq(d) == seq;
+}
+
+/* direct_lookup_batch -- see handler_int.h. A batch that keeps meeting
+ * commits, or that the index could not answer whole, is asked of the
+ * metaserver whole: its LOOKUP runs under the lock that commits take,
+ * and a mix of both answers could hold half a group. */
 size_t
 direct_lookup_batch(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[],
@@ -350,21 +384,20 @@ direct_lookup_batch(struct cxlp_handler *h, size_t n,
 {
 	struct direct *d = h->direct;
 	size_t nask = 0;
+	bool whole = false;
 
-	if (d == NULL || !direct_usable(h, d)) {
+	for (unsigned pass = 0; d != NULL && direct_usable(h, d) && !whole &&
+	    pass < COMMIT_PASSES; pass++) {
+		whole = direct_pass(d, n, keys, key_lens, res, ask, vers);
+	}
+	for (size_t i = 0; whole && i < n; i++) {
+		nask += ask[i];
+	}
+	if (!whole || (nask > 0 && n > 1)) {
 		for (size_t i = 0; i < n; i++) {
 			ask[i] = true;
 		}
 		return n;
-	}
-	for (size_t i = 0; i < n; i += KVREAD_BATCH) {
-		size_t k = n - i < KVREAD_BATCH ? n - i : KVREAD_BATCH;
-
-		direct_chunk(d, k, keys + i, key_lens + i, res + i, ask + i,
-		    vers == NULL ? NULL : vers + i);
-	}
-	for (size_t i = 0; i < n; i++) {
-		nask += ask[i];
 	}
 	return nask;
 }

@@ -254,6 +254,20 @@ struct cxlp_handler {
 	uint64_t reserved; /* pages held by reservations (reserve.c; atomic) */
 };
 
+/* ---- store.c, for group.c ---------------------------------------------- */
+
+/* store_group_batch -- one GROUP_REGISTER of group id: the contracts of
+ * cxlp_batch_store_status (every page consumed once, stored[], status[])
+ * but for a lost outcome, whose pages are freed (store.c, store_batch).
+ * kept[i]: key i was staged at its page, which stays REGISTERED until
+ * the group commits or rolls back. *reg_rc: the request's own error, 0
+ * when results came. Returns as cxlp_batch_store_status, and
+ * CXLP_E_UNKNOWN when the outcome was lost. */
+int store_group_batch(struct cxlp_handler *h, const void *id,
+    uint16_t id_len, size_t n, const void *const keys[],
+    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
+    bool stored[], int status[], bool kept[], int *reg_rc);
+
 /* ---- call.c ------------------------------------------------------------- */
 
 /* h_hello -- HELLO (flags 0, or PROTO_HELLO_REATTACH with the session's

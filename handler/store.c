@@ -46,8 +46,18 @@ struct store_tally {
 	int first_status; /* its error */
 };
 
+/* A batch of a request group (group.c): GROUP_REGISTER under id, and
+ * what the group needs back. */
+struct store_group {
+	const void *id;
+	uint16_t id_len;
+	bool *kept;  /* kept[i]: key i staged at its page (kept, REGISTERED) */
+	int *reg_rc; /* the request's own error (0: results came) */
+};
+
 struct batch {
 	size_t n;
+	const struct store_group *grp; /* NULL: a plain REGISTER */
 	struct scratch *s;          /* where the arrays and the body live */
 	struct proto_reg *regs;     /* what REGISTER sends */
 	uint32_t *gens;             /* gen of each page's region */
@@ -238,6 +248,11 @@ store_settle(struct cxlp_handler *h, const struct batch *b,
 		ok |= settle_page(h, pages[i], mine ? PAGE_REGISTERED :
 		    PAGE_FREE);
 		stored[i] = ok;
+		if (b->grp != NULL) {
+			b->grp->kept[i] = mine &&
+			    pagetab_state(&h->pages, pages[i]) ==
+			    PAGE_REGISTERED;
+		}
 		if (status != NULL) {
 			status[i] = ok ? 0 : st;
 		}
@@ -338,9 +353,13 @@ store_register(struct cxlp_handler *h, struct batch *b, unsigned flags,
 	int rc;
 
 	*got = 0;
+	if (b->grp != NULL) {
+		proto_put_group_id(body, b->grp->id, b->grp->id_len);
+	}
 	proto_put_regs(body, ((flags & CXLP_STORE_PIN) ? PROTO_F_PIN : 0) |
 	    ((flags & CXLP_STORE_LEASE) ? PROTO_F_LEASE : 0), b->n, b->regs);
-	rc = h_call(h, PROTO_OP_REGISTER, body, &rep);
+	rc = h_call(h, b->grp != NULL ? PROTO_OP_GROUP_REGISTER :
+	    PROTO_OP_REGISTER, body, &rep);
 	*sends = rep.sends;
 	if (rc != 0) {
 		return rc;
@@ -372,12 +391,16 @@ store_unknown(struct cxlp_handler *h, const struct batch *b,
 	    "kept until resolved", cxlp_strerror(rc), b->n);
 }
 
-/* cxlp_batch_store_status -- see cxlpool.h (contracts 1, 2, 4). */
-int
-cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
-    const void *const keys[], const size_t key_lens[],
-    const cxlp_page_t pages[], const size_t lens[], unsigned flags,
-    bool stored[], int status[])
+/* store_batch -- cxlp_batch_store_status, or with grp a batch of a
+ * request group. A group's keys are only staged by the server until
+ * its commit, which the handler alone sends: so a batch whose outcome
+ * is lost can change no index entry once the group is rolled back, and
+ * its pages are freed, not kept (group.c note 2). */
+static int
+store_batch(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
+    unsigned flags, bool stored[], int status[],
+    const struct store_group *grp)
 {
 	struct store_tally t = { 0 };
 	struct batch b;
@@ -390,6 +413,7 @@ cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
 	if (rc != 0 || (rc = batch_init(h, &b, n)) != 0) {
 		return rc;
 	}
+	b.grp = grp;
 	(void)store_resolve(h);
 	if ((rc = store_take(h, &b, keys, key_lens, pages, lens)) != 0) {
 		goto out;
@@ -399,7 +423,12 @@ cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
 	}
 	store_persist(&b);
 	rc = store_register(h, &b, flags, &got, &sends);
-	if (outcome_unknown(rc)) {
+	if (grp != NULL) {
+		*grp->reg_rc = rc;
+		sends = 1; /* a late copy only stages: nothing to doubt */
+		rc = outcome_unknown(rc) ? CXLP_E_UNKNOWN : rc;
+	}
+	if (outcome_unknown(rc) && grp == NULL) {
 		rc = store_unknown(h, &b, pages, rc, status);
 		goto out;
 	}
@@ -414,6 +443,31 @@ cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
 out:
 	batch_fini(h, &b);
 	return rc;
+}
+
+/* cxlp_batch_store_status -- see cxlpool.h (contracts 1, 2, 4). */
+int
+cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    const cxlp_page_t pages[], const size_t lens[], unsigned flags,
+    bool stored[], int status[])
+{
+	return store_batch(h, n, keys, key_lens, pages, lens, flags, stored,
+	    status, NULL);
+}
+
+/* store_group_batch -- see handler_int.h */
+int
+store_group_batch(struct cxlp_handler *h, const void *id, uint16_t id_len,
+    size_t n, const void *const keys[], const size_t key_lens[],
+    const cxlp_page_t pages[], const size_t lens[], bool stored[],
+    int status[], bool kept[], int *reg_rc)
+{
+	struct store_group g = {id, id_len, kept, reg_rc};
+
+	*reg_rc = 0;
+	return store_batch(h, n, keys, key_lens, pages, lens, 0, stored,
+	    status, &g);
 }
 
 /* cxlp_batch_store -- cxlp_batch_store_status without status. */

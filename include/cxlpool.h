@@ -74,7 +74,13 @@ enum cxlp_error {
 	                          * the retrieve; the copy may be bad */
 	CXLP_E_NOVERSION = -1024, /* validate: the retrieve could not take
 	                          * a version to check; see cxlp_validate */
-	CXLP_E_LAST = -1024,
+	CXLP_E_GROUP = -1025,    /* request group refused: no declared
+	                          * total, past its total, id in use, not
+	                          * open, or not the caller's */
+	CXLP_E_CANCELED = -1026, /* request group rolled back: aborted,
+	                          * cancelled by another handler, a failed
+	                          * batch, or a metaserver restart */
+	CXLP_E_LAST = -1026,
 };
 
 /* cxlp_strerror -- short name and meaning of an error code; never NULL. */
@@ -323,6 +329,113 @@ CXLP_API int cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
 CXLP_API int cxlp_store(struct cxlp_handler *h, const void *key,
     size_t key_len, cxlp_page_t page, size_t len, unsigned flags,
     bool *stored);
+
+/*
+ * Request groups: the chunks of one request (a prefill instance's KV
+ * cache for a decoder) sent in several batches, which readers see all at
+ * once or not at all.
+ *
+ *   cxlp_group_open(h, "req-17", 5, 2, 64, CXLP_GROUP_ATOMIC, 1000, &g);
+ *   cxlp_group_skip_present(h, g, 64, keys, klens, present);  (optional)
+ *   for each chunk not present: cxlp_group_alloc(h, g, &pg, &buf), write
+ *   it; then, per batch, cxlp_group_store(h, g, n, ...);
+ *   the batch that brings the 64th chunk commits the group;
+ *   cxlp_group_close(h, &g);
+ *
+ * - Admission: open declares the total of chunks and reserves that many
+ *   pages (cxlp_reserve, waiting up to wait_ms in arrival order; then
+ *   CXLP_E_NOSPACE, nothing held). A total of 0 opens a group that
+ *   refuses its first batch (CXLP_E_GROUP). Anonymous transfers use
+ *   cxlp_batch_store and skip all of this.
+ * - Visibility: the keys of an open group are in no index: lookups,
+ *   eviction and other writers do not see them. The commit puts them all
+ *   in at once, and a batch lookup (cxlp_batch_exists, batch_retrieve,
+ *   direct or not) sees either none or all of them. A key another writer
+ *   stored meanwhile keeps its value; this group's page for it is freed.
+ * - A batch that would take the group past its total is refused with
+ *   CXLP_E_GROUP, its pages left with the caller, and the group is rolled
+ *   back. Rolling back (cxlp_group_abort, closing an open group, with
+ *   CXLP_GROUP_ATOMIC a batch with a key not stored or a failed
+ *   cxlp_group_alloc, a cancel by any handler, a failed commit) frees
+ *   every page the group staged, releases its pins and its reservation;
+ *   the next call on the group returns CXLP_E_CANCELED with why.
+ * - The group lives in the metaserver's memory and in this handler: a
+ *   session that ends rolls its groups back; so does a metaserver
+ *   restart (the next call on the group returns CXLP_E_CANCELED, and the
+ *   handler has released the group's pins).
+ * - A group is used by one thread at a time; a handler may have many.
+ */
+struct cxlp_group;
+#define CXLP_GROUP_ID_MAX 255      /* bytes of a group id */
+#define CXLP_GROUP_TOTAL_MAX 65536 /* chunks one group may declare */
+#define CXLP_GROUP_ATOMIC 0x1u    /* all or nothing: a batch with a key
+                                     not stored, or an alloc that fails,
+                                     rolls the group back */
+#define CXLP_GROUP_PIN 0x2u       /* after commit, this session keeps a
+                                     pin on every key of the group
+                                     (release with cxlp_batch_unpin);
+                                     without it the group's pins go */
+#define CXLP_GROUP_NORESERVE 0x4u /* no reservation at open: the group's
+                                     allocs are cxlp_alloc's, with the
+                                     handler's alloc wait */
+/* cxlp_group_open -- open group id (1..CXLP_GROUP_ID_MAX bytes, unique
+ * among the open groups of the metaserver: CXLP_E_GROUP if taken) of
+ * total chunks (0..CXLP_GROUP_TOTAL_MAX), reserving them (above). Returns
+ * 0 and *out (free with cxlp_group_close), or an error with *out NULL. */
+CXLP_API int cxlp_group_open(struct cxlp_handler *h, const void *id,
+    size_t id_len, size_t total, unsigned flags, unsigned wait_ms,
+    struct cxlp_group **out);
+/* cxlp_group_alloc -- a page for a chunk of g: from its reservation (no
+ * wait, no round trip), else as cxlp_alloc. */
+CXLP_API int cxlp_group_alloc(struct cxlp_handler *h, struct cxlp_group *g,
+    cxlp_page_t *page, void **buf);
+/* cxlp_group_skip_present -- which of keys are already in the pool:
+ * present[i] true for each, pinned for the group atomically with finding
+ * it (no eviction can take it before the decoder reads it), and counted
+ * as a chunk of the group, whose page need not be written. */
+CXLP_API int cxlp_group_skip_present(struct cxlp_handler *h,
+    struct cxlp_group *g, size_t n, const void *const keys[],
+    const size_t key_lens[], bool present[]);
+/* cxlp_group_store -- one batch of g: as cxlp_batch_store (flags 0; the
+ * same rules for pages and stored[]), but the keys are staged until the
+ * commit; stored[i] true: the chunk counts toward the total. The batch
+ * that completes the total commits g (the call's return is the
+ * commit's). Returns 0; CXLP_E_GROUP with no page consumed (no total,
+ * past the total, or g no longer open: committed or rolled back before);
+ * CXLP_E_CANCELED with every page consumed (freed: g was rolled back by
+ * this batch, a cancel, or a restart the batch found); or an error of
+ * cxlp_batch_store (consuming pages as it says). */
+CXLP_API int cxlp_group_store(struct cxlp_handler *h, struct cxlp_group *g,
+    size_t n, const void *const keys[], const size_t key_lens[],
+    const cxlp_page_t pages[], const size_t lens[], bool stored[]);
+/* cxlp_group_commit -- make every staged key of g visible, at once, and
+ * release what is left of its reservation. 0, CXLP_E_CANCELED (rolled
+ * back instead: cancelled, or a key could not go in, e.g. the index is
+ * full), or CXLP_E_UNKNOWN (no answer: the keys may be in; their pages
+ * are kept until the handler closes). */
+CXLP_API int cxlp_group_commit(struct cxlp_handler *h, struct cxlp_group *g);
+/* cxlp_group_abort -- roll g back (above). 0, or an error if g is not
+ * open. */
+CXLP_API int cxlp_group_abort(struct cxlp_handler *h, struct cxlp_group *g);
+/* cxlp_group_cancel -- roll back the open group id of any handler (a
+ * decoder that gives up): its staged keys and pins go at once, its owner
+ * learns of it at its next call. 0 or CXLP_E_NOTFOUND. */
+CXLP_API int cxlp_group_cancel(struct cxlp_handler *h, const void *id,
+    size_t id_len);
+enum cxlp_group_state {
+	CXLP_GROUP_OPEN = 0,
+	CXLP_GROUP_COMMITTED = 1,
+	CXLP_GROUP_ROLLED_BACK = 2,
+	CXLP_GROUP_UNKNOWN = 3, /* the commit's answer was lost */
+};
+/* cxlp_group_state -- enum cxlp_group_state of g; -EINVAL for NULL. */
+CXLP_API int cxlp_group_state(const struct cxlp_group *g);
+/* cxlp_group_count -- chunks g holds so far (staged or present). */
+CXLP_API size_t cxlp_group_count(const struct cxlp_group *g);
+/* cxlp_group_close -- roll g back if it is still open, free it; *g =
+ * NULL. After cxlp_close, pass h = NULL to free only the memory. */
+CXLP_API void cxlp_group_close(struct cxlp_handler *h,
+    struct cxlp_group **g);
 
 /* Flags for retrieve/batch_retrieve. */
 #define CXLP_RETRIEVE_PIN 0x1u /* pin the key; release with cxlp_unpin */

@@ -133,6 +133,32 @@ dec_keys(struct req *rq)
 	return rc != 0 ? rc : batch_new(rq, false);
 }
 
+static int
+dec_group(struct req *rq)
+{
+	return proto_get_group(&rq->body, &rq->group);
+}
+
+/* GROUP_REGISTER: the group id, then a REGISTER body */
+static int
+dec_group_regs(struct req *rq)
+{
+	int rc = proto_get_group_id(&rq->body, &rq->group.id,
+	    &rq->group.id_len);
+
+	return rc != 0 ? rc : dec_regs(rq);
+}
+
+/* GROUP_LOOKUP: the group id, then keys */
+static int
+dec_group_keys(struct req *rq)
+{
+	int rc = proto_get_group_id(&rq->body, &rq->group.id,
+	    &rq->group.id_len);
+
+	return rc != 0 ? rc : dec_keys(rq);
+}
+
 /* One row per op: how its body decodes, which lock, whether it needs a
  * session, the request flags it accepts, and its apply function. */
 static const struct op_def ops[PROTO_OP_MAX + 1] = {
@@ -171,6 +197,14 @@ static const struct op_def ops[PROTO_OP_MAX + 1] = {
 	    .needs_session = true, .lock = LK_WRITE, .waits = true },
 	[PROTO_OP_LEASE] = { .decode = dec_lease, .apply = op_lease,
 	    .needs_session = true, .lock = LK_WRITE, .frees = true },
+	[PROTO_OP_GROUP] = { .decode = dec_group, .apply = op_group,
+	    .needs_session = true, .lock = LK_WRITE, .frees = true },
+	[PROTO_OP_GROUP_REGISTER] = { .decode = dec_group_regs,
+	    .apply = op_group_register, .needs_session = true,
+	    .lock = LK_WRITE },
+	[PROTO_OP_GROUP_LOOKUP] = { .decode = dec_group_keys,
+	    .apply = op_group_lookup, .needs_session = true,
+	    .lock = LK_WRITE },
 };
 
 /* ---- the dispatcher ---------------------------------------------------- */

@@ -216,6 +216,7 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 
 err_sess:
 	ms_sess_free_all(ms);
+	ms_groups_fini(ms);
 	ms_asks_fini(ms);
 	ms_waitq_fini(&ms->waitq);
 	pool_close(&ms->pool);
@@ -231,6 +232,7 @@ void
 ms_fini(struct ms *ms)
 {
 	ms_sess_free_all(ms);
+	ms_groups_fini(ms);
 	ms_asks_fini(ms);
 	ms_waitq_fini(&ms->waitq);
 	ms_pipes_fini(ms);

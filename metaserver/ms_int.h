@@ -200,8 +200,44 @@ struct ms_ask {
 	uint64_t asked_ms; /* monotonic ms; 0 = no ask */
 };
 
+/* ---- request groups (group.c) ------------------------------------------ */
+
+#define MS_GROUPS_MAX 4096u /* open groups, all sessions */
+#define MS_GROUP_KEY_BYTES_MAX (256ull << 20) /* staged key bytes, all */
+
+/* What a group holds: a staged key (copied) and the page it points at,
+ * or the slot of a key already in the index that the group pinned. */
+struct ms_gentry {
+	bool staged;
+	uint16_t klen;
+	uint8_t *key;   /* staged: malloc'd copy */
+	uint32_t region;
+	uint64_t off, len;
+	uint64_t slot;  /* pinned */
+};
+
+struct ms_group {
+	uint8_t id[PROTO_GROUP_ID_MAX];
+	uint16_t id_len;
+	uint64_t owner;        /* session id */
+	uint32_t total;        /* chunks declared (0: none) */
+	uint32_t count;        /* chunks its batches brought */
+	uint32_t flags;        /* PROTO_GF_* */
+	uint64_t cancelled_by; /* 0: open; else who rolled it back */
+	struct ms_gentry *e;   /* n entries, in arrival order */
+	uint32_t n, cap, staged;
+	struct ms_group *next;
+};
+
+struct ms_groups {
+	struct ms_group *list;
+	unsigned n;
+	uint64_t key_bytes; /* of the staged keys */
+};
+
 struct ms {
 	struct pool *pool;
+	struct ms_groups groups; /* group.c; ms->lock */
 	struct ms_evict evict;
 	struct ms_waitq waitq; /* waitq.c */
 	struct ms_ask *asks;   /* pool_region_max entries (asks.c); ms->lock */
@@ -482,5 +518,20 @@ int ms_nospace(struct ms *ms, uint64_t len);
 /* ms_serve -- open the pool, listen, serve until SIGINT/SIGTERM. Returns
  * the process exit status (0 clean, 1 on startup failure). */
 int ms_serve(const struct ms_config *cfg);
+
+/* ---- request groups (group.c; ms->lock held, for writing to change) -- */
+
+struct ms_group *ms_group_find(struct ms *ms, const void *id, size_t len);
+int ms_group_open(struct ms *ms, uint64_t sid, const void *id, size_t len,
+    uint32_t total, uint32_t flags, struct ms_group **out);
+int ms_group_stage(struct ms *ms, struct ms_group *g, const void *key,
+    uint16_t klen, uint32_t region, uint64_t off, uint64_t len);
+int ms_group_pinned(struct ms_group *g, uint64_t slot);
+unsigned ms_group_release_pins(struct ms *ms, struct ms_group *g);
+void ms_group_rollback(struct ms *ms, struct ms_group *g, uint64_t by,
+    const char *why);
+void ms_group_close(struct ms *ms, struct ms_group *g);
+void ms_groups_session_end(struct ms *ms, uint64_t sid);
+void ms_groups_fini(struct ms *ms);
 
 #endif /* CXLP_MS_INT_H */

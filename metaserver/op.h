@@ -34,6 +34,7 @@ struct req {
 	struct proto_key *keys;
 	struct proto_reg *regs;
 	struct proto_hello hello;
+	struct proto_group group; /* GROUP; GROUP_*: only id, id_len */
 	uint64_t len, page_size;
 	uint32_t region, gen;
 	uint32_t want;       /* RECLAIM: pages the caller is short of;
@@ -110,7 +111,32 @@ int op_region_free(struct req *rq);
 int op_reclaim(struct req *rq);
 /* op_lease.c */
 int op_lease(struct req *rq);
+/* What op_pin_results does with a change pool_pin_change refuses (an unpin
+ * without a pin, or a pin past PIN_COUNT_MAX on one key). */
+enum refused {
+	REFUSED_MARK, /* the key's result reports it; go on */
+	REFUSED_STOP, /* the same, and stop there (PIN: in order) */
+	REFUSED_KEEP, /* REGISTER: the key stays registered, unpinned, and
+	               * is reported stored (its page must not be freed) */
+};
+
 /* op_kv.c */
+/* op_results_new -- under the op's lock, before its per-key loop: room
+ * for the pins it may take (pin), the index warmed for its keys (insert:
+ * they are about to be registered). 0 or CXLP_E_NOSPACE. */
+int op_results_new(struct req *rq, bool pin, bool insert);
+/* op_kv_loc -- kv's place, with its region's extent, as a result's. */
+void op_kv_loc(const struct pool *p, const struct pool_kv *kv,
+    struct proto_loc *loc);
+/* op_res_ok -- result i: found at kv, with flags. */
+void op_res_ok(struct req *rq, uint32_t i, const struct pool_kv *kv,
+    uint32_t flags);
+/* op_pin_results -- pin (+1) or unpin (-1) the key of every good result
+ * of res[0..m), in order; how many results to reply with. */
+uint32_t op_pin_results(struct req *rq, uint32_t m, int delta,
+    enum refused on);
+/* op_put_results -- the success reply with results res[0..n). */
+void op_put_results(struct req *rq, uint32_t n);
 int op_register(struct req *rq);
 int op_lookup(struct req *rq);
 int op_pin(struct req *rq);
@@ -119,6 +145,10 @@ int op_delete(struct req *rq);
 /* op_lookup_keys -- rq->res[0..n) := each key's location or error (no
  * stop at a miss); returns n, 0 when the batch could not be prepared. */
 uint32_t op_lookup_keys(struct req *rq);
+/* op_group.c */
+int op_group(struct req *rq);
+int op_group_register(struct req *rq);
+int op_group_lookup(struct req *rq);
 /* op_report.c */
 int op_stats(struct req *rq);
 int op_sessions(struct req *rq);

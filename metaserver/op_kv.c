@@ -24,8 +24,8 @@
 #include "log.h"
 #include "op.h"
 
-static void
-kv_loc(const struct pool *p, const struct pool_kv *kv, struct proto_loc *loc)
+void
+op_kv_loc(const struct pool *p, const struct pool_kv *kv, struct proto_loc *loc)
 {
 	struct pool_region r;
 
@@ -40,21 +40,21 @@ kv_loc(const struct pool *p, const struct pool_kv *kv, struct proto_loc *loc)
 	}
 }
 
-static void
-res_ok(struct req *rq, uint32_t i, const struct pool_kv *kv, uint32_t flags)
+void
+op_res_ok(struct req *rq, uint32_t i, const struct pool_kv *kv, uint32_t flags)
 {
 	rq->slots[i] = kv->slot;
 	rq->res[i].status = 0;
 	rq->res[i].flags = flags;
-	kv_loc(rq->ms->pool, kv, &rq->res[i].loc);
+	op_kv_loc(rq->ms->pool, kv, &rq->res[i].loc);
 }
 
 /* Under the op's lock, before its per-key loop: room for the pins it may
  * take, and the index warmed for its keys, so that the probes' cache and
  * TLB misses overlap instead of coming one at a time (pool_kv_prefetch).
  * insert: the keys are about to be registered. */
-static int
-results_new(struct req *rq, bool pin, bool insert)
+int
+op_results_new(struct req *rq, bool pin, bool insert)
 {
 	pool_kv_prefetch(rq->ms->pool, rq->hash, rq->n, insert);
 	return pin ? pool_pin_reserve(rq->ms->pool, rq->n) : 0;
@@ -92,21 +92,12 @@ occurrences(struct req *rq, uint32_t m)
 	}
 }
 
-/* What pin_results does with a change pool_pin_change refuses (an unpin
- * without a pin, or a pin past PIN_COUNT_MAX on one key). */
-enum refused {
-	REFUSED_MARK, /* the key's result reports it; go on */
-	REFUSED_STOP, /* the same, and stop there (PIN: in order) */
-	REFUSED_KEEP, /* REGISTER: the key stays registered, unpinned, and
-	               * is reported stored (its page must not be freed) */
-};
-
 /* Pin (delta +1) or unpin (-1) the key of every good result in res[0..m),
  * durably, in order. Room was reserved, so a pin is refused only at
  * PIN_COUNT_MAX. Returns how many results to reply with: m, or with
  * REFUSED_STOP one past the first refused change. */
-static uint32_t
-pin_results(struct req *rq, uint32_t m, int delta, enum refused on)
+uint32_t
+op_pin_results(struct req *rq, uint32_t m, int delta, enum refused on)
 {
 	uint32_t kept = 0;
 
@@ -138,8 +129,8 @@ pin_results(struct req *rq, uint32_t m, int delta, enum refused on)
 	return m;
 }
 
-static void
-put_results(struct req *rq, uint32_t n)
+void
+op_put_results(struct req *rq, uint32_t n)
 {
 	op_put_hdr(rq, 0);
 	proto_put_results(rq->reply, n, rq->res);
@@ -194,7 +185,7 @@ op_register(struct req *rq)
 	uint32_t lease_ms;
 	int rc = flag_lease(rq, &lease_ms);
 
-	if (rc != 0 || (rc = results_new(rq, pin, true)) != 0) {
+	if (rc != 0 || (rc = op_results_new(rq, pin, true)) != 0) {
 		return rc;
 	}
 	for (uint32_t i = 0; i < rq->n; i++) {
@@ -212,12 +203,12 @@ op_register(struct req *rq)
 			}
 			continue;
 		}
-		res_ok(rq, i, &kv, ins ? PROTO_R_NEW : 0);
+		op_res_ok(rq, i, &kv, ins ? PROTO_R_NEW : 0);
 		added += ins;
 	}
 	/* winners and losers pinned in the same critical section */
 	if (pin) {
-		(void)pin_results(rq, rq->n, +1, REFUSED_KEEP);
+		(void)op_pin_results(rq, rq->n, +1, REFUSED_KEEP);
 	}
 	if (rq->flags & PROTO_F_LEASE) {
 		lease_register(rq, lease_ms);
@@ -226,7 +217,7 @@ op_register(struct req *rq)
 	    "failed=%u pin=%d rc=0%s%s%s", (unsigned long long)op_sess_id(rq),
 	    rq->n, added, rq->n - added - failed, failed, pin,
 	    failed ? " first_failure=\"" : "", why, failed ? "\"" : "");
-	put_results(rq, rq->n);
+	op_put_results(rq, rq->n);
 	return 0;
 }
 
@@ -239,7 +230,7 @@ static uint32_t lookup_keys(struct req *rq, bool stop_at_miss);
 uint32_t
 op_lookup_keys(struct req *rq)
 {
-	int rc = results_new(rq, false, false);
+	int rc = op_results_new(rq, false, false);
 
 	return rc != 0 ? 0 : lookup_keys(rq, false);
 }
@@ -264,7 +255,7 @@ lookup_keys(struct req *rq, bool stop_at_miss)
 		if (rq->h.op == PROTO_OP_LOOKUP) {
 			pool_access_touch(rq->ms->pool, kv.slot); /* a read */
 		}
-		res_ok(rq, m++, &kv, 0);
+		op_res_ok(rq, m++, &kv, 0);
 	}
 	return m;
 }
@@ -277,17 +268,17 @@ op_lookup(struct req *rq)
 	uint32_t lease_ms;
 	int rc = flag_lease(rq, &lease_ms);
 
-	if (rc != 0 || (rc = results_new(rq, pin, false)) != 0) {
+	if (rc != 0 || (rc = op_results_new(rq, pin, false)) != 0) {
 		return rc;
 	}
 	lookup_keys(rq, false);
 	if (pin) {
-		(void)pin_results(rq, rq->n, +1, REFUSED_MARK);
+		(void)op_pin_results(rq, rq->n, +1, REFUSED_MARK);
 	}
 	if (rq->flags & PROTO_F_LEASE) {
 		ms_lease_keys(rq, rq->n, lease_ms);
 	}
-	put_results(rq, rq->n);
+	op_put_results(rq, rq->n);
 	return 0;
 }
 
@@ -297,15 +288,15 @@ int
 op_pin(struct req *rq)
 {
 	uint32_t m;
-	int rc = results_new(rq, true, false);
+	int rc = op_results_new(rq, true, false);
 
 	if (rc != 0) {
 		return rc;
 	}
-	m = pin_results(rq, lookup_keys(rq, true), +1, REFUSED_STOP);
+	m = op_pin_results(rq, lookup_keys(rq, true), +1, REFUSED_STOP);
 	log_dbg("op=pin session=%llu n=%u done=%u",
 	    (unsigned long long)op_sess_id(rq), rq->n, m);
-	put_results(rq, m);
+	op_put_results(rq, m);
 	return 0;
 }
 
@@ -314,14 +305,14 @@ op_pin(struct req *rq)
 int
 op_unpin(struct req *rq)
 {
-	int rc = results_new(rq, false, false);
+	int rc = op_results_new(rq, false, false);
 
 	if (rc != 0) {
 		return rc;
 	}
 	lookup_keys(rq, false);
-	(void)pin_results(rq, rq->n, -1, REFUSED_MARK);
-	put_results(rq, rq->n);
+	(void)op_pin_results(rq, rq->n, -1, REFUSED_MARK);
+	op_put_results(rq, rq->n);
 	return 0;
 }
 
@@ -353,7 +344,7 @@ delete_one(struct req *rq, uint32_t i)
 		return cxlp_fail(CXLP_E_PERM, "key belongs to live session "
 		    "%llu", (unsigned long long)r.owner);
 	}
-	kv_loc(p, &kv, &rq->res[i].loc); /* before the region may go */
+	op_kv_loc(p, &kv, &rq->res[i].loc); /* before the region may go */
 	return pool_kv_remove(p, k->data, k->len, &kv);
 }
 
@@ -362,7 +353,7 @@ int
 op_delete(struct req *rq)
 {
 	unsigned failed = 0;
-	int rc = results_new(rq, false, false);
+	int rc = op_results_new(rq, false, false);
 
 	if (rc != 0) {
 		return rc;
@@ -377,6 +368,6 @@ op_delete(struct req *rq)
 	}
 	log_info("op=delete session=%llu n=%u failed=%u rc=0",
 	    (unsigned long long)op_sess_id(rq), rq->n, failed);
-	put_results(rq, rq->n);
+	op_put_results(rq, rq->n);
 	return 0;
 }

@@ -380,6 +380,7 @@ sess_end_locked(struct ms *ms, struct ms_sess *s, const char *why)
 	uint64_t leases = pool_lease_release_session(ms->pool, s->id);
 	unsigned regions = disown_regions(ms, s->id);
 
+	ms_groups_session_end(ms, s->id);
 	log_info("op=session_end session=%llu why=%s pins=%llu leases=%llu "
 	    "regions=%u rc=%d", (unsigned long long)s->id, why,
 	    (unsigned long long)pins, (unsigned long long)leases, regions,

@@ -115,3 +115,15 @@ crashpt_store8(uint64_t *dst, uint64_t v)
 	}
 	die();
 }
+
+/* crashpt_commit_pause -- see crashpt.h; reads the environment each time
+ * (a commit of a test, not a hot path) */
+void
+crashpt_commit_pause(void)
+{
+	const char *us = getenv("CXLP_COMMIT_PAUSE_US");
+
+	if (us != NULL) {
+		usleep((useconds_t)strtoul(us, NULL, 10));
+	}
+}

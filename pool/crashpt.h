@@ -16,7 +16,10 @@
  *                       made, and the second half of a range is garbled;
  *   CXLP_CRASH_COUNT=f  write the number of points passed to file f at
  *                       exit (to size a crash-point sweep).
- * Without test_hooks (crashpt_none.c) both calls are empty.
+ *   CXLP_COMMIT_PAUSE_US=u  sleep u us after each key a request group's
+ *                       commit inserts (crashpt_commit_pause): a commit
+ *                       long enough for a test's reader to meet it.
+ * Without test_hooks (crashpt_none.c) every call is empty.
  */
 #ifndef CXLP_POOL_CRASHPT_H
 #define CXLP_POOL_CRASHPT_H
@@ -28,5 +31,8 @@
 void crashpt_range(void *addr, size_t len);
 /* crashpt_store8 -- point: v is about to be stored at dst and persisted. */
 void crashpt_store8(uint64_t *dst, uint64_t v);
+
+/* crashpt_commit_pause -- a commit inserted one key (kv.c). */
+void crashpt_commit_pause(void);
 
 #endif /* CXLP_POOL_CRASHPT_H */

@@ -15,6 +15,8 @@
 
 #include "err.h"
 #include "log.h"
+#include "crashpt.h"
+#include "persist.h"
 #include "pool_int.h"
 
 static void
@@ -134,6 +136,62 @@ pool_kv_insert(struct pool *p, uint64_t owner, const void *key,
 	kv_out(p, &v, slot, out);
 	*inserted = true;
 	return 0;
+}
+
+/* pool_kv_check -- see pool.h */
+int
+pool_kv_check(const struct pool *p, uint64_t owner, const void *key,
+    size_t klen, uint32_t region, uint64_t off, uint64_t len)
+{
+	const struct pool_rrec *r;
+	uint64_t page;
+	int rc = insert_checks(p, owner, key, klen, region, off, len);
+
+	if (rc != 0) {
+		return rc;
+	}
+	r = &p->rtab[region];
+	page = (off - r->off) / r->page_size;
+	if (p->reg[region].pages[page / 64] >> (page % 64) & 1u) {
+		return cxlp_fail(CXLP_E_BUSY, "page at %llu already holds a "
+		    "key", (unsigned long long)off);
+	}
+	return 0;
+}
+
+/* pool_commit_begin -- see pool.h: odd, and ordered before every store
+ * of the inserts that follow (a release fence orders earlier stores
+ * before later ones) */
+void
+pool_commit_begin(struct pool *p)
+{
+	pool_set8(&p->sb->commit_seq, p->sb->commit_seq | 1u);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+/* pool_commit_end -- see pool.h: even, after every store of the inserts
+ * (pool_set8 is a release store) */
+void
+pool_commit_end(struct pool *p)
+{
+	pool_set8(&p->sb->commit_seq, (p->sb->commit_seq | 1u) + 1u);
+}
+
+/* pool_commit_step -- see pool.h */
+void
+pool_commit_step(struct pool *p)
+{
+	(void)p;
+	crashpt_commit_pause();
+}
+
+/* pool_commit_recover -- see pool.h */
+void
+pool_commit_recover(struct pool *p)
+{
+	if (p->sb->commit_seq & 1u) {
+		pool_commit_end(p);
+	}
 }
 
 /* pool_kv_hash -- see pool.h */

@@ -24,10 +24,12 @@
 #define POOL_MAGIC "CXLPOOL" /* 8 bytes with its NUL */
 #define POOL_MAJOR 2u        /* bump on incompatible layout changes; 2:
                               * pin table area, region request stamp */
-#define POOL_MINOR 2u        /* 1: owner record in the superblock
+#define POOL_MINOR 3u        /* 1: owner record in the superblock
                               * (struct pool_orec); a 2.0 pool reads as
                               * one without an owner (its bytes are 0).
-                              * 2: the access area (POOL_COMPAT_ACCESS) */
+                              * 2: the access area (POOL_COMPAT_ACCESS)
+                              * 3: commit_seq (a 2.2 reader refuses a
+                              * pool whose commit_seq is not 0) */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
@@ -120,17 +122,27 @@ struct pool_sb {
 	                           * server of this pool granted may still
 	                           * run (lease.c; layout 2.2). One 8-byte
 	                           * store, not covered by checksum */
-	uint8_t reserved[3288];   /* zero */
+	uint64_t commit_seq;      /* odd while a request group's keys are
+	                           * going into the index, then even again
+	                           * (pool_commit_begin): a reader of many
+	                           * keys that sees it unchanged and even
+	                           * around its reads saw none or all of a
+	                           * group (layout 2.3; 0 before). One
+	                           * 8-byte store, not covered by checksum */
+	uint8_t reserved[3280];   /* zero */
 	struct pool_orec owner;   /* who serves the pool; its own rules,
 	                           * above (layout 2.1; zero in 2.0) */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id,
-	                           * lease_until_ns and owner read as 0 */
+	                           * lease_until_ns, commit_seq and owner
+	                           * read as 0 */
 };
 static_assert(sizeof(struct pool_sb) == POOL_SB_SIZE, "superblock size");
 static_assert(offsetof(struct pool_sb, owner) % 64 == 0,
     "owner record words are aligned 8-byte stores");
 static_assert(offsetof(struct pool_sb, lease_until_ns) % 8 == 0,
     "lease_until_ns is published by an aligned 8-byte store");
+static_assert(offsetof(struct pool_sb, commit_seq) % 8 == 0,
+    "commit_seq is published by an aligned 8-byte store");
 static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
     "next_session_id is published by an aligned 8-byte store");
 

@@ -187,6 +187,9 @@ rebuild(struct pool *p, bool repair)
 	}
 	reap = regtab_reap(p, repair);
 	p->damage->torn += reap;
+	if (repair) {
+		pool_commit_recover(p);
+	}
 	p->damage->dropped = repair && p->damage->nrec > 0;
 	return 0;
 }

@@ -142,6 +142,22 @@ struct pool_kv {
 int pool_kv_insert(struct pool *p, uint64_t owner, const void *key,
     size_t klen, uint32_t region, uint64_t off, uint64_t len,
     struct pool_kv *out, bool *inserted);
+/* pool_kv_check -- would pool_kv_insert accept (owner, key, region, off,
+ * len) for a key not yet present? Its checks in its order, then that the
+ * page holds no key (CXLP_E_BUSY). Changes nothing. */
+int pool_kv_check(const struct pool *p, uint64_t owner, const void *key,
+    size_t klen, uint32_t region, uint64_t off, uint64_t len);
+/* pool_commit_begin / pool_commit_end -- bracket the inserts of a request
+ * group, so that a reader of many keys from shared memory can tell it
+ * read across one (the superblock's commit_seq, odd in between; kv.c).
+ * No persist: the word is for live readers only. */
+void pool_commit_begin(struct pool *p);
+void pool_commit_end(struct pool *p);
+/* pool_commit_step -- between two inserts of a commit: nothing, or the
+ * test hook's pause (crashpt.h, CXLP_COMMIT_PAUSE_US). */
+void pool_commit_step(struct pool *p);
+/* pool_commit_recover -- even again after a crash in between (open). */
+void pool_commit_recover(struct pool *p);
 /* pool_kv_hash -- the index hash of key, for pool_kv_prefetch. */
 uint64_t pool_kv_hash(const void *key, size_t klen);
 /* pool_kv_prefetch -- warm the index for a batch of n keys whose hashes

@@ -1,8 +1,9 @@
 #!/bin/sh
 # test.sh -- set up and run every cxlpool test: installs the Debian packages
 # (scripts/install-deps.sh), then
-#   1. build/       plain build, the whole suite (soak: its 15 s --quick run,
-#                   on a pool small enough that it evicts all the time)
+#   1. build/       plain build, the whole suite (soak: 10 s of its --quick
+#                   run, on a pool small enough that it evicts all the
+#                   time, and 10 s of --hostile)
 #   2. build-asan/  AddressSanitizer + UBSan, the whole suite again
 #   3. build-tsan/  ThreadSanitizer: the metaserver, the handler library (in
 #                   the integration tests' worker processes) and the soak
@@ -12,9 +13,9 @@
 #                   (needs clang, which install-deps.sh installs)
 #   5. soak         build/'s cxlp-soak in full (120 s, a kill every 1.5 s):
 #                   what piles up slowly (pages, regions, pins) shows only
-#                   in a run this long (the 15 s run of step 1 cannot fill
-#                   its pool); then 30 s of it on a pool that evicts all the
-#                   time (--evict), then its --hostile form for 40 s (a
+#                   in a run this long (the 10 s run of step 1 cannot fill
+#                   its pool); then 20 s of it on a pool that evicts all the
+#                   time (--evict), then its --hostile form for 30 s (a
 #                   prober on the server's endpoints, 4 workers, no kills,
 #                   no call may fail)
 # Any test failure, sanitizer finding or fuzz crash fails the run.
@@ -83,14 +84,14 @@ run_soak() {
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
 		build/tests/soak/cxlp-soak || return 1
-	echo "soak: cxlp-soak --evict (30 s)"
+	echo "soak: cxlp-soak --evict (20 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
-		build/tests/soak/cxlp-soak --evict --seconds 30 || return 1
-	echo "soak: cxlp-soak --hostile (40 s)"
+		build/tests/soak/cxlp-soak --evict --seconds 20 || return 1
+	echo "soak: cxlp-soak --hostile (30 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
-		build/tests/soak/cxlp-soak --hostile --seconds 40 --workers 4
+		build/tests/soak/cxlp-soak --hostile --seconds 30 --workers 4
 }
 
 rc=0

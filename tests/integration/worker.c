@@ -25,6 +25,8 @@
  *   itest-worker fill-and-wait URL -    fill the pool with 64 KiB pages
  *                                       (test_evict.c), say "f", wait to
  *                                       be killed
+ *   itest-worker group-writer URL ID, group-reader URL ID: request
+ *                                       groups (worker_group.c)
  */
 #include <pthread.h>
 #include <signal.h>
@@ -38,7 +40,8 @@
 
 #define MiB (1024ull * 1024)
 
-static const char *url;
+const char *worker_url;
+#define url worker_url
 
 static int
 reader(int argc, char **argv)
@@ -571,6 +574,8 @@ static const struct role {
 	{ "crash-storer", 1, crash_storer },
 	{ "stall-threads", 1, stall_threads },
 	{ "fill-and-wait", 1, fill_and_wait },
+	{ "group-writer", 1, group_writer },
+	{ "group-reader", 1, group_reader },
 };
 
 int

@@ -69,4 +69,26 @@ crash_len(uint32_t i)
 	return 64 + i * 37u % 4000u;
 }
 
+/* Request groups (worker_group.c). */
+#define GW_TOTAL 8
+#define GW_HALF 4
+#define GW_READY 'g'
+struct gw_result {
+	int32_t rc;    /* the second stage's return */
+	int32_t state; /* cxlp_group_state after it */
+	uint64_t pages_registered, pages_allocated; /* after group_close */
+};
+#define GR_KEYS 64
+#define GR_DEADLINE_MS 20000
+struct gr_result {
+	uint32_t polls;   /* batch_exists calls */
+	uint32_t partial; /* of them, answers with some keys and not all */
+	uint32_t all;     /* 1: the last one found every key */
+	uint32_t pad;
+};
+
+extern const char *worker_url;
+int group_writer(int argc, char **argv);
+int group_reader(int argc, char **argv);
+
 #endif

@@ -22,7 +22,8 @@ from ._lib import (BATCH_MAX, KEY_MAX, LOG_DEBUG, LOG_ERR, LOG_INFO, LOG_OFF,
                    ERROR_CODES)
 from .config import DEFAULT_SERVER_URL, Config
 from .errors import (BadMagicError, BadOpError, BadPageError, BatchSizeError,
-                     BoundsError, BusyError, ChangedError, ChecksumError,
+                     BoundsError, BusyError, CanceledError, ChangedError,
+                     ChecksumError, GroupError,
                      ClosedError, ConnectError, CorruptError, CxlpError,
                      CxlpOSError, InvalidArgumentError, KeyLengthError,
                      NoSpaceError, NotFoundError, NotPinnedError,
@@ -32,6 +33,7 @@ from .errors import (BadMagicError, BadOpError, BadPageError, BatchSizeError,
                      error_from_code)
 from .handler import (Handler, KeyLike, Page, Stats, address_of,
                       set_log_handler)
+from .groups import Group
 from .reservations import Reservation
 from .versions import Version
 
@@ -40,7 +42,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BATCH_MAX", "KEY_MAX", "LOG_DEBUG", "LOG_ERR", "LOG_INFO", "LOG_OFF",
     "ERROR_CODES", "DEFAULT_SERVER_URL",
-    "Config", "Handler", "KeyLike", "Page", "Reservation", "Stats",
+    "Config", "Group", "Handler", "KeyLike", "Page", "Reservation", "Stats",
     "Version",
     "address_of",
     "set_log_handler",
@@ -52,5 +54,5 @@ __all__ = [
     "KeyLengthError", "BatchSizeError", "SessionError",
     "ServerTimeoutError", "ClosedError", "ConnectError", "BadPageError",
     "StaleError", "BusyError", "TooBigError", "UnknownOutcomeError",
-    "ChangedError", "NoVersionError",
+    "ChangedError", "NoVersionError", "GroupError", "CanceledError",
 ]

@@ -63,6 +63,8 @@ ERROR_CODES: Dict[str, int] = {
     "CXLP_E_UNKNOWN": -1022,
     "CXLP_E_CHANGED": -1023,
     "CXLP_E_NOVERSION": -1024,
+    "CXLP_E_GROUP": -1025,
+    "CXLP_E_CANCELED": -1026,
 }
 
 # enum cxlp_log_level.
@@ -129,6 +131,19 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_reserve_alloc": (c_int, [_PTR, _PTR, _P(c_uint64), _P(c_void_p)]),
     "cxlp_reserve_left": (c_size_t, [_PTR]),
     "cxlp_reserve_release": (c_int, [_PTR, _P(c_void_p)]),
+    "cxlp_group_open": (c_int, [_PTR, c_char_p, c_size_t, c_size_t, c_uint,
+                                c_uint, _P(c_void_p)]),
+    "cxlp_group_alloc": (c_int, [_PTR, _PTR, _P(c_uint64), _P(c_void_p)]),
+    "cxlp_group_skip_present": (c_int, [_PTR, _PTR, c_size_t, _PTR, _PTR,
+                                        _PTR]),
+    "cxlp_group_store": (c_int, [_PTR, _PTR, c_size_t, _PTR, _PTR, _PTR,
+                                 _PTR, _PTR]),
+    "cxlp_group_commit": (c_int, [_PTR, _PTR]),
+    "cxlp_group_abort": (c_int, [_PTR, _PTR]),
+    "cxlp_group_cancel": (c_int, [_PTR, c_char_p, c_size_t]),
+    "cxlp_group_state": (c_int, [_PTR]),
+    "cxlp_group_count": (c_size_t, [_PTR]),
+    "cxlp_group_close": (None, [_PTR, _P(c_void_p)]),
     "cxlp_batch_store": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR, _PTR,
                                  c_uint, _PTR]),
     "cxlp_store": (c_int, [_PTR, c_char_p, c_size_t, c_uint64, c_size_t,

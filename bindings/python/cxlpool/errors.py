@@ -134,6 +134,11 @@ ChangedError = _cls("ChangedError", "CXLP_E_CHANGED",
                     "the key changed or went since the retrieve")
 NoVersionError = _cls("NoVersionError", "CXLP_E_NOVERSION",
                       "the retrieve took no version to check")
+GroupError = _cls("GroupError", "CXLP_E_GROUP",
+                  "request group refused: no total, past its total, "
+                  "id in use, or not open")
+CanceledError = _cls("CanceledError", "CXLP_E_CANCELED",
+                     "request group rolled back")
 
 
 class UnknownOutcomeError(CxlpError):
@@ -171,7 +176,8 @@ BY_CODE: Dict[int, Type[CxlpError]] = {
         BoundsError, ProtocolError, BadOpError, KeyLengthError,
         BatchSizeError, SessionError, ServerTimeoutError, ClosedError,
         ConnectError, BadPageError, StaleError, BusyError, TooBigError,
-        UnknownOutcomeError, ChangedError, NoVersionError)
+        UnknownOutcomeError, ChangedError, NoVersionError, GroupError,
+        CanceledError)
 }
 
 _NAME_BY_CODE = {v: k for k, v in _lib.ERROR_CODES.items()}

@@ -1,0 +1,230 @@
+/*
+ * group.c -- the request groups the metaserver holds: a writer's
+ * multi-batch transfer (prefill to decode) whose keys become visible all
+ * at once, at commit, or not at all.
+ *
+ * DESIGN NOTES
+ *
+ * 1. A group is DRAM only, owned by one session and named by an id that
+ *    is unique among the open groups of the whole server (a decoder names
+ *    it to cancel). Its keys are staged here, with a copy of each key and
+ *    the page it points at; the index never holds a key of an open group,
+ *    so no reader, eviction or restart can meet one. A key that is already
+ *    in the index when a batch names it is pinned for the group instead
+ *    (the chunk need not be written again) and remembered by its slot.
+ * 2. Commit (op_group.c) inserts the staged keys between
+ *    pool_commit_begin and _end, all or none: a key that cannot go in
+ *    takes the ones before it out again and rolls the group back.
+ * 3. Rollback (abort, cancel, a batch past the total, a failed commit)
+ *    drops the staged keys and releases the group's pins. A cancel by
+ *    another session keeps the group's record, cancelled, so that its
+ *    owner's next call learns of it (CXLP_E_CANCELED); the owner's abort
+ *    removes it. The end of the owner's session removes its groups (its
+ *    pins go with the session). A metaserver restart forgets them all:
+ *    nothing of an open group is on media but the pins, which the
+ *    handler releases when its next call finds the group gone.
+ * 4. Bounds: MS_GROUPS_MAX open groups, PROTO_GROUP_TOTAL_MAX chunks
+ *    each, MS_GROUP_KEY_BYTES_MAX bytes of staged keys in all.
+ *    Groups are few (one per request in flight), so they are found by a
+ *    scan of a list.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "log.h"
+#include "ms_int.h"
+
+/* ms_group_find -- the group named id, or NULL (ms->lock held). */
+struct ms_group *
+ms_group_find(struct ms *ms, const void *id, size_t len)
+{
+	for (struct ms_group *g = ms->groups.list; g != NULL; g = g->next) {
+		if (g->id_len == len && memcmp(g->id, id, len) == 0) {
+			return g;
+		}
+	}
+	return NULL;
+}
+
+/* ms_group_open -- a new open group of session sid (ms->lock held for
+ * writing). 0 and *out, CXLP_E_GROUP (the id is taken) or
+ * CXLP_E_NOSPACE. */
+int
+ms_group_open(struct ms *ms, uint64_t sid, const void *id, size_t len,
+    uint32_t total, uint32_t flags, struct ms_group **out)
+{
+	struct ms_group *g = ms_group_find(ms, id, len);
+
+	if (g != NULL) {
+		return cxlp_fail(CXLP_E_GROUP, "group id in use (session %llu)",
+		    (unsigned long long)g->owner);
+	}
+	if (ms->groups.n >= MS_GROUPS_MAX) {
+		return cxlp_fail(CXLP_E_NOSPACE, "%u request groups open: the "
+		    "most one metaserver holds", ms->groups.n);
+	}
+	if ((g = calloc(1, sizeof(*g))) == NULL) {
+		return cxlp_fail(-ENOMEM, "no memory for a group");
+	}
+	memcpy(g->id, id, len);
+	g->id_len = (uint16_t)len;
+	g->owner = sid;
+	g->total = total;
+	g->flags = flags;
+	g->next = ms->groups.list;
+	ms->groups.list = g;
+	ms->groups.n++;
+	*out = g;
+	return 0;
+}
+
+static int
+entry_add(struct ms_group *g, const struct ms_gentry *e)
+{
+	if (g->n == g->cap) {
+		uint32_t cap = g->cap ? g->cap * 2 : 16;
+		void *p = realloc(g->e, cap * sizeof(*e));
+
+		if (p == NULL) {
+			return cxlp_fail(-ENOMEM, "no memory for a group entry");
+		}
+		g->e = p;
+		g->cap = cap;
+	}
+	g->e[g->n++] = *e;
+	return 0;
+}
+
+/* ms_group_stage -- remember key -> (region, off, len) in g (note 1).
+ * 0, CXLP_E_NOSPACE (staged keys at their bound) or -ENOMEM. */
+int
+ms_group_stage(struct ms *ms, struct ms_group *g, const void *key,
+    uint16_t klen, uint32_t region, uint64_t off, uint64_t len)
+{
+	struct ms_gentry e = {.staged = true, .klen = klen, .region = region,
+	    .off = off, .len = len};
+	int rc;
+
+	if (ms->groups.key_bytes + klen > MS_GROUP_KEY_BYTES_MAX) {
+		return cxlp_fail(CXLP_E_NOSPACE, "request groups hold %llu "
+		    "bytes of keys, the most the metaserver keeps",
+		    (unsigned long long)ms->groups.key_bytes);
+	}
+	if ((e.key = malloc(klen)) == NULL) {
+		return cxlp_fail(-ENOMEM, "no memory for a staged key");
+	}
+	memcpy(e.key, key, klen);
+	if ((rc = entry_add(g, &e)) != 0) {
+		free(e.key);
+		return rc;
+	}
+	ms->groups.key_bytes += klen;
+	g->staged++;
+	return 0;
+}
+
+/* ms_group_pinned -- remember that g pinned the key at slot (note 1). */
+int
+ms_group_pinned(struct ms_group *g, uint64_t slot)
+{
+	struct ms_gentry e = {.staged = false, .slot = slot};
+
+	return entry_add(g, &e);
+}
+
+static void
+entries_free(struct ms *ms, struct ms_group *g)
+{
+	for (uint32_t i = 0; i < g->n; i++) {
+		if (g->e[i].staged) {
+			ms->groups.key_bytes -= g->e[i].klen;
+			free(g->e[i].key);
+		}
+	}
+	free(g->e);
+	g->e = NULL;
+	g->n = g->cap = g->staged = 0;
+}
+
+/* ms_group_release_pins -- release the pins g took (ms->lock held for
+ * writing); how many could not be (logged). */
+unsigned
+ms_group_release_pins(struct ms *ms, struct ms_group *g)
+{
+	unsigned refused = 0;
+
+	for (uint32_t i = 0; i < g->n; i++) {
+		bool applied;
+
+		if (!g->e[i].staged && pool_pin_change(ms->pool, g->owner,
+		    g->e[i].slot, -1, 0, 0, &applied) != 0) {
+			refused++;
+		}
+	}
+	if (refused > 0) {
+		log_err("op=group session=%llu msg=\"%u pins of the group "
+		    "were gone: %s\"", (unsigned long long)g->owner, refused,
+		    cxlp_errormsg());
+	}
+	return refused;
+}
+
+/* ms_group_rollback -- note 3: drop g's keys and pins; by is the session
+ * that asks (the owner, or a canceller, whose cancel keeps the record).
+ * ms->lock held for writing. */
+void
+ms_group_rollback(struct ms *ms, struct ms_group *g, uint64_t by,
+    const char *why)
+{
+	log_info("op=group_rollback session=%llu by=%llu staged=%u entries=%u "
+	    "why=%s", (unsigned long long)g->owner, (unsigned long long)by,
+	    g->staged, g->n, why);
+	(void)ms_group_release_pins(ms, g);
+	entries_free(ms, g);
+	g->cancelled_by = by;
+	ms_space_event(ms); /* released pins may make room */
+}
+
+/* ms_group_close -- unlink and free g (its entries too, pins untouched). */
+void
+ms_group_close(struct ms *ms, struct ms_group *g)
+{
+	struct ms_group **pp = &ms->groups.list;
+
+	while (*pp != g) {
+		pp = &(*pp)->next;
+	}
+	*pp = g->next;
+	ms->groups.n--;
+	entries_free(ms, g);
+	free(g);
+}
+
+/* ms_groups_session_end -- note 3: the groups of session sid go; its
+ * pins are released with the session. ms->lock held for writing. */
+void
+ms_groups_session_end(struct ms *ms, uint64_t sid)
+{
+	struct ms_group *g = ms->groups.list, *next;
+
+	for (; g != NULL; g = next) {
+		next = g->next;
+		if (g->owner == sid) {
+			log_info("op=group_rollback session=%llu staged=%u "
+			    "why=session_end", (unsigned long long)sid,
+			    g->staged);
+			ms_group_close(ms, g);
+		}
+	}
+}
+
+/* ms_groups_fini -- free every group (ms_fini). */
+void
+ms_groups_fini(struct ms *ms)
+{
+	while (ms->groups.list != NULL) {
+		ms_group_close(ms, ms->groups.list);
+	}
+}

@@ -1,0 +1,243 @@
+/*
+ * test_dispatch_group.c -- the request-group ops (metaserver/op_group.c,
+ * group.c) driven with frames, as a peer that does not follow the
+ * handler's rules would send them: unknown and foreign groups, a batch
+ * without a total or past it, staged keys that no LOOKUP finds until the
+ * commit, a key another session stored meanwhile, a session's end, and
+ * malformed GROUP bodies. Each ends with what the pool holds.
+ */
+#include <fcntl.h>
+#include <stddef.h>
+
+#include "dispatch_fixture.h"
+#include "layout.h"
+
+TestSuite(dispatch_group, .init = dfx_setup, .fini = dfx_teardown);
+
+/* the superblock's commit_seq, read from the pool file */
+static uint64_t
+commit_seq(void)
+{
+	int fd = open(dfx_pool_file, O_RDONLY);
+	uint64_t v = 0;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, &v, sizeof(v), offsetof(struct pool_sb,
+	    commit_seq)), (ssize_t)sizeof(v));
+	close(fd);
+	return v;
+}
+
+static int
+group(struct dfx_cl *c, uint32_t cmd, const char *id, uint32_t total,
+    uint32_t flags, struct proto_result *res, uint32_t *n)
+{
+	struct proto_group g = {cmd, (const uint8_t *)id,
+	    (uint16_t)strlen(id), total, flags};
+	struct pbuf b;
+	int st;
+
+	pbuf_init(&b);
+	proto_put_group(&b, &g);
+	st = dfx_call(c, PROTO_OP_GROUP, &b, res, n);
+	pbuf_fini(&b);
+	return st;
+}
+
+/* stage key at page of c's region in group id */
+static int
+stage(struct dfx_cl *c, const char *id, const char *key, unsigned page,
+    struct proto_result *res)
+{
+	struct proto_reg r = { { (const uint8_t *)key, (uint16_t)strlen(key) },
+		c->region.region, dfx_page_off(c, page), 100 };
+	struct pbuf b;
+	uint32_t n = 0;
+	int st;
+
+	pbuf_init(&b);
+	proto_put_group_id(&b, id, strlen(id));
+	proto_put_regs(&b, 0, 1, &r);
+	st = dfx_call(c, PROTO_OP_GROUP_REGISTER, &b, res, &n);
+	pbuf_fini(&b);
+	if (st == 0) {
+		cr_assert_eq(n, 1);
+	}
+	return st;
+}
+
+Test(dispatch_group, staged_keys_are_found_only_after_the_commit)
+{
+	struct proto_result res[4];
+	struct dfx_cl a, b;
+	uint32_t n = 0;
+
+	dfx_client(&a, 1);
+	dfx_client(&b, 2);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "g", 3, 0, NULL, NULL), 0);
+	cr_assert_eq(stage(&a, "g", "k0", 0, &res[0]), 0);
+	cr_assert_eq(res[0].status, 0);
+	cr_assert_eq(res[0].loc.off, dfx_page_off(&a, 0), "staged at its page");
+	cr_assert_eq(stage(&a, "g", "k1", 1, &res[0]), 0);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_LOOKUP, 0, "k0"), CXLP_E_NOTFOUND);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_KEYS), 0);
+	/* b stores k1 itself meanwhile: first writer wins at the commit */
+	cr_assert_eq(dfx_reg_page(&b, 0, "k1", 0, &res[0]), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_COMMIT, "g", 0, 0, res, &n), 0);
+	cr_assert_eq(n, 2, "one result per staged key");
+	cr_assert_eq(res[0].loc.off, dfx_page_off(&a, 0));
+	cr_assert(res[0].flags & PROTO_R_NEW);
+	cr_assert_eq(res[1].loc.off, dfx_page_off(&b, 0), "k1 is b's");
+	cr_assert_eq(res[1].flags & PROTO_R_NEW, 0);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_LOOKUP, 0, "k0"), 0);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_KEYS), 2);
+	cr_assert_eq(commit_seq(), 2, "one commit, bracketed: odd, then even");
+	cr_assert_eq(group(&a, PROTO_GROUP_COMMIT, "g", 0, 0, NULL, NULL),
+	    CXLP_E_NOTFOUND, "a committed group is gone");
+}
+
+Test(dispatch_group, only_its_owner_may_use_it_and_anyone_may_cancel_it)
+{
+	struct proto_result res;
+	struct dfx_cl a, b;
+
+	dfx_client(&a, 1);
+	dfx_client(&b, 2);
+	cr_assert_eq(stage(&a, "nope", "k", 0, &res), CXLP_E_NOTFOUND);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "g", 2, 0, NULL, NULL), 0);
+	cr_assert_eq(group(&b, PROTO_GROUP_OPEN, "g", 2, 0, NULL, NULL),
+	    CXLP_E_GROUP, "the id is taken");
+	cr_assert_eq(stage(&b, "g", "k", 0, &res), CXLP_E_GROUP);
+	cr_assert_eq(group(&b, PROTO_GROUP_COMMIT, "g", 0, 0, NULL, NULL),
+	    CXLP_E_GROUP);
+	cr_assert_eq(group(&b, PROTO_GROUP_ABORT, "g", 0, 0, NULL, NULL),
+	    CXLP_E_GROUP);
+	cr_assert_eq(stage(&a, "g", "k", 0, &res), 0);
+	cr_assert_eq(group(&b, PROTO_GROUP_CANCEL, "g", 0, 0, NULL, NULL), 0);
+	cr_assert_eq(group(&b, PROTO_GROUP_CANCEL, "g", 0, 0, NULL, NULL), 0,
+	    "a second cancel");
+	cr_assert_eq(stage(&a, "g", "k2", 1, &res), CXLP_E_CANCELED);
+	cr_assert_eq(group(&a, PROTO_GROUP_COMMIT, "g", 0, 0, NULL, NULL),
+	    CXLP_E_CANCELED);
+	cr_assert_eq(group(&a, PROTO_GROUP_ABORT, "g", 0, 0, NULL, NULL), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_ABORT, "g", 0, 0, NULL, NULL),
+	    CXLP_E_NOTFOUND);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_KEYS), 0);
+	cr_assert_eq(dfx_ms.groups.n, 0);
+	cr_assert_eq(dfx_ms.groups.key_bytes, 0, "staged key bytes kept");
+}
+
+Test(dispatch_group, a_batch_without_a_total_or_past_it_is_refused)
+{
+	struct proto_result res;
+	struct dfx_cl a;
+
+	dfx_client(&a, 1);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "z", 0, 0, NULL, NULL), 0);
+	cr_assert_eq(stage(&a, "z", "k", 0, &res), CXLP_E_GROUP);
+	cr_assert(strstr(cxlp_errormsg(), "declares no total") != NULL, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "t", 1, 0, NULL, NULL), 0);
+	cr_assert_eq(stage(&a, "t", "k0", 0, &res), 0);
+	cr_assert_eq(stage(&a, "t", "k1", 1, &res), CXLP_E_GROUP);
+	cr_assert(strstr(cxlp_errormsg(), "2 of its declared 1") != NULL, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(group(&a, PROTO_GROUP_COMMIT, "t", 0, 0, NULL, NULL),
+	    CXLP_E_CANCELED, "past its total, the group is rolled back");
+	cr_assert_eq(group(&a, PROTO_GROUP_ABORT, "t", 0, 0, NULL, NULL), 0);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_EXISTS, 0, "k0"), CXLP_E_NOTFOUND);
+}
+
+Test(dispatch_group, a_present_key_is_pinned_for_the_group_until_its_end)
+{
+	struct proto_result res;
+	struct dfx_cl a;
+
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg_page(&a, 0, "have", 0, &res), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "p", 2, 0, NULL, NULL), 0);
+	cr_assert_eq(stage(&a, "p", "have", 1, &res), 0);
+	cr_assert_eq(res.loc.off, dfx_page_off(&a, 0), "found where it is");
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_PINS), 1);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_DELETE, 0, "have"), CXLP_E_PINNED);
+	cr_assert_eq(group(&a, PROTO_GROUP_ABORT, "p", 0, 0, NULL, NULL), 0);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_PINS), 0);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_DELETE, 0, "have"), 0);
+}
+
+Test(dispatch_group, the_end_of_its_session_removes_it)
+{
+	struct proto_result res;
+	struct dfx_cl a, b;
+
+	dfx_client(&a, 1);
+	dfx_client(&b, 2);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "s", 2, 0, NULL, NULL), 0);
+	cr_assert_eq(stage(&a, "s", "k", 0, &res), 0);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_BYE, NULL, NULL, NULL), 0);
+	cr_assert_eq(group(&b, PROTO_GROUP_OPEN, "s", 2, 0, NULL, NULL), 0,
+	    "the id of an ended session's group is free");
+	cr_assert_eq(dfx_ms.groups.n, 1);
+	cr_assert_eq(dfx_key1(&b, PROTO_OP_EXISTS, 0, "k"), CXLP_E_NOTFOUND);
+}
+
+/* malformed GROUP bodies get CXLP_E_PROTO and change nothing */
+Test(dispatch_group, malformed_bodies_are_refused)
+{
+	const struct proto_group bad[] = {
+		{ 9, (const uint8_t *)"g", 1, 1, 0 },            /* command */
+		{ PROTO_GROUP_OPEN, (const uint8_t *)"g", 0, 1, 0 }, /* id */
+		{ PROTO_GROUP_OPEN, (const uint8_t *)"g", 1,
+		    PROTO_GROUP_TOTAL_MAX + 1, 0 },               /* total */
+		{ PROTO_GROUP_OPEN, (const uint8_t *)"g", 1, 1, 0x80 }, /* flag */
+		{ PROTO_GROUP_COMMIT, (const uint8_t *)"g", 1, 0,
+		    PROTO_GF_PIN },                               /* flag */
+	};
+	struct dfx_cl a;
+
+	dfx_client(&a, 1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct pbuf b;
+
+		pbuf_init(&b);
+		proto_put_group(&b, &bad[i]);
+		cr_assert_eq(dfx_call(&a, PROTO_OP_GROUP, &b, NULL, NULL),
+		    CXLP_E_PROTO, "body %zu", i);
+		pbuf_fini(&b);
+	}
+	cr_assert_eq(dfx_ms.groups.n, 0);
+}
+
+static void *
+commit_bg(void *arg)
+{
+	struct proto_result res[2];
+	uint32_t n = 0;
+
+	return (void *)(intptr_t)group(arg, PROTO_GROUP_COMMIT, "slow", 0, 0,
+	    res, &n);
+}
+
+/* While a commit inserts its keys, commit_seq is odd (a test hook makes
+ * each insert pause: CXLP_COMMIT_PAUSE_US, pool/crashpt.c). */
+Test(dispatch_group, commit_seq_is_odd_while_a_commit_runs)
+{
+	struct proto_result res;
+	struct dfx_cl a;
+	pthread_t t;
+	void *rc;
+
+	dfx_client(&a, 1);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "slow", 2, 0, NULL, NULL), 0);
+	cr_assert_eq(stage(&a, "slow", "k0", 0, &res), 0);
+	cr_assert_eq(stage(&a, "slow", "k1", 1, &res), 0);
+	cr_assert_eq(commit_seq() % 2, 0);
+	cr_assert_eq(setenv("CXLP_COMMIT_PAUSE_US", "150000", 1), 0);
+	cr_assert_eq(pthread_create(&t, NULL, commit_bg, &a), 0);
+	usleep(100 * 1000);
+	cr_assert_eq(commit_seq() % 2, 1, "commit_seq even mid-commit");
+	cr_assert_eq(pthread_join(t, &rc), 0);
+	cr_assert_eq((intptr_t)rc, 0);
+	cr_assert_eq(commit_seq() % 2, 0);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_KEYS), 2);
+}

@@ -118,10 +118,13 @@ batch_init(struct cxlp_handler *h, struct batch *b, size_t n)
 	return 0;
 }
 
-/* Step 2: ALLOCATED -> INFLIGHT for every page, or none. */
+/* Step 2: ALLOCATED -> INFLIGHT for every page, or none; with claimed,
+ * the pages are INFLIGHT already (an asynchronous request's, async.c
+ * note 3) and only checked. */
 static int
 store_take(struct cxlp_handler *h, struct batch *b, const void *const keys[],
-    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[])
+    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
+    bool claimed)
 {
 	size_t i, bad;
 	int rc = 0;
@@ -130,8 +133,13 @@ store_take(struct cxlp_handler *h, struct batch *b, const void *const keys[],
 	for (i = 0; i < b->n; i++) {
 		const struct own_region *r;
 
-		rc = pagetab_move(&h->pages, pages[i], PAGE_ALLOCATED,
-		    PAGE_INFLIGHT);
+		if (claimed) {
+			rc = pagetab_state(&h->pages, pages[i]) ==
+			    PAGE_INFLIGHT ? 0 : CXLP_E_BADPAGE;
+		} else {
+			rc = pagetab_move(&h->pages, pages[i], PAGE_ALLOCATED,
+			    PAGE_INFLIGHT);
+		}
 		if (rc != 0) {
 			break;
 		}
@@ -145,7 +153,7 @@ store_take(struct cxlp_handler *h, struct batch *b, const void *const keys[],
 		b->addr[i] = regions_page_addr(h, pages[i], &b->regs[i].off);
 	}
 	bad = i;
-	while (rc != 0 && i-- > 0) {
+	while (rc != 0 && !claimed && i-- > 0) {
 		(void)pagetab_move(&h->pages, pages[i], PAGE_INFLIGHT,
 		    PAGE_ALLOCATED);
 	}
@@ -372,12 +380,12 @@ store_unknown(struct cxlp_handler *h, const struct batch *b,
 	    "kept until resolved", cxlp_strerror(rc), b->n);
 }
 
-/* cxlp_batch_store_status -- see cxlpool.h (contracts 1, 2, 4). */
-int
-cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
-    const void *const keys[], const size_t key_lens[],
-    const cxlp_page_t pages[], const size_t lens[], unsigned flags,
-    bool stored[], int status[])
+/* The store of cxlp_batch_store_status and store_claimed (contracts 1,
+ * 2, 4); claimed as store_take's. */
+static int
+batch_store(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
+    unsigned flags, bool stored[], int status[], bool claimed)
 {
 	struct store_tally t = { 0 };
 	struct batch b;
@@ -391,7 +399,8 @@ cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
 		return rc;
 	}
 	(void)store_resolve(h);
-	if ((rc = store_take(h, &b, keys, key_lens, pages, lens)) != 0) {
+	if ((rc = store_take(h, &b, keys, key_lens, pages, lens,
+	    claimed)) != 0) {
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -414,6 +423,27 @@ cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
 out:
 	batch_fini(h, &b);
 	return rc;
+}
+
+/* cxlp_batch_store_status -- see cxlpool.h. */
+int
+cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    const cxlp_page_t pages[], const size_t lens[], unsigned flags,
+    bool stored[], int status[])
+{
+	return batch_store(h, n, keys, key_lens, pages, lens, flags, stored,
+	    status, false);
+}
+
+/* store_claimed -- see handler_int.h. */
+int
+store_claimed(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
+    unsigned flags, bool stored[], int status[])
+{
+	return batch_store(h, n, keys, key_lens, pages, lens, flags, stored,
+	    status, true);
 }
 
 /* cxlp_batch_store -- cxlp_batch_store_status without status. */

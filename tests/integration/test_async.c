@@ -709,6 +709,61 @@ Test(async, close_lets_every_request_submitted_end_first)
 	cxlp_close(&h2);
 }
 
+static atomic_int queued_b; /* 1: B submitted, 2: B's submit failed */
+
+/* A's callback queues B behind itself (the one slot passed on) and
+ * keeps the only thread a while, so that B has not started when the
+ * close begins; B's callback tries once more, during the close. */
+static void
+queue_cb(void *arg, int rc, size_t n, const bool stored[],
+    const int status[])
+{
+	intptr_t idx = (intptr_t)arg;
+
+	if (idx == 0) {
+		struct req r;
+
+		req_fill(close_raw, &r, "q", KPR);
+		atomic_store(&queued_b, req_submit_cb(close_raw, &r, 0,
+		    queue_cb, 1) == 0 ? 1 : 2);
+		usleep(300 * 1000);
+		cb_end(idx, rc, n, stored);
+		return;
+	}
+	resubmit_cb((void *)(intptr_t)(NCLOSE - 1), rc, n, stored, status);
+}
+
+Test(async, close_runs_a_request_queued_behind_a_callback)
+{
+	struct cxlp_handler *h2;
+	struct req a;
+	uint64_t end;
+
+	cb_reset();
+	close_raw = close_h = connect_n(1, false);
+	slow_set(50);
+	req_fill(close_h, &a, "q", 0);
+	cr_assert_rc(req_submit_cb(close_h, &a, 0, queue_cb, 0), 0);
+	end = cxlp_now_ms() + 5000;
+	while (atomic_load(&queued_b) == 0 && cxlp_now_ms() < end) {
+		usleep(1000);
+	}
+	cr_assert_eq(atomic_load(&queued_b), 1, "B was not submitted");
+	cr_assert_eq(cb.done, 0);
+	cxlp_close(&close_h); /* A in its callback, B queued, not started */
+	cr_assert_eq(cb.done, 2, "%d of 2 callbacks ran before close "
+	    "returned", cb.done);
+	slow_set(0);
+	cr_assert_eq(cb.calls[0], 1);
+	cr_assert_eq(cb.calls[NCLOSE - 1], 1, "B's callback");
+	cr_assert_rc(cb.rcs[NCLOSE - 1], 0, "B did not run to its end");
+	cr_assert_eq(cb.notstored, 0);
+	cr_assert_rc(cb.resubmit_rc, CXLP_E_CLOSED);
+	h2 = connect_n(1, true);
+	assert_keys(h2, "q", 2 * KPR);
+	cxlp_close(&h2);
+}
+
 static struct cxlp_handler *self_h;
 
 static void

@@ -20,6 +20,8 @@
  *   version.c  versions of retrieved values; cxlp_validate (+ batch)
  *   keeper.c   the background thread: keepalive, and the give-back's
  *              round trips
+ *   async.c    batch_store / batch_retrieve submitted without waiting:
+ *              their threads, the bound on them, their callbacks
  *
  * Locks (never taken in the other order):
  *   h->expand_lock  serializes REGION_ALLOC and REGION_FREE round trips

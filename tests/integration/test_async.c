@@ -798,3 +798,33 @@ Test(async, a_callback_may_close_its_own_handler)
 	cxlp_close(&h2);
 	usleep(100 * 1000); /* the closer thread is detached: let it end */
 }
+
+/* The same in an itest-worker process, which scripts/test.sh builds with
+ * ThreadSanitizer (worker.c, async-storer). */
+Test(async, a_worker_process_stores_asynchronously_beside_sync_calls)
+{
+	struct test_child c;
+	struct cxlp_handler *h;
+	int st;
+
+	slow_set(10);
+	itest_spawn(&c, "async-storer", px_url);
+	itest_go(&c);
+	st = itest_wait(&c);
+	slow_set(0);
+	cr_assert_eq(st, 0, "async-storer exit %d", st);
+	cr_assert_leq(slow_regs_max(), 3, "2 asynchronous REGISTERs and a "
+	    "synchronous one at most");
+	h = connect_n(1, true);
+	cr_assert_eq(kv_stats(h).keys, 96 + 20);
+	for (uint32_t k = 0; k < 96; k++) {
+		char key[24];
+		size_t kl = kv_key(key, sizeof(key), "as", k);
+		const void *data;
+		size_t len;
+
+		cr_assert_rc(cxlp_retrieve(h, key, kl, 0, &data, &len), 0);
+		cr_assert(kv_check(data, len, k, NULL), "bytes of %s", key);
+	}
+	cxlp_close(&h);
+}

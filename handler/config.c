@@ -33,6 +33,7 @@ config_defaults(struct cxlp_config *cfg)
 	cfg->keepalive_ms = 1000;
 	cfg->lease_ms = CXLP_LEASE_MS_DEFAULT;
 	cfg->reserve_regions = 1;
+	cfg->max_inflight = CXLP_MAX_INFLIGHT_DEFAULT;
 }
 
 static bool
@@ -279,5 +280,17 @@ cxlp_config_set_secret(struct cxlp_config *cfg, const char *secret)
 	explicit_bzero(cfg->secret, sizeof(cfg->secret));
 	memcpy(cfg->secret, secret == NULL ? "" : secret, len);
 	cfg->secret_len = (uint16_t)len;
+	return 0;
+}
+
+/* cxlp_config_set_max_inflight -- see cxlpool.h (async.c). */
+int
+cxlp_config_set_max_inflight(struct cxlp_config *cfg, unsigned n)
+{
+	if (cfg == NULL || n == 0 || n > CXLP_MAX_INFLIGHT_MAX) {
+		return cxlp_fail(-EINVAL, "config_set_max_inflight: %u out of "
+		    "range (1..%u)", n, CXLP_MAX_INFLIGHT_MAX);
+	}
+	cfg->max_inflight = n;
 	return 0;
 }

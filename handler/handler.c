@@ -160,6 +160,10 @@ cxlp_close(struct cxlp_handler **hp)
 	}
 	h = *hp;
 	*hp = NULL;
+	if (async_close_deferred(h)) {
+		return; /* from one of h's callbacks: closed by a thread */
+	}
+	async_stop(h); /* every request submitted runs to its callback */
 	__atomic_store_n(&h->closing, 1, __ATOMIC_RELEASE);
 	keeper_stop(h);
 	regions_fini(h);

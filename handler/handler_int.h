@@ -20,6 +20,8 @@
  *   version.c  versions of retrieved values; cxlp_validate (+ batch)
  *   keeper.c   the background thread: keepalive, and the give-back's
  *              round trips
+ *   async.c    batch_store / batch_retrieve submitted without waiting:
+ *              their threads, the bound on them, their callbacks
  *
  * Locks (never taken in the other order):
  *   h->expand_lock  serializes REGION_ALLOC and REGION_FREE round trips
@@ -66,6 +68,7 @@ struct cxlp_config {
 	unsigned lease_ms;     /* CXLP_*_LEASE leases, ms (HELLO) */
 	unsigned alloc_wait_ms; /* alloc waits this long for room */
 	unsigned reserve_regions; /* empty regions kept, not given back */
+	unsigned max_inflight; /* async requests in flight at once (async.c) */
 };
 
 /* config_defaults -- fill *cfg with the documented defaults. */
@@ -252,6 +255,8 @@ struct cxlp_handler {
 
 	struct scratch_cache scratch; /* batch calls' transient memory */
 	uint64_t reserved; /* pages held by reservations (reserve.c; atomic) */
+	struct async *async; /* async.c; NULL until the first submit (set
+	                      * once, atomic), freed by async_stop */
 };
 
 /* ---- store.c, for group.c ---------------------------------------------- */
@@ -539,5 +544,23 @@ int store_resolve(struct cxlp_handler *h);
  * if it was there, false if store_resolve has it in hand. */
 bool store_forget(struct cxlp_handler *h, cxlp_page_t pg);
 void store_fini(struct cxlp_handler *h);
+/* store_claimed -- cxlp_batch_store_status of pages that are INFLIGHT
+ * already, an asynchronous request's (async.c note 3): the same returns;
+ * on the errors before any page is consumed they stay INFLIGHT. */
+int store_claimed(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
+    unsigned flags, bool stored[], int status[]);
+
+/* ---- async.c ------------------------------------------------------------ */
+
+/* async_close_deferred -- cxlp_close of h called from one of h's own
+ * callbacks: hand the close to a new detached thread (which runs it once
+ * the callback returned) and return true; false when called from any
+ * other thread (close here). */
+bool async_close_deferred(struct cxlp_handler *h);
+/* async_stop -- at close, before h->closing is set: refuse new submits,
+ * let every request submitted run to its callback, join the threads and
+ * free h->async. A no-op when nothing was ever submitted. */
+void async_stop(struct cxlp_handler *h);
 
 #endif /* CXLP_HANDLER_INT_H */

@@ -128,10 +128,13 @@ batch_init(struct cxlp_handler *h, struct batch *b, size_t n)
 	return 0;
 }
 
-/* Step 2: ALLOCATED -> INFLIGHT for every page, or none. */
+/* Step 2: ALLOCATED -> INFLIGHT for every page, or none; with claimed,
+ * the pages are INFLIGHT already (an asynchronous request's, async.c
+ * note 3) and only checked. */
 static int
 store_take(struct cxlp_handler *h, struct batch *b, const void *const keys[],
-    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[])
+    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
+    bool claimed)
 {
 	size_t i, bad;
 	int rc = 0;
@@ -140,8 +143,13 @@ store_take(struct cxlp_handler *h, struct batch *b, const void *const keys[],
 	for (i = 0; i < b->n; i++) {
 		const struct own_region *r;
 
-		rc = pagetab_move(&h->pages, pages[i], PAGE_ALLOCATED,
-		    PAGE_INFLIGHT);
+		if (claimed) {
+			rc = pagetab_state(&h->pages, pages[i]) ==
+			    PAGE_INFLIGHT ? 0 : CXLP_E_BADPAGE;
+		} else {
+			rc = pagetab_move(&h->pages, pages[i], PAGE_ALLOCATED,
+			    PAGE_INFLIGHT);
+		}
 		if (rc != 0) {
 			break;
 		}
@@ -155,7 +163,7 @@ store_take(struct cxlp_handler *h, struct batch *b, const void *const keys[],
 		b->addr[i] = regions_page_addr(h, pages[i], &b->regs[i].off);
 	}
 	bad = i;
-	while (rc != 0 && i-- > 0) {
+	while (rc != 0 && !claimed && i-- > 0) {
 		(void)pagetab_move(&h->pages, pages[i], PAGE_INFLIGHT,
 		    PAGE_ALLOCATED);
 	}
@@ -395,12 +403,13 @@ store_unknown(struct cxlp_handler *h, const struct batch *b,
  * request group. A group's keys are only staged by the server until
  * its commit, which the handler alone sends: so a batch whose outcome
  * is lost can change no index entry once the group is rolled back, and
- * its pages are freed, not kept (group.c note 2). */
+ * its pages are freed, not kept (group.c note 2). claimed as
+ * store_take's (store_claimed). */
 static int
 store_batch(struct cxlp_handler *h, size_t n, const void *const keys[],
     const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
     unsigned flags, bool stored[], int status[],
-    const struct store_group *grp)
+    const struct store_group *grp, bool claimed)
 {
 	struct store_tally t = { 0 };
 	struct batch b;
@@ -415,7 +424,8 @@ store_batch(struct cxlp_handler *h, size_t n, const void *const keys[],
 	}
 	b.grp = grp;
 	(void)store_resolve(h);
-	if ((rc = store_take(h, &b, keys, key_lens, pages, lens)) != 0) {
+	if ((rc = store_take(h, &b, keys, key_lens, pages, lens,
+	    claimed)) != 0) {
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -453,7 +463,17 @@ cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
     bool stored[], int status[])
 {
 	return store_batch(h, n, keys, key_lens, pages, lens, flags, stored,
-	    status, NULL);
+	    status, NULL, false);
+}
+
+/* store_claimed -- see handler_int.h. */
+int
+store_claimed(struct cxlp_handler *h, size_t n, const void *const keys[],
+    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
+    unsigned flags, bool stored[], int status[])
+{
+	return store_batch(h, n, keys, key_lens, pages, lens, flags, stored,
+	    status, NULL, true);
 }
 
 /* store_group_batch -- see handler_int.h */
@@ -467,7 +487,7 @@ store_group_batch(struct cxlp_handler *h, const void *id, uint16_t id_len,
 
 	*reg_rc = 0;
 	return store_batch(h, n, keys, key_lens, pages, lens, 0, stored,
-	    status, &g);
+	    status, &g, false);
 }
 
 /* cxlp_batch_store -- cxlp_batch_store_status without status. */

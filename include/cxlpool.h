@@ -661,6 +661,118 @@ CXLP_API int cxlp_stats(struct cxlp_handler *h, struct cxlp_stats *st);
 /* cxlp_healthcheck -- 0 if the metaserver answers and knows this session. */
 CXLP_API int cxlp_healthcheck(struct cxlp_handler *h);
 
+/*
+ * Asynchronous calls: batch_store and batch_retrieve submitted without
+ * waiting for their round trip. A submit copies what it needs (the
+ * arrays, the keys' bytes: the caller may free or reuse them as soon as
+ * it returns) and queues the request; a thread of the handler's own runs
+ * the synchronous call (cxlp_batch_store_status, cxlp_batch_retrieve),
+ * so every contract of that call holds, and then calls the request's
+ * callback, exactly once, with the call's return code and its per-key
+ * results. Synchronous calls may be made at the same time, from any
+ * thread, on the same handler.
+ *
+ * The bound: at most max_inflight requests (cxlp_config_set_max_inflight)
+ * of a handler are in flight at once, each from its submit until its
+ * callback has returned; a submit that finds them all in flight waits
+ * for one to end (with CXLP_ASYNC_NOWAIT: returns -EAGAIN instead). The
+ * handler runs at most max_inflight threads for them, started as needed
+ * from the first submit on and ended at cxlp_close.
+ *
+ * Callbacks run on those threads, one request's at a time per thread,
+ * and may call into the handler, synchronously or not. A submit from a
+ * callback never waits (waiting there could wait for itself): with no
+ * slot free it takes over the slot of the request whose callback is
+ * running, once per callback, and otherwise returns -EAGAIN. A callback
+ * that calls cxlp_close on its own handler gets it closed by a thread of
+ * the library once every request in flight has ended (cxlp_close returns
+ * at once). The arrays a callback is given are valid during the callback
+ * only; cxlp_errormsg() in a callback says why its call failed.
+ *
+ * cxlp_close first lets every request already submitted run to its end,
+ * each with its real result and its callback (a submit made meanwhile,
+ * from a callback too, returns CXLP_E_CLOSED), then closes the handler:
+ * nothing submitted is lost or left without its callback.
+ */
+#define CXLP_MAX_INFLIGHT_DEFAULT 8u
+#define CXLP_MAX_INFLIGHT_MAX 1024u
+/* cxlp_config_set_max_inflight -- at most n asynchronous requests of a
+ * handler in flight at once (1..CXLP_MAX_INFLIGHT_MAX; default
+ * CXLP_MAX_INFLIGHT_DEFAULT), and as many threads at most to run them.
+ * Each request holds the memory of its copied arguments and results
+ * while in flight. */
+CXLP_API int cxlp_config_set_max_inflight(struct cxlp_config *cfg,
+    unsigned n);
+
+/* A flag of the _async calls (with the call's own flags): fail with
+ * -EAGAIN rather than wait when max_inflight requests are in flight. */
+#define CXLP_ASYNC_NOWAIT (1u << 16)
+
+/* cxlp_store_done_fn -- the end of a cxlp_batch_store_async: rc, stored
+ * and status as cxlp_batch_store_status returned and filled them (n
+ * entries each). rc 0 or CXLP_E_UNKNOWN: every page was consumed, as
+ * the synchronous call says. Any other rc (CXLP_E_SESSION: the session
+ * was lost after the submit; -ENOMEM) consumed no page: every page is
+ * the caller's again, allocated; stored[i] is then false and status[i]
+ * rc. */
+typedef void (*cxlp_store_done_fn)(void *arg, int rc, size_t n,
+    const bool stored[], const int status[]);
+
+/* cxlp_retrieve_done_fn -- the end of a cxlp_batch_retrieve_async: rc,
+ * data, lens and status as cxlp_batch_retrieve returned and filled them
+ * (with CXLP_RETRIEVE_PIN, exactly the keys with status 0 are pinned:
+ * cxlp_unpin each when done). When rc is not 0, every status[i] is rc
+ * and no key is pinned. data[i] points into the shared mapping as the
+ * synchronous call's does (a pinned key's bytes stay put until it is
+ * unpinned); the arrays themselves are valid during the callback only.
+ */
+typedef void (*cxlp_retrieve_done_fn)(void *arg, int rc, size_t n,
+    const void *const data[], const size_t lens[], const int status[]);
+
+/*
+ * cxlp_batch_store_async -- cxlp_batch_store_status of the same
+ * arguments, run on a thread of the handler's; done(arg, ...) is called
+ * once with its results. flags: the store's (CXLP_STORE_PIN,
+ * CXLP_STORE_LEASE), and CXLP_ASYNC_NOWAIT.
+ *
+ * From the submit until the store consumes them, the pages are the
+ * request's: a free, store or submit of one of them meanwhile fails
+ * CXLP_E_BADPAGE. Their bytes must be written before the submit.
+ *
+ * Returns 0 (done will be called), or an error with no callback and
+ * every page left with the caller, as the synchronous call's errors
+ * before it consumes a page: -EINVAL (NULL arrays or done, n == 0 or n >
+ * CXLP_BATCH_MAX, bad flags), CXLP_E_KEYLEN, CXLP_E_TOOBIG,
+ * CXLP_E_BADPAGE (a page not allocated by this handler, registered,
+ * named twice, or in another request in flight), CXLP_E_SESSION,
+ * CXLP_E_CLOSED (also while cxlp_close lets the requests in flight
+ * end), -EAGAIN (CXLP_ASYNC_NOWAIT, or a submit from a callback, with
+ * no slot free; or no thread could be started), -ENOMEM.
+ */
+CXLP_API int cxlp_batch_store_async(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    const cxlp_page_t pages[], const size_t lens[], unsigned flags,
+    cxlp_store_done_fn done, void *arg);
+
+/* cxlp_batch_retrieve_async -- cxlp_batch_retrieve of the same arguments
+ * (flags: CXLP_RETRIEVE_PIN, CXLP_RETRIEVE_LEASE, and
+ * CXLP_ASYNC_NOWAIT), run on a thread of the handler's; done(arg, ...)
+ * is called once with its results. Worth it for pinned or leased
+ * retrieves, which take a round trip; an unpinned one is usually read
+ * from shared memory at once. Returns 0 (done will be called), or an
+ * error with no callback: -EINVAL (NULL arrays or done, bad flags),
+ * CXLP_E_BATCH, CXLP_E_KEYLEN, CXLP_E_CLOSED, -EAGAIN, -ENOMEM as
+ * cxlp_batch_store_async. */
+CXLP_API int cxlp_batch_retrieve_async(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], unsigned flags,
+    cxlp_retrieve_done_fn done, void *arg);
+
+/* cxlp_async_inflight -- the number of this handler's asynchronous
+ * requests in flight now (submitted, callback not yet returned), or
+ * CXLP_E_CLOSED / -EINVAL; *peak (NULL: not wanted) gets the most there
+ * have been at once since connect. Takes one lock, no round trip. */
+CXLP_API int cxlp_async_inflight(struct cxlp_handler *h, unsigned *peak);
+
 #ifdef __cplusplus
 }
 #endif

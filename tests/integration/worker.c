@@ -576,6 +576,7 @@ static const struct role {
 	{ "fill-and-wait", 1, fill_and_wait },
 	{ "group-writer", 1, group_writer },
 	{ "group-reader", 1, group_reader },
+	{ "async-storer", 1, async_storer },
 };
 
 int

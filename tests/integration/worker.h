@@ -90,5 +90,6 @@ struct gr_result {
 extern const char *worker_url;
 int group_writer(int argc, char **argv);
 int group_reader(int argc, char **argv);
+int async_storer(int argc, char **argv);
 
 #endif

@@ -102,6 +102,17 @@ class VersionStruct(ctypes.Structure):
 _PTR = c_void_p          # opaque handles and arrays passed by address
 _P = POINTER
 
+# Asynchronous calls (cxlp_batch_store_async, cxlp_batch_retrieve_async).
+ASYNC_NOWAIT = 1 << 16
+# typedef void (*cxlp_store_done_fn)(void *arg, int rc, size_t n,
+#     const bool stored[], const int status[]);
+STORE_DONE_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_size_t,
+                                 _P(c_bool), _P(c_int))
+# typedef void (*cxlp_retrieve_done_fn)(void *arg, int rc, size_t n,
+#     const void *const data[], const size_t lens[], const int status[]);
+RETRIEVE_DONE_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_size_t,
+                                    _P(c_void_p), _P(c_size_t), _P(c_int))
+
 # name -> (restype, argtypes); one row per function of cxlpool.h.
 _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_strerror": (c_char_p, [c_int]),
@@ -172,6 +183,14 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_batch_delete": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR]),
     "cxlp_stats": (c_int, [_PTR, _P(StatsStruct)]),
     "cxlp_healthcheck": (c_int, [_PTR]),
+    "cxlp_config_set_max_inflight": (c_int, [_PTR, c_uint]),
+    "cxlp_batch_store_async": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR,
+                                       _PTR, c_uint, STORE_DONE_FN,
+                                       c_void_p]),
+    "cxlp_batch_retrieve_async": (c_int, [_PTR, c_size_t, _PTR, _PTR,
+                                          c_uint, RETRIEVE_DONE_FN,
+                                          c_void_p]),
+    "cxlp_async_inflight": (c_int, [_PTR, _P(c_uint)]),
 }
 
 _lock = threading.Lock()

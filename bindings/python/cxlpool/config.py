@@ -45,6 +45,8 @@ class Config:
     direct_reads read the pool's index from shared memory for unpinned
                  lookups and version checks (off: every lookup asks the
                  metaserver, and unpinned versions cannot be checked)
+    max_inflight at most this many asynchronous calls (batch_store_async,
+                 batch_retrieve_async) in flight at once, 1..1024
     """
 
     server_url: str = DEFAULT_SERVER_URL
@@ -60,6 +62,7 @@ class Config:
     lease_ms: int = 10000
     alloc_wait_ms: int = 0
     direct_reads: bool = True
+    max_inflight: int = 8
 
     @property
     def chunk_size(self) -> int:
@@ -115,6 +118,8 @@ class Config:
             cfg, _uint("alloc_wait_ms", self.alloc_wait_ms, 32)))
         check(lib.cxlp_config_set_direct_reads(cfg,
                                                bool(self.direct_reads)))
+        check(lib.cxlp_config_set_max_inflight(
+            cfg, _uint("max_inflight", self.max_inflight, 32)))
 
 
 _SIZE_BITS = 8 * ctypes.sizeof(ctypes.c_size_t)

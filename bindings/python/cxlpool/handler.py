@@ -37,6 +37,7 @@ from .reservations import Reservation, Reservations  # noqa: F401
 # named here too: cxlpool and callers import them from cxlpool.handler
 from .process import address_of, set_log_handler  # noqa: F401
 from .versions import VersionedReads
+from .futures import AsyncCalls
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,8 @@ class Stats:
         return asdict(self)
 
 
-class Handler(PageCalls, VersionedReads, Leases, Reservations, Groups):
+class Handler(PageCalls, VersionedReads, Leases, Reservations, Groups,
+              AsyncCalls):
     """A connection to a cxlpool metaserver (``struct cxlp_handler``).
 
     Use it as a context manager, which connects on entry (if needed) and

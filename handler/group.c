@@ -42,27 +42,8 @@
 
 #include "err.h"
 #include "handler_int.h"
+#include "group.h"
 #include "log.h"
-
-enum { G_OPEN, G_COMMITTED, G_ROLLED_BACK, G_UNKNOWN };
-
-struct gkey {
-	uint8_t *key;
-	uint16_t len;
-};
-
-struct cxlp_group {
-	uint8_t id[CXLP_GROUP_ID_MAX];
-	uint16_t id_len;
-	size_t total, count;
-	unsigned flags;
-	int state;
-	struct cxlp_reservation *res;
-	cxlp_page_t *staged; /* pages staged, in the server's order */
-	size_t nstaged, cap_staged;
-	struct gkey *pins;   /* keys the group pinned (note 4) */
-	size_t npins, cap_pins;
-};
 
 static int
 grow(void **v, size_t *cap, size_t need, size_t size)
@@ -84,7 +65,7 @@ grow(void **v, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-static int
+int
 group_call(struct cxlp_handler *h, struct cxlp_group *g, uint32_t cmd,
     struct creply *rep)
 {
@@ -103,7 +84,7 @@ group_call(struct cxlp_handler *h, struct cxlp_group *g, uint32_t cmd,
 }
 
 /* a GROUP command whose reply has no body */
-static int
+int
 group_cmd(struct cxlp_handler *h, struct cxlp_group *g, uint32_t cmd)
 {
 	struct creply rep;
@@ -119,110 +100,7 @@ group_cmd(struct cxlp_handler *h, struct cxlp_group *g, uint32_t cmd)
 	return rc;
 }
 
-/* the staged pages go back to the free list (REGISTERED -> FREE) */
-static void
-free_staged(struct cxlp_handler *h, struct cxlp_group *g)
-{
-	pthread_mutex_lock(&h->page_lock);
-	for (size_t i = 0; i < g->nstaged; i++) {
-		int rc = pagetab_move(&h->pages, g->staged[i],
-		    PAGE_REGISTERED, PAGE_FREE);
-
-		cxlp_assert(rc == 0);
-	}
-	g->nstaged = 0;
-	doubt_note(h);
-	giveback_page_unlock(h);
-}
-
-/* release the group's pins ourselves: the server forgot the group */
-static void
-unpin_own(struct cxlp_handler *h, struct cxlp_group *g)
-{
-	for (size_t i = 0; i < g->npins; i += CXLP_BATCH_MAX) {
-		size_t n = g->npins - i < CXLP_BATCH_MAX ? g->npins - i :
-		    CXLP_BATCH_MAX;
-		const void **keys = calloc(n, sizeof(*keys));
-		size_t *lens = calloc(n, sizeof(*lens));
-		int *st = calloc(n, sizeof(*st));
-
-		for (size_t j = 0; keys && lens && st && j < n; j++) {
-			keys[j] = g->pins[i + j].key;
-			lens[j] = g->pins[i + j].len;
-		}
-		if (keys == NULL || lens == NULL || st == NULL ||
-		    cxlp_batch_unpin(h, n, keys, lens, st) != 0) {
-			log_err("group: pins of a lost group kept: %s",
-			    cxlp_errormsg());
-		}
-		free(keys);
-		free(lens);
-		free(st);
-	}
-}
-
-static void
-forget_pins(struct cxlp_group *g)
-{
-	for (size_t i = 0; i < g->npins; i++) {
-		free(g->pins[i].key);
-	}
-	g->npins = 0;
-}
-
-/* What is left of the reservation goes back. */
-static void
-release_reservation(struct cxlp_handler *h, struct cxlp_group *g)
-{
-	if (g->res != NULL) {
-		(void)cxlp_reserve_release(h, &g->res);
-	}
-}
-
-/* Note 4: roll g back here, after the server did (server_done) or by
- * asking it to; lost (the server no longer knows g): release its pins
- * too. Returns CXLP_E_CANCELED with why. */
-static int
-rollback(struct cxlp_handler *h, struct cxlp_group *g, bool server_done,
-    bool lost, const char *why)
-{
-	char msg[200];
-
-	snprintf(msg, sizeof(msg), "%s", why);
-	if (!server_done && group_cmd(h, g, PROTO_GROUP_ABORT) ==
-	    CXLP_E_NOTFOUND) {
-		lost = true;
-	}
-	if (lost) {
-		unpin_own(h, g);
-	}
-	forget_pins(g);
-	free_staged(h, g);
-	release_reservation(h, g);
-	g->state = G_ROLLED_BACK;
-	return cxlp_fail(CXLP_E_CANCELED, "group \"%.*s\" rolled back: %s",
-	    (int)g->id_len, (const char *)g->id, msg);
-}
-
-/* A group request failed with rc: roll back as its error says. */
-static int
-failed(struct cxlp_handler *h, struct cxlp_group *g, int rc)
-{
-	char why[160];
-
-	snprintf(why, sizeof(why), "%s", cxlp_errormsg());
-	if (rc == CXLP_E_NOTFOUND) {
-		return rollback(h, g, true, true, "the metaserver no longer "
-		    "knows it (it restarted)");
-	}
-	if (rc == CXLP_E_CANCELED) {
-		(void)group_cmd(h, g, PROTO_GROUP_ABORT); /* its record */
-		return rollback(h, g, true, false, why);
-	}
-	return rollback(h, g, false, false, why);
-}
-
-static int
+int
 check_group(struct cxlp_handler *h, const struct cxlp_group *g)
 {
 	int rc = h_check_open(h);
@@ -276,7 +154,7 @@ cxlp_group_open(struct cxlp_handler *h, const void *id, size_t id_len,
 		return rc; /* not admitted: CXLP_E_NOSPACE says why */
 	}
 	if ((rc = group_cmd(h, g, PROTO_GROUP_OPEN)) != 0) {
-		release_reservation(h, g);
+		group_release_reservation(h, g);
 		free(g);
 		return rc == CXLP_E_BADOP ? cxlp_fail(rc, "group_open: the "
 		    "metaserver predates request groups") : rc;
@@ -303,7 +181,7 @@ cxlp_group_alloc(struct cxlp_handler *h, struct cxlp_group *g,
 
 		snprintf(why, sizeof(why), "an alloc failed: %s",
 		    cxlp_errormsg());
-		(void)rollback(h, g, false, false, why);
+		(void)group_rollback(h, g, false, false, why);
 		return cxlp_fail(rc, "group \"%.*s\" rolled back: %s",
 		    (int)g->id_len, (const char *)g->id, why);
 	}
@@ -367,7 +245,7 @@ after_batch(struct cxlp_handler *h, struct cxlp_group *g, size_t n,
 
 		snprintf(why, sizeof(why), "key %ld of a batch not stored "
 		    "(%s)", bad, cxlp_strerror(status[bad]));
-		return rollback(h, g, false, false, why);
+		return group_rollback(h, g, false, false, why);
 	}
 	if (g->count == g->total) {
 		return cxlp_group_commit(h, g);
@@ -392,7 +270,7 @@ admit(struct cxlp_handler *h, struct cxlp_group *g, size_t n)
 	}
 	snprintf(why, sizeof(why), "a batch of %zu chunks would take it to "
 	    "%zu of its declared %zu", n, g->count + n, g->total);
-	(void)rollback(h, g, false, false, why);
+	(void)group_rollback(h, g, false, false, why);
 	return cxlp_fail(CXLP_E_GROUP, "group \"%.*s\": %s; every earlier "
 	    "batch is rolled back", (int)g->id_len, (const char *)g->id, why);
 }
@@ -430,10 +308,10 @@ cxlp_group_store(struct cxlp_handler *h, struct cxlp_group *g, size_t n,
 	    lens, stored, status, kept, &reg_rc);
 	if (rc == 0 && reg_rc == 0) {
 		rc = note_batch(g, n, keys, key_lens, pages, stored, kept);
-		rc = rc != 0 ? rollback(h, g, false, false, cxlp_errormsg()) :
+		rc = rc != 0 ? group_rollback(h, g, false, false, cxlp_errormsg()) :
 		    after_batch(h, g, n, stored, status);
 	} else if (rc == 0 || rc == CXLP_E_UNKNOWN) {
-		rc = failed(h, g, reg_rc);
+		rc = group_failed(h, g, reg_rc);
 	}
 	free(status);
 	free(kept);
@@ -474,153 +352,11 @@ cxlp_group_skip_present(struct cxlp_handler *h, struct cxlp_group *g,
 	}
 	free(res);
 	if (rc != 0) {
-		return failed(h, g, rc);
+		return group_failed(h, g, rc);
 	}
 	if ((rc = note_batch(g, n, keys, key_lens, NULL, present,
 	    NULL)) != 0) {
-		return rollback(h, g, false, false, cxlp_errormsg());
+		return group_rollback(h, g, false, false, cxlp_errormsg());
 	}
 	return g->count == g->total ? cxlp_group_commit(h, g) : 0;
-}
-
-/* Note 3: where each staged key went; a page whose key was already
- * there (another writer's) is freed. */
-static void
-settle_commit(struct cxlp_handler *h, struct cxlp_group *g,
-    const struct proto_result *res)
-{
-	pthread_mutex_lock(&h->page_lock);
-	for (size_t i = 0; i < g->nstaged; i++) {
-		cxlp_page_t at;
-		bool mine = res[i].status == 0 &&
-		    regions_page_of(h, &res[i].loc, &at) == 0 &&
-		    at == g->staged[i];
-
-		if (!mine) {
-			int rc = pagetab_move(&h->pages, g->staged[i],
-			    PAGE_REGISTERED, PAGE_FREE);
-
-			cxlp_assert(rc == 0);
-		}
-	}
-	g->nstaged = 0;
-	doubt_note(h);
-	giveback_page_unlock(h);
-}
-
-/* cxlp_group_commit -- see cxlpool.h */
-int
-cxlp_group_commit(struct cxlp_handler *h, struct cxlp_group *g)
-{
-	struct proto_result *res;
-	struct creply rep;
-	int rc = check_group(h, g);
-
-	if (rc != 0) {
-		return rc;
-	}
-	if ((res = calloc(g->nstaged + 1, sizeof(*res))) == NULL) {
-		return cxlp_fail(-ENOMEM, "group_commit: out of memory");
-	}
-	rc = group_call(h, g, PROTO_GROUP_COMMIT, &rep);
-	if (rc == 0) {
-		uint32_t got;
-
-		rc = h_get_results(&rep, res, g->nstaged, true, &got);
-		client_reply_fini(&rep);
-		if (rc != 0) {
-			rc = CXLP_E_UNKNOWN; /* applied, reply unreadable */
-		}
-	}
-	if (rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ||
-	    rc == CXLP_E_CLOSED || rc == CXLP_E_UNKNOWN) {
-		g->state = G_UNKNOWN; /* note 4: its pages are kept */
-		free(res);
-		return cxlp_fail(CXLP_E_UNKNOWN, "group \"%.*s\": no answer "
-		    "to its commit (%s): its %zu pages are kept", (int)g->id_len,
-		    (const char *)g->id, cxlp_strerror(rc), g->nstaged);
-	}
-	if (rc != 0) {
-		free(res);
-		return failed(h, g, rc);
-	}
-	settle_commit(h, g, res);
-	free(res);
-	forget_pins(g);
-	release_reservation(h, g);
-	g->state = G_COMMITTED;
-	return 0;
-}
-
-/* cxlp_group_abort -- see cxlpool.h */
-int
-cxlp_group_abort(struct cxlp_handler *h, struct cxlp_group *g)
-{
-	int rc = check_group(h, g);
-
-	if (rc != 0) {
-		return rc;
-	}
-	(void)rollback(h, g, false, false, "aborted");
-	return 0;
-}
-
-/* cxlp_group_cancel -- see cxlpool.h */
-int
-cxlp_group_cancel(struct cxlp_handler *h, const void *id, size_t id_len)
-{
-	struct cxlp_group g = {.id_len = (uint16_t)id_len};
-	int rc = h_check_open(h);
-
-	if (rc != 0) {
-		return rc;
-	}
-	if (id == NULL || id_len == 0 || id_len > CXLP_GROUP_ID_MAX) {
-		return cxlp_fail(-EINVAL, "group_cancel: an id of %zu bytes "
-		    "(1..%d)", id_len, CXLP_GROUP_ID_MAX);
-	}
-	memcpy(g.id, id, id_len);
-	return group_cmd(h, &g, PROTO_GROUP_CANCEL);
-}
-
-/* cxlp_group_count -- see cxlpool.h */
-size_t
-cxlp_group_count(const struct cxlp_group *g)
-{
-	return g == NULL ? 0 : g->count;
-}
-
-/* cxlp_group_state -- see cxlpool.h */
-int
-cxlp_group_state(const struct cxlp_group *g)
-{
-	static const int map[] = {
-		[G_OPEN] = CXLP_GROUP_OPEN,
-		[G_COMMITTED] = CXLP_GROUP_COMMITTED,
-		[G_ROLLED_BACK] = CXLP_GROUP_ROLLED_BACK,
-		[G_UNKNOWN] = CXLP_GROUP_UNKNOWN,
-	};
-
-	return g == NULL ? -EINVAL : map[g->state];
-}
-
-/* cxlp_group_close -- see cxlpool.h */
-void
-cxlp_group_close(struct cxlp_handler *h, struct cxlp_group **gp)
-{
-	struct cxlp_group *g = gp == NULL ? NULL : *gp;
-
-	if (g == NULL) {
-		return;
-	}
-	if (h != NULL && g->state == G_OPEN && h_check_open(h) == 0) {
-		(void)rollback(h, g, false, false, "closed while open");
-	}
-	/* h == NULL: the handler's close freed the pages */
-	(void)cxlp_reserve_release(h, &g->res);
-	forget_pins(g);
-	free(g->pins);
-	free(g->staged);
-	free(g);
-	*gp = NULL;
 }

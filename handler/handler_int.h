@@ -14,7 +14,8 @@
  *   call.c     HELLO, reattach and h_call, below every module that
  *              calls the server; the checks and decoders they share
  *   handler.c  connect, close, stats, healthcheck (the top)
- *   store.c    store / batch_store and resolving lost registers
+ *   store.c    store / batch_store (and group batches)
+ *   resolve.c  resolving registers whose reply was lost
  *   ops.c      retrieve, exists, pin, unpin, delete (+ batches)
  *   direct.c   unpinned lookups read straight from the pool's index
  *   version.c  versions of retrieved values; cxlp_validate (+ batch)
@@ -537,9 +538,12 @@ void keeper_poke(struct cxlp_handler *h);
  * without a keeper thread: the next alloc that needs room makes it). */
 void keeper_poke_refill(struct cxlp_handler *h);
 
-/* ---- store.c ------------------------------------------------------------ */
+/* ---- store.c, resolve.c ------------------------------------------------ */
 
 int store_resolve(struct cxlp_handler *h);
+/* store_unres_push -- append u to h->store.unres (page_lock held; the
+ * entry's key is then the list's). resolve.c */
+void store_unres_push(struct cxlp_handler *h, const struct unresolved *u);
 /* store_forget -- drop page pg's unresolved entry (page_lock held): true
  * if it was there, false if store_resolve has it in hand. */
 bool store_forget(struct cxlp_handler *h, cxlp_page_t pg);

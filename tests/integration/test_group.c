@@ -128,8 +128,13 @@ Test(group, one_without_a_total_is_refused_at_its_first_store)
 	cr_assert_rc(send(h, g, &c, 1), CXLP_E_GROUP);
 	cr_assert(strstr(cxlp_errormsg(), "declares no total") != NULL, "%s",
 	    cxlp_errormsg());
-	cr_assert_rc(cxlp_free(h, pg), 0, "the page stayed the caller's");
 	cr_assert_rc(cxlp_exists(h, "k", 1), 0);
+	/* the anonymous path: a plain store has no total and no admission,
+	 * and its key is seen at once */
+	cr_assert_rc(cxlp_store(h, "k", 1, pg, 1, 0, &c.stored[0]), 0,
+	    "the page stayed the caller's");
+	cr_assert(c.stored[0]);
+	cr_assert_rc(cxlp_exists(h, "k", 1), 1);
 	cxlp_group_close(h, &g);
 	cxlp_close(&h);
 }
@@ -219,6 +224,19 @@ open_waiting(void *arg)
 	return NULL;
 }
 
+/* a group of 4 regions' worth of pages, waiting up to 20 s */
+static void *
+open_late(void *arg)
+{
+	struct opener *o = arg;
+	uint64_t t0 = cxlp_now_ms();
+
+	o->rc = cxlp_group_open(o->h, "late", 4, 4 * REGION / PAGE, 0, 20000,
+	    &o->g);
+	o->ms = cxlp_now_ms() - t0;
+	return NULL;
+}
+
 /* Admission: a group the pool cannot take waits, and fails at the end of
  * its wait holding nothing; one that may wait longer is admitted when
  * pins go. */
@@ -254,6 +272,65 @@ Test(group, admission_waits_for_room_and_times_out)
 	cxlp_group_close(o.h, &o.g);
 	cr_assert_eq(kv_stats(o.h).pages_reserved, 0, "close released it");
 	cxlp_close(&o.h);
+}
+
+/* Requests that fit proceed side by side: two handlers' groups, their
+ * batches interleaved, both commit whole. */
+Test(group, groups_that_fit_proceed_concurrently)
+{
+	struct cxlp_handler *a, *b;
+	struct cxlp_group *ga = NULL, *gb = NULL;
+	struct chunk c;
+
+	ev_start("clock", NULL);
+	a = ev_connect(0);
+	b = ev_connect(0);
+	cr_assert_rc(cxlp_group_open(a, "ga", 2, 8, 0, 0, &ga), 0);
+	cr_assert_rc(cxlp_group_open(b, "gb", 2, 8, 0, 0, &gb), 0);
+	for (uint32_t i = 0; i < 8; i += 4) {
+		chunks(a, ga, &c, "ga", i, 4);
+		cr_assert_rc(send(a, ga, &c, 4), 0);
+		chunks(b, gb, &c, "gb", i, 4);
+		cr_assert_rc(send(b, gb, &c, 4), 0);
+	}
+	cr_assert_eq(cxlp_group_state(ga), CXLP_GROUP_COMMITTED);
+	cr_assert_eq(cxlp_group_state(gb), CXLP_GROUP_COMMITTED);
+	cr_assert_eq(present(a, "gb", 8), 8);
+	cr_assert_eq(present(b, "ga", 8), 8);
+	cxlp_group_close(a, &ga);
+	cxlp_group_close(b, &gb);
+	cxlp_close(&b);
+	cxlp_close(&a);
+}
+
+/* One handler's group reserves nearly the whole pool; another's waits for
+ * admission and is admitted when the first one's reservation is
+ * released (its abort frees the pages, its emptied regions go back). */
+Test(group, releasing_a_reservation_admits_a_waiting_group)
+{
+	struct opener o = { 0 };
+	struct cxlp_handler *a;
+	struct cxlp_group *ga = NULL;
+	uint64_t cap;
+	pthread_t t;
+
+	ev_start("clock", NULL);
+	a = ev_connect(0);
+	o.h = ev_connect(0);
+	cap = ev_capacity(a);
+	cr_assert_rc(cxlp_group_open(a, "big", 3, cap - 2 * REGION / PAGE,
+	    0, 0, &ga), 0, "%s", cxlp_errormsg());
+	cr_assert_eq(pthread_create(&t, NULL, open_late, &o), 0);
+	test_sleep_ms(400);
+	cr_assert_null(o.g, "admitted while the pool was reserved");
+	cr_assert_rc(cxlp_group_abort(a, ga), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_rc(o.rc, 0, "%s", cxlp_errormsg());
+	cr_assert_geq(o.ms, 350);
+	cxlp_group_close(o.h, &o.g);
+	cxlp_group_close(a, &ga);
+	cxlp_close(&o.h);
+	cxlp_close(&a);
 }
 
 static void

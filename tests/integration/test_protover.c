@@ -75,3 +75,43 @@ Test(protover, a_metaserver_of_the_previous_version_is_refused_at_hello)
 	cr_assert_null(h);
 	cxlp_config_delete(&cfg);
 }
+
+/* A metaserver of this version that predates request groups answers
+ * their op CXLP_E_BADOP (as for any op it does not know): the proxy
+ * plays one. The handler says so, holds nothing, and every other call
+ * goes on working. */
+static enum proxy_action
+pre_group_server(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
+    size_t *reply_len, unsigned *delay_ms)
+{
+	int32_t st = CXLP_E_BADOP;
+
+	(void)arg, (void)req_id, (void)delay_ms;
+	if (reply != NULL && op == PROTO_OP_GROUP &&
+	    *reply_len >= PROTO_REP_HDR_LEN) {
+		memcpy(reply + 16, &st, sizeof(st)); /* i32 status */
+		memset(reply + 20, 0, 4);            /* u32 flags */
+		*reply_len = PROTO_REP_HDR_LEN;
+	}
+	return PROXY_PASS;
+}
+
+Test(protover, a_metaserver_without_request_groups_is_named_as_such)
+{
+	struct cxlp_handler *h;
+	struct cxlp_group *g = NULL;
+	struct cxlp_stats st;
+
+	itest_proxy_start(pre_group_server);
+	h = itest_connect_via_proxy(2000, 1);
+	cr_assert_rc(cxlp_group_open(h, "g", 1, 4, 0, 0, &g), CXLP_E_BADOP);
+	cr_assert(strstr(cxlp_errormsg(), "predates request groups") != NULL,
+	    "message: %s", cxlp_errormsg());
+	cr_assert_null(g);
+	cr_assert_rc(cxlp_stats(h, &st), 0);
+	cr_assert_eq(st.pages_reserved, 0, "the admission's pages are held");
+	cr_assert_eq(st.pages_allocated, 0);
+	(void)itest_put(h, "plain", 1, 0, 64); /* the rest works */
+	cr_assert_eq(itest_get_check(h, "plain", 0), 1);
+	cxlp_close(&h);
+}

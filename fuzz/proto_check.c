@@ -138,6 +138,30 @@ redo_evict_req(struct preader *r, unsigned op, struct pbuf *b)
 	return true;
 }
 
+/* the bodies of request groups: GROUP, and the id that opens those of
+ * GROUP_REGISTER and GROUP_LOOKUP */
+static bool
+redo_group_req(struct preader *r, unsigned op, struct pbuf *b)
+{
+	struct proto_group g;
+
+	if (op == PROTO_OP_GROUP) {
+		if (proto_get_group(r, &g) != 0) {
+			return false;
+		}
+		touch(g.id, g.id_len);
+		proto_put_group(b, &g);
+		return true;
+	}
+	if (proto_get_group_id(r, &g.id, &g.id_len) != 0) {
+		return false;
+	}
+	touch(g.id, g.id_len);
+	proto_put_group_id(b, g.id, g.id_len);
+	return op == PROTO_OP_GROUP_REGISTER ? redo_regs(r, b) :
+	    redo_keys(r, b);
+}
+
 /* redo_req_body -- decode the body op selects and re-encode it into b. */
 static bool
 redo_req_body(struct preader *r, unsigned op, struct pbuf *b)
@@ -154,6 +178,10 @@ redo_req_body(struct preader *r, unsigned op, struct pbuf *b)
 	case PROTO_OP_RECLAIM:
 	case PROTO_OP_LEASE:
 		return redo_evict_req(r, op, b);
+	case PROTO_OP_GROUP:
+	case PROTO_OP_GROUP_REGISTER:
+	case PROTO_OP_GROUP_LOOKUP:
+		return redo_group_req(r, op, b);
 	default:
 		return redo_small_req(r, op, b);
 	}

@@ -478,6 +478,72 @@ dec_lease_req(const uint8_t *f, size_t len)
 	return rc;
 }
 
+static void
+rnd_group(struct proto_group *g, uint32_t cmd)
+{
+	const void *k[1];
+	size_t len[1];
+
+	rnd_keys(1, k, len);
+	*g = (struct proto_group){ cmd, k[0], (uint16_t)len[0],
+		cmd == PROTO_GROUP_OPEN ? rnd_below(PROTO_GROUP_TOTAL_MAX + 1) :
+		0, cmd == PROTO_GROUP_OPEN ? rnd_below(2) * PROTO_GF_PIN : 0 };
+}
+
+static void
+build_group(struct pbuf *b)
+{
+	struct proto_group g;
+
+	rnd_group(&g, PROTO_GROUP_OPEN + rnd_below(4));
+	put_req(b, PROTO_OP_GROUP);
+	proto_put_group(b, &g);
+}
+
+static int
+dec_group(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_group g;
+	int rc = decode_req(f, len, &r);
+
+	return rc != 0 ? rc : proto_get_group(&r, &g);
+}
+
+/* GROUP_REGISTER: the group id, then a REGISTER body (from build_regs) */
+static void
+build_group_regs(struct pbuf *b)
+{
+	struct pbuf regs;
+	struct proto_group g;
+
+	rnd_group(&g, PROTO_GROUP_OPEN);
+	pbuf_init(&regs);
+	build_regs(&regs);
+	put_req(b, PROTO_OP_GROUP_REGISTER);
+	proto_put_group_id(b, g.id, g.id_len);
+	pbuf_put_bytes(b, regs.data + PROTO_REQ_HDR_LEN,
+	    regs.len - PROTO_REQ_HDR_LEN);
+	pbuf_fini(&regs);
+}
+
+static int
+dec_group_regs(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_reg *g = NULL;
+	const uint8_t *id;
+	uint16_t id_len;
+	uint32_t flags, n;
+	int rc = decode_req(f, len, &r);
+
+	if (rc == 0 && (rc = proto_get_group_id(&r, &id, &id_len)) == 0) {
+		rc = proto_get_regs(&r, &flags, &g, &n);
+	}
+	free(g);
+	return rc;
+}
+
 static int
 dec_rep_empty(const uint8_t *f, size_t len)
 {
@@ -504,6 +570,8 @@ const struct msg_type msg_types[] = {
 	{ "reclaimed", false, build_reclaimed, dec_reclaimed },
 	{ "asks", false, build_asks, dec_asks },
 	{ "lease_req", true, build_lease_req, dec_lease_req },
+	{ "group", true, build_group, dec_group },
+	{ "group_regs", true, build_group_regs, dec_group_regs },
 };
 
 int

@@ -112,7 +112,8 @@ struct cxlp_config;
 /* cxlp_config_new -- a config with defaults: server
  * "ipc:///tmp/cxlpool.sock", page size 64 KiB, region size 64 MiB,
  * auto-expand on, no region limit, a reserve of 1 empty region, timeout
- * 5000 ms, 3 retries, instance id 0, direct reads on, keepalive 1000 ms.
+ * 5000 ms, 3 retries, instance id 0, direct reads on, keepalive 1000 ms,
+ * 8 asynchronous requests in flight.
  * Returns 0 or -ENOMEM; *out is NULL on failure. */
 CXLP_API int cxlp_config_new(struct cxlp_config **out);
 /* cxlp_config_delete -- NULL-safe; sets *cfg to NULL. */

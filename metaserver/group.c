@@ -24,7 +24,9 @@
  *    nothing of an open group is on media but the pins, which the
  *    handler releases when its next call finds the group gone.
  * 4. Bounds: MS_GROUPS_MAX open groups, PROTO_GROUP_TOTAL_MAX chunks
- *    each, MS_GROUP_KEY_BYTES_MAX bytes of staged keys in all.
+ *    each, MS_GROUP_ENTRIES_MAX staged keys and pins and
+ *    MS_GROUP_KEY_BYTES_MAX bytes of staged keys in all (a peer that
+ *    opens many groups gets CXLP_E_NOSPACE, not the server's memory).
  *    Groups are few (one per request in flight), so they are found by a
  *    scan of a list.
  */
@@ -81,8 +83,13 @@ ms_group_open(struct ms *ms, uint64_t sid, const void *id, size_t len,
 }
 
 static int
-entry_add(struct ms_group *g, const struct ms_gentry *e)
+entry_add(struct ms *ms, struct ms_group *g, const struct ms_gentry *e)
 {
+	if (ms->groups.entries >= MS_GROUP_ENTRIES_MAX) {
+		return cxlp_fail(CXLP_E_NOSPACE, "request groups hold %llu "
+		    "keys, the most the metaserver keeps",
+		    (unsigned long long)ms->groups.entries);
+	}
 	if (g->n == g->cap) {
 		uint32_t cap = g->cap ? g->cap * 2 : 16;
 		void *p = realloc(g->e, cap * sizeof(*e));
@@ -94,6 +101,7 @@ entry_add(struct ms_group *g, const struct ms_gentry *e)
 		g->cap = cap;
 	}
 	g->e[g->n++] = *e;
+	ms->groups.entries++;
 	return 0;
 }
 
@@ -116,7 +124,7 @@ ms_group_stage(struct ms *ms, struct ms_group *g, const void *key,
 		return cxlp_fail(-ENOMEM, "no memory for a staged key");
 	}
 	memcpy(e.key, key, klen);
-	if ((rc = entry_add(g, &e)) != 0) {
+	if ((rc = entry_add(ms, g, &e)) != 0) {
 		free(e.key);
 		return rc;
 	}
@@ -127,11 +135,11 @@ ms_group_stage(struct ms *ms, struct ms_group *g, const void *key,
 
 /* ms_group_pinned -- remember that g pinned the key at slot (note 1). */
 int
-ms_group_pinned(struct ms_group *g, uint64_t slot)
+ms_group_pinned(struct ms *ms, struct ms_group *g, uint64_t slot)
 {
 	struct ms_gentry e = {.staged = false, .slot = slot};
 
-	return entry_add(g, &e);
+	return entry_add(ms, g, &e);
 }
 
 static void
@@ -143,6 +151,7 @@ entries_free(struct ms *ms, struct ms_group *g)
 			free(g->e[i].key);
 		}
 	}
+	ms->groups.entries -= g->n;
 	free(g->e);
 	g->e = NULL;
 	g->n = g->cap = g->staged = 0;

@@ -204,6 +204,7 @@ struct ms_ask {
 
 #define MS_GROUPS_MAX 4096u /* open groups, all sessions */
 #define MS_GROUP_KEY_BYTES_MAX (256ull << 20) /* staged key bytes, all */
+#define MS_GROUP_ENTRIES_MAX (4u << 20) /* staged keys and pins, all */
 
 /* What a group holds: a staged key (copied) and the page it points at,
  * or the slot of a key already in the index that the group pinned. */
@@ -233,6 +234,7 @@ struct ms_groups {
 	struct ms_group *list;
 	unsigned n;
 	uint64_t key_bytes; /* of the staged keys */
+	uint64_t entries;   /* of all groups */
 };
 
 struct ms {
@@ -526,7 +528,7 @@ int ms_group_open(struct ms *ms, uint64_t sid, const void *id, size_t len,
     uint32_t total, uint32_t flags, struct ms_group **out);
 int ms_group_stage(struct ms *ms, struct ms_group *g, const void *key,
     uint16_t klen, uint32_t region, uint64_t off, uint64_t len);
-int ms_group_pinned(struct ms_group *g, uint64_t slot);
+int ms_group_pinned(struct ms *ms, struct ms_group *g, uint64_t slot);
 unsigned ms_group_release_pins(struct ms *ms, struct ms_group *g);
 void ms_group_rollback(struct ms *ms, struct ms_group *g, uint64_t by,
     const char *why);

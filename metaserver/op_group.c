@@ -112,7 +112,7 @@ pin_found(struct req *rq, struct ms_group *g, const bool *found)
 		if (rq->res[i].status == 1) {
 			rq->res[i].status = 0;
 		} else if (rq->res[i].status == 0 &&
-		    ms_group_pinned(g, rq->slots[i]) != 0) {
+		    ms_group_pinned(rq->ms, g, rq->slots[i]) != 0) {
 			rq->res[i].status = -ENOMEM; /* pinned, unremembered:
 			                              * the session's end
 			                              * releases it */

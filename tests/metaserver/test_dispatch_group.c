@@ -125,6 +125,7 @@ Test(dispatch_group, only_its_owner_may_use_it_and_anyone_may_cancel_it)
 	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_KEYS), 0);
 	cr_assert_eq(dfx_ms.groups.n, 0);
 	cr_assert_eq(dfx_ms.groups.key_bytes, 0, "staged key bytes kept");
+	cr_assert_eq(dfx_ms.groups.entries, 0, "entries kept");
 }
 
 Test(dispatch_group, a_batch_without_a_total_or_past_it_is_refused)

@@ -25,15 +25,32 @@
  * 4. Rollback: abort, close of an open group, and, with
  *    CXLP_GROUP_ATOMIC, a batch with a key not stored or an alloc that
  *    failed. The server drops the staged keys and the group's pins; the
- *    handler frees the staged pages. A group cancelled by another handler
- *    is found so at the next call (CXLP_E_CANCELED), and one the server no
- *    longer knows (a metaserver restart: groups are DRAM only) the same;
- *    then this handler releases the group's pins itself (pins survive a
- *    restart). A batch or commit whose outcome was lost rolls back too,
- *    but for a commit whose outcome was lost: its pages stay REGISTERED
- *    (kept, never freed while the handler lives) and the group reports
- *    CXLP_E_UNKNOWN, since its keys may be in the pool.
- * 5. A group is used by one thread at a time; many groups may be in
+ *    handler frees the staged pages. A group cancelled (by any handler,
+ *    this one too) is found so at the next call (CXLP_E_CANCELED), and
+ *    one the server no longer knows (NOTFOUND: a metaserver restart;
+ *    groups are DRAM only) the same; then this handler releases the
+ *    group's pins itself (pins survive a restart). A batch whose outcome
+ *    was lost rolls back too (its keys were only staged).
+ * 5. A commit whose outcome was lost. No answer at all: its pages stay
+ *    REGISTERED (kept, never freed while the handler lives) and the group
+ *    reports CXLP_E_UNKNOWN, since its keys may be in the pool and a copy
+ *    of the commit may still land. NOTFOUND on its retry: the server
+ *    restarted and has no group, and no copy can land, but it may have
+ *    committed all or (killed mid-commit) part of the keys before it
+ *    went: group_end.c's commit_lost looks them up, takes all for a
+ *    commit and takes a part out again.
+ * 6. Limits, for what crosses a restart (nothing of a group is on media
+ *    but its pins and, mid-commit, its keys): a writer that dies with
+ *    the metaserver mid-commit leaves that part of the group as a dead
+ *    handler's keys; a group's pins are not told apart from the
+ *    session's own, so after a cancel and a restart both before this
+ *    handler's next call, its release of the group's pins may take pins
+ *    it took on the same keys itself; and a commit found whole after a
+ *    restart may leave the group's pins held (whether the commit got to
+ *    release them is not known: they end with the session). An ABORT
+ *    whose answer is lost leaves the group's staged keys and pins at the
+ *    server until the session ends.
+ * 7. A group is used by one thread at a time; many groups may be in
  *    flight on one handler at once.
  */
 #include <errno.h>
@@ -154,6 +171,11 @@ cxlp_group_open(struct cxlp_handler *h, const void *id, size_t id_len,
 		return rc; /* not admitted: CXLP_E_NOSPACE says why */
 	}
 	if ((rc = group_cmd(h, g, PROTO_GROUP_OPEN)) != 0) {
+		if (rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ||
+		    rc == CXLP_E_UNKNOWN) { /* it may be open: not for long */
+			(void)group_cmd(h, g, PROTO_GROUP_ABORT);
+			(void)cxlp_fail(rc, "group_open: no answer");
+		}
 		group_release_reservation(h, g);
 		free(g);
 		return rc == CXLP_E_BADOP ? cxlp_fail(rc, "group_open: the "
@@ -188,36 +210,52 @@ cxlp_group_alloc(struct cxlp_handler *h, struct cxlp_group *g,
 	return rc;
 }
 
-/* Remember key i of a batch: staged at its page, or pinned present. */
+static int
+key_copy(struct gkey *k, const void *key, size_t len)
+{
+	if ((k->key = malloc(len)) == NULL) {
+		return cxlp_fail(-ENOMEM, "group: out of memory");
+	}
+	memcpy(k->key, key, len);
+	k->len = (uint16_t)len;
+	return 0;
+}
+
+/* Remember the keys of a batch: each staged at its page (kept), or
+ * pinned present. Every staged page is recorded first, so that a
+ * rollback frees them all even when a key copy fails for want of
+ * memory (a key without its copy: see group_end.c, lost commits). */
 static int
 note_batch(struct cxlp_group *g, size_t n, const void *const keys[],
     const size_t key_lens[], const cxlp_page_t pages[], const bool ok[],
     const bool kept[])
 {
+	size_t s0 = g->nstaged;
 	int rc;
 
 	if ((rc = grow((void **)&g->staged, &g->cap_staged, g->nstaged + n,
-	    sizeof(*g->staged))) != 0 || (rc = grow((void **)&g->pins,
-	    &g->cap_pins, g->npins + n, sizeof(*g->pins))) != 0) {
+	    sizeof(*g->staged))) != 0 || (rc = grow((void **)&g->skeys,
+	    &g->cap_skeys, g->nstaged + n, sizeof(*g->skeys))) != 0 ||
+	    (rc = grow((void **)&g->pins, &g->cap_pins, g->npins + n,
+	    sizeof(*g->pins))) != 0) {
 		return rc;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct gkey *k = &g->pins[g->npins];
-
 		if (kept != NULL && kept[i]) {
+			g->skeys[g->nstaged] = (struct gkey){ NULL, 0 };
 			g->staged[g->nstaged++] = pages[i];
-		} else if (ok[i]) {
-			if ((k->key = malloc(key_lens[i])) == NULL) {
-				return cxlp_fail(-ENOMEM, "group: out of "
-				    "memory");
-			}
-			memcpy(k->key, keys[i], key_lens[i]);
-			k->len = (uint16_t)key_lens[i];
-			g->npins++;
 		}
 		g->count += ok[i];
 	}
-	return 0;
+	for (size_t i = 0, j = s0; i < n && rc == 0; i++) {
+		if (kept != NULL && kept[i]) {
+			rc = key_copy(&g->skeys[j++], keys[i], key_lens[i]);
+		} else if (ok[i] && (rc = key_copy(&g->pins[g->npins], keys[i],
+		    key_lens[i])) == 0) {
+			g->npins++;
+		}
+	}
+	return rc;
 }
 
 /* the first key of a batch that is not in: -1 if none */

@@ -9,6 +9,9 @@
 
 enum { G_OPEN, G_COMMITTED, G_ROLLED_BACK, G_UNKNOWN };
 
+/* a staged entry whose page is no longer the group's to free */
+#define PAGE_SETTLED UINT64_MAX
+
 struct gkey {
 	uint8_t *key;
 	uint16_t len;
@@ -22,7 +25,8 @@ struct cxlp_group {
 	int state;
 	struct cxlp_reservation *res;
 	cxlp_page_t *staged; /* pages staged, in the server's order */
-	size_t nstaged, cap_staged;
+	struct gkey *skeys;  /* their keys (a commit whose answer was lost) */
+	size_t nstaged, cap_staged, cap_skeys;
 	struct gkey *pins;   /* keys the group pinned (note 4) */
 	size_t npins, cap_pins;
 };
@@ -45,6 +49,8 @@ int group_rollback(struct cxlp_handler *h, struct cxlp_group *g,
 /* group_failed -- a group request failed with rc: roll back as rc says. */
 int group_failed(struct cxlp_handler *h, struct cxlp_group *g, int rc);
 void group_forget_pins(struct cxlp_group *g);
+/* group_forget_staged -- drop the staged entries (their pages settled). */
+void group_forget_staged(struct cxlp_group *g);
 void group_release_reservation(struct cxlp_handler *h, struct cxlp_group *g);
 
 #endif /* CXLP_HANDLER_GROUP_H */

@@ -13,20 +13,32 @@
 #include "handler_int.h"
 #include "log.h"
 
-/* the staged pages go back to the free list (REGISTERED -> FREE) */
+/* the staged pages go back to the free list (REGISTERED -> FREE), but
+ * those already settled (commit_lost) */
 static void
 free_staged(struct cxlp_handler *h, struct cxlp_group *g)
 {
 	pthread_mutex_lock(&h->page_lock);
 	for (size_t i = 0; i < g->nstaged; i++) {
-		int rc = pagetab_move(&h->pages, g->staged[i],
-		    PAGE_REGISTERED, PAGE_FREE);
+		int rc = g->staged[i] == PAGE_SETTLED ? 0 :
+		    pagetab_move(&h->pages, g->staged[i], PAGE_REGISTERED,
+		    PAGE_FREE);
 
 		cxlp_assert(rc == 0);
 	}
-	g->nstaged = 0;
+	group_forget_staged(g);
 	doubt_note(h);
 	giveback_page_unlock(h);
+}
+
+/* group_forget_staged -- see group.h */
+void
+group_forget_staged(struct cxlp_group *g)
+{
+	for (size_t i = 0; i < g->nstaged; i++) {
+		free(g->skeys[i].key);
+	}
+	g->nstaged = 0;
 }
 
 /* release the group's pins ourselves: the server forgot the group */
@@ -136,9 +148,105 @@ settle_commit(struct cxlp_handler *h, struct cxlp_group *g,
 			cxlp_assert(rc == 0);
 		}
 	}
-	g->nstaged = 0;
+	group_forget_staged(g);
 	doubt_note(h);
 	giveback_page_unlock(h);
+}
+
+/* Where the staged keys are now: res[i] as an EXISTS of g->skeys[i]
+ * answers (a key whose copy is missing: CXLP_E_NOTFOUND). */
+static int
+staged_where(struct cxlp_handler *h, struct cxlp_group *g,
+    struct proto_result *res)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < g->nstaged && rc == 0; i += CXLP_BATCH_MAX) {
+		size_t n = g->nstaged - i < CXLP_BATCH_MAX ? g->nstaged - i :
+		    CXLP_BATCH_MAX, m = 0;
+		const void *keys[CXLP_BATCH_MAX];
+		size_t lens[CXLP_BATCH_MAX], at[CXLP_BATCH_MAX];
+		struct proto_result *r = calloc(n, sizeof(*r));
+		struct creply rep;
+		struct pbuf body;
+		uint32_t got;
+
+		for (size_t j = 0; j < n; j++) {
+			res[i + j].status = CXLP_E_NOTFOUND;
+			if (g->skeys[i + j].key != NULL) {
+				keys[m] = g->skeys[i + j].key;
+				lens[m] = g->skeys[i + j].len;
+				at[m++] = i + j;
+			}
+		}
+		if (r == NULL || m == 0) {
+			rc = r == NULL ? -ENOMEM : 0;
+			free(r);
+			continue;
+		}
+		pbuf_init(&body);
+		proto_put_keys(&body, 0, m, keys, lens);
+		rc = h_call(h, PROTO_OP_EXISTS, &body, &rep);
+		pbuf_fini(&body);
+		if (rc == 0) {
+			rc = h_get_results(&rep, r, m, true, &got);
+			client_reply_fini(&rep);
+		}
+		for (size_t j = 0; rc == 0 && j < m; j++) {
+			res[at[j]] = r[j];
+		}
+		free(r);
+	}
+	return rc;
+}
+
+/* A commit the metaserver answered CXLP_E_NOTFOUND: it no longer knows
+ * the group (it restarted), and it may have committed it before it went:
+ * all of it, or, if it died in the middle of the commit, part of it. So
+ * the staged keys are looked up. All in: the group is committed (the
+ * group's pins may be held still: that the commit released them is not
+ * known). Some: the ones at this handler's pages are deleted again, and
+ * the group is rolled back as one the server lost, pins included (a
+ * commit releases pins only after its last insert). */
+static int
+commit_lost(struct cxlp_handler *h, struct cxlp_group *g,
+    struct proto_result *res)
+{
+	size_t in = 0, kept = 0;
+	int rc = staged_where(h, g, res);
+
+	for (size_t i = 0; rc == 0 && i < g->nstaged; i++) {
+		in += res[i].status == 0;
+	}
+	if (rc != 0) {
+		g->state = G_UNKNOWN; /* note 4: its pages are kept */
+		return cxlp_fail(CXLP_E_UNKNOWN, "group \"%.*s\": its commit's "
+		    "answer was lost and its keys could not be looked up: "
+		    "its %zu pages are kept", (int)g->id_len,
+		    (const char *)g->id, g->nstaged);
+	}
+	if (in == g->nstaged) {
+		settle_commit(h, g, res);
+		group_forget_pins(g);
+		group_release_reservation(h, g);
+		g->state = G_COMMITTED;
+		return 0;
+	}
+	for (size_t i = 0; i < g->nstaged; i++) {
+		cxlp_page_t at;
+
+		if (res[i].status != 0 || regions_page_of(h, &res[i].loc,
+		    &at) != 0 || at != g->staged[i]) {
+			continue; /* not in at this page: free_staged's */
+		}
+		/* in at this page: deleted (the delete frees the page), or,
+		 * pinned by a reader meanwhile, an ordinary key of ours */
+		kept += cxlp_delete(h, g->skeys[i].key, g->skeys[i].len) != 0;
+		g->staged[i] = PAGE_SETTLED;
+	}
+	return group_rollback(h, g, true, true, kept == 0 ? "the metaserver "
+	    "restarted during its commit" : "the metaserver restarted during "
+	    "its commit, and keys pinned meanwhile stay");
 }
 
 /* cxlp_group_commit -- see cxlpool.h */
@@ -172,6 +280,11 @@ cxlp_group_commit(struct cxlp_handler *h, struct cxlp_group *g)
 		return cxlp_fail(CXLP_E_UNKNOWN, "group \"%.*s\": no answer "
 		    "to its commit (%s): its %zu pages are kept", (int)g->id_len,
 		    (const char *)g->id, cxlp_strerror(rc), g->nstaged);
+	}
+	if (rc == CXLP_E_NOTFOUND) {
+		rc = commit_lost(h, g, res);
+		free(res);
+		return rc;
 	}
 	if (rc != 0) {
 		free(res);
@@ -252,8 +365,10 @@ cxlp_group_close(struct cxlp_handler *h, struct cxlp_group **gp)
 	/* h == NULL: the handler's close freed the pages */
 	(void)cxlp_reserve_release(h, &g->res);
 	group_forget_pins(g);
+	group_forget_staged(g);
 	free(g->pins);
 	free(g->staged);
+	free(g->skeys);
 	free(g);
 	*gp = NULL;
 }

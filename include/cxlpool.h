@@ -359,11 +359,18 @@ CXLP_API int cxlp_store(struct cxlp_handler *h, const void *key,
  *   CXLP_GROUP_ATOMIC a batch with a key not stored or a failed
  *   cxlp_group_alloc, a cancel by any handler, a failed commit) frees
  *   every page the group staged, releases its pins and its reservation;
- *   the next call on the group returns CXLP_E_CANCELED with why.
+ *   the call that finds it returns CXLP_E_CANCELED with why, and later
+ *   calls fail (a batch with CXLP_E_GROUP, its pages left with the
+ *   caller).
  * - The group lives in the metaserver's memory and in this handler: a
  *   session that ends rolls its groups back; so does a metaserver
  *   restart (the next call on the group returns CXLP_E_CANCELED, and the
- *   handler has released the group's pins).
+ *   handler has released the group's pins). A metaserver killed in the
+ *   middle of a commit may have put part of the group in: the handler,
+ *   retrying, looks the keys up, takes them out again and rolls back (or
+ *   reports the commit if all are in); until then, and for good if the
+ *   writer died too, readers can see that part. handler/group.c notes 5
+ *   and 6 list what else a restart can leave.
  * - A group is used by one thread at a time; a handler may have many.
  */
 struct cxlp_group;

@@ -23,12 +23,17 @@
  *    pins go with the session). A metaserver restart forgets them all:
  *    nothing of an open group is on media but the pins, which the
  *    handler releases when its next call finds the group gone.
- * 4. Bounds: MS_GROUPS_MAX open groups, PROTO_GROUP_TOTAL_MAX chunks
- *    each, MS_GROUP_ENTRIES_MAX staged keys and pins and
+ * 4. Bounds: MS_GROUPS_MAX open groups, MS_GROUPS_PER_SESSION of one
+ *    session, PROTO_GROUP_TOTAL_MAX chunks each, MS_GROUP_ENTRIES_MAX staged keys and pins and
  *    MS_GROUP_KEY_BYTES_MAX bytes of staged keys in all (a peer that
  *    opens many groups gets CXLP_E_NOSPACE, not the server's memory).
  *    Groups are few (one per request in flight), so they are found by a
  *    scan of a list.
+ * 5. Replays. An OPEN whose answer was lost comes again with its
+ *    request id, or with a new one from a handler that asks once more:
+ *    the owner's empty group of that id is its own, opened again. The
+ *    reply cache answers the other ops' replays; after a restart there
+ *    is no group, and NOTFOUND tells the handler so.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -50,6 +55,17 @@ ms_group_find(struct ms *ms, const void *id, size_t len)
 	return NULL;
 }
 
+static unsigned
+groups_of(const struct ms *ms, uint64_t sid)
+{
+	unsigned n = 0;
+
+	for (const struct ms_group *g = ms->groups.list; g; g = g->next) {
+		n += g->owner == sid;
+	}
+	return n;
+}
+
 /* ms_group_open -- a new open group of session sid (ms->lock held for
  * writing). 0 and *out, CXLP_E_GROUP (the id is taken) or
  * CXLP_E_NOSPACE. */
@@ -59,6 +75,13 @@ ms_group_open(struct ms *ms, uint64_t sid, const void *id, size_t len,
 {
 	struct ms_group *g = ms_group_find(ms, id, len);
 
+	if (g != NULL && g->owner == sid && g->cancelled_by == 0 &&
+	    g->n == 0 && g->count == 0) {
+		g->total = total; /* the OPEN again, its answer lost: note 5 */
+		g->flags = flags;
+		*out = g;
+		return 0;
+	}
 	if (g != NULL) {
 		return cxlp_fail(CXLP_E_GROUP, "group id in use (session %llu)",
 		    (unsigned long long)g->owner);
@@ -66,6 +89,11 @@ ms_group_open(struct ms *ms, uint64_t sid, const void *id, size_t len,
 	if (ms->groups.n >= MS_GROUPS_MAX) {
 		return cxlp_fail(CXLP_E_NOSPACE, "%u request groups open: the "
 		    "most one metaserver holds", ms->groups.n);
+	}
+	if (groups_of(ms, sid) >= MS_GROUPS_PER_SESSION) {
+		return cxlp_fail(CXLP_E_NOSPACE, "session %llu has %u request "
+		    "groups open: the most one session holds",
+		    (unsigned long long)sid, MS_GROUPS_PER_SESSION);
 	}
 	if ((g = calloc(1, sizeof(*g))) == NULL) {
 		return cxlp_fail(-ENOMEM, "no memory for a group");

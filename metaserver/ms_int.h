@@ -203,6 +203,7 @@ struct ms_ask {
 /* ---- request groups (group.c) ------------------------------------------ */
 
 #define MS_GROUPS_MAX 4096u /* open groups, all sessions */
+#define MS_GROUPS_PER_SESSION 256u /* open groups of one session */
 #define MS_GROUP_KEY_BYTES_MAX (256ull << 20) /* staged key bytes, all */
 #define MS_GROUP_ENTRIES_MAX (4u << 20) /* staged keys and pins, all */
 

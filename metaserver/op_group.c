@@ -334,7 +334,8 @@ group_commit(struct req *rq)
 }
 
 /* ABORT (the owner's; a cancelled group's record goes too) and CANCEL
- * (anyone's: the owner learns of it at its next call). */
+ * (anyone's, the owner's too: the owner learns of it at its next call,
+ * and its ABORT removes the record). */
 static int
 group_end(struct req *rq, bool cancel)
 {
@@ -354,7 +355,9 @@ group_end(struct req *rq, bool cancel)
 		ms_group_rollback(rq->ms, g, op_sess_id(rq),
 		    cancel ? "cancel" : "abort");
 	}
-	if (mine) {
+	if (!cancel) { /* a cancel keeps the record, even the owner's own:
+	                * its next call must hear CXLP_E_CANCELED, not
+	                * NOTFOUND (a group lost to a restart) */
 		ms_group_close(rq->ms, g);
 	}
 	op_put_hdr(rq, 0);

@@ -80,11 +80,12 @@ struct gw_result {
 };
 #define GR_KEYS 64
 #define GR_DEADLINE_MS 20000
+#define GR_READY 'r'
 struct gr_result {
 	uint32_t polls;   /* batch_exists calls */
+	uint32_t none;    /* of them, answers with no key */
 	uint32_t partial; /* of them, answers with some keys and not all */
 	uint32_t all;     /* 1: the last one found every key */
-	uint32_t pad;
 };
 
 extern const char *worker_url;

@@ -6,8 +6,9 @@
  *                         the key ID-go-0 to appear (or to be killed),
  *                         stage the rest, and report a struct gw_result
  *   group-reader URL ID   poll batch_exists of ID-0..GR_KEYS-1 until all
- *                         are there (or GR_DEADLINE_MS), and report a
- *                         struct gr_result
+ *                         are there (or GR_DEADLINE_MS), saying GR_READY
+ *                         after the first poll, and report a struct
+ *                         gr_result
  */
 #include <stdio.h>
 #include <string.h>
@@ -95,6 +96,7 @@ group_reader(int argc, char **argv)
 	struct cxlp_handler *h = kv_connect(worker_url, 4096, 4 * MiB, true);
 	struct gr_result r = { 0 };
 	uint64_t until = cxlp_now_ms() + GR_DEADLINE_MS;
+	char ready = GR_READY;
 	char kbuf[GR_KEYS][64];
 	const void *keys[GR_KEYS];
 	size_t kl[GR_KEYS];
@@ -118,8 +120,12 @@ group_reader(int argc, char **argv)
 			n += ex[i];
 		}
 		r.polls++;
+		r.none += n == 0;
 		r.partial += n > 0 && n < GR_KEYS;
 		r.all = n == GR_KEYS;
+		if (r.polls == 1 && write(STDOUT_FILENO, &ready, 1) != 1) {
+			return 102;
+		}
 	}
 	if (write(STDOUT_FILENO, &r, sizeof(r)) != sizeof(r)) {
 		return 103;

@@ -124,6 +124,12 @@ Test(dispatch_group, only_its_owner_may_use_it_and_anyone_may_cancel_it)
 	    CXLP_E_NOTFOUND);
 	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_KEYS), 0);
 	cr_assert_eq(dfx_ms.groups.n, 0);
+	/* the owner's own cancel keeps the record for its next call */
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "own", 2, 0, NULL, NULL), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_CANCEL, "own", 0, 0, NULL, NULL),
+	    0);
+	cr_assert_eq(stage(&a, "own", "k", 0, &res), CXLP_E_CANCELED);
+	cr_assert_eq(group(&a, PROTO_GROUP_ABORT, "own", 0, 0, NULL, NULL), 0);
 	cr_assert_eq(dfx_ms.groups.key_bytes, 0, "staged key bytes kept");
 	cr_assert_eq(dfx_ms.groups.entries, 0, "entries kept");
 }
@@ -241,4 +247,34 @@ Test(dispatch_group, commit_seq_is_odd_while_a_commit_runs)
 	cr_assert_eq((intptr_t)rc, 0);
 	cr_assert_eq(commit_seq() % 2, 0);
 	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_KEYS), 2);
+}
+
+/* An OPEN whose answer was lost, sent again, finds its own empty group
+ * (group.c note 5); one of another session, or one that holds keys, is
+ * refused. A session holds at most MS_GROUPS_PER_SESSION groups. */
+Test(dispatch_group, open_again_and_the_groups_of_one_session)
+{
+	struct proto_result res;
+	struct dfx_cl a, b;
+	char id[32];
+
+	dfx_client(&a, 1);
+	dfx_client(&b, 2);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "r", 2, 0, NULL, NULL), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "r", 2, 0, NULL, NULL), 0);
+	cr_assert_eq(dfx_ms.groups.n, 1);
+	cr_assert_eq(group(&b, PROTO_GROUP_OPEN, "r", 2, 0, NULL, NULL),
+	    CXLP_E_GROUP);
+	cr_assert_eq(stage(&a, "r", "k", 0, &res), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "r", 2, 0, NULL, NULL),
+	    CXLP_E_GROUP, "a group with a key staged is not opened again");
+	for (unsigned i = 1; i < MS_GROUPS_PER_SESSION; i++) {
+		snprintf(id, sizeof(id), "g%u", i);
+		cr_assert_eq(group(&a, PROTO_GROUP_OPEN, id, 1, 0, NULL, NULL),
+		    0, "group %u", i);
+	}
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "one-more", 1, 0, NULL,
+	    NULL), CXLP_E_NOSPACE);
+	cr_assert_eq(group(&b, PROTO_GROUP_OPEN, "one-more", 1, 0, NULL,
+	    NULL), 0, "another session's groups count apart");
 }

@@ -487,17 +487,7 @@ store_args(struct cxlp_handler *h, size_t n, const void *const keys[],
 		return cxlp_fail(-EINVAL, "store: NULL array or callback, or "
 		    "bad flags");
 	}
-	if ((rc = h_check_keys(n, keys, key_lens)) != 0) {
-		return rc == CXLP_E_BATCH ? -EINVAL : rc;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (lens[i] > h->cfg.page_size) {
-			return cxlp_fail(CXLP_E_TOOBIG, "store: key %zu: %zu "
-			    "bytes in a %zu-byte page", i, lens[i],
-			    h->cfg.page_size);
-		}
-	}
-	return 0;
+	return store_check_keys(h, n, keys, key_lens, lens);
 }
 
 /* cxlp_batch_store_async -- see cxlpool.h. */

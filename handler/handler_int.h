@@ -262,6 +262,10 @@ struct cxlp_handler {
 
 /* ---- store.c, for group.c ---------------------------------------------- */
 
+/* store_check_keys -- the checks of a store's keys and value lengths:
+ * 0, -EINVAL, CXLP_E_KEYLEN or CXLP_E_TOOBIG. */
+int store_check_keys(const struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], const size_t lens[]);
 /* store_group_batch -- one GROUP_REGISTER of group id: the contracts of
  * cxlp_batch_store_status (every page consumed once, stored[], status[])
  * but for a lost outcome, whose pages are freed (store.c, store_batch).

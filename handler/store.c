@@ -84,7 +84,17 @@ store_check_args(struct cxlp_handler *h, size_t n, const void *const keys[],
 	    (flags & ~(CXLP_STORE_PIN | CXLP_STORE_LEASE)) != 0) {
 		return cxlp_fail(-EINVAL, "store: NULL array or bad flags");
 	}
-	if ((rc = h_check_keys(n, keys, key_lens)) != 0) {
+	return store_check_keys(h, n, keys, key_lens, lens);
+}
+
+/* store_check_keys -- see handler_int.h */
+int
+store_check_keys(const struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[], const size_t lens[])
+{
+	int rc = h_check_keys(n, keys, key_lens);
+
+	if (rc != 0) {
 		return rc == CXLP_E_BATCH ? -EINVAL : rc;
 	}
 	for (size_t i = 0; i < n; i++) {

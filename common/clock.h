@@ -40,6 +40,16 @@ cxlp_now_coarse_ms(void)
 	return cxlp_clock_ms(CLOCK_MONOTONIC_COARSE);
 }
 
+/* cxlp_now_us -- CLOCK_MONOTONIC in us. */
+static inline uint64_t
+cxlp_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 /* cxlp_now_real_ns -- CLOCK_REALTIME in ns. */
 static inline uint64_t
 cxlp_now_real_ns(void)

@@ -146,6 +146,9 @@ settle_commit(struct cxlp_handler *h, struct cxlp_group *g,
 			    PAGE_REGISTERED, PAGE_FREE);
 
 			cxlp_assert(rc == 0);
+		} else {
+			h_count(h, keys_stored, 1);
+			h_count(h, bytes_stored, res[i].loc.len);
 		}
 	}
 	group_forget_staged(g);

@@ -201,6 +201,25 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 	st->pages_reserved = __atomic_load_n(&h->reserved, __ATOMIC_RELAXED);
 }
 
+/* cxlp_counters -- see cxlpool.h */
+int
+cxlp_counters(const struct cxlp_handler *h, struct cxlp_counters *c,
+    size_t size)
+{
+	const uint64_t *src;
+	uint64_t *dst = (uint64_t *)(void *)c;
+
+	if (h == NULL || c == NULL) {
+		return cxlp_fail(-EINVAL, "counters: NULL");
+	}
+	src = (const uint64_t *)(const void *)&h->counters;
+	size = size < sizeof(*c) ? size : sizeof(*c);
+	for (size_t i = 0; i < size / sizeof(uint64_t); i++) {
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
 /* cxlp_stats -- pool stats from the server plus this handler's own. */
 int
 cxlp_stats(struct cxlp_handler *h, struct cxlp_stats *st)

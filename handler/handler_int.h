@@ -258,7 +258,13 @@ struct cxlp_handler {
 	uint64_t reserved; /* pages held by reservations (reserve.c; atomic) */
 	struct async *async; /* async.c; NULL until the first submit (set
 	                      * once, atomic), freed by async_stop */
+	struct cxlp_counters counters; /* cxlp_counters; relaxed atomics */
 };
+
+/* h_count -- add v to one of h->counters (relaxed, any thread). */
+#define h_count(h, field, v)                                               \
+	__atomic_fetch_add(&(h)->counters.field, (uint64_t)(v),            \
+	    __ATOMIC_RELAXED)
 
 /* ---- store.c, for group.c ---------------------------------------------- */
 

@@ -160,14 +160,18 @@ lookup_call(struct cxlp_handler *h, uint16_t op, size_t n,
 	if ((ask = scratch_array(r->s, n, sizeof(*ask))) == NULL) {
 		rc = cxlp_fail(-ENOMEM, "%s: out of memory",
 		    proto_op_name(op));
-	} else if ((nask = direct_lookup_batch(h, n, keys, key_lens, r->res,
-	    ask, vers)) > 0) {
+		goto out;
+	}
+	nask = direct_lookup_batch(h, n, keys, key_lens, r->res, ask, vers);
+	h_count(h, direct_reads, n - nask);
+	if (nask > 0) {
 		rc = ask_server(r, op, n, keys, key_lens, ask, nask);
 		if (rc == 0 && vers != NULL) {
 			version_settle(h, r->s, n, keys, key_lens, r->res,
 			    ask, false, vers);
 		}
 	}
+out:
 	if (rc != 0) {
 		results_fini(r);
 	}
@@ -267,6 +271,21 @@ retrieve_lookup(struct cxlp_handler *h, size_t n, const void *const keys[],
 	return rc;
 }
 
+/* lookups, hits and misses of a retrieve of n keys */
+static void
+count_lookups(struct cxlp_handler *h, size_t n, const int status[])
+{
+	uint64_t hits = 0, misses = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		hits += status[i] == 0;
+		misses += status[i] == CXLP_E_NOTFOUND;
+	}
+	h_count(h, lookups, n);
+	h_count(h, hits, hits);
+	h_count(h, misses, misses);
+}
+
 /* cxlp_batch_retrieve_v -- see cxlpool.h; vers may be NULL here
  * (cxlp_batch_retrieve). */
 static int
@@ -290,6 +309,7 @@ batch_retrieve(struct cxlp_handler *h, size_t n, const void *const keys[],
 		return rc;
 	}
 	nbad = retrieve_resolve(h, n, r.res, data, lens, status);
+	count_lookups(h, n, status);
 	if (nbad > 0 && (flags & CXLP_RETRIEVE_PIN)) {
 		retrieve_unpin_failed(h, n, keys, key_lens, r.res, status,
 		    nbad);

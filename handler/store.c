@@ -266,6 +266,10 @@ store_settle(struct cxlp_handler *h, const struct batch *b,
 		ok |= settle_page(h, pages[i], mine ? PAGE_REGISTERED :
 		    PAGE_FREE);
 		stored[i] = ok;
+		if (mine && b->grp == NULL) {
+			h_count(h, keys_stored, 1);
+			h_count(h, bytes_stored, b->regs[i].len);
+		}
 		if (b->grp != NULL) {
 			b->grp->kept[i] = mine &&
 			    pagetab_state(&h->pages, pages[i]) ==

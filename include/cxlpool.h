@@ -663,6 +663,24 @@ struct cxlp_stats {
 	uint64_t reserved[2];
 };
 
+/* This handler's own counters, kept without a round trip, for a
+ * connector to export (e.g. as Prometheus counters: each only grows). */
+struct cxlp_counters {
+	uint64_t lookups;      /* keys asked by retrieve (all forms) */
+	uint64_t hits;         /* of them, found */
+	uint64_t misses;       /* of them, CXLP_E_NOTFOUND */
+	uint64_t direct_reads; /* keys of unpinned lookups (retrieve,
+	                          exists) answered from shared memory */
+	uint64_t keys_stored;  /* keys this handler's stores put in the
+	                          pool at its own pages */
+	uint64_t bytes_stored; /* their value bytes */
+};
+/* cxlp_counters -- copy the first size bytes of this handler's counters
+ * into *c (pass sizeof(*c): a newer library fills only what the caller
+ * knows). Never fails for a valid h; -EINVAL for NULL. Thread-safe. */
+CXLP_API int cxlp_counters(const struct cxlp_handler *h,
+    struct cxlp_counters *c, size_t size);
+
 /* cxlp_stats -- fill *st (one round trip). */
 CXLP_API int cxlp_stats(struct cxlp_handler *h, struct cxlp_stats *st);
 

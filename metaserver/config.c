@@ -262,6 +262,18 @@ set_lease_max(struct ms_config *cfg, const char *v)
 	return rc;
 }
 
+/* --metrics URL: http://host:port (checked when it is opened) */
+static int
+set_metrics(struct ms_config *cfg, const char *v)
+{
+	if (strncmp(v, "http://", 7) != 0) {
+		return cxlp_fail(-EINVAL, "--metrics %s: an http://host:port "
+		    "URL", v);
+	}
+	cfg->metrics_url = v;
+	return 0;
+}
+
 static const struct flag flags[] = {
 	{ "pool", 1, "PATH", "pool file or device (default "
 	    POOL_PATH_DEFAULT ")", set_pool },
@@ -294,6 +306,9 @@ static const struct flag flags[] = {
 	    "that closed or died (also with --evict off)", set_drain_orphans },
 	{ "lease-max-ms", 1, "MS", "the longest lease a reader may hold, "
 	    "1..3600000 (default 60000)", set_lease_max },
+	{ "metrics", 1, "URL", "serve /metrics (Prometheus) and /health "
+	    "over HTTP, e.g. http://127.0.0.1:9464 (default: off)",
+	    set_metrics },
 	{ "log-level", 1, "LEVEL", "err|info|debug|off (default info)",
 	    set_log_level },
 	{ "help", 0, NULL, "show this help", NULL },

@@ -376,6 +376,7 @@ ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame, size_t len,
 {
 	struct req rq = { .ms = ms, .pipe = pipe_id, .reply = reply };
 	const struct op_def *def;
+	uint64_t t0 = cxlp_now_us();
 	int rc;
 
 	pbuf_reset(reply);
@@ -386,6 +387,7 @@ ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame, size_t len,
 		rc = sess_enter(ms, &rq.h, pipe_id, !def->self_replay, reply,
 		    &rq.s);
 		if (rc == RCACHE_HIT) {
+			ms_metrics_hit(ms);
 			return reply->err; /* answered from the cache */
 		}
 	}
@@ -398,6 +400,9 @@ ms_dispatch(struct ms *ms, uint64_t pipe_id, const void *frame, size_t len,
 	if (rc != 0) {
 		put_error(&rq, rc);
 	}
+	ms_metrics_note(ms, rq.h.op, rc, cxlp_now_us() - t0,
+	    rq.h.op == PROTO_OP_HELLO &&
+	    (rq.hello.flags & PROTO_HELLO_REATTACH));
 	if (rq.s != NULL) {
 		sess_leave(ms, rq.s, rq.h.req_id, reply);
 	}

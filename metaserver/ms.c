@@ -183,6 +183,7 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	int rc;
 
 	memset(ms, 0, sizeof(*ms));
+	ms->metrics.start_ms = cxlp_now_ms();
 	ms->grace_ms = cfg->grace_ms;
 	ms->sess_per_proc = cfg->sess_per_proc != 0 ? cfg->sess_per_proc :
 	    MS_SESS_PER_PROC_DEFAULT;

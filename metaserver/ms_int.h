@@ -64,6 +64,7 @@ struct ms_config {
 	bool evict_clock;     /* --evict-order clock (else sweep) */
 	uint32_t lease_max_ms; /* --lease-max-ms: the longest lease */
 	bool drain_orphans;   /* --drain-orphans: empty them at start */
+	const char *metrics_url; /* --metrics: http://host:port, or NULL */
 	char url_buf[MS_URLS_MAX][MS_URL_MAX]; /* rewritten listen URLs */
 };
 
@@ -238,8 +239,26 @@ struct ms_groups {
 	uint64_t entries;   /* of all groups */
 };
 
+/* ---- metrics (metrics.c) ----------------------------------------------- */
+
+#define MET_BUCKETS 14 /* request latency buckets, and one for +Inf */
+/* result codes counted apart: 0, each CXLP_E_*, and one for -errno */
+#define MET_CODES (2 - (CXLP_E_LAST + 1000) + 1)
+
+/* What the metaserver counts for /metrics; updated with relaxed atomics
+ * by the workers, read the same way when scraped. */
+struct ms_metrics {
+	uint64_t req[PROTO_OP_MAX + 1][MET_CODES]; /* by op, result code */
+	uint64_t lat[PROTO_OP_MAX + 1][MET_BUCKETS + 1]; /* by op, bucket */
+	uint64_t lat_sum_us[PROTO_OP_MAX + 1];
+	uint64_t rcache_hits; /* requests answered from the reply cache */
+	uint64_t reattaches;  /* HELLO REATTACH that succeeded */
+	uint64_t start_ms;    /* when the server started (monotonic) */
+};
+
 struct ms {
 	struct pool *pool;
+	struct ms_metrics metrics; /* metrics.c */
 	struct ms_groups groups; /* group.c; ms->lock */
 	struct ms_evict evict;
 	struct ms_waitq waitq; /* waitq.c */
@@ -521,6 +540,28 @@ int ms_nospace(struct ms *ms, uint64_t len);
 /* ms_serve -- open the pool, listen, serve until SIGINT/SIGTERM. Returns
  * the process exit status (0 clean, 1 on startup failure). */
 int ms_serve(const struct ms_config *cfg);
+
+/* ---- metrics (metrics.c) and their HTTP endpoint (http.c) ------------- */
+
+/* ms_metrics_note -- one request of op (0: undecodable) ended with rc
+ * after us microseconds; reattach: it was a HELLO REATTACH. */
+void ms_metrics_note(struct ms *ms, unsigned op, int rc, uint64_t us,
+    bool reattach);
+/* ms_metrics_hit -- one request answered from the reply cache. */
+void ms_metrics_hit(struct ms *ms);
+/* ms_metrics_text -- the Prometheus text exposition of ms's metrics
+ * into out (takes ms->lock for reading). 0 or -ENOMEM. */
+int ms_metrics_text(struct ms *ms, struct pbuf *out);
+/* ms_health_text -- a one-line JSON health report into out: 0 when the
+ * server serves (the pool open, not shutting down), else 1. */
+int ms_health_text(struct ms *ms, struct pbuf *out);
+
+struct ms_http;
+/* ms_http_start -- serve /metrics and /health on url (http://host:port)
+ * from nng's HTTP server. 0 and *out, or an error with the reason. */
+int ms_http_start(struct ms *ms, const char *url, struct ms_http **out);
+/* ms_http_stop -- stop and free; NULL-safe, *h = NULL. */
+void ms_http_stop(struct ms_http **h);
 
 /* ---- request groups (group.c; ms->lock held, for writing to change) -- */
 

@@ -75,6 +75,7 @@ struct server {
 	pthread_cond_t stop_cond;
 	bool stopping;
 	bool sock_closed; /* nng_close returned (server_stop) */
+	struct ms_http *http; /* --metrics (http.c), or NULL */
 };
 
 /* A peer on this pipe is protected by file permissions (ipc) or lives in
@@ -460,6 +461,7 @@ server_stop(struct server *srv)
 	srv->ms.closing = true; /* pipe events stop detaching sessions */
 	ms_sess_unlock(&srv->ms);
 	ms_waitq_close(&srv->ms); /* no worker waits for room any more */
+	ms_http_stop(&srv->http); /* no scrape reads the pool any more */
 	closed = sock_close_within(srv);
 	reaper_stop(srv);
 	if (closed) {
@@ -518,6 +520,9 @@ ms_serve(const struct ms_config *cfg)
 	srv.ms.secret_len = secret_len;
 	explicit_bzero(secret, sizeof(secret));
 	rc = server_start(&srv, cfg);
+	if (rc == 0 && cfg->metrics_url != NULL) {
+		rc = ms_http_start(&srv.ms, cfg->metrics_url, &srv.http);
+	}
 	if (rc != 0) {
 		fprintf(stderr, "cxlpool-metaserver: %s\n", cxlp_errormsg());
 	} else {

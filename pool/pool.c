@@ -553,4 +553,5 @@ pool_stats(const struct pool *p, struct pool_stats *st)
 	st->key_heap_bytes = a[POOL_AREA_HEAP].len;
 	st->sessions = p->sessions;
 	st->pins = p->pin.pins;
+	st->index_tombs = p->kv.tombs;
 }

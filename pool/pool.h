@@ -347,6 +347,7 @@ struct pool_stats {
 	uint64_t key_heap_bytes; /* key heap capacity */
 	uint64_t sessions;
 	uint64_t pins;           /* pins held, all sessions */
+	uint64_t index_tombs;    /* index slots that hold a tombstone */
 };
 
 void pool_stats(const struct pool *p, struct pool_stats *st);

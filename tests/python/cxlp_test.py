@@ -40,7 +40,7 @@ MiB = 1024 * KiB
 class MetaServer:
     """A cxlpool-metaserver on a private pool file and ipc socket."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra: Optional[List[str]] = None) -> None:
         exe = os.environ.get("CXLP_METASERVER")
         if not exe:
             raise unittest.SkipTest("CXLP_METASERVER is not set")
@@ -51,12 +51,13 @@ class MetaServer:
         self.url = f"ipc://{self.sock}"
         self.proc: Optional[subprocess.Popen[str]] = None
         self.log: List[str] = []
+        self.extra = list(extra or [])
 
     def start(self, timeout: float = 60.0) -> "MetaServer":
         """Start the server and wait for its ready line on stderr."""
         self.proc = subprocess.Popen(
             [self.exe, "--pool", self.pool, "--size", "256M",
-             "--listen", self.url],
+             "--listen", self.url, *self.extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE, text=True, env=native_env())
         ready = threading.Event()
@@ -121,10 +122,11 @@ class ServerTestCase(unittest.TestCase):
     """A test class sharing one metaserver, started for the class."""
 
     server: MetaServer
+    server_args: List[str] = []  # more flags for the class's server
 
     @classmethod
     def setUpClass(cls) -> None:
-        cls.server = MetaServer().start()
+        cls.server = MetaServer(cls.server_args).start()
 
     @classmethod
     def tearDownClass(cls) -> None:

@@ -183,6 +183,7 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_batch_delete": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR]),
     "cxlp_stats": (c_int, [_PTR, _P(StatsStruct)]),
     "cxlp_healthcheck": (c_int, [_PTR]),
+    "cxlp_counters": (c_int, [_PTR, _PTR, c_size_t]),
     "cxlp_config_set_max_inflight": (c_int, [_PTR, c_uint]),
     "cxlp_batch_store_async": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR,
                                        _PTR, c_uint, STORE_DONE_FN,

@@ -32,6 +32,7 @@ from .config import Config
 from .errors import ClosedError, CxlpError, check, error_from_code, make
 from .leases import Leases
 from .pages import Page, PageCalls
+from .counters import Counters
 from .groups import Group, Groups  # noqa: F401
 from .reservations import Reservation, Reservations  # noqa: F401
 # named here too: cxlpool and callers import them from cxlpool.handler
@@ -84,7 +85,7 @@ class Stats:
 
 
 class Handler(PageCalls, VersionedReads, Leases, Reservations, Groups,
-              AsyncCalls):
+              AsyncCalls, Counters):
     """A connection to a cxlpool metaserver (``struct cxlp_handler``).
 
     Use it as a context manager, which connects on entry (if needed) and

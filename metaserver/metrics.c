@@ -1,0 +1,283 @@
+/*
+ * metrics.c -- what an operator's Prometheus scrapes (http.c serves it):
+ * the pool's gauges and the server's counters, in the text exposition
+ * format, names and units as Prometheus has them (cxlpool_..._total,
+ * _bytes, _seconds).
+ *
+ * Why this shape: the request counters sit on the hot path of every
+ * worker, so they are plain arrays bumped with relaxed atomic adds, one
+ * row per op, one column per result code (a fixed table: CXLP_E_* codes
+ * are few and known), and a fixed latency histogram per op; no lock,
+ * no allocation. The pool's own figures are read under ms->lock, as the
+ * STATS op reads them, so a scrape and a `pool-inspect stats --server`
+ * taken with nothing changing between them agree.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "err.h"
+#include "ms_int.h"
+
+/* upper bounds of the latency buckets, microseconds */
+static const uint64_t bucket_us[MET_BUCKETS] = {
+	50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000,
+	250000, 500000, 1000000,
+};
+
+static unsigned
+code_index(int rc)
+{
+	if (rc == 0) {
+		return 0;
+	}
+	if (rc <= -1000 && rc >= CXLP_E_LAST) {
+		return 1u + (unsigned)(-rc - 1000);
+	}
+	return MET_CODES - 1;
+}
+
+static void
+add(uint64_t *c, uint64_t v)
+{
+	__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+
+static uint64_t
+get(const uint64_t *c)
+{
+	return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+/* ms_metrics_note -- see ms_int.h */
+void
+ms_metrics_note(struct ms *ms, unsigned op, int rc, uint64_t us,
+    bool reattach)
+{
+	struct ms_metrics *m = &ms->metrics;
+	unsigned b = 0;
+
+	op = op <= PROTO_OP_MAX ? op : 0;
+	while (b < MET_BUCKETS && us > bucket_us[b]) {
+		b++;
+	}
+	add(&m->req[op][code_index(rc)], 1);
+	add(&m->lat[op][b], 1);
+	add(&m->lat_sum_us[op], us);
+	if (reattach && rc == 0) {
+		add(&m->reattaches, 1);
+	}
+}
+
+/* ms_metrics_hit -- see ms_int.h */
+void
+ms_metrics_hit(struct ms *ms)
+{
+	add(&ms->metrics.rcache_hits, 1);
+}
+
+/* A metric's HELP and TYPE lines. */
+static void
+head(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void
+one(FILE *f, const char *name, const char *type, const char *help,
+    uint64_t v)
+{
+	head(f, name, type, help);
+	fprintf(f, "%s %llu\n", name, (unsigned long long)v);
+}
+
+/* "CXLP_E_NOSPACE" of a result code index */
+static void
+code_name(unsigned c, char *out, size_t n)
+{
+	const char *s;
+
+	if (c == 0) {
+		snprintf(out, n, "ok");
+		return;
+	}
+	if (c == MET_CODES - 1) {
+		snprintf(out, n, "os_error");
+		return;
+	}
+	s = cxlp_strerror(-(int)(c - 1) - 1000);
+	snprintf(out, n, "%.*s", (int)strcspn(s, ":"), s);
+}
+
+static void
+op_label(unsigned op, char *out, size_t n)
+{
+	const char *s = op == 0 ? "undecodable" : proto_op_name(op);
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i + 1 < n; i++) {
+		out[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' :
+		    s[i]);
+	}
+	out[i] = '\0';
+}
+
+/* cxlpool_requests_total and the latency histogram */
+static void
+requests(FILE *f, const struct ms_metrics *m)
+{
+	char op[32], code[40];
+
+	head(f, "cxlpool_requests_total", "counter",
+	    "Requests answered, by operation and result code.");
+	for (unsigned o = 0; o <= PROTO_OP_MAX; o++) {
+		op_label(o, op, sizeof(op));
+		for (unsigned c = 0; c < MET_CODES; c++) {
+			uint64_t v = get(&m->req[o][c]);
+
+			if (v == 0 && c != 0) {
+				continue;
+			}
+			code_name(c, code, sizeof(code));
+			fprintf(f, "cxlpool_requests_total{op=\"%s\",code=\"%s\"}"
+			    " %llu\n", op, code, (unsigned long long)v);
+		}
+	}
+	head(f, "cxlpool_request_duration_seconds", "histogram",
+	    "Time from a request's arrival to its reply, by operation.");
+	for (unsigned o = 0; o <= PROTO_OP_MAX; o++) {
+		uint64_t cum = 0;
+
+		op_label(o, op, sizeof(op));
+		for (unsigned b = 0; b <= MET_BUCKETS; b++) {
+			cum += get(&m->lat[o][b]);
+			if (b < MET_BUCKETS) {
+				fprintf(f, "cxlpool_request_duration_seconds_bucket"
+				    "{op=\"%s\",le=\"%g\"} %llu\n", op,
+				    (double)bucket_us[b] / 1e6,
+				    (unsigned long long)cum);
+			} else {
+				fprintf(f, "cxlpool_request_duration_seconds_bucket"
+				    "{op=\"%s\",le=\"+Inf\"} %llu\n", op,
+				    (unsigned long long)cum);
+			}
+		}
+		fprintf(f, "cxlpool_request_duration_seconds_sum{op=\"%s\"} "
+		    "%.6f\n", op, (double)get(&m->lat_sum_us[o]) / 1e6);
+		fprintf(f, "cxlpool_request_duration_seconds_count{op=\"%s\"} "
+		    "%llu\n", op, (unsigned long long)cum);
+	}
+}
+
+/* the pool's figures, as STATS has them (op_report.c), under ms->lock */
+static void
+pool_figures(FILE *f, struct ms *ms)
+{
+	struct pool_evict_stats ev;
+	struct pool_stats st;
+	uint64_t leases, expired, ebytes = 0;
+	unsigned groups, nfenced;
+
+	ms_rdlock(ms);
+	pool_stats(ms->pool, &st);
+	pool_evict_stats(ms->pool, &ev);
+	pool_lease_stats(ms->pool, &leases, &expired);
+	groups = ms->groups.n;
+	nfenced = (unsigned)ms->nfenced;
+	ms_unlock(ms);
+	for (int c = 0; c < POOL_EVICT_CAUSES; c++) {
+		ebytes += ev.bytes[c];
+	}
+	one(f, "cxlpool_pool_bytes", "gauge", "Size of the pool.", st.size);
+	one(f, "cxlpool_data_bytes", "gauge", "Size of the data area.",
+	    st.data_bytes);
+	one(f, "cxlpool_free_bytes", "gauge", "Data area in no region.",
+	    st.free_bytes);
+	one(f, "cxlpool_largest_free_extent_bytes", "gauge",
+	    "Largest free extent of the data area.", st.largest_free);
+	head(f, "cxlpool_regions", "gauge", "Regions, by owner state.");
+	fprintf(f, "cxlpool_regions{state=\"owned\"} %llu\n",
+	    (unsigned long long)(st.regions - st.orphan_regions));
+	fprintf(f, "cxlpool_regions{state=\"orphan\"} %llu\n",
+	    (unsigned long long)st.orphan_regions);
+	one(f, "cxlpool_keys", "gauge", "Keys registered.", st.keys);
+	one(f, "cxlpool_value_bytes", "gauge", "Sum of the values' lengths.",
+	    st.value_bytes);
+	one(f, "cxlpool_sessions", "gauge", "Live sessions.",
+	    st.sessions - nfenced);
+	one(f, "cxlpool_pins", "gauge", "Pins held, all sessions.", st.pins);
+	one(f, "cxlpool_leases", "gauge", "Leases held.", leases);
+	one(f, "cxlpool_lease_expiries_total", "counter",
+	    "Leases that ran out.", expired);
+	one(f, "cxlpool_index_slots", "gauge", "Slots of the KV index.",
+	    st.index_slots);
+	one(f, "cxlpool_index_tombstones", "gauge",
+	    "Index slots holding a tombstone.", st.index_tombs);
+	head(f, "cxlpool_index_load_ratio", "gauge",
+	    "Keys and tombstones over index slots.");
+	fprintf(f, "cxlpool_index_load_ratio %.6f\n", st.index_slots == 0 ?
+	    0.0 : (double)(st.keys + st.index_tombs) /
+	    (double)st.index_slots);
+	head(f, "cxlpool_evictions_total", "counter", "Keys evicted, by cause.");
+	fprintf(f, "cxlpool_evictions_total{cause=\"pressure\"} %llu\n"
+	    "cxlpool_evictions_total{cause=\"watermark\"} %llu\n"
+	    "cxlpool_evictions_total{cause=\"orphan\"} %llu\n",
+	    (unsigned long long)ev.keys[POOL_EVICT_PRESSURE],
+	    (unsigned long long)ev.keys[POOL_EVICT_WATERMARK],
+	    (unsigned long long)ev.keys[POOL_EVICT_ORPHAN]);
+	one(f, "cxlpool_evicted_bytes_total", "counter",
+	    "Value bytes of the keys evicted.", ebytes);
+	one(f, "cxlpool_request_groups", "gauge", "Request groups open.",
+	    groups);
+}
+
+/* ms_metrics_text -- see ms_int.h */
+int
+ms_metrics_text(struct ms *ms, struct pbuf *out)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f == NULL) {
+		return cxlp_fail(-ENOMEM, "metrics: no memory");
+	}
+	pool_figures(f, ms);
+	requests(f, &ms->metrics);
+	one(f, "cxlpool_reply_cache_hits_total", "counter",
+	    "Requests answered from the reply cache (a retry).",
+	    get(&ms->metrics.rcache_hits));
+	one(f, "cxlpool_reattaches_total", "counter",
+	    "Sessions reattached (a handler back after a restart or a "
+	    "dropped connection).", get(&ms->metrics.reattaches));
+	head(f, "cxlpool_uptime_seconds", "gauge", "Time since the start.");
+	fprintf(f, "cxlpool_uptime_seconds %.3f\n",
+	    (double)(cxlp_now_ms() - ms->metrics.start_ms) / 1e3);
+	if (fclose(f) != 0 || buf == NULL) {
+		free(buf);
+		return cxlp_fail(-ENOMEM, "metrics: no memory");
+	}
+	pbuf_put_bytes(out, buf, len);
+	free(buf);
+	return out->err;
+}
+
+/* ms_health_text -- see ms_int.h */
+int
+ms_health_text(struct ms *ms, struct pbuf *out)
+{
+	char line[160];
+	bool closing;
+	int n;
+
+	ms_sess_lock(ms);
+	closing = ms->closing;
+	ms_sess_unlock(ms);
+	n = snprintf(line, sizeof(line), "{\"status\": \"%s\", "
+	    "\"uptime_seconds\": %.3f}\n", closing ? "stopping" : "ok",
+	    (double)(cxlp_now_ms() - ms->metrics.start_ms) / 1e3);
+	pbuf_put_bytes(out, line, (size_t)n);
+	return closing ? 1 : 0;
+}

@@ -1,0 +1,185 @@
+"""The metaserver's /metrics and /health (--metrics, metaserver/http.c,
+metrics.c) scraped during a workload, and the handler's own counters
+(cxlp_counters, Handler.counters / counters_text)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import threading
+import unittest
+import urllib.error
+import urllib.request
+from typing import Dict, Tuple
+
+import cxlp_test
+from cxlp_test import ServerTestCase, cxlpool
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*='
+                    r'"(?:[^"\\]|\\.)*"(?:,[a-zA-Z_][a-zA-Z0-9_]*='
+                    r'"(?:[^"\\]|\\.)*")*)\})? (-?[0-9.e+-]+|\+Inf|NaN)$')
+META = re.compile(r'^# (HELP [a-zA-Z_:][a-zA-Z0-9_:]* .*|TYPE '
+                  r'[a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge|histogram))$')
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+PORT = free_port()
+
+
+def parse(text: str) -> Dict[Tuple[str, str], float]:
+    """Every line of a Prometheus text exposition, checked; the samples
+    by (name, labels)."""
+    out: Dict[Tuple[str, str], float] = {}
+    types: Dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            if not META.match(line):
+                raise AssertionError(f"bad comment line: {line!r}")
+            if line.startswith("# TYPE "):
+                _, _, name, kind = line.split(" ")
+                types[name] = kind
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            raise AssertionError(f"bad sample line: {line!r}")
+        name = m.group(1)
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        if name not in types and base not in types:
+            raise AssertionError(f"{name}: no TYPE line before it")
+        key = (name, m.group(3) or "")
+        if key in out:
+            raise AssertionError(f"{key}: twice")
+        out[key] = float(m.group(4))
+    return out
+
+
+def growing(name: str) -> bool:
+    """A sample that may only grow: a counter or a histogram's parts."""
+    return name.endswith(("_total", "_bucket", "_count", "_sum"))
+
+
+class Metrics(ServerTestCase):
+    server_args = ["--metrics", f"http://127.0.0.1:{PORT}"]
+
+    def get(self, path: str) -> Tuple[int, str]:
+        try:
+            with urllib.request.urlopen(
+                    f"http://127.0.0.1:{PORT}{path}", timeout=10) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def scrape(self) -> Dict[Tuple[str, str], float]:
+        status, text = self.get("/metrics")
+        self.assertEqual(status, 200)
+        return parse(text)
+
+    def workload(self, h: "cxlpool.Handler", tag: str, n: int) -> None:
+        keys = [self.key(f"{tag}{i}") for i in range(n)]
+        pages = h.alloc_pages(n)
+        for p in pages:
+            p.buf[:4] = b"data"
+        h.batch_store(keys, pages, [4] * n)
+        h.batch_retrieve(keys)
+        h.batch_exists(keys)
+
+    def test_scrapes_during_a_workload_parse_and_counters_only_grow(
+            self) -> None:
+        h = self.handler()
+        stop = threading.Event()
+
+        def work() -> None:
+            i = 0
+            while not stop.is_set():
+                self.workload(h, f"w{i}-", 16)
+                i += 1
+
+        t = threading.Thread(target=work)
+        t.start()
+        try:
+            prev = self.scrape()
+            for _ in range(5):
+                cur = self.scrape()
+                for key, v in prev.items():
+                    if growing(key[0]):
+                        self.assertGreaterEqual(cur.get(key, 0.0), v, key)
+                prev = cur
+        finally:
+            stop.set()
+            t.join()
+        reg = prev[("cxlpool_requests_total", 'op="register",code="ok"')]
+        self.assertGreater(reg, 0)
+        self.assertGreater(prev[("cxlpool_request_duration_seconds_count",
+                                 'op="register"')], 0)
+
+    def test_values_match_pool_inspect_stats(self) -> None:
+        h = self.handler()
+        self.workload(h, "m", 32)
+        inspect = os.environ.get("CXLP_POOL_INSPECT")
+        if not inspect:
+            raise unittest.SkipTest("CXLP_POOL_INSPECT is not set")
+        out = subprocess.run([inspect, "stats", "--server", self.server.url,
+                              "--json"], capture_output=True, text=True,
+                             timeout=60, env=cxlp_test.native_env())
+        self.assertEqual(out.returncode, 0, out.stderr)
+        st = json.loads(out.stdout)["stats"]
+        m = self.scrape()
+        pairs = [("cxlpool_pool_bytes", "", "pool_bytes"),
+                 ("cxlpool_data_bytes", "", "data_bytes"),
+                 ("cxlpool_free_bytes", "", "free_bytes"),
+                 ("cxlpool_largest_free_extent_bytes", "",
+                  "largest_free_bytes"),
+                 ("cxlpool_keys", "", "keys"),
+                 ("cxlpool_value_bytes", "", "value_bytes"),
+                 ("cxlpool_pins", "", "pins"),
+                 ("cxlpool_index_slots", "", "index_slots"),
+                 ("cxlpool_regions", 'state="orphan"', "orphan_regions"),
+                 ("cxlpool_leases", "", "leases")]
+        for name, labels, field in pairs:
+            self.assertEqual(m[(name, labels)], st[field], name)
+        self.assertEqual(m[("cxlpool_regions", 'state="owned"')] +
+                         m[("cxlpool_regions", 'state="orphan"')],
+                         st["regions"])
+        self.assertEqual(m[("cxlpool_sessions", "")] + 1, st["sessions"],
+                         "pool-inspect's own session is gone")
+
+    def test_health_and_unknown_paths(self) -> None:
+        status, text = self.get("/health")
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(text)["status"], "ok")
+        status, _ = self.get("/nothing-here")
+        self.assertEqual(status, 404)
+
+    def test_handler_counters_count_this_handlers_calls(self) -> None:
+        h = self.handler()
+        c0 = h.counters()
+        keys = [self.key(f"c{i}") for i in range(5)]
+        pages = h.alloc_pages(5)
+        for p in pages:
+            p.buf[:3] = b"abc"
+        h.batch_store(keys, pages, [3] * 5)
+        got = h.batch_retrieve(keys + [self.key("nope")])
+        self.assertEqual(len(got), 6)
+        c = h.counters()
+        self.assertEqual(c["keys_stored"] - c0["keys_stored"], 5)
+        self.assertEqual(c["bytes_stored"] - c0["bytes_stored"], 15)
+        self.assertEqual(c["lookups"] - c0["lookups"], 6)
+        self.assertEqual(c["hits"] - c0["hits"], 5)
+        self.assertEqual(c["misses"] - c0["misses"], 1)
+        self.assertEqual(c["direct_reads"] - c0["direct_reads"], 6)
+        text = h.counters_text(labels={"instance": 'a"b'})
+        m = parse(text)
+        self.assertEqual(m[("cxlpool_handler_hits_total",
+                            'instance="a\\"b"')], c["hits"])
+
+
+if __name__ == "__main__":
+    cxlp_test.main()

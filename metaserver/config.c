@@ -274,6 +274,13 @@ set_metrics(struct ms_config *cfg, const char *v)
 	return 0;
 }
 
+static int
+set_ready_file(struct ms_config *cfg, const char *v)
+{
+	cfg->ready_file = v;
+	return 0;
+}
+
 static const struct flag flags[] = {
 	{ "pool", 1, "PATH", "pool file or device (default "
 	    POOL_PATH_DEFAULT ")", set_pool },
@@ -309,6 +316,9 @@ static const struct flag flags[] = {
 	{ "metrics", 1, "URL", "serve /metrics (Prometheus) and /health "
 	    "over HTTP, e.g. http://127.0.0.1:9464 (default: off)",
 	    set_metrics },
+	{ "ready-file", 1, "PATH", "once serving, write the pid to PATH "
+	    "(removed at exit); READY=1 also goes to $NOTIFY_SOCKET (systemd "
+	    "Type=notify) when it is set", set_ready_file },
 	{ "log-level", 1, "LEVEL", "err|info|debug|off (default info)",
 	    set_log_level },
 	{ "help", 0, NULL, "show this help", NULL },

@@ -65,6 +65,7 @@ struct ms_config {
 	uint32_t lease_max_ms; /* --lease-max-ms: the longest lease */
 	bool drain_orphans;   /* --drain-orphans: empty them at start */
 	const char *metrics_url; /* --metrics: http://host:port, or NULL */
+	const char *ready_file;  /* --ready-file: written once serving */
 	char url_buf[MS_URLS_MAX][MS_URL_MAX]; /* rewritten listen URLs */
 };
 
@@ -555,6 +556,13 @@ int ms_metrics_text(struct ms *ms, struct pbuf *out);
 /* ms_health_text -- a one-line JSON health report into out: 0 when the
  * server serves (the pool open, not shutting down), else 1. */
 int ms_health_text(struct ms *ms, struct pbuf *out);
+
+/* ms_notify_ready -- the pool is open and every endpoint listens: tell
+ * the service manager ($NOTIFY_SOCKET, READY=1) and write --ready-file
+ * (notify.c). 0, or -1 when one of them failed (logged). */
+int ms_notify_ready(const struct ms_config *cfg);
+/* ms_notify_stopping -- STOPPING=1, and the ready file removed. */
+void ms_notify_stopping(const struct ms_config *cfg);
 
 struct ms_http;
 /* ms_http_start -- serve /metrics and /health on url (http://host:port)

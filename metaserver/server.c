@@ -527,7 +527,9 @@ ms_serve(const struct ms_config *cfg)
 		fprintf(stderr, "cxlpool-metaserver: %s\n", cxlp_errormsg());
 	} else {
 		print_ready(cfg);
+		(void)ms_notify_ready(cfg);
 		log_info("op=shutdown signal=%d", wait_signal());
+		ms_notify_stopping(cfg);
 	}
 	if (server_stop(&srv)) {
 		ms_fini(&srv.ms);

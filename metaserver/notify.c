@@ -1,0 +1,113 @@
+/*
+ * notify.c -- tell a service manager that the metaserver is ready: the
+ * sd_notify protocol (one "READY=1" datagram to the unix socket named by
+ * $NOTIFY_SOCKET, an abstract one when it starts with '@'), written out
+ * here rather than linking libsystemd for it, and the --ready-file that
+ * other supervisors can wait for. Both happen after the pool is open and
+ * every endpoint listens (server.c calls ms_notify_ready then).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "log.h"
+#include "ms_int.h"
+
+/* READY=1 to $NOTIFY_SOCKET, if set; 0, or -errno (logged). */
+static int
+notify_socket(const char *msg)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len;
+	int fd, rc = 0;
+
+	if (path == NULL || path[0] == '\0') {
+		return 0;
+	}
+	len = strlen(path);
+	if ((path[0] != '/' && path[0] != '@') || len >= sizeof(sa.sun_path)) {
+		return cxlp_fail(-EINVAL, "NOTIFY_SOCKET %s: not a socket path",
+		    path);
+	}
+	memcpy(sa.sun_path, path, len);
+	if (path[0] == '@') {
+		sa.sun_path[0] = '\0'; /* abstract namespace */
+	}
+	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) {
+		return cxlp_fail(-errno, "NOTIFY_SOCKET: socket: %s",
+		    strerror(errno));
+	}
+	if (sendto(fd, msg, strlen(msg), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0) {
+		rc = cxlp_fail(-errno, "NOTIFY_SOCKET %s: %s", path,
+		    strerror(errno));
+	}
+	close(fd);
+	return rc;
+}
+
+/* the ready file: written whole under a temporary name, then renamed,
+ * so that a reader sees it complete or not at all */
+static int
+ready_file(const char *path, const char *text)
+{
+	char tmp[4096];
+	FILE *f;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		return cxlp_fail(-ENAMETOOLONG, "--ready-file: path too long");
+	}
+	if ((f = fopen(tmp, "w")) == NULL) {
+		return cxlp_fail(-errno, "--ready-file %s: %s", tmp,
+		    strerror(errno));
+	}
+	if (fputs(text, f) < 0 || fclose(f) != 0) {
+		unlink(tmp);
+		return cxlp_fail(-EIO, "--ready-file %s: write failed", tmp);
+	}
+	if (rename(tmp, path) != 0) {
+		int e = errno;
+
+		unlink(tmp);
+		return cxlp_fail(-e, "--ready-file %s: %s", path, strerror(e));
+	}
+	return 0;
+}
+
+/* ms_notify_ready -- see ms_int.h */
+int
+ms_notify_ready(const struct ms_config *cfg)
+{
+	char text[64];
+	int rc = 0;
+
+	snprintf(text, sizeof(text), "READY=1\nMAINPID=%d\n", (int)getpid());
+	if (notify_socket(text) != 0) {
+		log_err("op=notify msg=\"%s\"", cxlp_errormsg());
+		rc = -1;
+	}
+	snprintf(text, sizeof(text), "%d\n", (int)getpid());
+	if (cfg->ready_file != NULL && ready_file(cfg->ready_file, text) != 0) {
+		log_err("op=notify msg=\"%s\"", cxlp_errormsg());
+		rc = -1;
+	}
+	return rc;
+}
+
+/* ms_notify_stopping -- see ms_int.h */
+void
+ms_notify_stopping(const struct ms_config *cfg)
+{
+	(void)notify_socket("STOPPING=1\n");
+	if (cfg->ready_file != NULL) {
+		(void)unlink(cfg->ready_file);
+	}
+}

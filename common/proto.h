@@ -206,8 +206,13 @@ enum proto_stat {
 	PROTO_STAT_EVICT_SWEEPS,     /* CLOCK hand laps of the index */
 	PROTO_STAT_LEASES,           /* leases held */
 	PROTO_STAT_LEASE_EXPIRED,    /* leases that ran out */
-	PROTO_STAT_COUNT,
+	PROTO_STAT_LOOKUP_FOUND,     /* keys the server's LOOKUPs found */
+	PROTO_STAT_LOOKUP_MISSING,   /* keys they did not find */
+	PROTO_STAT_REQUESTS,         /* requests answered of op 1, then one
+	                              * counter per op up to PROTO_OP_MAX */
+	PROTO_STAT_COUNT = PROTO_STAT_REQUESTS + PROTO_OP_MAX,
 };
+_Static_assert(PROTO_STAT_COUNT <= PROTO_STATS_MAX, "STATS reply bound");
 
 struct proto_req_hdr {
 	uint16_t version;

@@ -71,6 +71,26 @@ ms_metrics_note(struct ms *ms, unsigned op, int rc, uint64_t us,
 	}
 }
 
+/* ms_metrics_lookups -- see ms_int.h */
+void
+ms_metrics_lookups(struct ms *ms, uint32_t found, uint32_t missing)
+{
+	add(&ms->metrics.lookup_found, found);
+	add(&ms->metrics.lookup_missing, missing);
+}
+
+/* ms_metrics_requests -- see ms_int.h */
+uint64_t
+ms_metrics_requests(const struct ms *ms, unsigned op)
+{
+	uint64_t n = 0;
+
+	for (unsigned c = 0; op <= PROTO_OP_MAX && c < MET_CODES; c++) {
+		n += get(&ms->metrics.req[op][c]);
+	}
+	return n;
+}
+
 /* ms_metrics_hit -- see ms_int.h */
 void
 ms_metrics_hit(struct ms *ms)
@@ -249,6 +269,13 @@ ms_metrics_text(struct ms *ms, struct pbuf *out)
 	one(f, "cxlpool_reply_cache_hits_total", "counter",
 	    "Requests answered from the reply cache (a retry).",
 	    get(&ms->metrics.rcache_hits));
+	head(f, "cxlpool_lookup_keys_total", "counter",
+	    "Keys of LOOKUPs the server answered, by outcome (direct reads "
+	    "are counted by each handler).");
+	fprintf(f, "cxlpool_lookup_keys_total{result=\"found\"} %llu\n"
+	    "cxlpool_lookup_keys_total{result=\"missing\"} %llu\n",
+	    (unsigned long long)get(&ms->metrics.lookup_found),
+	    (unsigned long long)get(&ms->metrics.lookup_missing));
 	one(f, "cxlpool_reattaches_total", "counter",
 	    "Sessions reattached (a handler back after a restart or a "
 	    "dropped connection).", get(&ms->metrics.reattaches));

@@ -254,6 +254,7 @@ struct ms_metrics {
 	uint64_t lat_sum_us[PROTO_OP_MAX + 1];
 	uint64_t rcache_hits; /* requests answered from the reply cache */
 	uint64_t reattaches;  /* HELLO REATTACH that succeeded */
+	uint64_t lookup_found, lookup_missing; /* keys of LOOKUPs */
 	uint64_t start_ms;    /* when the server started (monotonic) */
 };
 
@@ -548,6 +549,10 @@ int ms_serve(const struct ms_config *cfg);
  * after us microseconds; reattach: it was a HELLO REATTACH. */
 void ms_metrics_note(struct ms *ms, unsigned op, int rc, uint64_t us,
     bool reattach);
+/* ms_metrics_lookups -- a LOOKUP found found keys and missed missing. */
+void ms_metrics_lookups(struct ms *ms, uint32_t found, uint32_t missing);
+/* ms_metrics_requests -- requests answered of op, all results. */
+uint64_t ms_metrics_requests(const struct ms *ms, unsigned op);
 /* ms_metrics_hit -- one request answered from the reply cache. */
 void ms_metrics_hit(struct ms *ms);
 /* ms_metrics_text -- the Prometheus text exposition of ms's metrics

@@ -272,6 +272,14 @@ op_lookup(struct req *rq)
 		return rc;
 	}
 	lookup_keys(rq, false);
+	if (rq->h.op == PROTO_OP_LOOKUP) {
+		uint32_t found = 0;
+
+		for (uint32_t i = 0; i < rq->n; i++) {
+			found += rq->res[i].status == 0;
+		}
+		ms_metrics_lookups(rq->ms, found, rq->n - found);
+	}
 	if (pin) {
 		(void)op_pin_results(rq, rq->n, +1, REFUSED_MARK);
 	}

@@ -47,6 +47,14 @@ op_stats(struct req *rq)
 	v[PROTO_STAT_EVICT_SWEEPS] = ev.sweeps;
 	pool_lease_stats(rq->ms->pool, &v[PROTO_STAT_LEASES],
 	    &v[PROTO_STAT_LEASE_EXPIRED]);
+	v[PROTO_STAT_LOOKUP_FOUND] = __atomic_load_n(
+	    &rq->ms->metrics.lookup_found, __ATOMIC_RELAXED);
+	v[PROTO_STAT_LOOKUP_MISSING] = __atomic_load_n(
+	    &rq->ms->metrics.lookup_missing, __ATOMIC_RELAXED);
+	for (unsigned op = 1; op <= PROTO_OP_MAX; op++) {
+		v[PROTO_STAT_REQUESTS + op - 1] = ms_metrics_requests(rq->ms,
+		    op);
+	}
 	op_put_hdr(rq, 0);
 	proto_put_stats(rq->reply, PROTO_STAT_COUNT, v);
 	return 0;

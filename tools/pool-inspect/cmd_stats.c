@@ -44,6 +44,8 @@ static const char *const stat_names[PROTO_STAT_COUNT] = {
 	[PROTO_STAT_EVICT_SWEEPS] = "evict_clock_sweeps",
 	[PROTO_STAT_LEASES] = "leases",
 	[PROTO_STAT_LEASE_EXPIRED] = "lease_expiries",
+	[PROTO_STAT_LOOKUP_FOUND] = "lookup_keys_found",
+	[PROTO_STAT_LOOKUP_MISSING] = "lookup_keys_missing",
 };
 
 /* which stats are bytes (shown with units in text) */
@@ -273,20 +275,34 @@ sess_state(uint32_t flags)
 	return (flags & PROTO_SESS_ATTACHED) ? "attached" : "unbound";
 }
 
-static const char *
-stat_name(uint32_t i, char buf[16])
+/* stat_name -- see inspect.h */
+const char *
+stat_name(uint32_t i, char buf[STAT_NAME_LEN])
 {
-	if (i < PROTO_STAT_COUNT) {
+	const char *op;
+	size_t k;
+
+	if (i < PROTO_STAT_COUNT && stat_names[i] != NULL) {
 		return stat_names[i];
 	}
-	snprintf(buf, 16, "stat_%u", i);
+	if (i >= PROTO_STAT_REQUESTS && i < PROTO_STAT_COUNT) {
+		op = proto_op_name(i - PROTO_STAT_REQUESTS + 1);
+		k = (size_t)snprintf(buf, STAT_NAME_LEN, "requests_");
+		for (; *op != '\0' && k + 1 < STAT_NAME_LEN; op++) {
+			buf[k++] = (char)(*op >= 'A' && *op <= 'Z' ?
+			    *op - 'A' + 'a' : *op);
+		}
+		buf[k] = '\0';
+		return buf;
+	}
+	snprintf(buf, STAT_NAME_LEN, "stat_%u", i);
 	return buf;
 }
 
 static void
 print_text(const struct inspect_opts *o, const struct live *l)
 {
-	char a[FMT_SIZE_LEN], b[FMT_SIZE_LEN], name[16];
+	char a[FMT_SIZE_LEN], b[FMT_SIZE_LEN], name[STAT_NAME_LEN];
 
 	printf("%-15s %s\n", "server", o->server);
 	printf("%-15s %s (%s, align %s)\n", "pool", l->path,
@@ -356,7 +372,7 @@ print_sessions_json(struct jw *w, const struct live *l)
 static void
 print_json(const struct inspect_opts *o, const struct live *l)
 {
-	char name[16];
+	char name[STAT_NAME_LEN];
 	struct jw w;
 
 	jw_begin(&w, stdout, 0);
@@ -371,6 +387,69 @@ print_json(const struct inspect_opts *o, const struct live *l)
 	jw_close(&w);
 	print_sessions_json(&w, l);
 	jw_end(&w);
+}
+
+struct live_conn {
+	struct conn c;
+	struct live l;
+};
+
+/* live_open -- see inspect.h */
+int
+live_open(const struct inspect_opts *o, struct live_conn **out)
+{
+	struct live_conn *lc = calloc(1, sizeof(*lc));
+	int rc;
+
+	*out = NULL;
+	if (lc == NULL) {
+		return cxlp_fail(-ENOMEM, "out of memory");
+	}
+	if ((rc = conn_open(&lc->c, o->server, o->timeout_ms)) != 0) {
+		free(lc);
+		return rc;
+	}
+	if ((rc = hello(&lc->c, &lc->l)) != 0) {
+		conn_close(&lc->c);
+		free(lc);
+		return rc;
+	}
+	*out = lc;
+	return 0;
+}
+
+/* live_stats -- see inspect.h */
+int
+live_stats(struct live_conn *lc, uint64_t *v, uint32_t *n)
+{
+	struct preader body;
+	struct pbuf none;
+	int rc;
+
+	pbuf_init(&none);
+	rc = xact(&lc->c, PROTO_OP_STATS, &none, &body);
+	if (rc == 0) {
+		rc = proto_get_stats(&body, v, PROTO_STATS_MAX, n);
+	}
+	pbuf_fini(&none);
+	return rc;
+}
+
+/* live_close -- see inspect.h */
+void
+live_close(struct live_conn *lc)
+{
+	struct preader body;
+	struct pbuf none;
+
+	if (lc == NULL) {
+		return;
+	}
+	pbuf_init(&none);
+	(void)xact(&lc->c, PROTO_OP_BYE, &none, &body);
+	pbuf_fini(&none);
+	conn_close(&lc->c);
+	free(lc);
 }
 
 /* cmd_stats -- see inspect.h */

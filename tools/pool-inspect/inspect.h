@@ -26,6 +26,7 @@ struct pool;
 #define OPT_PATH 0x2u   /* one positional PATH, optional */
 #define OPT_PREFIX 0x4u /* --prefix P */
 #define OPT_SERVER 0x8u /* --server URL (required), --timeout-ms MS */
+#define OPT_TOP 0x10u   /* --interval-ms MS, --count N */
 
 struct inspect_opts {
 	const char *path;    /* POOL or PATH; NULL if none */
@@ -33,6 +34,8 @@ struct inspect_opts {
 	const char *server;  /* --server URL */
 	unsigned timeout_ms; /* --timeout-ms, default 5000 */
 	bool json;           /* --json */
+	unsigned interval_ms; /* --interval-ms, default 1000 */
+	unsigned count;       /* --count: refreshes, 0 = until quit */
 };
 
 /* inspect_args -- parse argv[1..] by accept; prints usage and returns
@@ -80,5 +83,21 @@ int cmd_keys(int argc, char **argv);
 int cmd_sessions(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+
+/* ---- cmd_stats.c, for cmd_top.c: a session with a live metaserver ---- */
+
+#define STAT_NAME_LEN 40
+/* stat_name -- the name of STATS value i ("keys", "requests_lookup",
+ * "stat_N" for one this build does not know) in buf or static. */
+const char *stat_name(uint32_t i, char buf[STAT_NAME_LEN]);
+struct live_conn;
+/* live_open -- a session with o->server (HELLO). 0 and *out, or an
+ * error with cxlp_errormsg() set. */
+int live_open(const struct inspect_opts *o, struct live_conn **out);
+/* live_stats -- one STATS: v[0..*n) (PROTO_STATS_MAX room). */
+int live_stats(struct live_conn *c, uint64_t *v, uint32_t *n);
+/* live_close -- BYE and close; NULL-safe. */
+void live_close(struct live_conn *c);
 
 #endif /* CXLP_INSPECT_H */

@@ -38,6 +38,9 @@ static const struct cmd cmds[] = {
 	    "DAX devices and fsdax namespaces found (or the one at PATH)" },
 	{ "stats", cmd_stats, "--server URL [--timeout-ms MS] [--json]",
 	    "a running metaserver's stats and sessions (live, own excluded)" },
+	{ "top", cmd_top, "--server URL [--interval-ms MS] [--count N]",
+	    "a live view of a metaserver, refreshed each second: ops/s, hit "
+	    "ratio, free bytes, evictions/s, sessions (q quits)" },
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
@@ -106,6 +109,21 @@ one_arg(int argc, char **argv, int *i, unsigned accept,
 		return r > 0 && *end == '\0' && ms > 0 && ms < 3600000 ?
 		    0 : -1;
 	}
+	if ((accept & OPT_TOP) &&
+	    (r = opt_value(argc, argv, i, "--interval-ms", &t)) != 0) {
+		unsigned long ms = r > 0 ? strtoul(t, &end, 10) : 0;
+
+		o->interval_ms = (unsigned)ms;
+		return r > 0 && *end == '\0' && ms >= 100 && ms <= 60000 ?
+		    0 : -1;
+	}
+	if ((accept & OPT_TOP) &&
+	    (r = opt_value(argc, argv, i, "--count", &t)) != 0) {
+		unsigned long n = r > 0 ? strtoul(t, &end, 10) : 0;
+
+		o->count = (unsigned)n;
+		return r > 0 && *end == '\0' && n <= 1000000 ? 0 : -1;
+	}
 	if ((accept & (OPT_POOL | OPT_PATH)) && argv[*i][0] != '-' &&
 	    o->path == NULL) {
 		o->path = argv[*i];
@@ -123,6 +141,7 @@ inspect_args(int argc, char **argv, unsigned accept, const char *use,
 
 	memset(o, 0, sizeof(*o));
 	o->timeout_ms = 5000;
+	o->interval_ms = 1000;
 	for (int i = 1; i < argc && ok; i++) {
 		ok = one_arg(argc, argv, &i, accept, o) == 0;
 	}

@@ -508,8 +508,10 @@ cxlp_region_view(struct cxlp_handler *h, uint32_t region,
 	if (out == NULL) {
 		return cxlp_fail(-EINVAL, "region_view: out is NULL");
 	}
-	if (rmap_info(h, region, out)) {
-		return 0;
+	if (rmap_info(h, region, out) && (out->writable ||
+	    table_loc(h, region, &loc) != 0 || loc.gen == out->gen)) {
+		return 0; /* mapped (a foreign one: at the gen the table has,
+		           * or the table cannot say) */
 	}
 	if ((rc = table_loc(h, region, &loc)) != 0) {
 		return rc;

@@ -35,8 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import _lib
 from .config import Config
-from .errors import (CxlpError, NoSpaceError, NotFoundError,
-                     UnknownOutcomeError)
+from .errors import CxlpError, NoSpaceError, UnknownOutcomeError
 from .handler import Handler
 from .process import address_of
 
@@ -588,5 +587,3 @@ class MaruHandler:
 
 __all__ = ["AllocHandle", "MaruConfig", "MaruHandler", "MemoryInfo",
            "pool_key"]
-
-_ = NotFoundError  # re-exported for callers catching it

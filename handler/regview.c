@@ -260,7 +260,9 @@ rmap_collect(struct cxlp_handler *h, struct cxlp_region_info *out,
 			n++;
 		}
 	}
-	qsort(out, n < cap ? n : cap, sizeof(*out), info_cmp);
+	if (out != NULL && cap > 1) {
+		qsort(out, n < cap ? n : cap, sizeof(*out), info_cmp);
+	}
 	return n;
 }
 

@@ -121,7 +121,10 @@ cxlp_config_set_page_size(struct cxlp_config *cfg, size_t bytes)
 	}
 	if (!page_size_ok(bytes)) {
 		return cxlp_fail(-EINVAL, "config_set_page_size: %zu is not "
-		    "a multiple of 4096 (>= 4096)", bytes);
+		    "a multiple of 4096 (>= 4096): pages are mapped, flushed "
+		    "and given to readers at the 4 KiB granularity of file "
+		    "and DAX mappings; round the chunk size up to a multiple "
+		    "of 4096", bytes);
 	}
 	if (bytes > cfg->region_size) {
 		return cxlp_fail(-EINVAL, "config_set_page_size: %zu is "

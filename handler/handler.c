@@ -81,6 +81,7 @@ handler_free(struct cxlp_handler *h)
 	keeper_fini(&h->keeper);
 	reclaim_fini(&h->reclaim);
 	regions_state_fini(&h->regions);
+	regview_fini(h);
 	pthread_mutex_destroy(&h->page_lock);
 	pthread_mutex_destroy(&h->expand_lock);
 	pthread_mutex_destroy(&h->reattach_lock);

@@ -23,6 +23,7 @@
  *              round trips
  *   async.c    batch_store / batch_retrieve submitted without waiting:
  *              their threads, the bound on them, their callbacks
+ *   regview.c  region views, value locations, the region callback
  *
  * Locks (never taken in the other order):
  *   h->expand_lock  serializes REGION_ALLOC and REGION_FREE round trips
@@ -132,6 +133,8 @@ struct rmap_ent {
 	struct pmap *map; /* owned unless own */
 	bool own;
 	struct rmap_ent *next;
+	uint64_t page_size; /* foreign: the owner's, from the region table
+	                     * (0: unknown); own: unused (cfg.page_size) */
 };
 
 #define RMAP_BUCKETS 256
@@ -259,6 +262,9 @@ struct cxlp_handler {
 	struct async *async; /* async.c; NULL until the first submit (set
 	                      * once, atomic), freed by async_stop */
 	struct cxlp_counters counters; /* cxlp_counters; relaxed atomics */
+	struct regview *regview; /* regview.c; NULL until the first
+	                      * cxlp_set_region_fn (set once, atomic), freed
+	                      * by regview_fini */
 };
 
 /* h_count -- add v to one of h->counters (relaxed, any thread). */
@@ -576,5 +582,23 @@ bool async_close_deferred(struct cxlp_handler *h);
  * let every request submitted run to its callback, join the threads and
  * free h->async. A no-op when nothing was ever submitted. */
 void async_stop(struct cxlp_handler *h);
+
+/* ---- regview.c ---------------------------------------------------------- */
+
+/* regview_note -- the region map entry e was put (CXLP_REGION_MAPPED) or
+ * is taken out (CXLP_REGION_UNMAPPING): queue the event for the region
+ * callback, if one is set. map_lock held for writing (or the handler
+ * closing, single-threaded). Takes only the queue's leaf lock. */
+void regview_note(struct cxlp_handler *h, const struct rmap_ent *e,
+    int kind);
+/* regview_drain -- deliver the queued events to the region callback.
+ * Caller holds none of h's locks (regview.c note 1). */
+void regview_drain(struct cxlp_handler *h);
+/* regview_fini -- free the callback's state (handler_free). */
+void regview_fini(struct cxlp_handler *h);
+/* regview_page_size -- the page size of foreign region (id, gen) from the
+ * pool's region table, or 0 when it cannot be read (direct reads off). */
+uint64_t regview_page_size(struct cxlp_handler *h, uint32_t region,
+    uint32_t gen);
 
 #endif /* CXLP_HANDLER_INT_H */

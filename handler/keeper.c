@@ -101,6 +101,7 @@ giveback(struct cxlp_handler *h, struct keeper *k)
 	k->work = false;
 	pthread_mutex_unlock(&k->lock);
 	again = giveback_run(h);
+	regview_drain(h); /* UNMAPPING of the regions given back */
 	pthread_mutex_lock(&k->lock);
 	k->retry_ms = again ? cxlp_now_coarse_ms() + GIVEBACK_RETRY_MS : 0;
 }
@@ -124,6 +125,7 @@ keeper_main(void *arg)
 			k->refill = false;
 			pthread_mutex_unlock(&k->lock);
 			reclaim_refill(h);
+			regview_drain(h);
 			pthread_mutex_lock(&k->lock);
 		} else if (beat <= now) {
 			if (!heartbeat(h, k)) {

@@ -310,6 +310,7 @@ batch_retrieve(struct cxlp_handler *h, size_t n, const void *const keys[],
 	}
 	nbad = retrieve_resolve(h, n, r.res, data, lens, status);
 	count_lookups(h, n, status);
+	regview_drain(h); /* a region mapped for them: MAPPED first */
 	if (nbad > 0 && (flags & CXLP_RETRIEVE_PIN)) {
 		retrieve_unpin_failed(h, n, keys, key_lens, r.res, status,
 		    nbad);

@@ -439,6 +439,7 @@ regions_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
 	*buf = regions_page_addr(h, pg, NULL);
 	pthread_mutex_unlock(&h->page_lock);
 	*page = pg;
+	regview_drain(h); /* a new region's MAPPED before its page */
 	return 0;
 }
 

@@ -68,6 +68,7 @@ rmap_put(struct cxlp_handler *h, struct rmap_ent *e)
 	if (*pp != NULL) {
 		struct rmap_ent *old = *pp;
 
+		regview_note(h, old, CXLP_REGION_UNMAPPING);
 		e->next = old->next;
 		rmap_retire(h, old);
 	} else {
@@ -77,12 +78,21 @@ rmap_put(struct cxlp_handler *h, struct rmap_ent *e)
 	if (!e->own) {
 		h->regions.nforeign++;
 	}
+	regview_note(h, e, CXLP_REGION_MAPPED);
 }
 
 /* rmap_fini -- see handler_int.h */
 void
 rmap_fini(struct cxlp_handler *h)
 {
+	/* the region callback hears of every mapping before it goes */
+	for (int i = 0; i < RMAP_BUCKETS; i++) {
+		for (struct rmap_ent *e = h->regions.rmap[i]; e != NULL;
+		    e = e->next) {
+			regview_note(h, e, CXLP_REGION_UNMAPPING);
+		}
+	}
+	regview_drain(h);
 	for (int i = 0; i < RMAP_BUCKETS; i++) {
 		while (h->regions.rmap[i] != NULL) {
 			struct rmap_ent *e = h->regions.rmap[i];
@@ -109,6 +119,7 @@ regions_own_unlink(struct cxlp_handler *h, const struct proto_loc *loc)
 	pthread_rwlock_wrlock(&h->regions.map_lock);
 	pp = rmap_slot(h, loc->region);
 	if ((e = *pp) != NULL && e->own && e->gen == loc->gen) {
+		regview_note(h, e, CXLP_REGION_UNMAPPING);
 		*pp = e->next;
 		rmap_ent_free(h, e);
 	}
@@ -150,7 +161,8 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
 	}
 	*e = (struct rmap_ent){.region = loc->region, .gen = loc->gen,
 	    .region_off = loc->region_off, .region_len = loc->region_len,
-	    .map = e->map};
+	    .map = e->map,
+	    .page_size = regview_page_size(h, loc->region, loc->gen)};
 	pthread_rwlock_wrlock(&h->regions.map_lock);
 	*data = rmap_lookup(h, loc);
 	cur = *rmap_slot(h, loc->region);

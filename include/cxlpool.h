@@ -120,6 +120,11 @@ CXLP_API int cxlp_config_new(struct cxlp_config **out);
 CXLP_API void cxlp_config_delete(struct cxlp_config **cfg);
 /* Setters return 0 or -EINVAL (value out of range; the config is kept). */
 CXLP_API int cxlp_config_set_server(struct cxlp_config *cfg, const char *url);
+/* cxlp_config_set_page_size -- a multiple of 4096 (pages are mapped and
+ * flushed at the 4 KiB granularity of file and DAX mappings: a 1 KiB
+ * chunk is refused, with cxlp_errormsg() saying so), at most the region
+ * size: a page above the 64 MiB default region needs
+ * cxlp_config_set_region_size first. */
 CXLP_API int cxlp_config_set_page_size(struct cxlp_config *cfg, size_t bytes);
 CXLP_API int cxlp_config_set_region_size(struct cxlp_config *cfg,
     size_t bytes);
@@ -798,6 +803,104 @@ CXLP_API int cxlp_batch_retrieve_async(struct cxlp_handler *h, size_t n,
  * CXLP_E_CLOSED / -EINVAL; *peak (NULL: not wanted) gets the most there
  * have been at once since connect. Takes one lock, no round trip. */
 CXLP_API int cxlp_async_inflight(struct cxlp_handler *h, unsigned *peak);
+
+/*
+ * Regions: the mappings a handler holds, for callers that keep their own
+ * page tables (a Maru-style allocator addresses a page as region << 32 |
+ * index) and for connectors that register the memory for DMA.
+ *
+ * A region is named by its id in the pool (the same in every process).
+ * Own regions are mapped read-write, other handlers' read-only, on first
+ * use (a retrieve that finds a key in them, or cxlp_region_view). Page i
+ * of a region starts at byte i * page_size of it, where page_size is the
+ * region owner's page size.
+ */
+struct cxlp_region_info {
+	uint32_t region;   /* region id in the pool */
+	uint32_t gen;      /* its generation (a reused id has a new one) */
+	void *addr;        /* first byte of the mapping */
+	size_t len;        /* bytes mapped: the whole region */
+	size_t page_size;  /* bytes per page of its owner; 0: unknown (a
+	                      foreign region with direct reads off) */
+	uint32_t pages;    /* len / page_size (0 when unknown) */
+	bool writable;     /* own region, mapped read-write */
+	uint64_t reserved[2];
+};
+
+/* cxlp_locate -- which region ptr points into, among the regions h maps
+ * now, and its offset from the region's start (a value's page index is
+ * offset / page_size). For the pointers retrieve, batch_retrieve and
+ * alloc return. Returns 0, CXLP_E_NOTFOUND (no region of h holds ptr),
+ * -EINVAL or CXLP_E_CLOSED. Takes the region map's lock shared; no round
+ * trip. */
+CXLP_API int cxlp_locate(struct cxlp_handler *h, const void *ptr,
+    uint32_t *region, uint64_t *offset);
+/* cxlp_batch_locate -- cxlp_locate of ptrs[0..n): regions[i] and
+ * offsets[i], or UINT32_MAX and UINT64_MAX for a pointer no region
+ * holds (NULL included), and then CXLP_E_NOTFOUND saying how many. */
+CXLP_API int cxlp_batch_locate(struct cxlp_handler *h, size_t n,
+    const void *const ptrs[], uint32_t regions[], uint64_t offsets[]);
+
+/* cxlp_region_list -- the regions h maps now (own and foreign), sorted
+ * by id, into out[0..cap); returns how many there are (which may be more
+ * than cap: call again with a larger array), or an error. */
+CXLP_API int cxlp_region_list(struct cxlp_handler *h,
+    struct cxlp_region_info out[], size_t cap);
+
+/* cxlp_region_view -- region id's mapping in *out, mapping a foreign
+ * region read-only first if h has not yet (its location is read from the
+ * pool's region table, which needs direct reads: without them only
+ * regions already mapped can be viewed). The mapping stays until close,
+ * and is read-only unless the region is h's own. Returns 0,
+ * CXLP_E_NOTFOUND (no live region of that id, or not mappable without
+ * direct reads), a mapping error, -EINVAL, CXLP_E_CLOSED. The bytes of a
+ * foreign region are other handlers' values: read them under the rules
+ * of cxlp_retrieve (pin, lease or validate). */
+CXLP_API int cxlp_region_view(struct cxlp_handler *h, uint32_t region,
+    struct cxlp_region_info *out);
+
+/* cxlp_page_at -- the handle of page index of h's own region id (and,
+ * buf not NULL, its address), for an allocator that keeps its own page
+ * table. Names the page whatever its state: cxlp_store and cxlp_free
+ * accept it only while it is allocated (CXLP_E_BADPAGE otherwise).
+ * Returns 0, CXLP_E_NOTFOUND (not a region of h's), CXLP_E_BOUNDS (index
+ * past its pages), -EINVAL, CXLP_E_CLOSED. */
+CXLP_API int cxlp_page_at(struct cxlp_handler *h, uint32_t region,
+    uint32_t index, cxlp_page_t *page, void **buf);
+
+/*
+ * The region callback: told of every region h maps (CXLP_REGION_MAPPED)
+ * and, before the mapping goes or is taken out of use, of its end
+ * (CXLP_REGION_UNMAPPING): own and foreign regions, info giving exactly
+ * the mapped range. Each MAPPED of a region is followed by one UNMAPPING,
+ * at the latest in cxlp_close, before it unmaps. A GPU connector
+ * registers [addr, addr + len) for DMA on MAPPED (cudaHostRegister, in
+ * pieces below 512 GiB) and unregisters it on UNMAPPING.
+ *
+ * - Set: replays a MAPPED of every region mapped now (in id order),
+ *   then reports changes as they happen, in the order they happen, one
+ *   at a time. fn NULL stops the reports (no UNMAPPING is replayed).
+ * - When: never under a lock of the library. An event is delivered by
+ *   the call that caused it before that call returns (an alloc whose
+ *   page is in a new region, a retrieve that mapped a region,
+ *   cxlp_region_view), or by the handler's own thread (regions given
+ *   back, regions taken ahead of need), or by cxlp_close. So a pointer
+ *   into a region is never handed out before its MAPPED has returned.
+ * - What fn may call: any function of this library on any handler,
+ *   except cxlp_set_region_fn (-EDEADLK) and cxlp_close on h. Events its
+ *   own calls cause are delivered right after it returns, on the same
+ *   thread. During cxlp_close, calls on h fail CXLP_E_CLOSED. info is
+ *   valid during the call only. fn must not block on another thread
+ *   that is inside a call on h.
+ * Returns 0, -EDEADLK (from fn), -ENOMEM, CXLP_E_CLOSED (-EINVAL: h
+ * NULL, as every call here).
+ */
+#define CXLP_REGION_MAPPED 1
+#define CXLP_REGION_UNMAPPING 2
+typedef void (*cxlp_region_fn)(void *arg, int event,
+    const struct cxlp_region_info *info);
+CXLP_API int cxlp_set_region_fn(struct cxlp_handler *h, cxlp_region_fn fn,
+    void *arg);
 
 #ifdef __cplusplus
 }

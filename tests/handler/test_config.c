@@ -170,3 +170,26 @@ Test(config, connect_to_no_server_fails_with_conn_and_null_handler)
 	cr_assert_null(h);
 	cr_assert_str_neq(cxlp_errormsg(), "");
 }
+
+Test(config, a_chunk_not_a_multiple_of_4_kib_is_refused_saying_why)
+{
+	cr_assert_eq(cxlp_config_set_page_size(cfg, 1024), -EINVAL);
+	cr_assert(strstr(cxlp_errormsg(), "1024 is not a multiple of 4096") !=
+	    NULL, "%s", cxlp_errormsg());
+	cr_assert(strstr(cxlp_errormsg(), "4 KiB granularity") != NULL, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(cfg->page_size, 64u << 10);
+}
+
+Test(config, a_page_over_64_mib_fits_once_the_region_is_larger)
+{
+	size_t page = 80u << 20; /* a 256-token chunk of a 70B model */
+
+	cr_assert_eq(cxlp_config_set_page_size(cfg, page), -EINVAL);
+	cr_assert(strstr(cxlp_errormsg(), "larger than the region size") !=
+	    NULL, "%s", cxlp_errormsg());
+	cr_assert_eq(cxlp_config_set_region_size(cfg, 4 * page), 0);
+	cr_assert_eq(cxlp_config_set_page_size(cfg, page), 0);
+	cr_assert_eq(cfg->page_size, page);
+	cr_assert_eq(cfg->region_size, 4 * page);
+}

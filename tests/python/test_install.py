@@ -63,6 +63,22 @@ class PipInstall(ServerTestCase):
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertEqual(run.stdout.strip(), "True")
             self.assertTrue((site / "cxlpool" / "py.typed").exists())
+            # the Maru shim installs beside it (bindings/python/README.md)
+            out = subprocess.run(
+                [exe, "-m", "pip", "install", "--no-build-isolation",
+                 "--no-index", "--no-deps", "--target", str(site),
+                 str(src / "maru_shim")], capture_output=True, text=True,
+                timeout=110)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            code = ("import sys, maru, maru_handler.memory as mem, "
+                    "cxlpool.maru as m; "
+                    "assert maru.__file__.startswith(sys.argv[1]); "
+                    "assert maru.MaruHandler is m.MaruHandler; "
+                    "assert mem.AllocHandle is m.AllocHandle; print('ok')")
+            run = subprocess.run([exe, "-c", code, str(site)], env=env,
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertEqual(run.stdout.strip(), "ok")
 
 
 if __name__ == "__main__":

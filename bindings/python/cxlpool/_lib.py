@@ -192,7 +192,35 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
                                           c_uint, RETRIEVE_DONE_FN,
                                           c_void_p]),
     "cxlp_async_inflight": (c_int, [_PTR, _P(c_uint)]),
+    # region views (issue 19; cxlpool/regions.py)
+    "cxlp_config_set_secret": (c_int, [_PTR, c_char_p]),
+    "cxlp_locate": (c_int, [_PTR, c_void_p, _P(ctypes.c_uint32),
+                            _P(c_uint64)]),
+    "cxlp_batch_locate": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR]),
+    "cxlp_region_list": (c_int, [_PTR, _PTR, c_size_t]),
+    "cxlp_region_view": (c_int, [_PTR, ctypes.c_uint32, _PTR]),
+    "cxlp_page_at": (c_int, [_PTR, ctypes.c_uint32, ctypes.c_uint32,
+                             _P(c_uint64), _P(c_void_p)]),
+    "cxlp_set_region_fn": (c_int, [_PTR, c_void_p, c_void_p]),
 }
+
+
+# Region events (CXLP_REGION_MAPPED, CXLP_REGION_UNMAPPING).
+REGION_MAPPED, REGION_UNMAPPING = 1, 2
+
+
+class RegionInfoStruct(ctypes.Structure):
+    """struct cxlp_region_info, field for field."""
+
+    _fields_ = [("region", ctypes.c_uint32), ("gen", ctypes.c_uint32),
+                ("addr", c_void_p), ("len", c_size_t),
+                ("page_size", c_size_t), ("pages", ctypes.c_uint32),
+                ("writable", c_bool), ("reserved", c_uint64 * 2)]
+
+
+# typedef void (*cxlp_region_fn)(void *arg, int event,
+#     const struct cxlp_region_info *info);
+REGION_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, _P(RegionInfoStruct))
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None

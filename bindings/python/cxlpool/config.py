@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Optional
 
 from . import _lib
 from .errors import InvalidArgumentError, check, make
@@ -47,6 +47,8 @@ class Config:
                  metaserver, and unpinned versions cannot be checked)
     max_inflight at most this many asynchronous calls (batch_store_async,
                  batch_retrieve_async) in flight at once, 1..1024
+    secret       shared secret sent at connect (a tcp:// metaserver with
+                 --secret-file refuses a handler without it); None: none
     """
 
     server_url: str = DEFAULT_SERVER_URL
@@ -63,6 +65,7 @@ class Config:
     alloc_wait_ms: int = 0
     direct_reads: bool = True
     max_inflight: int = 8
+    secret: Optional[str] = None
 
     @property
     def chunk_size(self) -> int:
@@ -95,10 +98,14 @@ class Config:
         if not isinstance(self.server_url, str):
             raise TypeError("server_url must be a str")
         check(lib.cxlp_config_set_server(cfg, self.server_url.encode()))
-        check(lib.cxlp_config_set_page_size(
-            cfg, _uint("page_size", self.page_size, _SIZE_BITS)))
+        # the C setters keep page <= region at every step: the smallest
+        # page first, so that neither order of the two refuses a valid
+        # pair (a page over the default 64 MiB region did)
+        page = _uint("page_size", self.page_size, _SIZE_BITS)
+        check(lib.cxlp_config_set_page_size(cfg, 4096))
         check(lib.cxlp_config_set_region_size(
             cfg, _uint("region_size", self.region_size, _SIZE_BITS)))
+        check(lib.cxlp_config_set_page_size(cfg, page))
         check(lib.cxlp_config_set_auto_expand(cfg, bool(self.auto_expand)))
         check(lib.cxlp_config_set_max_regions(
             cfg, _uint("max_regions", self.max_regions, 32)))
@@ -120,6 +127,10 @@ class Config:
                                                bool(self.direct_reads)))
         check(lib.cxlp_config_set_max_inflight(
             cfg, _uint("max_inflight", self.max_inflight, 32)))
+        if self.secret is not None and not isinstance(self.secret, str):
+            raise TypeError("secret must be a str or None")
+        check(lib.cxlp_config_set_secret(
+            cfg, (self.secret or "").encode()))
 
 
 _SIZE_BITS = 8 * ctypes.sizeof(ctypes.c_size_t)

@@ -39,6 +39,7 @@ from .reservations import Reservation, Reservations  # noqa: F401
 from .process import address_of, set_log_handler  # noqa: F401
 from .versions import VersionedReads
 from .futures import AsyncCalls
+from .regions import RegionInfo, Regions  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class Stats:
 
 
 class Handler(PageCalls, VersionedReads, Leases, Reservations, Groups,
-              AsyncCalls, Counters):
+              AsyncCalls, Counters, Regions):
     """A connection to a cxlpool metaserver (``struct cxlp_handler``).
 
     Use it as a context manager, which connects on entry (if needed) and

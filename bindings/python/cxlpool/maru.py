@@ -1,0 +1,589 @@
+"""cxlpool.maru: Maru's handler API (``MaruConfig``, ``MaruHandler``,
+``AllocHandle``, ``MemoryInfo``) on cxlpool (issue 19).
+
+The vLLM, LMCache and SGLang integrations written for Maru reach the pool
+only through ``from maru import MaruConfig, MaruHandler`` and
+``maru_handler.memory``. This module offers that surface, with Maru's
+semantics, over :class:`cxlpool.Handler`: no byte is copied on the data
+path (``AllocHandle.buf`` and ``MemoryInfo.view`` are views of the shared
+mapping), and the integrations get cxlpool's crash recovery, direct reads
+and batching. ``bindings/python/maru_shim`` makes ``import maru`` and
+``import maru_handler.memory`` resolve here.
+
+Where cxlpool deliberately differs from Maru, cxlpool's behaviour is kept;
+bindings/python/README.md has the table ("cxlpool.maru"). In brief: a lost
+register race returns True and frees the page; retrieved views are
+read-only; pins belong to the handler's session and die with it; a live
+handler's keys can only be deleted by their owner; free() of a stored page
+is refused (logged, no effect) rather than leaving a key on a reused page;
+chunk sizes are multiples of 4 KiB.
+
+Keys are ``str`` (UTF-8; bytes also work). A key longer than
+cxlpool.KEY_MAX bytes is stored under a fixed-length digest form
+(:func:`pool_key`), the same in every process. Batch calls take any
+number of keys and are split at cxlpool.BATCH_MAX.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from . import _lib
+from .config import Config
+from .errors import CxlpError, NoSpaceError, UnknownOutcomeError
+from .handler import Handler
+from .process import address_of
+
+_log = logging.getLogger("cxlpool.maru")
+
+KiB = 1024
+MiB = 1024 * KiB
+_DIGEST = 32  # bytes of the blake2b digest of an over-long key
+
+
+@dataclass
+class MaruConfig:
+    """Maru's handler configuration, field for field.
+
+    server_url, timeout_ms, instance_id, max_inflight and auto_expand are
+    cxlpool's; chunk_size_bytes is the page size; the regions are
+    expand_size bytes (default pool_size). use_async_rpc, eager_map,
+    rm_address and enable_stats are accepted and have no effect (cxlpool
+    reads without RPC where it can, maps on first use, and keeps its
+    statistics always). cxlpool_options: further :class:`cxlpool.Config`
+    fields (e.g. ``{"secret": ..., "alloc_wait_ms": 100}``).
+    """
+
+    server_url: str = "tcp://localhost:5555"
+    instance_id: Optional[str] = None
+    pool_size: int = 100 * MiB
+    chunk_size_bytes: int = 1 * MiB
+    auto_connect: bool = True
+    timeout_ms: int = 2000
+    use_async_rpc: bool = True
+    max_inflight: int = 64
+    eager_map: bool = True
+    auto_expand: bool = True
+    expand_size: Optional[int] = None
+    rm_address: Optional[str] = None
+    enable_stats: bool = False
+    cxlpool_options: Dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.instance_id is None:
+            self.instance_id = str(uuid.uuid4())
+        if (isinstance(self.chunk_size_bytes, bool) or
+                not isinstance(self.chunk_size_bytes, int) or
+                self.chunk_size_bytes <= 0):
+            raise ValueError(f"chunk_size_bytes must be > 0, not "
+                             f"{self.chunk_size_bytes!r}")
+        if self.chunk_size_bytes % 4096 != 0:
+            raise ValueError(
+                f"chunk_size_bytes={self.chunk_size_bytes}: cxlpool pages "
+                f"are multiples of 4096 bytes (they are mapped, flushed and "
+                f"given to readers at the 4 KiB granularity of file and DAX "
+                f"mappings); round the chunk size up to a multiple of 4096")
+        if self.pool_size < self.chunk_size_bytes:
+            raise ValueError(f"pool_size {self.pool_size} is smaller than "
+                             f"chunk_size_bytes {self.chunk_size_bytes}")
+        if self.expand_size is not None and not self.auto_expand:
+            raise ValueError("expand_size needs auto_expand")
+        if self.expand_size is not None and \
+                self.expand_size < self.chunk_size_bytes:
+            raise ValueError(f"expand_size {self.expand_size} is smaller "
+                             f"than chunk_size_bytes "
+                             f"{self.chunk_size_bytes}")
+
+    @property
+    def chunk_size(self) -> int:
+        """Alias of chunk_size_bytes."""
+        return self.chunk_size_bytes
+
+    def to_cxlpool(self) -> Config:
+        """The cxlpool.Config these settings make."""
+        opts: Dict[str, Any] = dict(
+            server_url=self.server_url,
+            page_size=self.chunk_size_bytes,
+            region_size=self.expand_size or self.pool_size,
+            auto_expand=self.auto_expand,
+            timeout_ms=self.timeout_ms,
+            instance_id=_instance_number(str(self.instance_id)),
+            max_inflight=max(1, min(int(self.max_inflight), 1024)),
+            # Maru holds its regions until close: so does this handler,
+            # so that a region's tensors stay writable while it lives
+            reserve_regions=0xFFFFFFFF)
+        opts.update(self.cxlpool_options)
+        return Config(**opts)
+
+
+def _instance_number(instance_id: str) -> int:
+    """The 64-bit instance id cxlpool reports for a Maru instance id."""
+    digest = hashlib.blake2b(instance_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def pool_key(key: Any) -> bytes:
+    """The key stored in the pool for a Maru key: its UTF-8 bytes, or, past
+    cxlpool.KEY_MAX bytes, its first bytes, '#' and a 256-bit digest of
+    the whole (KEY_MAX bytes in all)."""
+    k = key.encode() if isinstance(key, str) else bytes(key)
+    if len(k) <= _lib.KEY_MAX:
+        return k
+    digest = hashlib.blake2b(k, digest_size=_DIGEST).hexdigest().encode()
+    return k[:_lib.KEY_MAX - len(digest) - 1] + b"#" + digest
+
+
+class AllocHandle:
+    """A page from :meth:`MaruHandler.alloc`: ``buf`` is a writable view
+    of exactly ``size`` bytes of it. Callers may also build one, as
+    Maru's allocator adapters do, from a page they took with alloc():
+    ``AllocHandle(buf=..., _region_id=r, _page_index=i, _size=n)``."""
+
+    __slots__ = ("buf", "_region_id", "_page_index", "_size")
+
+    def __init__(self, buf: Any, _region_id: int, _page_index: int,
+                 _size: int) -> None:
+        self.buf = buf
+        self._region_id = _region_id
+        self._page_index = _page_index
+        self._size = _size
+
+    @property
+    def region_id(self) -> int:
+        return self._region_id
+
+    @property
+    def page_index(self) -> int:
+        return self._page_index
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        return (f"AllocHandle(region_id={self._region_id}, "
+                f"page_index={self._page_index}, size={self._size})")
+
+
+@dataclass
+class MemoryInfo:
+    """A retrieved value: ``view`` (zero copy, read-only, len = stored
+    length) and where it lives."""
+
+    view: memoryview
+    region_id: int
+    page_index: int
+
+
+class _Live:
+    """A page alloc() handed out, until store, free or close."""
+
+    __slots__ = ("page", "xid")
+
+    def __init__(self, page: Any, xid: int) -> None:
+        self.page = page
+        self.xid = xid
+
+
+@dataclass(frozen=True)
+class _Allocator:
+    """What Maru's ``handler.allocator`` (the first region's) exposes."""
+
+    region_id: int
+    page_count: int
+    chunk_size: int
+
+
+class MaruHandler:
+    """Maru's handler on cxlpool. Thread-safe; see the module doc."""
+
+    def __init__(self, config: Optional[MaruConfig] = None) -> None:
+        self._config = config or MaruConfig()
+        self._h: Optional[Handler] = None
+        self._lock = threading.RLock()
+        self._live: Dict[Tuple[int, int], _Live] = {}
+        # own keys stored, and the pages holding them (free refuses those)
+        self._stored: Dict[bytes, Tuple[int, int]] = {}
+        self._stored_at: Dict[Tuple[int, int], bytes] = {}
+        self._on_region_added: Optional[Callable[[int, int], None]] = None
+
+    # -- connection ----------------------------------------------------
+
+    def connect(self) -> bool:
+        """Connect; True on success. Never raises (logs why not)."""
+        with self._lock:
+            if self._h is not None and self._h.connected:
+                return True
+            try:
+                h = Handler(self._config.to_cxlpool()).connect()
+            except Exception as exc:  # Maru's connect never raises
+                _log.error("connect to %s failed: %s",
+                           self._config.server_url, exc)
+                return False
+            self._h = h
+            return True
+
+    def close(self) -> None:
+        """Close the handler; views handed out are released. Idempotent."""
+        with self._lock:
+            h, self._h = self._h, None
+            self._live.clear()
+            self._stored.clear()
+            self._stored_at.clear()
+        if h is not None:
+            h.close()
+
+    def __enter__(self) -> "MaruHandler":
+        if self._config.auto_connect and not self.connect():
+            raise RuntimeError(f"cannot connect to "
+                               f"{self._config.server_url}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _ensure(self) -> Handler:
+        h = self._h
+        if h is None or not h.connected:
+            raise RuntimeError("MaruHandler is not connected")
+        return h
+
+    @property
+    def connected(self) -> bool:
+        return self._h is not None and self._h.connected
+
+    @property
+    def instance_id(self) -> str:
+        return str(self._config.instance_id)
+
+    @property
+    def handler(self) -> Handler:
+        """The cxlpool.Handler underneath (cxlpool's own calls)."""
+        return self._ensure()
+
+    # -- pages ---------------------------------------------------------
+
+    def get_chunk_size(self) -> int:
+        return self._config.chunk_size_bytes
+
+    def alloc(self, size: int) -> AllocHandle:
+        """A page for size bytes (<= chunk size). Raises ValueError when
+        size is too large or the pool is exhausted, RuntimeError when not
+        connected."""
+        h = self._ensure()
+        chunk = self._config.chunk_size_bytes
+        if size > chunk or size < 0:
+            raise ValueError(f"Requested size {size} exceeds chunk_size "
+                             f"{chunk}")
+        try:
+            page = h.alloc()
+        except NoSpaceError as exc:
+            raise ValueError(f"Cannot allocate page: pool exhausted: "
+                             f"{exc.message}") from exc
+        region, off = h.locate(page.buf)
+        loc = (region, off // chunk)
+        session = h._s()
+        with session.call():
+            xid, buf = session.export(address_of(page.buf), max(size, 1),
+                                      readonly=False)
+        with self._lock:
+            self._live[loc] = _Live(page, xid)
+            # a page of a key deleted or evicted, or a store's loser
+            old = self._stored_at.pop(loc, None)
+            if old is not None and self._stored.get(old) == loc:
+                del self._stored[old]
+        return AllocHandle(buf=buf if size else buf[:0], _region_id=loc[0],
+                           _page_index=loc[1], _size=size)
+
+    def _take(self, handle: AllocHandle) -> Optional[_Live]:
+        """The live page of handle, no longer live; None if it is not."""
+        with self._lock:
+            return self._live.pop((handle._region_id, handle._page_index),
+                                  None)
+
+    def _release(self, live: _Live) -> None:
+        live.page._session.invalidate(live.xid)
+
+    def free(self, handle: AllocHandle) -> None:
+        """Give an unstored page back. A page already consumed (stored,
+        lost a race, a store that failed, freed) is left alone: a free
+        after a failed store does not raise, and a stored page keeps its
+        key (refused, logged: delete(key) frees it)."""
+        h = self._ensure()
+        live = self._take(handle)
+        if live is None:
+            if (handle._region_id, handle._page_index) in \
+                    self._stored_at:
+                _log.warning("free of region %d page %d refused: it holds "
+                             "a stored key (delete the key instead)",
+                             handle._region_id, handle._page_index)
+            return
+        self._release(live)
+        h.free(live.page)
+
+    def store(self, key: str, handle: AllocHandle) -> bool:
+        """Register key for the page; True if the key is in the pool. The
+        handle is consumed either way."""
+        return self.batch_store([key], [handle])[0]
+
+    def batch_store(self, keys: Sequence[str],
+                    handles: Sequence[AllocHandle]) -> List[bool]:
+        """store() of each (key, handle), in batches of BATCH_MAX."""
+        if len(keys) != len(handles):
+            raise ValueError("keys and handles must have the same length")
+        h = self._ensure()
+        out: List[bool] = []
+        for i in range(0, len(keys), _lib.BATCH_MAX):
+            out += self._store_batch(h, keys[i:i + _lib.BATCH_MAX],
+                                     handles[i:i + _lib.BATCH_MAX])
+        return out
+
+    def _store_batch(self, h: Handler, keys: Sequence[str],
+                     handles: Sequence[AllocHandle]) -> List[bool]:
+        lives = [self._take(hd) for hd in handles]
+        idx = [i for i, lv in enumerate(lives) if lv is not None]
+        out = [False] * len(keys)
+        if not idx:
+            return out
+        bkeys = [pool_key(keys[i]) for i in idx]
+        pages = [lives[i].page for i in idx]  # type: ignore[union-attr]
+        lens = [max(0, handles[i]._size) for i in idx]
+        for i in idx:
+            self._release(lives[i])  # type: ignore[arg-type]
+        try:
+            stored = h.batch_store(bkeys, pages, lens)
+        except UnknownOutcomeError as exc:
+            stored = list(exc.stored)
+        except CxlpError as exc:  # before any page was consumed
+            _log.error("batch_store: %s", exc)
+            for p in pages:
+                if p.live:
+                    h.free(p)
+            return out
+        with self._lock:
+            for j, i in enumerate(idx):
+                out[i] = bool(stored[j])
+                if out[i]:
+                    loc = (handles[i]._region_id, handles[i]._page_index)
+                    self._stored[bkeys[j]] = loc
+                    self._stored_at[loc] = bkeys[j]
+        return out
+
+    # -- reads ---------------------------------------------------------
+
+    def _infos(self, h: Handler, views: List[Any]
+               ) -> List[Optional[MemoryInfo]]:
+        """MemoryInfo of each view (None stays None)."""
+        chunk = self._config.chunk_size_bytes
+        found = [i for i, v in enumerate(views) if v is not None]
+        locs = h.batch_locate([views[i] for i in found])
+        out: List[Optional[MemoryInfo]] = [None] * len(views)
+        for i, loc in zip(found, locs):
+            region, off = loc if loc is not None else (-1, -chunk)
+            out[i] = MemoryInfo(view=views[i], region_id=region,
+                                page_index=off // chunk)
+        return out
+
+    def retrieve(self, key: str) -> Optional[MemoryInfo]:
+        """The value of key (zero copy), or None when it is not there."""
+        return self.batch_retrieve([key])[0]
+
+    def batch_retrieve(self, keys: Sequence[str]
+                       ) -> List[Optional[MemoryInfo]]:
+        """retrieve() of each key; None for misses (and, as Maru, for
+        every key when the round trip fails)."""
+        h = self._ensure()
+        out: List[Optional[MemoryInfo]] = []
+        for i in range(0, len(keys), _lib.BATCH_MAX):
+            part = [pool_key(k) for k in keys[i:i + _lib.BATCH_MAX]]
+            try:
+                got = h.batch_retrieve(part)
+            except CxlpError as exc:
+                _log.error("batch_retrieve: %s", exc)
+                out += [None] * len(part)
+                continue
+            views = [None if isinstance(g, Exception) else g for g in got]
+            out += self._infos(h, views)
+        return out
+
+    def exists(self, key: str) -> bool:
+        return self.batch_exists([key])[0]
+
+    def batch_exists(self, keys: Sequence[str]) -> List[bool]:
+        """Whether each key is in the pool (a full per-key list)."""
+        h = self._ensure()
+        out: List[bool] = []
+        for i in range(0, len(keys), _lib.BATCH_MAX):
+            part = [pool_key(k) for k in keys[i:i + _lib.BATCH_MAX]]
+            try:
+                out += h.batch_exists(part)
+            except CxlpError as exc:
+                _log.error("batch_exists: %s", exc)
+                out += [False] * len(part)
+        return out
+
+    # -- pins, deletes -------------------------------------------------
+
+    def pin(self, key: str) -> bool:
+        try:
+            self._ensure().pin(pool_key(key))
+            return True
+        except CxlpError:
+            return False
+
+    def unpin(self, key: str) -> bool:
+        try:
+            self._ensure().unpin(pool_key(key))
+            return True
+        except CxlpError:
+            return False
+
+    def batch_pin(self, keys: Sequence[str]) -> List[bool]:
+        """Pin keys in order, stopping at the first that cannot be
+        pinned: True for those pinned, False from it on."""
+        h = self._ensure()
+        done = 0
+        for i in range(0, len(keys), _lib.BATCH_MAX):
+            part = [pool_key(k) for k in keys[i:i + _lib.BATCH_MAX]]
+            try:
+                done += h.batch_pin(part)
+            except CxlpError as exc:
+                done += int(getattr(exc, "npinned", 0) or 0)
+                break
+        return [True] * done + [False] * (len(keys) - done)
+
+    def batch_unpin(self, keys: Sequence[str]) -> List[bool]:
+        h = self._ensure()
+        out: List[bool] = []
+        for i in range(0, len(keys), _lib.BATCH_MAX):
+            part = [pool_key(k) for k in keys[i:i + _lib.BATCH_MAX]]
+            try:
+                out += [e is None for e in h.batch_unpin(part)]
+            except CxlpError as exc:
+                _log.error("batch_unpin: %s", exc)
+                out += [False] * len(part)
+        return out
+
+    def delete(self, key: str) -> bool:
+        """Remove key; False when it is not there, pinned, or a live
+        handler other than this one owns it."""
+        k = pool_key(key)
+        try:
+            self._ensure().delete(k)
+        except CxlpError:
+            return False
+        with self._lock:
+            loc = self._stored.pop(k, None)
+            if loc is not None and self._stored_at.get(loc) == k:
+                del self._stored_at[loc]
+        return True
+
+    # -- status --------------------------------------------------------
+
+    def healthcheck(self) -> bool:
+        """True if connected and the metaserver answers. Never raises."""
+        try:
+            return self._h is not None and self._h.healthcheck()
+        except Exception:
+            return False
+
+    def get_stats(self) -> Dict[str, Any]:
+        """Maru's sections (kv_manager, allocation_manager, store_regions,
+        allocator) from cxlpool's counters, and cxlpool's own."""
+        h = self._ensure()
+        st = h.stats()
+        own = [r for r in h.region_list() if r.writable]
+        regions = [{"region_id": r.region, "page_count": r.pages,
+                    "chunk_size": r.page_size, "size": r.length}
+                   for r in own]
+        out: Dict[str, Any] = {
+            "kv_manager": {"total_entries": st.keys,
+                           "total_size": st.value_bytes},
+            "allocation_manager": {
+                "num_allocations": st.regions,
+                "total_allocated": st.data_bytes - st.free_bytes,
+                "active_clients": st.sessions},
+            "store_regions": {
+                "num_regions": len(own), "total_pages": st.pages_total,
+                "free_pages": st.pages_free,
+                "allocated_pages": st.pages_allocated,
+                "registered_pages": st.pages_registered,
+                "regions": regions},
+            "cxlpool": st.as_dict(),
+        }
+        if regions:
+            out["allocator"] = regions[0]
+        return out
+
+    # -- regions -------------------------------------------------------
+
+    def get_buffer_view(self, region_id: int, offset: int,
+                        size: int) -> Optional[memoryview]:
+        """A view of (region, offset, size): writable for own regions,
+        read-only for others' (mapped on demand); None when the region
+        is unknown or the range is outside it."""
+        try:
+            return self._ensure().buffer_view(region_id, offset, size)
+        except (CxlpError, TypeError):
+            return None
+
+    def get_region_page_count(self, region_id: int) -> Optional[int]:
+        try:
+            info = self._ensure().region_view(region_id)
+        except (CxlpError, TypeError):
+            return None
+        return info.pages or info.length // self._config.chunk_size_bytes
+
+    def get_owned_region_ids(self) -> List[int]:
+        if not self.connected:
+            return []
+        return [r.region for r in self._ensure().region_list()
+                if r.writable]
+
+    def set_on_region_added(self, callback: Optional[Callable[[int, int],
+                                                              None]]
+                            ) -> None:
+        """callback(region_id, page_count) for every own region: now for
+        those held, then after every expansion (before the alloc that
+        takes its first page returns)."""
+        h = self._ensure()
+        self._on_region_added = callback
+        if callback is None:
+            h.set_region_callback(None)
+            return
+
+        def on_region(event: str, info: Any) -> None:
+            if event == "mapped" and info.writable:
+                callback(info.region, info.pages)
+        h.set_region_callback(on_region)
+
+    @property
+    def pool_handle(self) -> Optional[Any]:
+        """The first own region's RegionInfo (Maru: its MaruHandle)."""
+        own = [r for r in self._ensure().region_list() if r.writable] \
+            if self.connected else []
+        return own[0] if own else None
+
+    @property
+    def allocator(self) -> Optional[_Allocator]:
+        """The first own region's page count and chunk size."""
+        first = self.pool_handle
+        if first is None:
+            return None
+        return _Allocator(first.region, first.pages,
+                          self._config.chunk_size_bytes)
+
+
+__all__ = ["AllocHandle", "MaruConfig", "MaruHandler", "MemoryInfo",
+           "pool_key"]

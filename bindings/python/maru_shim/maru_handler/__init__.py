@@ -1,0 +1,5 @@
+"""maru_handler, served by cxlpool (see maru_shim/README.md)."""
+
+from cxlpool.maru import MaruHandler  # noqa: F401
+
+__all__ = ["MaruHandler"]

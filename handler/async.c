@@ -466,30 +466,6 @@ submit(struct cxlp_handler *h, struct areq *r, bool nowait)
 
 /* ---- the API ------------------------------------------------------------ */
 
-/* The checks of cxlp_batch_store_status (store.c) that need no page. */
-static int
-store_args(struct cxlp_handler *h, size_t n, const void *const keys[],
-    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
-    unsigned flags, cxlp_store_done_fn done)
-{
-	int rc;
-
-	if ((rc = h_check_open(h)) != 0 || (rc = h_check_session(h)) != 0) {
-		return rc;
-	}
-	if (n == 0 || n > CXLP_BATCH_MAX) {
-		return cxlp_fail(-EINVAL, "store: batch of %zu keys (1..%d)", n,
-		    CXLP_BATCH_MAX);
-	}
-	if (pages == NULL || lens == NULL || done == NULL ||
-	    (flags & ~(CXLP_STORE_PIN | CXLP_STORE_LEASE |
-	    CXLP_ASYNC_NOWAIT)) != 0) {
-		return cxlp_fail(-EINVAL, "store: NULL array or callback, or "
-		    "bad flags");
-	}
-	return store_check_keys(h, n, keys, key_lens, lens);
-}
-
 /* cxlp_batch_store_async -- see cxlpool.h. */
 int
 cxlp_batch_store_async(struct cxlp_handler *h, size_t n,
@@ -500,8 +476,9 @@ cxlp_batch_store_async(struct cxlp_handler *h, size_t n,
 	struct areq *r;
 	int rc;
 
-	if ((rc = store_args(h, n, keys, key_lens, pages, lens, flags,
-	    done)) != 0) {
+	if ((rc = store_check_call(h, n, keys, key_lens, pages, lens,
+	    done != NULL, flags, CXLP_STORE_PIN | CXLP_STORE_LEASE |
+	    CXLP_ASYNC_NOWAIT)) != 0) {
 		return rc;
 	}
 	if ((r = req_new(true, n, keys, key_lens)) == NULL) {

@@ -274,6 +274,14 @@ struct cxlp_handler {
 
 /* ---- store.c, for group.c ---------------------------------------------- */
 
+/* store_check_call -- the checks a store makes before it touches a page:
+ * h open, its session alive, 1..CXLP_BATCH_MAX keys, arrays (and the
+ * caller's result array or callback: have_out) given, flags within
+ * flags_ok, then store_check_keys. */
+int store_check_call(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    const cxlp_page_t pages[], const size_t lens[], bool have_out,
+    unsigned flags, unsigned flags_ok);
 /* store_check_keys -- the checks of a store's keys and value lengths:
  * 0, -EINVAL, CXLP_E_KEYLEN or CXLP_E_TOOBIG. */
 int store_check_keys(const struct cxlp_handler *h, size_t n,

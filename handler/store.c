@@ -66,10 +66,11 @@ struct batch {
 	const struct pmap **maps;   /* each page's region mapping */
 };
 
-static int
-store_check_args(struct cxlp_handler *h, size_t n, const void *const keys[],
+/* store_check_call -- see handler_int.h */
+int
+store_check_call(struct cxlp_handler *h, size_t n, const void *const keys[],
     const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
-    unsigned flags, bool stored[])
+    bool have_out, unsigned flags, unsigned flags_ok)
 {
 	int rc;
 
@@ -80,9 +81,10 @@ store_check_args(struct cxlp_handler *h, size_t n, const void *const keys[],
 		return cxlp_fail(-EINVAL, "store: batch of %zu keys (1..%d)", n,
 		    CXLP_BATCH_MAX);
 	}
-	if (pages == NULL || lens == NULL || stored == NULL ||
-	    (flags & ~(CXLP_STORE_PIN | CXLP_STORE_LEASE)) != 0) {
-		return cxlp_fail(-EINVAL, "store: NULL array or bad flags");
+	if (pages == NULL || lens == NULL || !have_out ||
+	    (flags & ~flags_ok) != 0) {
+		return cxlp_fail(-EINVAL, "store: NULL array or callback, or "
+		    "bad flags");
 	}
 	return store_check_keys(h, n, keys, key_lens, lens);
 }
@@ -410,8 +412,8 @@ store_batch(struct cxlp_handler *h, size_t n, const void *const keys[],
 	unsigned sends = 0;
 	int rc;
 
-	rc = store_check_args(h, n, keys, key_lens, pages, lens, flags,
-	    stored);
+	rc = store_check_call(h, n, keys, key_lens, pages, lens,
+	    stored != NULL, flags, CXLP_STORE_PIN | CXLP_STORE_LEASE);
 	if (rc != 0 || (rc = batch_init(h, &b, n)) != 0) {
 		return rc;
 	}

@@ -169,13 +169,7 @@ class AsyncCalls:
         wait=False (or on the library's thread) and max_inflight calls
         are in flight.
         """
-        session = self._s()
-        bkeys = _keys(keys)
-        pages = list(pages)
-        lens = self._store_lengths(session, len(pages), lengths)
-        if len(bkeys) != len(pages):
-            raise make(InvalidArgumentError,
-                       f"{len(bkeys)} keys for {len(pages)} pages")
+        session, bkeys, pages, lens = self._store_args(keys, pages, lengths)
         flags = (_lib.STORE_PIN if pin else 0) | \
             (0 if wait else _lib.ASYNC_NOWAIT)
         n = len(bkeys)

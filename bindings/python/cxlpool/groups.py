@@ -105,13 +105,9 @@ class Group:
         group not open: pages stay the caller's) or CanceledError (the
         group rolled back during this batch: pages consumed)."""
         hd: PageCalls = self._handler
-        session = self._session
-        bkeys = _keys(keys)
-        pages = list(pages)
-        lens = hd._store_lengths(session, len(pages), lengths)
-        if len(bkeys) != len(pages) or not pages:
-            raise make(InvalidArgumentError,
-                       f"{len(bkeys)} keys for {len(pages)} pages")
+        session, bkeys, pages, lens = hd._store_args(keys, pages, lengths)
+        if not pages:
+            raise make(InvalidArgumentError, "no pages")
         with session.call() as h:
             hd._claim(session, pages)
             n = len(pages)

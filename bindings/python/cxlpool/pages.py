@@ -225,13 +225,7 @@ class PageCalls:
         in its ``stored`` attribute, when the outcome is unknown: pages are
         then consumed (kept by the handler until it resolves them).
         """
-        session = self._s()
-        bkeys = _keys(keys)
-        pages = list(pages)
-        lens = self._store_lengths(session, len(pages), lengths)
-        if len(bkeys) != len(pages):
-            raise make(InvalidArgumentError,
-                       f"{len(bkeys)} keys for {len(pages)} pages")
+        session, bkeys, pages, lens = self._store_args(keys, pages, lengths)
         with session.call() as h:
             self._claim(session, pages)
             try:
@@ -240,6 +234,20 @@ class PageCalls:
                 self._unclaim(pages)
                 raise
             return self._store_outcome(err, stored, pages)
+
+    def _store_args(self, keys: Sequence[KeyLike], pages: Sequence[Page],
+                    lengths: Optional[Sequence[int]]
+                    ) -> Tuple[Session, List[bytes], List[Page], List[int]]:
+        """A store's arguments checked: (session, keys as bytes, pages,
+        value lengths), or InvalidArgumentError."""
+        session = self._s()
+        bkeys = _keys(keys)
+        pages = list(pages)
+        lens = self._store_lengths(session, len(pages), lengths)
+        if len(bkeys) != len(pages):
+            raise make(InvalidArgumentError,
+                       f"{len(bkeys)} keys for {len(pages)} pages")
+        return session, bkeys, pages, lens
 
     @staticmethod
     def _store_lengths(session: Session, n: int,

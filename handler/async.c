@@ -587,34 +587,14 @@ async_stop(struct cxlp_handler *h)
 	async_free(a);
 }
 
-static void *
-closer_main(void *arg)
-{
-	struct cxlp_handler *h = arg;
-
-	cxlp_close(&h);
-	return NULL;
-}
-
 /* async_close_deferred -- see handler_int.h. */
 bool
 async_close_deferred(struct cxlp_handler *h)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-	int err;
-
 	if (in_cb.h != h) {
 		return false;
 	}
 	async_refuse(h);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&t, &attr, closer_main, h);
-	pthread_attr_destroy(&attr);
-	if (err != 0) {
-		log_err("close from a callback: cannot start the thread that "
-		    "closes the handler (%s); it stays open", strerror(err));
-	}
+	h_close_later(h);
 	return true;
 }

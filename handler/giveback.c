@@ -198,11 +198,10 @@ take_empty(struct cxlp_handler *h)
 	return taken;
 }
 
-/* Unlink and write-protect r (note 3): true when it may be returned. */
+/* Write-protect r, unlinked (note 3): true when it may be returned. */
 static bool
-unreach(struct cxlp_handler *h, struct own_region *r)
+unreach(struct own_region *r)
 {
-	regions_own_unlink(h, &r->loc);
 	if (own_protect(r, false) != 0) {
 		log_err("region %u gen %u: kept until close, not given back: "
 		    "%s", r->loc.region, r->loc.gen, cxlp_errormsg());
@@ -250,9 +249,20 @@ giveback_run(struct cxlp_handler *h)
 
 	pthread_mutex_lock(&h->expand_lock);
 	fresh = take_empty(h);
+	for (r = fresh; r != NULL; r = r->next) {
+		regions_own_unlink(h, &r->loc);
+	}
+	if (fresh != NULL) {
+		/* the region callback hears of them (UNMAPPING) while they
+		 * are still ours and as mapped as it knew them: out of the
+		 * page table and the map, nothing hands them out meanwhile */
+		pthread_mutex_unlock(&h->expand_lock);
+		regview_drain(h);
+		pthread_mutex_lock(&h->expand_lock);
+	}
 	while ((r = fresh) != NULL) {
 		fresh = r->next;
-		push(unreach(h, r) ? &g->leaving : &g->retired, r);
+		push(unreach(r) ? &g->leaving : &g->retired, r);
 	}
 	while ((r = g->leaving) != NULL) {
 		g->leaving = r->next;
@@ -275,6 +285,14 @@ giveback_note_ask(struct cxlp_handler *h)
 	    h->keeper.running) {
 		keeper_poke(h);
 	}
+}
+
+/* giveback_retire -- see handler_int.h */
+void
+giveback_retire(struct cxlp_handler *h, struct own_region *r)
+{
+	(void)own_protect(r, false); /* it goes back: no write lands */
+	push(&h->giveback.retired, r);
 }
 
 /* giveback_reuse -- see handler_int.h */

@@ -150,6 +150,33 @@ err_free:
 	return rc;
 }
 
+static void *
+closer_main(void *arg)
+{
+	struct cxlp_handler *h = arg;
+
+	cxlp_close(&h);
+	return NULL;
+}
+
+/* h_close_later -- see handler_int.h */
+void
+h_close_later(struct cxlp_handler *h)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int err;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&t, &attr, closer_main, h);
+	pthread_attr_destroy(&attr);
+	if (err != 0) {
+		log_err("close from a callback: cannot start the thread that "
+		    "closes the handler (%s); it stays open", strerror(err));
+	}
+}
+
 /* cxlp_close -- unmap everything, end the session, free; see cxlpool.h. */
 void
 cxlp_close(struct cxlp_handler **hp)
@@ -163,6 +190,10 @@ cxlp_close(struct cxlp_handler **hp)
 	*hp = NULL;
 	if (async_close_deferred(h)) {
 		return; /* from one of h's callbacks: closed by a thread */
+	}
+	if (regview_delivering(h)) {
+		h_close_later(h); /* from a region callback: the same */
+		return;
 	}
 	async_stop(h); /* every request submitted runs to its callback */
 	__atomic_store_n(&h->closing, 1, __ATOMIC_RELEASE);

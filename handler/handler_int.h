@@ -406,6 +406,10 @@ void giveback_note_ask(struct cxlp_handler *h);
  * went unanswered. Takes expand_lock and page_lock (caller holds none).
  * Returns true when some are left to ask again. */
 bool giveback_run(struct cxlp_handler *h);
+/* giveback_retire -- keep r, out of use and still mapped, until close
+ * (a region whose entry failed after the region callback may have heard
+ * of it: its UNMAPPING comes before the munmap). expand_lock held. */
+void giveback_retire(struct cxlp_handler *h, struct own_region *r);
 /* giveback_reuse -- the retired mapping of a region at loc's extent, made
  * writable again and no longer the give-back's (caller owns it), or NULL.
  * expand_lock held. */
@@ -586,6 +590,12 @@ int store_claimed(struct cxlp_handler *h, size_t n, const void *const keys[],
  * the callback returned) and return true; false when called from any
  * other thread (close here). */
 bool async_close_deferred(struct cxlp_handler *h);
+/* regview_delivering -- this thread is running one of h's region
+ * callbacks (regview.c note 3). */
+bool regview_delivering(const struct cxlp_handler *h);
+/* h_close_later -- cxlp_close of h from a thread of its own (a close
+ * from one of h's callbacks, which the close would wait for). */
+void h_close_later(struct cxlp_handler *h);
 /* async_stop -- at close, before h->closing is set: refuse new submits,
  * let every request submitted run to its callback, join the threads and
  * free h->async. A no-op when nothing was ever submitted. */

@@ -254,7 +254,7 @@ regions_enter(struct cxlp_handler *h, const struct proto_loc *lp,
 	return 0;
 err_unmap:
 	regions_own_unlink(h, &loc);
-	own_free(r);
+	giveback_retire(h, r); /* unmapped at close, after its UNMAPPING */
 err_giveback:
 	(void)giveback_call(h, &loc);
 	return rc;

@@ -28,17 +28,25 @@
  * 2. Order. One queue, filled under map_lock: events are delivered in the
  *    order the map changed, one at a time (deliver_lock), so every
  *    MAPPED of a region is followed by its UNMAPPING before any later
- *    MAPPED of the same id.
- * 3. Re-entry. A callback may call the library; a drain on the
- *    delivering thread returns at once (a thread-local marks it), and the
- *    events its calls queued are delivered by the outer loop right after
- *    the callback returns. cxlp_set_region_fn and cxlp_close from a
- *    callback are refused / not allowed (they would wait for
- *    themselves).
+ *    MAPPED of the same id. Each event carries the function that was
+ *    set when the map changed, and goes to that one.
+ * 3. Re-entry. A callback may call the library; a drain on a thread
+ *    that is delivering that handler's events returns at once (a
+ *    thread-local stack of the handlers it delivers for marks it, so a
+ *    callback of one handler may call another's, whose callback may call
+ *    the first), and the events its calls queued are delivered by the
+ *    outer loop right after the callback returns. cxlp_set_region_fn
+ *    from a callback is refused with -EDEADLK; cxlp_close from one is
+ *    handed to a thread (it would wait for itself). Two threads each
+ *    delivering one handler's events, whose callbacks call the other
+ *    handler, wait for each other: a callback should not call into
+ *    another handler that delivers on another thread.
  * 4. Replay. cxlp_set_region_fn, under deliver_lock, first delivers what
  *    is pending to the old function, then (map_lock held for writing)
  *    swaps the function and queues a MAPPED of every entry of the map,
- *    in region id order, so no change is missed or reported twice.
+ *    in region id order, for the new one: events queued before the swap
+ *    still go to the old function (note 2), so neither misses a change
+ *    nor hears one twice.
  * 5. Without a function set no event is queued (the queue's state is
  *    allocated at the first cxlp_set_region_fn and lives until the
  *    handler is freed).
@@ -58,6 +66,8 @@
 struct rv_event {
 	int kind; /* CXLP_REGION_MAPPED or CXLP_REGION_UNMAPPING */
 	struct cxlp_region_info info;
+	cxlp_region_fn fn; /* the function set when the map changed */
+	void *arg;
 	struct rv_event *next;
 };
 
@@ -70,8 +80,24 @@ struct regview {
 	uint64_t lost; /* events dropped for lack of memory */
 };
 
-/* the handler whose callback this thread is running (note 3) */
-static _Thread_local struct cxlp_handler *in_callback;
+/* the handlers whose callbacks this thread is running, innermost last
+ * (note 3): a callback of one handler may call another's, whose
+ * callback may call the first */
+#define RV_NEST_MAX 8
+static _Thread_local struct cxlp_handler *in_callback[RV_NEST_MAX];
+static _Thread_local unsigned in_callbacks;
+
+/* regview_delivering -- see handler_int.h */
+bool
+regview_delivering(const struct cxlp_handler *h)
+{
+	for (unsigned i = 0; i < in_callbacks; i++) {
+		if (in_callback[i] == h) {
+			return true;
+		}
+	}
+	return false;
+}
 
 static struct regview *
 rv_get(struct cxlp_handler *h)
@@ -108,6 +134,8 @@ rv_push(struct regview *rv, int kind, const struct cxlp_region_info *info)
 	}
 	ev->kind = kind;
 	ev->info = *info;
+	ev->fn = rv->fn;
+	ev->arg = rv->arg;
 	ev->next = NULL;
 	*rv->tail = ev;
 	rv->tail = &ev->next;
@@ -142,8 +170,6 @@ drain_locked(struct cxlp_handler *h, struct regview *rv)
 	snprintf(saved, sizeof(saved), "%s", cxlp_errormsg());
 	for (;;) {
 		struct rv_event *ev;
-		cxlp_region_fn fn;
-		void *arg;
 
 		pthread_mutex_lock(&rv->ev_lock);
 		if ((ev = rv->head) != NULL) {
@@ -152,18 +178,14 @@ drain_locked(struct cxlp_handler *h, struct regview *rv)
 				rv->tail = &rv->head;
 			}
 		}
-		fn = rv->fn;
-		arg = rv->arg;
 		pthread_mutex_unlock(&rv->ev_lock);
 		if (ev == NULL) {
 			break;
 		}
-		if (fn != NULL) {
-			struct cxlp_handler *outer = in_callback;
-
-			in_callback = h;
-			fn(arg, ev->kind, &ev->info);
-			in_callback = outer;
+		if (ev->fn != NULL) {
+			in_callback[in_callbacks++] = h;
+			ev->fn(ev->arg, ev->kind, &ev->info);
+			in_callbacks--;
 		}
 		free(ev);
 	}
@@ -180,8 +202,9 @@ regview_drain(struct cxlp_handler *h)
 {
 	struct regview *rv = rv_get(h);
 
-	if (rv == NULL || in_callback == h) {
-		return; /* nothing set; or the outer loop delivers (note 3) */
+	if (rv == NULL || regview_delivering(h) ||
+	    in_callbacks == RV_NEST_MAX) {
+		return; /* nothing set; or an outer loop delivers (note 3) */
 	}
 	pthread_mutex_lock(&rv->deliver_lock);
 	drain_locked(h, rv);
@@ -300,7 +323,7 @@ cxlp_set_region_fn(struct cxlp_handler *h, cxlp_region_fn fn, void *arg)
 	if ((rc = h_check_open(h)) != 0) {
 		return rc;
 	}
-	if (in_callback == h) {
+	if (regview_delivering(h)) {
 		return cxlp_fail(-EDEADLK, "set_region_fn: called from the "
 		    "region callback");
 	}
@@ -311,9 +334,16 @@ cxlp_set_region_fn(struct cxlp_handler *h, cxlp_region_fn fn, void *arg)
 	drain_locked(h, rv);
 	pthread_rwlock_wrlock(&h->regions.map_lock);
 	pthread_mutex_lock(&rv->ev_lock);
-	if (fn == NULL || (rc = replay_locked(h, rv)) == 0) {
-		rv->fn = fn;
+	{
+		cxlp_region_fn old_fn = rv->fn;
+		void *old_arg = rv->arg;
+
+		rv->fn = fn; /* events queued from now on are fn's */
 		rv->arg = arg;
+		if (fn != NULL && (rc = replay_locked(h, rv)) != 0) {
+			rv->fn = old_fn;
+			rv->arg = old_arg;
+		}
 	}
 	pthread_mutex_unlock(&rv->ev_lock);
 	pthread_rwlock_unlock(&h->regions.map_lock);
@@ -437,7 +467,9 @@ regview_page_size(struct cxlp_handler *h, uint32_t region, uint32_t gen)
 }
 
 /* The location of live region id from the pool's region table (direct
- * reads): 0 and *loc, or CXLP_E_NOTFOUND. */
+ * reads): 0 and *loc; CXLP_E_NOTFOUND when the table says the region is
+ * not live; -EAGAIN when it cannot say (no direct reads, a record
+ * changing or damaged). */
 static int
 table_loc(struct cxlp_handler *h, uint32_t region, struct proto_loc *loc)
 {
@@ -446,9 +478,9 @@ table_loc(struct cxlp_handler *h, uint32_t region, struct proto_loc *loc)
 	uint64_t word;
 
 	if (kr == NULL) {
-		return cxlp_fail(CXLP_E_NOTFOUND, "region %u: not mapped by "
-		    "this handler, and without direct reads its location "
-		    "cannot be read from the pool", region);
+		return cxlp_fail(-EAGAIN, "region %u: not mapped by this "
+		    "handler, and without direct reads its location cannot be "
+		    "read from the pool", region);
 	}
 	if (region >= kr->nregions) {
 		return cxlp_fail(CXLP_E_NOTFOUND, "region %u: the pool has "
@@ -457,15 +489,21 @@ table_loc(struct cxlp_handler *h, uint32_t region, struct proto_loc *loc)
 	word = __atomic_load_n(&kr->rtab[region].word, __ATOMIC_ACQUIRE);
 	memcpy(&copy, &kr->rtab[region], sizeof(copy));
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&kr->rtab[region].word, __ATOMIC_RELAXED) != word ||
-	    rrec_state(word) == POOL_REGION_FREE) {
+	if (__atomic_load_n(&kr->rtab[region].word, __ATOMIC_RELAXED) !=
+	    word) {
+		return cxlp_fail(-EAGAIN, "region %u: record changing", region);
+	}
+	if (rrec_state(word) == POOL_REGION_FREE) {
 		return cxlp_fail(CXLP_E_NOTFOUND, "region %u: not live",
 		    region);
 	}
 	copy.word = word;
-	if (layout_rrec_checksum(&copy) != copy.checksum) {
-		return cxlp_fail(CXLP_E_NOTFOUND, "region %u: record changing "
-		    "or damaged", region);
+	if (layout_rrec_checksum(&copy) != copy.checksum ||
+	    copy.off < kr->data_off || copy.len == 0 ||
+	    copy.len > kr->data_len || copy.off - kr->data_off >
+	    kr->data_len - copy.len) {
+		return cxlp_fail(-EAGAIN, "region %u: record changing or "
+		    "damaged", region);
 	}
 	memset(loc, 0, sizeof(*loc));
 	loc->region = region;
@@ -510,12 +548,26 @@ cxlp_region_view(struct cxlp_handler *h, uint32_t region,
 	if (out == NULL) {
 		return cxlp_fail(-EINVAL, "region_view: out is NULL");
 	}
-	if (rmap_info(h, region, out) && (out->writable ||
-	    table_loc(h, region, &loc) != 0 || loc.gen == out->gen)) {
-		return 0; /* mapped (a foreign one: at the gen the table has,
-		           * or the table cannot say) */
+	if (rmap_info(h, region, out)) {
+		if (out->writable) {
+			return 0; /* our own */
+		}
+		rc = table_loc(h, region, &loc);
+		if (rc == -EAGAIN || (rc == 0 && loc.gen == out->gen)) {
+			return 0; /* mapped at the gen the table has, or the
+			           * table cannot say */
+		}
+		if (rc != 0) {
+			return rc; /* gone from the pool: not a live view */
+		}
 	}
-	if ((rc = table_loc(h, region, &loc)) != 0) {
+	if ((rc = table_loc(h, region, &loc)) == -EAGAIN) {
+		char why[200];
+
+		snprintf(why, sizeof(why), "%s", cxlp_errormsg());
+		return cxlp_fail(CXLP_E_NOTFOUND, "%s", why);
+	}
+	if (rc != 0) {
 		return rc;
 	}
 	if ((rc = regions_resolve_ptr(h, &loc, &p)) != 0) {
@@ -542,6 +594,9 @@ cxlp_page_at(struct cxlp_handler *h, uint32_t region, uint32_t index,
 	if (page == NULL) {
 		return cxlp_fail(-EINVAL, "page_at: page is NULL");
 	}
+	if ((rc = h_check_session(h)) != 0) {
+		return rc; /* its regions may be another's now */
+	}
 	pthread_mutex_lock(&h->page_lock);
 	for (set = 0; set < (int)h->regions.nown; set++) {
 		if (h->regions.own[set] != NULL &&
@@ -553,9 +608,9 @@ cxlp_page_at(struct cxlp_handler *h, uint32_t region, uint32_t index,
 		rc = cxlp_fail(CXLP_E_NOTFOUND, "page_at: region %u is not "
 		    "one of this handler's", region);
 	} else if (index >= h->pages.sets[set].npages) {
-		rc = cxlp_fail(CXLP_E_BOUNDS, "page_at: region %u has %u "
-		    "pages, not %u", region, h->pages.sets[set].npages,
-		    index + 1);
+		rc = cxlp_fail(CXLP_E_BOUNDS, "page_at: page %u of region "
+		    "%u, which has %u", index, region,
+		    h->pages.sets[set].npages);
 	} else {
 		*page = page_make((uint32_t)set, index);
 		if (buf != NULL) {

@@ -18,8 +18,12 @@
 #                   time (--evict), then its --hostile form for 30 s (a
 #                   prober on the server's endpoints, 4 workers, no kills,
 #                   no call may fail)
+#   6. debs         scripts/test-debs.sh: the Debian packages built with
+#                   dpkg-buildpackage, lintian (no error), installed,
+#                   tried (metaserver, pool-inspect, a C program through
+#                   pkg-config, the Python package), removed
 # Any test failure, sanitizer finding or fuzz crash fails the run.
-#   scripts/test.sh            all five
+#   scripts/test.sh            all six
 #   scripts/test.sh --quick    the plain build only
 #
 # Why TSan drives build/'s tests instead of its own: Criterion's runner
@@ -107,6 +111,7 @@ if [ "${1:-}" != "--quick" ]; then
 		rc=1
 	fi
 	run_soak || rc=1
+	scripts/test-debs.sh || rc=1
 fi
 # The failures again, last: a CI log cut to its tail still names them.
 for d in build build-asan; do

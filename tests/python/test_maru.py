@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 
 import cxlp_test
@@ -376,6 +377,66 @@ a = h.alloc(1); a.buf[:] = b"f"; out = h.store({key!r}, a)""")
         h.set_on_region_added(None)
         del pages
 
+    def test_region_hooks_and_other_listeners_do_not_clobber(self) -> None:
+        h = self.maru()
+        seen: list = []
+        other: list = []
+        tok = h.handler.add_region_listener(
+            lambda ev, i: other.append((ev, i.region)))
+        h.handler.set_region_callback(lambda ev, i: other.append("cb"))
+        h.set_on_region_added(lambda r, n: seen.append(r))
+        own = h.get_owned_region_ids()[0]
+        self.assertEqual(seen, [own])
+        self.assertEqual(other, [("mapped", own), "cb"], "not replayed "
+                         "to again")
+        h.set_on_region_added(None)  # the others keep theirs
+        pages = [h.alloc(1) for _ in range(2 * MiB // CHUNK + 1)]
+        self.assertEqual(len(other), 4, "both told of the new region")
+        self.assertEqual(seen, [own])
+        h.handler.remove_region_listener(tok)
+        del pages
+
+    def test_on_region_removed_tells_of_a_region_that_goes(self) -> None:
+        h = self.maru(cxlpool_options={"reserve_regions": 0})
+        removed: list = []
+        h.set_on_region_removed(lambda r, n: removed.append((r, n)))
+        first = h.get_owned_region_ids()[0]
+        pages = [h.alloc(1) for _ in range(2 * MiB // CHUNK + 1)]
+        second = pages[-1].region_id
+        self.assertNotEqual(second, first)
+        h.free(pages.pop())  # the second region is empty: given back
+        for _ in range(500):
+            if removed:
+                break
+            time.sleep(0.01)
+        self.assertEqual(removed, [(second, 2 * MiB // CHUNK)])
+        h.close()
+        self.assertEqual(removed[1:], [(first, 2 * MiB // CHUNK)],
+                         "and at close")
+
+    def test_page_index_and_count_use_the_owners_page_size(self) -> None:
+        key = self.k("big")
+        code = (
+            "import json, sys\n"
+            "from cxlpool.maru import MaruConfig, MaruHandler\n"
+            "cfg = MaruConfig(server_url=sys.argv[1], "
+            "chunk_size_bytes=128 << 10, pool_size=2 << 20)\n"
+            "with MaruHandler(cfg) as h:\n"
+            "    a, b = h.alloc(1), h.alloc(2); b.buf[:] = b'ok'\n"
+            "    print(json.dumps([h.store(sys.argv[2], b), b.region_id, "
+            "b.page_index]))\n")
+        done = cxlp_test.run_python(code, self.server.url, key)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        ok, region, index = json.loads(done.stdout.strip().splitlines()[-1])
+        self.assertTrue(ok)
+        h = self.maru()  # 64 KiB chunks
+        m = h.retrieve(key)
+        self.assertEqual((m.region_id, m.page_index), (region, index))
+        self.assertEqual(h.get_region_page_count(region),
+                         2 * MiB // (128 * KiB))
+        self.assertEqual(h.handler.region_view(region).page_size,
+                         128 * KiB)
+
 
 class AllocatorAdapter:
     """Maru-style: every page of every own region wrapped once, by
@@ -441,6 +502,12 @@ class Shim(MaruTestCase):
         done = cxlp_test.run_python(code, str(shim), self.server.url)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(done.stdout.split(), ["True", "ok"])
+
+    def test_the_shim_readme_its_package_points_to_exists(self) -> None:
+        shim = cxlp_test.PYDIR / "maru_shim"
+        doc = (shim / "maru_handler" / "__init__.py").read_text()
+        self.assertIn("maru_shim/README.md", doc)
+        self.assertIn("pip install", (shim / "README.md").read_text())
 
 
 if __name__ == "__main__":

@@ -4,6 +4,12 @@ region callback with exactly the mapped ranges, own and foreign."""
 
 from __future__ import annotations
 
+import ctypes
+import gc
+import threading
+import time
+import weakref
+
 import cxlp_test
 from cxlp_test import KiB, MiB, ServerTestCase
 
@@ -71,6 +77,86 @@ class Regions(ServerTestCase):
             h.set_region_callback(bad)
         h.alloc()  # still works
         h.set_region_callback(None)
+
+    def test_listeners_are_replayed_alone_and_removed_alone(self) -> None:
+        h = self.handler(region_size=2 * MiB)
+        a: list = []
+        b: list = []
+        h.set_region_callback(lambda ev, info: a.append((ev, info.region)))
+        [own] = h.region_list()
+        self.assertEqual(a, [("mapped", own.region)])
+        tok = h.add_region_listener(lambda ev, i: b.append((ev, i.region)))
+        self.assertEqual(b, [("mapped", own.region)], "b replayed")
+        self.assertEqual(len(a), 1, "a not replayed to again")
+        h.set_region_callback(None)  # drops a only
+        pages = [h.alloc() for _ in range(2 * MiB // (64 * KiB) + 1)]
+        self.assertEqual(len(b), 2, "b still told of the new region")
+        self.assertEqual(len(a), 1)
+        h.remove_region_listener(tok)
+        c: list = []
+        h.set_region_callback(lambda ev, i: c.append((ev, i.region)))
+        self.assertEqual(sorted(r for _, r in c),
+                         sorted(i.region for i in h.region_list()))
+        h.close()
+        self.assertEqual(len(b), 2, "removed: no UNMAPPING")
+        self.assertEqual(sorted(r for e, r in c if e == "unmapping"),
+                         sorted(r for e, r in c if e == "mapped"))
+        del pages
+
+    def test_a_listener_added_inside_a_callback_is_replayed(self) -> None:
+        h = self.handler(region_size=2 * MiB)
+        inner: list = []
+
+        def outer(ev: str, info: cxlpool.RegionInfo) -> None:
+            if not inner:
+                h.add_region_listener(
+                    lambda e, i: inner.append((e, i.region)))
+        with self.assertNoLogs("cxlpool.regions", "ERROR"):
+            h.set_region_callback(outer)
+        [own] = h.region_list()
+        self.assertEqual(inner, [("mapped", own.region)])
+
+    def test_the_thunk_c_holds_stays_alive_whatever_threads_set(
+            self) -> None:
+        """Two threads set callbacks, the first's Python bookkeeping
+        running after the second's: the thunk C was given last must be
+        alive (the old per-call thunk was dropped here)."""
+        h = self.handler()
+        lib = cxlpool._lib.lib()
+        real = lib.cxlp_set_region_fn
+        calls: list = []  # (thread name, weakrefs of the thunks given)
+        second_done = threading.Event()
+
+        def spy(handle: object, fn: object, arg: object) -> int:
+            rc = real(handle, fn, arg)
+            objs = getattr(fn, "_objects", None) or {}
+            refs = [weakref.ref(o) for o in objs.values()
+                    if isinstance(o, ctypes._CFuncPtr)]
+            calls.append((threading.current_thread().name, refs))
+            if threading.current_thread().name == "first":
+                second_done.wait(2)  # let the second finish first
+            return rc
+        lib.cxlp_set_region_fn = spy
+        try:
+            t1 = threading.Thread(name="first", target=lambda:
+                                  h.set_region_callback(lambda e, i: None))
+            t1.start()
+            while not calls:
+                time.sleep(0.001)
+            t2 = threading.Thread(name="second", target=lambda:
+                                  h.set_region_callback(lambda e, i: None))
+            t2.start()
+            t2.join()
+            second_done.set()
+            t1.join()
+        finally:
+            lib.cxlp_set_region_fn = real
+        gc.collect()
+        last = calls[-1][1]
+        self.assertTrue(last and all(r() is not None for r in last),
+                        "the function C holds was freed")
+        for _ in range(2 * MiB // (64 * KiB) + 1):
+            h.alloc()  # a new region: C calls the thunk
 
 
 if __name__ == "__main__":

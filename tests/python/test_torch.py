@@ -5,6 +5,9 @@ torch does not import (CI: Debian's python3-torch is 600 MB installed)."""
 
 from __future__ import annotations
 
+import logging
+import sys
+import types
 import unittest
 
 import cxlp_test
@@ -17,6 +20,13 @@ try:
     import cxlpool.torch as ct
 except ImportError:  # pragma: no cover - depends on the machine
     torch = None
+    # register_regions needs no tensor: test it over a stand-in torch
+    # (only attributes read at import), so that CI runs those tests too
+    _stub = types.ModuleType("torch")
+    _stub.uint8 = None  # type: ignore[attr-defined]
+    sys.modules["torch"] = _stub
+    import cxlpool.torch as ct
+    del sys.modules["torch"]
 
 
 @unittest.skipIf(torch is None, "torch is not installed")
@@ -55,11 +65,38 @@ class Tensors(ServerTestCase):
             self.assertEqual(int(t.sum()), 5 * 1024)
             del t
 
+
+class FakeCudart:
+    """cudaHostRegister / cudaHostUnregister that record their calls and
+    return cudaError_t codes: `fail` (an int) for read-only memory
+    registered without cudaHostRegisterReadOnly, as CUDA does."""
+
+    def __init__(self) -> None:
+        self.reg: list = []
+        self.unreg: list = []
+        self.readonly: set = set()  # addresses of read-only pieces
+
+    def cudaHostRegister(self, a: int, n: int, flags: int) -> int:
+        if a in self.readonly and not flags & 0x08:
+            return 1  # cudaErrorInvalidValue
+        self.reg.append((a, n, flags))
+        return 0
+
+    def cudaHostUnregister(self, a: int) -> int:
+        if a not in [r[0] for r in self.reg]:
+            return 712  # cudaErrorHostMemoryNotRegistered
+        self.unreg.append(a)
+        return 0
+
+
+class Registration(ServerTestCase):
+    """register_regions and register_cuda (no GPU, no torch needed)."""
+
     def test_register_regions_covers_each_region_in_pieces(self) -> None:
         h = self.handler()
         reg, unreg = [], []
-        ct.register_regions(h, lambda a, n: reg.append((a, n)),
-                            lambda a, n: unreg.append((a, n)),
+        ct.register_regions(h, lambda a, n, i: reg.append((a, n)),
+                            lambda a, n, i: unreg.append((a, n)),
                             piece=768 * KiB)
         [own] = h.region_list()
         self.assertEqual(reg, ct.pieces(own.addr, own.length, 768 * KiB))
@@ -67,6 +104,70 @@ class Tensors(ServerTestCase):
         self.assertTrue(all(n <= 768 * KiB for _, n in reg))
         h.close()
         self.assertEqual(unreg, reg, "unregistered before unmap")
+
+    def test_read_only_regions_get_the_read_only_flag(self) -> None:
+        a, b = self.handler(), self.handler()
+        page = a.alloc()
+        region, _ = a.locate(page.buf)
+        self.assertTrue(a.store(self.key("ro"), page, 3))
+        rt = FakeCudart()
+        foreign = b.region_view(region)
+        rt.readonly.add(foreign.addr)
+        r = ct.register_cuda(b, rt, flags=0x01)
+        self.assertEqual(r.errors, [])
+        flags = {a_: f for a_, _, f in rt.reg}
+        self.assertEqual(flags[foreign.addr], 0x01 | 0x08)
+        [own] = [i for i in b.region_list() if i.writable]
+        self.assertEqual(flags[own.addr], 0x01)
+        b.close()
+        self.assertEqual(sorted(rt.unreg), sorted(flags))
+
+    def test_a_failed_register_is_raised_now_and_logged_later(self) -> None:
+        h = self.handler()
+
+        def refuse(a: int, n: int, info: object) -> int:
+            return 2  # cudaErrorMemoryAllocation
+        unreg: list = []
+        with self.assertLogs("cxlpool.torch", logging.ERROR):
+            with self.assertRaises(ct.RegistrationError) as cm:
+                ct.register_regions(h, refuse,
+                                    lambda a, n, i: unreg.append(a))
+        self.assertEqual(cm.exception.errors[0].error, 2)
+        self.assertEqual(unreg, [], "nothing registered, none undone")
+        codes = iter([0, 2])  # the replay works, the next region fails
+        r = ct.register_regions(h, lambda a, n, i: next(codes),
+                                lambda a, n, i: unreg.append(a))
+        with self.assertLogs("cxlpool.torch", logging.ERROR):
+            pages = [h.alloc() for _ in range(2 * MiB // (64 * KiB) + 1)]
+        self.assertEqual([f.error for f in r.errors], [2])
+        with self.assertRaises(ct.RegistrationError):
+            r.check()
+        h.close()
+        self.assertEqual(len(unreg), 1, "only the registered region")
+        del pages
+
+    def test_register_regions_and_maru_hooks_share_the_handler(
+            self) -> None:
+        from cxlpool.maru import MaruConfig, MaruHandler
+        cfg = MaruConfig(server_url=self.server.url,
+                         chunk_size_bytes=64 * KiB, pool_size=2 * MiB)
+        with MaruHandler(cfg) as m:
+            added: list = []
+            m.set_on_region_added(lambda r, n: added.append(r))
+            reg: list = []
+            r = ct.register_regions(m.handler,
+                                    lambda a, n, i: reg.append(i.region),
+                                    lambda a, n, i: None)
+            own = m.get_owned_region_ids()
+            self.assertEqual((added, reg), (own, own))
+            pages = [m.alloc(1) for _ in range(2 * MiB // (64 * KiB) + 1)]
+            self.assertEqual(len(added), 2, "the Maru hook still works")
+            self.assertEqual(reg, added)
+            m.set_on_region_added(None)
+            more = [m.alloc(1) for _ in range(2 * MiB // (64 * KiB))]
+            self.assertEqual(len(reg), 3, "registration kept")
+            r.remove()
+            del pages, more
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from .handler import (Handler, KeyLike, Page, Stats, address_of,
 from .groups import Group
 from .reservations import Reservation
 from .versions import Version
-from .regions import RegionInfo
+from .regions import RegionInfo, RegionListener
 
 __version__ = "0.1.0"
 
@@ -44,7 +44,7 @@ __all__ = [
     "BATCH_MAX", "KEY_MAX", "LOG_DEBUG", "LOG_ERR", "LOG_INFO", "LOG_OFF",
     "ERROR_CODES", "DEFAULT_SERVER_URL",
     "Config", "Group", "Handler", "KeyLike", "Page", "Reservation", "Stats",
-    "Version", "RegionInfo",
+    "Version", "RegionInfo", "RegionListener",
     "address_of",
     "set_log_handler",
     "error_from_code",

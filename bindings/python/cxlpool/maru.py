@@ -114,8 +114,12 @@ class MaruConfig:
             timeout_ms=self.timeout_ms,
             instance_id=_instance_number(str(self.instance_id)),
             max_inflight=max(1, min(int(self.max_inflight), 1024)),
-            # Maru holds its regions until close: so does this handler,
-            # so that a region's tensors stay writable while it lives
+            # no region is given back when its pages are freed (Maru
+            # keeps its regions); the metaserver can still ask regions
+            # back under pool pressure (PROTO_HELLO_GIVEBACK,
+            # handler/giveback.c note 7), whatever this says: such a
+            # region goes once no page of it is in use, and
+            # set_on_region_removed tells of it
             reserve_regions=0xFFFFFFFF)
         opts.update(self.cxlpool_options)
         return Config(**opts)
@@ -210,7 +214,8 @@ class MaruHandler:
         # own keys stored, and the pages holding them (free refuses those)
         self._stored: Dict[bytes, Tuple[int, int]] = {}
         self._stored_at: Dict[Tuple[int, int], bytes] = {}
-        self._on_region_added: Optional[Callable[[int, int], None]] = None
+        self._on_region_added: Optional[Any] = None    # listener tokens
+        self._on_region_removed: Optional[Any] = None
 
     # -- connection ----------------------------------------------------
 
@@ -232,6 +237,9 @@ class MaruHandler:
         """Close the handler; views handed out are released. Idempotent."""
         with self._lock:
             h, self._h = self._h, None
+            # the hooks' listeners go with the handler (after its
+            # UNMAPPINGs at close, which set_on_region_removed reports)
+            self._on_region_added = self._on_region_removed = None
             self._live.clear()
             self._stored.clear()
             self._stored_at.clear()
@@ -384,16 +392,38 @@ class MaruHandler:
 
     def _infos(self, h: Handler, views: List[Any]
                ) -> List[Optional[MemoryInfo]]:
-        """MemoryInfo of each view (None stays None)."""
-        chunk = self._config.chunk_size_bytes
+        """MemoryInfo of each view (None stays None).
+
+        page_index is in pages of the region's owner (RegionInfo.
+        page_size), which for another handler's region need not be this
+        handler's chunk size (Maru divides by its own); -1 when the
+        owner's page size is unknown (direct reads off). A view no region
+        holds (cannot happen for a view retrieve just returned: its
+        mapping holds it) is a miss, None, as Maru's retrieve gives None
+        when it cannot place the value."""
         found = [i for i, v in enumerate(views) if v is not None]
         locs = h.batch_locate([views[i] for i in found])
+        sizes: Dict[int, int] = {}
         out: List[Optional[MemoryInfo]] = [None] * len(views)
         for i, loc in zip(found, locs):
-            region, off = loc if loc is not None else (-1, -chunk)
+            if loc is None:
+                _log.error("retrieve: a value in no region this handler "
+                           "maps; reported as a miss")
+                continue
+            region, off = loc
+            if region not in sizes:
+                sizes[region] = self._page_size_of(h, region)
+            size = sizes[region]
             out[i] = MemoryInfo(view=views[i], region_id=region,
-                                page_index=off // chunk)
+                                page_index=off // size if size else -1)
         return out
+
+    def _page_size_of(self, h: Handler, region: int) -> int:
+        """The page size of region's owner (0: unknown)."""
+        try:
+            return h.region_view(region).page_size
+        except CxlpError:
+            return 0
 
     def retrieve(self, key: str) -> Optional[MemoryInfo]:
         """The value of key (zero copy), or None when it is not there."""
@@ -543,7 +573,11 @@ class MaruHandler:
             info = self._ensure().region_view(region_id)
         except (CxlpError, TypeError):
             return None
-        return info.pages or info.length // self._config.chunk_size_bytes
+        # the owner's pages (info.pages), not length // own chunk size:
+        # another handler's region is cut into its owner's pages (Maru
+        # divides by its own chunk size); None when the owner's page size
+        # is unknown (direct reads off)
+        return info.pages if info.page_size else None
 
     def get_owned_region_ids(self) -> List[int]:
         if not self.connected:
@@ -556,17 +590,48 @@ class MaruHandler:
                             ) -> None:
         """callback(region_id, page_count) for every own region: now for
         those held, then after every expansion (before the alloc that
-        takes its first page returns)."""
-        h = self._ensure()
-        self._on_region_added = callback
-        if callback is None:
-            h.set_region_callback(None)
-            return
+        takes its first page returns). None stops it.
 
+        An own region can go again while the handler lives: the
+        metaserver may ask regions back under pool pressure (whatever the
+        reserve), and a region goes once no page of it is in use; views
+        of it are then read-only (a write faults).
+        :meth:`set_on_region_removed` tells of it. Both hooks are
+        listeners of the handler's region events, apart from
+        cxlpool.torch.register_regions and Handler.set_region_callback."""
         def on_region(event: str, info: Any) -> None:
             if event == "mapped" and info.writable:
-                callback(info.region, info.pages)
-        h.set_region_callback(on_region)
+                callback(info.region, info.pages)  # type: ignore[misc]
+        self._set_hook("_on_region_added", callback, on_region)
+
+    def set_on_region_removed(self, callback: Optional[Callable[[int, int],
+                                                                None]]
+                              ) -> None:
+        """callback(region_id, page_count) before an own region goes
+        (asked back by the metaserver under pool pressure, given back, or
+        at close): drop the views of it. None stops it. (Maru has no such
+        hook: its regions stay until close.)"""
+        own: Dict[int, int] = {}
+
+        def on_region(event: str, info: Any) -> None:
+            if event == "mapped":
+                if info.writable:
+                    own[info.region] = info.pages
+            elif event == "unmapping" and info.region in own:
+                callback(info.region,  # type: ignore[misc]
+                         own.pop(info.region))
+        self._set_hook("_on_region_removed", callback, on_region)
+
+    def _set_hook(self, slot: str, callback: Any,
+                  on_region: Callable[[str, Any], None]) -> None:
+        h = self._ensure()
+        token = (h.add_region_listener(on_region)
+                 if callback is not None else None)
+        with self._lock:
+            old = getattr(self, slot)
+            setattr(self, slot, token)
+        if old is not None:
+            h.remove_region_listener(old)
 
     @property
     def pool_handle(self) -> Optional[Any]:

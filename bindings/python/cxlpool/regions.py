@@ -14,22 +14,28 @@ The calls of ``include/cxlpool.h``'s region section, as a mixin of
 * :meth:`Regions.page_at` -- the C page handle of (own region, index);
 * :meth:`Regions.set_region_callback` -- ``fn(event, RegionInfo)`` for
   every region mapped (``"mapped"``) and before one goes
-  (``"unmapping"``), replayed for the regions mapped when it is set.
+  (``"unmapping"``), replayed for the regions mapped when it is set;
+* :meth:`Regions.add_region_listener` / :meth:`remove_region_listener`
+  -- any number of further such listeners (cxlpool.torch's
+  register_regions, cxlpool.maru's region hooks), each replayed to alone
+  when added; all share the handler's one C callback (_RegionMux).
 
-The callback runs on the thread of the call that mapped the region (an
+A callback runs on the thread of the call that mapped the region (an
 alloc, a retrieve, region_view), on the library's own thread (regions
-given back) or in close; never under a lock of the library, so it may call
-the handler (except set_region_callback). An exception it raises is
-logged and dropped: it cannot cross into C.
+given back, or asked back by the metaserver) or in close; never under a
+lock of the library, so it may call the handler, set_region_callback and
+the listener calls included. An exception it raises is logged and
+dropped: it cannot cross into C.
 """
 
 from __future__ import annotations
 
 import ctypes
 import logging
+import threading
 from ctypes import byref, c_uint64, c_void_p
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import _lib
 from .errors import BoundsError, NotFoundError, check, make
@@ -147,26 +153,187 @@ class Regions:
                                                         None]]) -> None:
         """Call fn(event, info) for every region mapped (MAPPED, replayed
         now for those mapped already) and before a region goes
-        (UNMAPPING). None stops it. fn must not call
-        set_region_callback."""
-        session = self._s()
-        if fn is None:
-            cb = None
-        else:
-            def trampoline(_arg: Any, event: int, info: Any) -> None:
-                try:
-                    fn(_EVENTS.get(event, str(event)),
-                       RegionInfo._of(info.contents))
-                except Exception:  # cannot cross into C
-                    _log.exception("region callback raised")
-            cb = _lib.REGION_FN(trampoline)
+        (UNMAPPING). None stops it. This is the handler's one
+        set_region_callback slot: setting it replaces the previous fn
+        only, not the listeners of :meth:`add_region_listener` (which
+        cxlpool.torch.register_regions and cxlpool.maru use)."""
+        mux = _mux(self._s())
+        mux.set_primary(fn)
+
+    def add_region_listener(self, fn: Callable[[str, RegionInfo], None]
+                            ) -> "RegionListener":
+        """Add fn(event, info) as one more region listener: it gets a
+        MAPPED of every region mapped now (it alone: the other listeners
+        are not replayed to), then every event in order, like
+        set_region_callback. Returns the token that
+        :meth:`remove_region_listener` takes. Any number of listeners
+        share the one C callback (cxlp_set_region_fn) of the handler."""
+        return _mux(self._s()).add(fn)
+
+    def remove_region_listener(self, token: "RegionListener") -> None:
+        """Stop the listener add_region_listener returned (no UNMAPPING
+        is replayed to it); the others keep theirs. A delivery running on
+        another thread may still call it once. Idempotent."""
+        _mux(self._s()).remove(token)
+
+
+class RegionListener:
+    """One listener of a handler's region events (add_region_listener's
+    token). ``mapped`` is what it has been told is mapped, by region id:
+    a MAPPED reaches it only for a region it does not hold, an UNMAPPING
+    only for one it does, so the replay made for a new listener reaches
+    that listener alone."""
+
+    __slots__ = ("fn", "mapped", "__weakref__")
+
+    def __init__(self, fn: Callable[[str, RegionInfo], None]) -> None:
+        self.fn = fn
+        self.mapped: Dict[int, RegionInfo] = {}
+
+
+class _RegionMux:
+    """The listeners of one session behind its one C region callback.
+
+    Thunk lifetime: the C callback is one CFUNCTYPE made once per
+    session (under _MUX_LOCK) and kept by the session until it is freed,
+    which is after cxlp_close: cxlp_set_region_fn is only ever given that
+    one function, so no thunk C may still call can be dropped, whatever
+    threads set or remove listeners (the earlier per-call thunk could be
+    replaced in C by one thread and dropped in Python by another).
+
+    Order: C delivers one event at a time, in order, under its
+    deliver_lock, so dispatch runs on one thread at a time and needs no
+    lock of ours while listeners run (self._lock, a leaf, guards only the
+    lists): a listener may call the handler, and a thread that adds a
+    listener never holds a lock the delivering thread waits for.
+
+    Replay: a listener added outside a callback is appended, then
+    cxlp_set_region_fn is called again with the same thunk: C delivers
+    what is pending, then a MAPPED of every region mapped now; each
+    listener's ``mapped`` filters out what it was told already. Added
+    from inside a callback (C refuses cxlp_set_region_fn there), it is
+    replayed from self._mapped by the delivering thread itself.
+    """
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+        self._lock = threading.Lock()
+        self._listeners: List[RegionListener] = []
+        self._primary: Optional[RegionListener] = None
+        self._mapped: Dict[int, RegionInfo] = {}
+        self._tls = threading.local()
+        self.thunk = _lib.REGION_FN(self._deliver)
+
+    def _deliver(self, _arg: Any, event: int, cinfo: Any) -> None:
+        """The C callback: one event to every listener it concerns."""
+        try:
+            kind = _EVENTS.get(event, str(event))
+            info = RegionInfo._of(cinfo.contents)
+            with self._lock:
+                if kind == MAPPED:
+                    self._mapped[info.region] = info
+                elif kind == UNMAPPING:
+                    self._mapped.pop(info.region, None)
+                listeners = list(self._listeners)
+            self._tls.depth = getattr(self._tls, "depth", 0) + 1
+            try:
+                for lst in listeners:
+                    _tell(lst, kind, info)
+            finally:
+                self._tls.depth -= 1
+        except Exception:  # cannot cross into C
+            _log.exception("region callback raised")
+
+    def _install(self) -> None:
+        """cxlp_set_region_fn(thunk): replays every mapped region."""
+        session = self._session
         with session.call() as h:
             check(_lib.lib().cxlp_set_region_fn(
-                h, ctypes.cast(cb, c_void_p) if cb is not None else None,
-                None))
-            # kept with the session: the library may call it until
-            # cxlp_close, which may come after this handler object is gone
-            session.region_callback = cb
+                h, ctypes.cast(self.thunk, c_void_p), None))
+
+    def _replay(self, lst: RegionListener) -> None:
+        if getattr(self._tls, "depth", 0):
+            with self._lock:
+                now = sorted(self._mapped.values(), key=lambda i: i.region)
+            for info in now:
+                _tell(lst, MAPPED, info)
+        else:
+            self._install()
+
+    def add(self, fn: Callable[[str, RegionInfo], None]) -> RegionListener:
+        if not callable(fn):
+            raise TypeError("a region listener is a callable")
+        lst = RegionListener(fn)
+        with self._lock:
+            self._listeners.append(lst)
+        try:
+            self._replay(lst)
+        except BaseException:
+            self.remove(lst)
+            raise
+        return lst
+
+    def remove(self, lst: Optional[RegionListener]) -> None:
+        with self._lock:
+            if lst in self._listeners:
+                self._listeners.remove(lst)
+            if self._primary is lst:
+                self._primary = None
+
+    def set_primary(self, fn: Optional[Callable[[str, RegionInfo], None]]
+                    ) -> None:
+        lst = RegionListener(fn) if fn is not None else None
+        with self._lock:
+            old, self._primary = self._primary, lst
+            if old in self._listeners:
+                self._listeners.remove(old)  # type: ignore[arg-type]
+            if lst is not None:
+                self._listeners.append(lst)
+        if lst is not None:
+            try:
+                self._replay(lst)
+            except BaseException:
+                self.remove(lst)
+                raise
+
+    def listeners(self) -> int:
+        """How many listeners are set (for tests)."""
+        with self._lock:
+            return len(self._listeners)
+
+
+def _tell(lst: RegionListener, kind: str, info: RegionInfo) -> None:
+    """Deliver one event to lst if it concerns it; log what it raises."""
+    if kind == MAPPED:
+        if info.region in lst.mapped:
+            return  # told already (a replay made for another listener)
+        lst.mapped[info.region] = info
+    elif kind == UNMAPPING:
+        if lst.mapped.pop(info.region, None) is None:
+            return  # never told it was mapped
+    try:
+        lst.fn(kind, info)
+    except Exception:  # cannot cross into C
+        _log.exception("region callback raised")
+
+
+# Guards the making of a session's _RegionMux (once per session).
+_MUX_LOCK = threading.Lock()
+
+
+def _mux(session: Any) -> _RegionMux:
+    """The session's region multiplexer, made (and kept) on first use."""
+    mux = getattr(session, "region_mux", None)
+    if mux is None:
+        with _MUX_LOCK:
+            mux = getattr(session, "region_mux", None)
+            if mux is None:
+                mux = _RegionMux(session)
+                # kept with the session: the library may call its thunk
+                # until cxlp_close, which may come after this handler
+                # object is gone
+                session.region_mux = mux
+    return mux
 
 
 def _u32(value: int) -> int:

@@ -368,6 +368,15 @@ cxlp_region_list(struct cxlp_handler *h, struct cxlp_region_info out[],
 	}
 	pthread_rwlock_rdlock(&h->regions.map_lock);
 	n = rmap_collect(h, out, cap);
+	if (n > cap && cap > 0) { /* the lowest ids, not the first found */
+		struct cxlp_region_info *all = calloc(n, sizeof(*all));
+
+		if (all != NULL) {
+			rmap_collect(h, all, n);
+			memcpy(out, all, cap * sizeof(*out));
+			free(all);
+		}
+	}
 	pthread_rwlock_unlock(&h->regions.map_lock);
 	return n > (size_t)INT32_MAX ? INT32_MAX : (int)n;
 }

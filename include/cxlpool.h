@@ -842,8 +842,9 @@ CXLP_API int cxlp_batch_locate(struct cxlp_handler *h, size_t n,
     const void *const ptrs[], uint32_t regions[], uint64_t offsets[]);
 
 /* cxlp_region_list -- the regions h maps now (own and foreign), sorted
- * by id, into out[0..cap); returns how many there are (which may be more
- * than cap: call again with a larger array), or an error. */
+ * by id, into out[0..cap) (the cap lowest ids when there are more);
+ * returns how many there are (which may be more than cap: call again
+ * with a larger array), or an error. */
 CXLP_API int cxlp_region_list(struct cxlp_handler *h,
     struct cxlp_region_info out[], size_t cap);
 

@@ -19,9 +19,12 @@ import unittest
 METASERVER = POOL_INSPECT = SRCDIR = ""
 
 
+SOCK = f"cxlp-top-{os.getpid()}"  # a tmux server of this test's own
+
+
 def tmux(*args: str) -> str:
-    out = subprocess.run(["tmux", *args], capture_output=True, text=True,
-                         timeout=30)
+    out = subprocess.run(["tmux", "-L", SOCK, *args], capture_output=True,
+                         text=True, timeout=30, env=cxlp_test.native_env())
     return out.stdout
 
 
@@ -35,14 +38,15 @@ class Top(unittest.TestCase):
         self.url = f"ipc://{self.dir}/ms.sock"
         self.ms = subprocess.Popen([METASERVER, "--pool", self.pool,
                                     "--size", "64M", "--listen", self.url],
-                                   stderr=subprocess.PIPE, text=True)
+                                   stderr=subprocess.PIPE, text=True,
+                                   env=cxlp_test.native_env())
         self.addCleanup(self.stop_server)
         assert self.ms.stderr is not None
         for line in self.ms.stderr:
             if "ready" in line:
                 break
-        self.session = f"cxlp-top-{os.getpid()}"
-        self.addCleanup(lambda: tmux("kill-session", "-t", self.session))
+        self.session = "top"
+        self.addCleanup(lambda: tmux("kill-server"))
 
     def stop_server(self) -> None:
         self.ms.terminate()
@@ -64,9 +68,7 @@ class Top(unittest.TestCase):
         self.fail(f"no {pattern!r} on the screen:\n{text}")
 
     def test_the_screen_shows_the_figures_and_refreshes(self) -> None:
-        sys.path.insert(0, os.path.join(SRCDIR, "bindings", "python"))
-        import cxlpool  # noqa: E402
-
+        cxlpool = cxlp_test.cxlpool
         tmux("new-session", "-d", "-s", self.session, "-x", "120", "-y",
              "30", f"{POOL_INSPECT} top --server {self.url} "
              "--interval-ms 300")
@@ -88,15 +90,20 @@ class Top(unittest.TestCase):
             self.assertRegex(later, r"pool 64\.0 MiB")
         tmux("send-keys", "-t", self.session, "q")
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and \
-                subprocess.run(["tmux", "has-session", "-t", self.session],
-                               capture_output=True).returncode == 0:
+        while time.monotonic() < deadline and self.alive():
             time.sleep(0.1)
-        self.assertNotEqual(subprocess.run(
-            ["tmux", "has-session", "-t", self.session],
-            capture_output=True).returncode, 0, "q did not quit")
+        self.assertFalse(self.alive(), "q did not quit")
+
+    def alive(self) -> bool:
+        return subprocess.run(["tmux", "-L", SOCK, "has-session", "-t",
+                               self.session], capture_output=True,
+                              env=cxlp_test.native_env()).returncode == 0
 
 
 if __name__ == "__main__":
     METASERVER, POOL_INSPECT, SRCDIR = sys.argv[1:4]
+    sys.path.insert(0, os.path.join(SRCDIR, "tests", "python"))
+    import cxlp_test  # noqa: E402  (puts the binding on sys.path)
+
+    cxlp_test.reexec_under_asan()
     unittest.main(argv=sys.argv[:1])

@@ -191,6 +191,10 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
                                           c_uint, RETRIEVE_DONE_FN,
                                           c_void_p]),
     "cxlp_async_inflight": (c_int, [_PTR, _P(c_uint)]),
+    "cxlp_config_set_tls_ca": (c_int, [_PTR, c_char_p]),
+    "cxlp_config_set_tls_cert": (c_int, [_PTR, c_char_p]),
+    "cxlp_config_set_tls_key": (c_int, [_PTR, c_char_p]),
+    "cxlp_config_set_tls_server_name": (c_int, [_PTR, c_char_p]),
 }
 
 _lock = threading.Lock()

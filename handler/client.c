@@ -1,8 +1,8 @@
 /*
  * client.c -- the handler's request/reply client: the calls, each one a
  * frame sent and resent under one request id, and the check of its reply.
- * With csock.c (the sockets under it) the only handler files that include
- * nng (client_int.h).
+ * With csock.c (the sockets under it) and tls.c the only handler files
+ * that include nng (client_int.h).
  *
  * One nng REQ socket per handler at a time. nng's own resend timer is
  * turned off (NNG_OPT_REQ_RESENDTIME infinite): retries are ours, so that a
@@ -26,34 +26,51 @@
 #include "handler_int.h"
 #include "log.h"
 
+/* Free cl's own memory (not its sockets). */
+static void
+client_free(struct client *cl)
+{
+	if (cl->tlscfg != NULL) {
+		nng_tls_config_free(cl->tlscfg);
+	}
+	explicit_bzero(&cl->tls, sizeof(cl->tls));
+	free(cl->url);
+	free(cl);
+}
+
 /* client_open -- dial url (synchronously: an absent server is CXLP_E_CONN;
  * afterwards nng redials by itself, and calls dial afresh when a
- * connection hangs). Returns 0 and *out (caller owns; client_close) or a
- * negative error with *out == NULL. */
+ * connection hangs), over TLS for a tls+tcp:// url (tls.c). Returns 0 and
+ * *out (caller owns; client_close) or a negative error with *out ==
+ * NULL. */
 int
 client_open(struct client **out, const char *url, unsigned timeout_ms,
-    unsigned retries)
+    unsigned retries, const struct cfg_tls *tls)
 {
 	struct client *cl;
 	int rc;
 
 	*out = NULL;
+	if ((rc = tls_check(url, tls)) != 0) {
+		return rc;
+	}
 	cl = calloc(1, sizeof(*cl));
 	if (cl == NULL || (cl->url = strdup(url)) == NULL) {
 		free(cl);
 		return cxlp_fail(-ENOMEM, "client: out of memory");
 	}
-	rc = csock_open(&cl->cur, url, 0);
-	if (rc != 0) {
-		free(cl->url);
-		free(cl);
+	cl->timeout_ms = timeout_ms;
+	cl->tls = *tls;
+	if ((tls_url(url) &&
+	    (rc = ctls_config_new(&cl->tlscfg, url, tls)) != 0) ||
+	    (rc = csock_open(&cl->cur, cl, 0)) != 0) {
+		client_free(cl);
 		return rc;
 	}
 	pthread_mutex_init(&cl->lock, NULL);
 	pthread_mutex_init(&cl->redial_lock, NULL);
 	cl->next_id = 1;
 	cl->last_reply_ms = cxlp_now_coarse_ms();
-	cl->timeout_ms = timeout_ms;
 	cl->retries = retries;
 	*out = cl;
 	return 0;
@@ -74,8 +91,7 @@ client_close(struct client **clp)
 	csock_put(cl, cl->cur);
 	pthread_mutex_destroy(&cl->redial_lock);
 	pthread_mutex_destroy(&cl->lock);
-	free(cl->url);
-	free(cl);
+	client_free(cl);
 	*clp = NULL;
 }
 

@@ -14,8 +14,10 @@
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <nng/supplemental/tls/tls.h>
 
 #include "cxlpool.h"
+#include "handler_int.h" /* struct cfg_tls */
 
 struct cctx {
 	nng_ctx ctx;
@@ -44,6 +46,8 @@ struct client {
 	uint64_t last_reply_ms; /* atomic: cxlp_now_coarse_ms() of the last reply */
 	unsigned timeout_ms;
 	unsigned retries;
+	nng_tls_config *tlscfg; /* tls+tcp:// (tls.c), else NULL; owned */
+	struct cfg_tls tls;     /* its options, for the messages */
 };
 
 /* nng_to_cxlp -- the cxlp error for nng error rv. */
@@ -65,11 +69,29 @@ nng_to_cxlp(int rv)
 	}
 }
 
-/* csock_open -- open and dial a socket to url. flags 0: the server must
- * be there now (else CXLP_E_CONN); NNG_FLAG_NONBLOCK: nng keeps dialing
- * in the background. Returns 0 and *out with one reference, or an
- * error. */
-int csock_open(struct csock **out, const char *url, int flags);
+/* csock_open -- open and dial a socket to cl's url (with its TLS config,
+ * if any). flags 0: the server must be there now (else CXLP_E_CONN, and
+ * a message naming the cause of a failed handshake: tls.c);
+ * NNG_FLAG_NONBLOCK: nng keeps dialing in the background. Returns 0 and
+ * *out with one reference, or an error. */
+int csock_open(struct csock **out, const struct client *cl, int flags);
+
+/* ---- tls.c -------------------------------------------------------------- */
+
+/* ctls_config_new -- a client TLS config for url from tls (checked by
+ * tls_check): its CA, certificate and key read now, verification
+ * required, the server name tls's or the URL's host. Returns 0 and *out
+ * (caller frees: nng_tls_config_free) or an error naming the file. */
+int ctls_config_new(nng_tls_config **out, const char *url,
+    const struct cfg_tls *tls);
+/* ctls_dialer_set -- dial d with cfg (nng holds its own reference). */
+int ctls_dialer_set(nng_dialer d, nng_tls_config *cfg);
+/* ctls_dial_error -- the error for a dial of url that failed with nng
+ * error rv: CXLP_E_CONN (-EINVAL for a bad URL), and a message that names
+ * the likely cause of a failed TLS or SP handshake, found by a probe of
+ * the server (tlsprobe.c, at most min(timeout_ms, 2 s)). */
+int ctls_dial_error(const char *url, const struct cfg_tls *tls,
+    unsigned timeout_ms, int rv);
 /* csock_put -- drop a reference; the last one closes the socket, in the
  * background (csock_retire). */
 void csock_put(struct client *cl, struct csock *cs);

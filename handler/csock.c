@@ -1,8 +1,8 @@
 /*
  * csock.c -- the sockets under the handler's client (client.c): dialing,
  * the free list of nng contexts on each, replacing one that hangs, and
- * closing one only when nng 1.5.2 can take it. With client.c the only
- * handler files that include nng (client_int.h).
+ * closing one only when nng 1.5.2 can take it. With client.c and tls.c
+ * the only handler files that include nng (client_int.h).
  *
  * A connection can hang without closing (a peer or relay that stops
  * answering), so once requests have timed out REDIAL_AFTER times in a row
@@ -48,9 +48,29 @@ sock_options(nng_socket sock)
 	return 0;
 }
 
+/* Dial cs's socket to cl's url, with cl's TLS config if it has one. */
+static int
+csock_dial(struct csock *cs, const struct client *cl, int flags)
+{
+	nng_dialer d;
+	int rv, rc;
+
+	if (cl->tlscfg == NULL) {
+		rv = nng_dial(cs->sock, cl->url, NULL, flags);
+	} else if ((rv = nng_dialer_create(&d, cs->sock, cl->url)) == 0) {
+		if ((rc = ctls_dialer_set(d, cl->tlscfg)) != 0) {
+			nng_dialer_close(d);
+			return rc;
+		}
+		rv = nng_dialer_start(d, flags);
+	}
+	return rv == 0 ? 0 : ctls_dial_error(cl->url, &cl->tls,
+	    cl->timeout_ms, rv);
+}
+
 /* csock_open -- see client_int.h */
 int
-csock_open(struct csock **out, const char *url, int flags)
+csock_open(struct csock **out, const struct client *cl, int flags)
 {
 	struct csock *cs;
 	int rv, rc;
@@ -64,13 +84,8 @@ csock_open(struct csock **out, const char *url, int flags)
 		return cxlp_fail(nng_to_cxlp(rv), "client: req socket: %s",
 		    nng_strerror(rv));
 	}
-	if ((rc = sock_options(cs->sock)) != 0) {
-		goto err_close;
-	}
-	if ((rv = nng_dial(cs->sock, url, NULL, flags)) != 0) {
-		rc = cxlp_fail(rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ?
-			-EINVAL : CXLP_E_CONN,
-		    "client: cannot reach %s: %s", url, nng_strerror(rv));
+	if ((rc = sock_options(cs->sock)) != 0 ||
+	    (rc = csock_dial(cs, cl, flags)) != 0) {
 		goto err_close;
 	}
 	cs->refs = 1;
@@ -306,7 +321,7 @@ redial(struct client *cl, struct csock *cs)
 		pthread_mutex_unlock(&cl->redial_lock);
 		return;
 	}
-	if (csock_open(&fresh, cl->url, NNG_FLAG_NONBLOCK) != 0) {
+	if (csock_open(&fresh, cl, NNG_FLAG_NONBLOCK) != 0) {
 		pthread_mutex_unlock(&cl->redial_lock);
 		log_info("client: cannot redial %s: %s", cl->url,
 		    cxlp_errormsg());

@@ -127,7 +127,7 @@ cxlp_connect(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	h = *out;
 	*out = NULL;
 	rc = client_open(&h->cl, h->cfg.server, h->cfg.timeout_ms,
-	    h->cfg.retries);
+	    h->cfg.retries, &h->cfg.tls);
 	if (rc != 0) {
 		goto err_free;
 	}

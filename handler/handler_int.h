@@ -53,6 +53,17 @@ struct kvread;
 
 #define CFG_SERVER_MAX 512
 #define CFG_REGION_MAX (1ull << 40) /* region size cap, bytes */
+#define CFG_TLS_PATH_MAX 1024 /* a TLS file's path, NUL included */
+#define CFG_TLS_NAME_MAX 256  /* a TLS server name, NUL included */
+
+/* The TLS options of a tls+tcp:// connection (tls.c): PEM file paths and
+ * the server name to verify; "" means not set. */
+struct cfg_tls {
+	char ca[CFG_TLS_PATH_MAX];   /* CAs that sign the server's cert */
+	char cert[CFG_TLS_PATH_MAX]; /* this handler's cert (mutual TLS) */
+	char key[CFG_TLS_PATH_MAX];  /* its private key */
+	char server_name[CFG_TLS_NAME_MAX]; /* "": the URL's host */
+};
 
 struct cxlp_config {
 	char server[CFG_SERVER_MAX]; /* nng URL, NUL-terminated */
@@ -71,6 +82,7 @@ struct cxlp_config {
 	unsigned alloc_wait_ms; /* alloc waits this long for room */
 	unsigned reserve_regions; /* empty regions kept, not given back */
 	unsigned max_inflight; /* async requests in flight at once (async.c) */
+	struct cfg_tls tls;    /* tls+tcp:// only (tls.c) */
 };
 
 /* config_defaults -- fill *cfg with the documented defaults. */
@@ -93,8 +105,10 @@ struct creply {
 	                 * may still reach the server later (doubt.c) */
 };
 
+/* client_open -- see client.c; tls: the TLS options (a tls+tcp:// url
+ * needs a CA; any other url none), copied. */
 int client_open(struct client **out, const char *url, unsigned timeout_ms,
-    unsigned retries);
+    unsigned retries, const struct cfg_tls *tls);
 void client_close(struct client **cl);
 void client_set_session(struct client *cl, uint64_t session,
     uint64_t token);
@@ -112,6 +126,38 @@ uint64_t client_redials(const struct client *cl);
 int client_call_once(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep);
 void client_reply_fini(struct creply *rep);
+
+/* ---- tls.c, tlsprobe.c: tls+tcp:// ------------------------------------ */
+
+/* tls_url -- url names a TLS transport (tls+tcp://, tls+tcp4/6://). */
+bool tls_url(const char *url);
+/* tls_check -- the TLS options fit url: a tls+tcp:// url has a CA, a
+ * cert and a key come together, and no other url has any. 0 or -EINVAL
+ * with cxlp_errormsg() set. */
+int tls_check(const char *url, const struct cfg_tls *tls);
+
+/* What a probe of a server that refused a handshake found (tlsprobe.c). */
+struct tlsprobe {
+	bool reached;       /* a TCP connection was made */
+	bool plain_sp;      /* the server sent an SP header in the clear */
+	bool tls;           /* it answered a ClientHello with TLS */
+	bool got_cert;      /* it presented a certificate (flags valid) */
+	uint32_t flags;     /* MBEDTLS_X509_BADCERT_* of its certificate,
+	                     * of which these four: */
+	bool untrusted, expired, future, mismatch;
+	bool cert_asked;    /* it asked for a client certificate */
+	bool handshake_ok;  /* the whole handshake completed */
+	int rc;             /* mbedtls' last error, 0 none */
+	char subject[96];   /* its certificate's subject */
+	char not_after[32]; /* and end of validity, "YYYY-MM-DD HH:MM:SS" */
+	char server_name[CFG_TLS_NAME_MAX]; /* the name it checked */
+};
+/* tlsprobe_run -- connect to url's host and port (TCP) and try a TLS
+ * handshake with tls's CA, cert and key (verification optional: the
+ * probe reports what failed, it never trusts), for at most timeout_ms.
+ * Never fails: *out says what was seen. */
+void tlsprobe_run(const char *url, const struct cfg_tls *tls,
+    unsigned timeout_ms, struct tlsprobe *out);
 
 /* ---- regions.c, rmap.c ------------------------------------------------- */
 

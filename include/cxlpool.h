@@ -198,6 +198,44 @@ CXLP_API int cxlp_config_set_direct_reads(struct cxlp_config *cfg, bool on);
 CXLP_API int cxlp_config_set_secret(struct cxlp_config *cfg,
     const char *secret);
 
+/*
+ * TLS (tls+tcp://host:port). A handler that dials a metaserver's
+ * tls+tcp:// endpoint needs the CA that signed the server's certificate;
+ * the certificate is verified (chain, validity dates, and that it names
+ * the server) before anything is sent. A metaserver with
+ * --tls-verify-peer also wants a client certificate signed by its
+ * --tls-ca. A shared secret (cxlp_config_set_secret) is still sent and
+ * checked over TLS. Each setter takes a PEM file's path (read at
+ * cxlp_connect; NULL or "" clears it) and returns -EINVAL for a path
+ * longer than 1023 bytes. cxlp_connect returns -EINVAL when a tls+tcp://
+ * URL has no CA, a certificate comes without its key (or a key without
+ * its certificate), or any TLS option is set for another kind of URL,
+ * and -ENOENT (or -EINVAL for a file that is not PEM) naming the file it
+ * cannot use. A handshake that fails is CXLP_E_CONN, and cxlp_errormsg()
+ * names the likely cause, first: "unknown CA", "expired certificate",
+ * "name mismatch", "requires a client certificate", "refused this
+ * handler's certificate", "TLS client against plain tcp" (a tcp://
+ * endpoint dialed as tls+tcp://), or, for a tcp:// URL whose server
+ * speaks TLS, "plaintext client against a TLS endpoint".
+ */
+/* cxlp_config_set_tls_ca -- the CAs (PEM) that sign the server's cert. */
+CXLP_API int cxlp_config_set_tls_ca(struct cxlp_config *cfg,
+    const char *path);
+/* cxlp_config_set_tls_cert -- this handler's certificate (PEM), for a
+ * metaserver that verifies its peers (mutual TLS). */
+CXLP_API int cxlp_config_set_tls_cert(struct cxlp_config *cfg,
+    const char *path);
+/* cxlp_config_set_tls_key -- the certificate's private key (PEM, not
+ * encrypted). */
+CXLP_API int cxlp_config_set_tls_key(struct cxlp_config *cfg,
+    const char *path);
+/* cxlp_config_set_tls_server_name -- the name the server's certificate
+ * must carry (a DNS name of its subjectAltName, or its CN); default the
+ * URL's host. mbedTLS 2 matches names, not IP addresses: a URL with an
+ * IP address needs the certificate's DNS name set here. */
+CXLP_API int cxlp_config_set_tls_server_name(struct cxlp_config *cfg,
+    const char *name);
+
 struct cxlp_handler;
 
 /* cxlp_connect -- open a session with the metaserver named in cfg (NULL:

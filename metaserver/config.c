@@ -5,7 +5,10 @@
  * handlers, so a flag is added in one place. Every value is checked here:
  * a bad flag prints the usage and makes main exit 2 before anything is
  * opened. Access rules live here too: a tcp:// listener with no host binds
- * loopback, and one that other hosts can reach needs --secret-file.
+ * loopback, and one that other hosts can reach needs --secret-file; a
+ * plaintext one off loopback also needs --allow-plaintext, and a
+ * tls+tcp:// one needs --tls-cert and --tls-key, and --secret-file or
+ * --tls-verify-peer (client certificates) to know its handlers.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -116,6 +119,42 @@ set_secret_file(struct ms_config *cfg, const char *v)
 		return -EINVAL;
 	}
 	cfg->secret_file = v;
+	return 0;
+}
+
+/* --tls-cert, --tls-key, --tls-ca: a PEM file's path (read at start). */
+static int
+set_tls_cert(struct ms_config *cfg, const char *v)
+{
+	cfg->tls_cert = v;
+	return v[0] == '\0' ? -EINVAL : 0;
+}
+
+static int
+set_tls_key(struct ms_config *cfg, const char *v)
+{
+	cfg->tls_key = v;
+	return v[0] == '\0' ? -EINVAL : 0;
+}
+
+static int
+set_tls_ca(struct ms_config *cfg, const char *v)
+{
+	cfg->tls_ca = v;
+	return v[0] == '\0' ? -EINVAL : 0;
+}
+
+static int
+set_tls_verify_peer(struct ms_config *cfg, const char *v)
+{
+	cfg->tls_verify_peer = true;
+	return 0;
+}
+
+static int
+set_allow_plaintext(struct ms_config *cfg, const char *v)
+{
+	cfg->allow_plaintext = true;
 	return 0;
 }
 
@@ -290,6 +329,17 @@ static const struct flag flags[] = {
 	    MS_DEFAULT_URL "); tcp://:PORT binds 127.0.0.1", set_listen },
 	{ "secret-file", 1, "PATH", "shared secret that non-ipc handlers "
 	    "must send (required for tcp://)", set_secret_file },
+	{ "tls-cert", 1, "PATH", "this server's certificate (PEM) for "
+	    "tls+tcp:// endpoints", set_tls_cert },
+	{ "tls-key", 1, "PATH", "the certificate's private key (PEM, not "
+	    "encrypted)", set_tls_key },
+	{ "tls-ca", 1, "PATH", "CAs (PEM) that sign the handlers' "
+	    "certificates (with --tls-verify-peer)", set_tls_ca },
+	{ "tls-verify-peer", 0, NULL, "mutual TLS: refuse handlers without "
+	    "a certificate signed by --tls-ca", set_tls_verify_peer },
+	{ "allow-plaintext", 0, NULL, "allow tcp:// (or ws://) on an address "
+	    "other hosts reach: keys and secret cross in the clear",
+	    set_allow_plaintext },
 	{ "workers", 1, "N", "concurrent request workers, 1..32 "
 	    "(default 4)", set_workers },
 	{ "grace-ms", 1, "MS", "reattach window of a disconnected "
@@ -342,38 +392,119 @@ usage(FILE *f)
 	}
 }
 
-/* A listener on url must have a shared secret: everything but ipc://,
- * inproc:// and TLS (tls+tcp://, wss://). */
-static bool
-ms_url_needs_secret(const char *url)
+/* ms_url_is_tls -- see ms_int.h */
+bool
+ms_url_is_tls(const char *url)
 {
-	static const char *const exempt[] = { "ipc://", "inproc://",
-		"tls+tcp://", "tls+tcp4://", "tls+tcp6://", "wss://" };
+	return strncmp(url, "tls+tcp://", 10) == 0 ||
+	    strncmp(url, "tls+tcp4://", 11) == 0 ||
+	    strncmp(url, "tls+tcp6://", 11) == 0;
+}
 
-	for (size_t i = 0; i < sizeof(exempt) / sizeof(exempt[0]); i++) {
-		if (strncmp(url, exempt[i], strlen(exempt[i])) == 0) {
+/* ms_url_is_plain_remote -- see ms_int.h */
+bool
+ms_url_is_plain_remote(const char *url)
+{
+	static const char *const plain[] = { "tcp://", "tcp4://", "tcp6://",
+		"ws://" };
+	static const char *const loop[] = { "127.", "localhost:",
+		"localhost/", "[::1]:" };
+	const char *host = NULL;
+
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+		if (strncmp(url, plain[i], strlen(plain[i])) == 0) {
+			host = url + strlen(plain[i]);
+		}
+	}
+	if (host == NULL) {
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(loop) / sizeof(loop[0]); i++) {
+		if (strncmp(host, loop[i], strlen(loop[i])) == 0) {
 			return false;
 		}
 	}
 	return true;
 }
 
-/* A listener that other hosts may reach needs the shared secret. */
+/* A listener on url must have a shared secret: everything but ipc://,
+ * inproc://, wss:// and a TLS endpoint whose peers show certificates. */
+static bool
+ms_url_needs_secret(const struct ms_config *cfg, const char *url)
+{
+	static const char *const exempt[] = { "ipc://", "inproc://",
+		"wss://" };
+
+	for (size_t i = 0; i < sizeof(exempt) / sizeof(exempt[0]); i++) {
+		if (strncmp(url, exempt[i], strlen(exempt[i])) == 0) {
+			return false;
+		}
+	}
+	return !(ms_url_is_tls(url) && cfg->tls_verify_peer);
+}
+
+/* The TLS flags fit the listeners: a tls+tcp:// one has a certificate
+ * and key, --tls-verify-peer has a CA, and TLS flags have a TLS
+ * listener. 0, or 2 after a message. */
+static int
+check_tls(const struct ms_config *cfg)
+{
+	bool any = false;
+
+	for (unsigned i = 0; i < cfg->nurls; i++) {
+		any = any || ms_url_is_tls(cfg->urls[i]);
+	}
+	if (any && (cfg->tls_cert == NULL || cfg->tls_key == NULL)) {
+		fprintf(stderr, "cxlpool-metaserver: a tls+tcp:// --listen "
+		    "needs --tls-cert PATH and --tls-key PATH\n");
+		return 2;
+	}
+	if (cfg->tls_verify_peer && cfg->tls_ca == NULL) {
+		fprintf(stderr, "cxlpool-metaserver: --tls-verify-peer needs "
+		    "--tls-ca PATH, the CA that signs the handlers' "
+		    "certificates\n");
+		return 2;
+	}
+	if (!any && (cfg->tls_cert != NULL || cfg->tls_key != NULL ||
+	    cfg->tls_ca != NULL || cfg->tls_verify_peer)) {
+		fprintf(stderr, "cxlpool-metaserver: TLS flags given but no "
+		    "tls+tcp:// --listen\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* A listener that other hosts may reach needs the shared secret (or, on
+ * TLS, client certificates), and may be plaintext only when
+ * --allow-plaintext says so. */
 static int
 check_access(const struct ms_config *cfg)
 {
 	for (unsigned i = 0; i < cfg->nurls; i++) {
+		const char *url = cfg->urls[i];
+
+		if (!cfg->allow_plaintext && ms_url_is_plain_remote(url)) {
+			fprintf(stderr, "cxlpool-metaserver: --listen %s is "
+			    "plaintext on an address other hosts can reach: "
+			    "anyone on the path reads the secret and every "
+			    "key. Use tls+tcp:// (--tls-cert, --tls-key), or "
+			    "pass --allow-plaintext to accept it\n", url);
+			return 2;
+		}
 		if (cfg->secret_file == NULL &&
-		    ms_url_needs_secret(cfg->urls[i])) {
+		    ms_url_needs_secret(cfg, url)) {
 			fprintf(stderr, "cxlpool-metaserver: --listen %s needs "
-			    "--secret-file PATH: handlers on a tcp:// "
-			    "endpoint must present a shared secret "
-			    "(cxlp_config_set_secret), or use tls+tcp://\n",
-			    cfg->urls[i]);
+			    "--secret-file PATH: handlers on a %s endpoint "
+			    "must present a shared secret "
+			    "(cxlp_config_set_secret)%s\n", url,
+			    ms_url_is_tls(url) ? "tls+tcp://" : "tcp://",
+			    ms_url_is_tls(url) ? ", or a client certificate "
+			    "(--tls-verify-peer --tls-ca)" :
+			    ", or use tls+tcp://");
 			return 2;
 		}
 	}
-	return 0;
+	return check_tls(cfg);
 }
 
 /* Handle option number i with value v: 0 ok, 1 exit 0, 2 exit 2. */

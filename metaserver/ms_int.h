@@ -4,7 +4,8 @@
  * Pins are the pool's (pool/pintab.c keeps them on media, pool/pinidx.c
  * answers held and totals from DRAM); the metaserver asks it directly.
  *
- * Only server.c includes nng. Everything declared here works on plain
+ * Only server.c and tls.c include nng (tls.c's calls are in ms_tls.h).
+ * Everything declared here works on plain
  * frames and pipe ids, so tests and the fuzz target drive it without
  * sockets.
  *
@@ -67,6 +68,12 @@ struct ms_config {
 	const char *metrics_url; /* --metrics: http://host:port, or NULL */
 	const char *ready_file;  /* --ready-file: written once serving */
 	char url_buf[MS_URLS_MAX][MS_URL_MAX]; /* rewritten listen URLs */
+	/* TLS (tls.c): PEM file paths, or NULL */
+	const char *tls_cert;  /* --tls-cert: this server's certificate */
+	const char *tls_key;   /* --tls-key: its private key */
+	const char *tls_ca;    /* --tls-ca: CAs that sign client certs */
+	bool tls_verify_peer;  /* --tls-verify-peer: require client certs */
+	bool allow_plaintext;  /* --allow-plaintext: tcp:// off loopback */
 };
 
 /* ms_config_defaults -- fill cfg with the documented defaults. */
@@ -74,6 +81,12 @@ void ms_config_defaults(struct ms_config *cfg);
 /* ms_config_parse -- parse argv into cfg. Returns 0 to run, 1 when --help
  * or --version was printed (exit 0), 2 after a usage message (exit 2). */
 int ms_config_parse(struct ms_config *cfg, int argc, char **argv);
+/* ms_url_is_tls -- url is a tls+tcp:// (tls+tcp4/6) endpoint. */
+bool ms_url_is_tls(const char *url);
+/* ms_url_is_plain_remote -- url is a plaintext tcp:// or ws:// endpoint
+ * on an address other than loopback (127.0.0.0/8, ::1, localhost), which
+ * other hosts can reach and read (config.c needs --allow-plaintext). */
+bool ms_url_is_plain_remote(const char *url);
 /* ms_secret_load -- read the shared secret from path (1..PROTO_SECRET_MAX
  * bytes; one trailing newline is dropped) into buf. Returns 0 and *len, or
  * a negative error with cxlp_errormsg() set. */

@@ -16,6 +16,9 @@
  * 25% more server CPU per request at batch 256; bench/README.md). A
  * worker never waits for nng while holding a lock of ours.
  *
+ * TLS: tls+tcp:// listeners share one server TLS config, and the reaper
+ * logs the handshakes nng saw fail (tls.c).
+ *
  * Access: ipc sockets are created 0600, so only their owner connects. A
  * peer on any other transport must open its session with the shared
  * secret (--secret-file): worker_serve asks ms_hello_admit before a HELLO
@@ -46,6 +49,7 @@
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
+#include "ms_tls.h"
 
 #define CLOSE_DEADLINE_S 10 /* for nng_close at shutdown */
 /* The largest frame nng reads for us: frames past PROTO_FRAME_MAX up to
@@ -76,6 +80,7 @@ struct server {
 	bool stopping;
 	bool sock_closed; /* nng_close returned (server_stop) */
 	struct ms_http *http; /* --metrics (http.c), or NULL */
+	struct ms_tls_watch tlsw; /* failed handshakes (tls.c); the reaper's */
 };
 
 /* A peer on this pipe is protected by file permissions (ipc) or lives in
@@ -187,6 +192,7 @@ reaper_main(void *arg)
 		ms_reap(&srv->ms, cxlp_now_ms());
 		ms_leases_expire(&srv->ms);
 		ms_evict_background(&srv->ms);
+		ms_tls_watch_poll(&srv->tlsw, cxlp_now_ms());
 		pthread_mutex_lock(&srv->stop_lock);
 	}
 	pthread_mutex_unlock(&srv->stop_lock);
@@ -194,7 +200,7 @@ reaper_main(void *arg)
 }
 
 static int
-listen_one(struct server *srv, const char *url)
+listen_one(struct server *srv, const char *url, nng_tls_config *tls)
 {
 	nng_listener l;
 	int rv = nng_listener_create(&l, srv->sock, url);
@@ -210,13 +216,42 @@ listen_one(struct server *srv, const char *url)
 			    "permissions 0600: %s\"", url, nng_strerror(rv));
 		}
 	}
+	if (ms_url_is_tls(url) && (rv = nng_listener_set_ptr(l,
+	    NNG_OPT_TLS_CONFIG, tls)) != 0) {
+		nng_listener_close(l);
+		return cxlp_fail(CXLP_E_CONN, "listen %s: TLS config: %s", url,
+		    nng_strerror(rv));
+	}
 	rv = nng_listener_start(l, 0);
 	if (rv != 0) {
 		nng_listener_close(l);
 		return cxlp_fail(CXLP_E_CONN, "listen %s: %s", url,
 		    nng_strerror(rv));
 	}
+	ms_tls_watch_add(&srv->tlsw, l, url);
 	return 0;
+}
+
+/* Listen on every URL of cfg; TLS ones share one config (tls.c). */
+static int
+listen_all(struct server *srv, const struct ms_config *cfg)
+{
+	nng_tls_config *tls = NULL;
+	int rc = 0;
+
+	srv->tlsw.verify_peer = cfg->tls_verify_peer;
+	for (unsigned i = 0; i < cfg->nurls && rc == 0; i++) {
+		if (ms_url_is_tls(cfg->urls[i]) && tls == NULL) {
+			rc = ms_tls_config_new(&tls, cfg);
+		}
+		if (rc == 0) {
+			rc = listen_one(srv, cfg->urls[i], tls);
+		}
+	}
+	if (tls != NULL) {
+		nng_tls_config_free(tls); /* the listeners hold it */
+	}
+	return rc;
 }
 
 static int
@@ -235,14 +270,7 @@ socket_open(struct server *srv, const struct ms_config *cfg)
 	    srv) != 0) {
 		return cxlp_fail(CXLP_E_CONN, "cannot configure the socket");
 	}
-	for (unsigned i = 0; i < cfg->nurls; i++) {
-		int rc = listen_one(srv, cfg->urls[i]);
-
-		if (rc != 0) {
-			return rc;
-		}
-	}
-	return 0;
+	return listen_all(srv, cfg);
 }
 
 static int

@@ -7,7 +7,7 @@ set -eu
 PKGS="meson ninja-build pkg-config cmake gcc libpmem2-dev libdaxctl-dev
 libndctl-dev uuid-dev libnng-dev libmbedtls-dev patch xz-utils
 libcriterion-dev libxxhash-dev clang libclang-rt-14-dev python3 python3-pip python3-setuptools
-python3-wheel scdoc systemd tmux"
+python3-wheel scdoc systemd tmux openssl"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -107,6 +107,39 @@ class EveryCodeHasItsException(unittest.TestCase):
         self.assertEqual((oserr.errno, oserr.message), (errno.EINVAL, "x"))
 
 
+class TlsFieldsReachTheLibrary(unittest.TestCase):
+    """Config's tls_* fields are passed to the C setters (the TLS
+    handshakes themselves: tests/integration/test_tls.c)."""
+
+    def test_a_tls_url_without_tls_ca_is_refused(self) -> None:
+        cfg = cxlpool.Config(server_url="tls+tcp://127.0.0.1:1")
+        with self.assertRaises(cxlpool.InvalidArgumentError) as cm:
+            cxlpool.Handler(cfg).connect()
+        self.assertIn("cxlp_config_set_tls_ca", str(cm.exception))
+
+    def test_a_cert_without_its_key_is_refused(self) -> None:
+        cfg = cxlpool.Config(server_url="tls+tcp://127.0.0.1:1",
+                             tls_ca="/x", tls_cert="/y")
+        with self.assertRaises(cxlpool.InvalidArgumentError) as cm:
+            cxlpool.Handler(cfg).connect()
+        self.assertIn("needs its key", str(cm.exception))
+
+    def test_tls_fields_on_a_tcp_url_are_refused(self) -> None:
+        cfg = cxlpool.Config(server_url="tcp://127.0.0.1:1",
+                             tls_server_name="localhost")
+        with self.assertRaises(cxlpool.InvalidArgumentError) as cm:
+            cxlpool.Handler(cfg).connect()
+        self.assertIn("not a tls+tcp:// URL", str(cm.exception))
+
+    def test_a_missing_ca_file_is_named(self) -> None:
+        cfg = cxlpool.Config(server_url="tls+tcp://127.0.0.1:1",
+                             tls_ca="/nonexistent/ca.pem")
+        with self.assertRaises(cxlpool.errors.CxlpOSError) as cm:
+            cxlpool.Handler(cfg).connect()
+        self.assertEqual(cm.exception.errno, errno.ENOENT)
+        self.assertIn("/nonexistent/ca.pem", str(cm.exception))
+
+
 class ErrorsRaisedByTheLibrary(ServerTestCase):
     """Each error the handler API can return, produced for real; the
     message is the C library's cxlp_errormsg()."""

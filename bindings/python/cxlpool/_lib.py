@@ -202,6 +202,10 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_page_at": (c_int, [_PTR, ctypes.c_uint32, ctypes.c_uint32,
                              _P(c_uint64), _P(c_void_p)]),
     "cxlp_set_region_fn": (c_int, [_PTR, c_void_p, c_void_p]),
+    "cxlp_config_set_tls_ca": (c_int, [_PTR, c_char_p]),
+    "cxlp_config_set_tls_cert": (c_int, [_PTR, c_char_p]),
+    "cxlp_config_set_tls_key": (c_int, [_PTR, c_char_p]),
+    "cxlp_config_set_tls_server_name": (c_int, [_PTR, c_char_p]),
 }
 
 

@@ -49,6 +49,12 @@ class Config:
                  batch_retrieve_async) in flight at once, 1..1024
     secret       shared secret sent at connect (a tcp:// metaserver with
                  --secret-file refuses a handler without it); None: none
+    tls_ca       for a ``tls+tcp://`` server_url: PEM file of the CAs
+                 that sign the metaserver's certificate (required there)
+    tls_cert, tls_key  PEM files of this handler's certificate and key,
+                 for a metaserver with --tls-verify-peer (mutual TLS)
+    tls_server_name  the name the server's certificate must carry
+                 (default: the URL's host)
     """
 
     server_url: str = DEFAULT_SERVER_URL
@@ -66,6 +72,10 @@ class Config:
     direct_reads: bool = True
     max_inflight: int = 8
     secret: Optional[str] = None
+    tls_ca: str = ""
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_server_name: str = ""
 
     @property
     def chunk_size(self) -> int:
@@ -131,6 +141,16 @@ class Config:
             raise TypeError("secret must be a str or None")
         check(lib.cxlp_config_set_secret(
             cfg, (self.secret or "").encode()))
+        self._apply_tls(lib, cfg)
+
+    def _apply_tls(self, lib: ctypes.CDLL, cfg: ctypes.c_void_p) -> None:
+        """Set the TLS fields (paths and the server name; "" unset)."""
+        for name in ("tls_ca", "tls_cert", "tls_key", "tls_server_name"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a str")
+            check(getattr(lib, "cxlp_config_set_" + name)(
+                cfg, value.encode()))
 
 
 _SIZE_BITS = 8 * ctypes.sizeof(ctypes.c_size_t)

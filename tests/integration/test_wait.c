@@ -39,7 +39,7 @@ waiter_main(void *arg)
 	cxlp_page_t pg;
 	void *buf;
 
-	w->t0 = cxlp_now_ms();
+	__atomic_store_n(&w->t0, cxlp_now_ms(), __ATOMIC_RELEASE);
 	w->rc = cxlp_alloc(w->h, &pg, &buf);
 	w->t1 = cxlp_now_ms();
 	snprintf(w->why, sizeof(w->why), "%s", cxlp_errormsg());
@@ -89,6 +89,9 @@ Test(wait, an_alloc_waits_for_room_and_gets_it_when_a_pin_goes)
 	h = connect_waiting(20000, 1);
 	(void)ev_fill(h, "pin", CXLP_STORE_PIN);
 	waiter_start(&w, h);
+	while (__atomic_load_n(&w.t0, __ATOMIC_ACQUIRE) == 0) {
+		usleep(1000); /* its alloc has begun (a slow start under TSan) */
+	}
 	usleep(400 * 1000);
 	unpin(h, "pin", 7); /* now one key may go */
 	waiter_join(&w);

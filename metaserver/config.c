@@ -301,15 +301,25 @@ set_lease_max(struct ms_config *cfg, const char *v)
 	return rc;
 }
 
-/* --metrics URL: http://host:port (checked when it is opened) */
+/* --metrics URL: http://host:port (checked when it is opened);
+ * http://:PORT binds 127.0.0.1, as --listen tcp://:PORT does: the
+ * endpoint has no authentication */
 static int
 set_metrics(struct ms_config *cfg, const char *v)
 {
+	int n;
+
 	if (strncmp(v, "http://", 7) != 0) {
 		return cxlp_fail(-EINVAL, "--metrics %s: an http://host:port "
 		    "URL", v);
 	}
-	cfg->metrics_url = v;
+	n = v[7] == ':' ? snprintf(cfg->metrics_buf, sizeof(cfg->metrics_buf),
+	    "http://127.0.0.1%s", v + 7) : snprintf(cfg->metrics_buf,
+	    sizeof(cfg->metrics_buf), "%s", v);
+	if (n < 0 || n >= (int)sizeof(cfg->metrics_buf)) {
+		return cxlp_fail(-EINVAL, "--metrics: URL too long");
+	}
+	cfg->metrics_url = cfg->metrics_buf;
 	return 0;
 }
 
@@ -364,11 +374,11 @@ static const struct flag flags[] = {
 	{ "lease-max-ms", 1, "MS", "the longest lease a reader may hold, "
 	    "1..3600000 (default 60000)", set_lease_max },
 	{ "metrics", 1, "URL", "serve /metrics (Prometheus) and /health "
-	    "over HTTP, e.g. http://127.0.0.1:9464 (default: off)",
+	    "over HTTP, e.g. http://:9464 (binds 127.0.0.1; default: off)",
 	    set_metrics },
 	{ "ready-file", 1, "PATH", "once serving, write the pid to PATH "
-	    "(removed at exit); READY=1 also goes to $NOTIFY_SOCKET (systemd "
-	    "Type=notify) when it is set", set_ready_file },
+	    "(removed at start and exit); READY=1 goes to $NOTIFY_SOCKET "
+	    "(systemd Type=notify) whenever that is set", set_ready_file },
 	{ "log-level", 1, "LEVEL", "err|info|debug|off (default info)",
 	    set_log_level },
 	{ "help", 0, NULL, "show this help", NULL },

@@ -71,7 +71,12 @@ add(struct ms_http *h, struct ms *ms, const char *path, void (*cb)(nng_aio *))
 	nng_http_handler *hd;
 	int rc = nng_http_handler_alloc(&hd, path, cb);
 
-	if (rc == 0 && (rc = nng_http_handler_set_data(hd, ms, NULL)) == 0 &&
+	if (rc != 0) {
+		return rc;
+	}
+	/* a GET has no body: none is read (nng would take up to 1 MiB) */
+	if ((rc = nng_http_handler_collect_body(hd, false, 0)) != 0 ||
+	    (rc = nng_http_handler_set_data(hd, ms, NULL)) != 0 ||
 	    (rc = nng_http_server_add_handler(h->srv, hd)) != 0) {
 		nng_http_handler_free(hd);
 	}
@@ -91,6 +96,9 @@ ms_http_start(struct ms *ms, const char *url, struct ms_http **out)
 	}
 	if ((rc = nng_url_parse(&h->url, url)) != 0 ||
 	    strcmp(h->url->u_scheme, "http") != 0) {
+		if (h->url != NULL) {
+			nng_url_free(h->url);
+		}
 		free(h);
 		return cxlp_fail(-EINVAL, "--metrics %s: not an http://host:port "
 		    "URL%s%s", url, rc != 0 ? ": " : "",

@@ -66,6 +66,8 @@ struct ms_config {
 	uint32_t lease_max_ms; /* --lease-max-ms: the longest lease */
 	bool drain_orphans;   /* --drain-orphans: empty them at start */
 	const char *metrics_url; /* --metrics: http://host:port, or NULL */
+	char metrics_buf[MS_URL_MAX]; /* metrics_url, a bare :PORT bound to
+	                               * 127.0.0.1 */
 	const char *ready_file;  /* --ready-file: written once serving */
 	char url_buf[MS_URLS_MAX][MS_URL_MAX]; /* rewritten listen URLs */
 	/* TLS (tls.c): PEM file paths, or NULL */
@@ -579,6 +581,9 @@ int ms_health_text(struct ms *ms, struct pbuf *out);
  * the service manager ($NOTIFY_SOCKET, READY=1) and write --ready-file
  * (notify.c). 0, or -1 when one of them failed (logged). */
 int ms_notify_ready(const struct ms_config *cfg);
+/* ms_notify_starting -- remove a ready file an earlier run left (a
+ * crash): it must not stand for this one, not ready yet. */
+void ms_notify_starting(const struct ms_config *cfg);
 /* ms_notify_stopping -- STOPPING=1, and the ready file removed. */
 void ms_notify_stopping(const struct ms_config *cfg);
 

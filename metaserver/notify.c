@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -54,21 +55,30 @@ notify_socket(const char *msg)
 	return rc;
 }
 
-/* the ready file: written whole under a temporary name, then renamed,
- * so that a reader sees it complete or not at all */
+/* the ready file: written whole under a fresh temporary name (mkstemp:
+ * never a file someone else put there), then renamed, so that a reader
+ * sees it complete or not at all */
 static int
 ready_file(const char *path, const char *text)
 {
 	char tmp[4096];
+	int fd;
 	FILE *f;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >=
+	    (int)sizeof(tmp)) {
 		return cxlp_fail(-ENAMETOOLONG, "--ready-file: path too long");
 	}
-	if ((f = fopen(tmp, "w")) == NULL) {
-		return cxlp_fail(-errno, "--ready-file %s: %s", tmp,
-		    strerror(errno));
+	if ((fd = mkstemp(tmp)) < 0 || (f = fdopen(fd, "w")) == NULL) {
+		int e = errno;
+
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		return cxlp_fail(-e, "--ready-file %s: %s", tmp, strerror(e));
 	}
+	(void)fchmod(fd, 0644);
 	if (fputs(text, f) < 0 || fclose(f) != 0) {
 		unlink(tmp);
 		return cxlp_fail(-EIO, "--ready-file %s: write failed", tmp);
@@ -100,6 +110,17 @@ ms_notify_ready(const struct ms_config *cfg)
 		rc = -1;
 	}
 	return rc;
+}
+
+/* ms_notify_starting -- see ms_int.h */
+void
+ms_notify_starting(const struct ms_config *cfg)
+{
+	if (cfg->ready_file != NULL && unlink(cfg->ready_file) != 0 &&
+	    errno != ENOENT) {
+		log_err("op=notify msg=\"--ready-file %s: %s\"",
+		    cfg->ready_file, strerror(errno));
+	}
 }
 
 /* ms_notify_stopping -- see ms_int.h */

@@ -489,11 +489,13 @@ server_stop(struct server *srv)
 	srv->ms.closing = true; /* pipe events stop detaching sessions */
 	ms_sess_unlock(&srv->ms);
 	ms_waitq_close(&srv->ms); /* no worker waits for room any more */
-	ms_http_stop(&srv->http); /* no scrape reads the pool any more */
-	closed = sock_close_within(srv);
+	closed = sock_close_within(srv); /* /health says 503 meanwhile */
 	reaper_stop(srv);
 	if (closed) {
 		workers_stop(srv);
+		ms_http_stop(&srv->http); /* no scrape reads the pool now; not
+		                           * on the path below: its stop waits
+		                           * for the nng thread that hangs */
 		nng_fini(); /* waits for nng's threads, pipe callbacks too */
 		return true;
 	}
@@ -520,6 +522,7 @@ ms_serve(const struct ms_config *cfg)
 
 	block_signals();
 	cxlp_set_log_fn(NULL, NULL, cfg->log_level);
+	ms_notify_starting(cfg); /* a ready file a crash left is not ours */
 	if (cfg->secret_file != NULL &&
 	    ms_secret_load(cfg->secret_file, secret, &secret_len) != 0) {
 		fprintf(stderr, "cxlpool-metaserver: %s\n", cxlp_errormsg());

@@ -175,10 +175,16 @@ class Metrics(ServerTestCase):
         self.assertEqual(c["hits"] - c0["hits"], 5)
         self.assertEqual(c["misses"] - c0["misses"], 1)
         self.assertEqual(c["direct_reads"] - c0["direct_reads"], 6)
-        text = h.counters_text(labels={"instance": 'a"b'})
+        text = h.counters_text(labels={"instance": 'a"b\nc'})
+        text += h.counters_text(labels={"instance": "two"}, header=False)
         m = parse(text)
         self.assertEqual(m[("cxlpool_handler_hits_total",
-                            'instance="a\\"b"')], c["hits"])
+                            'instance="a\\"b\\nc"')], c["hits"])
+        self.assertEqual(m[("cxlpool_handler_hits_total",
+                            'instance="two"')], c["hits"])
+        self.assertEqual(text.count("# TYPE cxlpool_handler_hits_total"), 1)
+        with self.assertRaises(ValueError):
+            h.counters_text(labels={"bad-name": "x"})
 
 
 if __name__ == "__main__":

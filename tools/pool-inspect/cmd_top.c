@@ -10,6 +10,7 @@
  */
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <termios.h>
@@ -71,8 +72,12 @@ draw(const struct inspect_opts *o, const struct sample *a,
 	    fmt_size(l, val(b, PROTO_STAT_LARGEST_FREE)));
 	printf("keys %" PRIu64 "  sessions %" PRIu64 "  pins %" PRIu64
 	    "  leases %" PRIu64 "\n", val(b, PROTO_STAT_KEYS),
-	    val(b, PROTO_STAT_SESSIONS) - 1, val(b, PROTO_STAT_PINS),
-	    val(b, PROTO_STAT_LEASES));
+	    val(b, PROTO_STAT_SESSIONS) > 0 ? val(b, PROTO_STAT_SESSIONS) - 1 :
+	    0, val(b, PROTO_STAT_PINS), val(b, PROTO_STAT_LEASES));
+	if (b->n < PROTO_STAT_COUNT) {
+		printf("(this metaserver predates the request counters: no "
+		    "ops/s, no hit ratio)\n");
+	}
 	printf("evictions/s %.1f  (%" PRIu64 " in all)\n", dt <= 0 ? 0.0 :
 	    (double)(evicted(b) - evicted(a)) / dt, evicted(b));
 	if (found + missing > 0) {
@@ -100,7 +105,29 @@ draw(const struct inspect_opts *o, const struct sample *a,
 	fflush(stdout);
 }
 
-/* wait ms, or until q on a terminal: true to go on */
+/* SIGTERM, SIGHUP (and SIGINT when stdin is no terminal) end the run
+ * through the loop, which puts the terminal back first */
+static volatile sig_atomic_t stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void
+catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+}
+
+/* wait ms, or until q (or ^C) on a terminal: true to go on */
 static bool
 pause_for_q(unsigned ms, bool tty)
 {
@@ -111,14 +138,18 @@ pause_for_q(unsigned ms, bool tty)
 		struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
 		nanosleep(&ts, NULL);
-		return true;
+		return !stop;
 	}
 	for (uint64_t now = cxlp_now_ms(); now < until;
 	    now = cxlp_now_ms()) {
 		char c;
 
+		if (stop) {
+			return false;
+		}
 		if (poll(&pfd, 1, (int)(until - now)) > 0 &&
-		    read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q')) {
+		    read(STDIN_FILENO, &c, 1) == 1 &&
+		    (c == 'q' || c == 'Q' || c == 3 /* ^C */)) {
 			return false;
 		}
 	}
@@ -146,9 +177,12 @@ cmd_top(int argc, char **argv)
 		return 1;
 	}
 	tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+	catch_signals();
 	if (tty && tcgetattr(STDIN_FILENO, &old) == 0) {
 		raw = old;
-		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		/* no ISIG: ^C arrives as a key and quits like q, so the
+		 * terminal is always put back */
+		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO | ISIG);
 		raw_set = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
 	}
 	memset(&a, 0, sizeof(a));

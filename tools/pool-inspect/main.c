@@ -55,7 +55,7 @@ usage(FILE *f)
 		    cmds[i].usage, "", cmds[i].help);
 	}
 	fprintf(f, "\nPools are opened read-only; no metaserver is needed "
-	    "except for stats.\nExit status: 0 ok, 1 failure or damage, "
+	    "except for stats and top.\nExit status: 0 ok, 1 failure or damage, "
 	    "2 usage.\n");
 }
 

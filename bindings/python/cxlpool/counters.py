@@ -10,6 +10,7 @@ The method lives in the :class:`Counters` mixin of :class:`cxlpool.Handler`.
 from __future__ import annotations
 
 import ctypes
+import re
 from ctypes import byref, c_uint64, sizeof
 from typing import Any, Dict, Optional
 
@@ -50,20 +51,28 @@ class Counters:
                     COUNTER_FIELDS}
 
     def counters_text(self, prefix: str = "cxlpool_handler",
-                      labels: Optional[Dict[str, str]] = None) -> str:
+                      labels: Optional[Dict[str, str]] = None,
+                      header: bool = True) -> str:
         """The counters in Prometheus' text format, as
-        ``<prefix>_<name>_total``, with the given labels on each."""
+        ``<prefix>_<name>_total``, with the given labels on each.
+        header=False leaves out the HELP and TYPE lines, for the second
+        and later handlers of one exposition (a metric's TYPE comes once).
+        """
         lab = ""
         if labels:
+            for k in labels:
+                if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", k):
+                    raise ValueError(f"label name {k!r}")
             esc = {k: str(v).replace("\\", "\\\\").replace('"', '\\"')
-                   for k, v in labels.items()}
+                   .replace("\n", "\\n") for k, v in labels.items()}
             lab = "{" + ",".join(f'{k}="{v}"' for k, v in
                                  sorted(esc.items())) + "}"
         values = self.counters()
         out = []
         for name, help_text in COUNTER_FIELDS:
             metric = f"{prefix}_{name}_total"
-            out.append(f"# HELP {metric} {help_text}")
-            out.append(f"# TYPE {metric} counter")
+            if header:
+                out.append(f"# HELP {metric} {help_text}")
+                out.append(f"# TYPE {metric} counter")
             out.append(f"{metric}{lab} {values[name]}")
         return "\n".join(out) + "\n"

@@ -2,85 +2,258 @@
  * http.c -- the metaserver's HTTP endpoint for operators (--metrics
  * URL): GET /metrics, the Prometheus text of metrics.c, and GET /health,
  * a one-line JSON status (200 while serving, 503 while shutting down).
- * nng's own HTTP server, so no new dependency; this is the one file that
- * includes its header. It runs on nng's threads, apart from the workers:
- * a scrape costs the request path nothing but the read lock its pool
- * figures take.
+ *
+ * Why its own small server rather than nng's: nng 1.5.2's HTTP server
+ * keeps every connection a client opens, idle or not, for as long as the
+ * client likes, so a few hundred idle connections use up the process's
+ * file descriptors, and then no handler can connect to the metaserver at
+ * all. This one thread serves at most HTTP_CONNS_MAX connections at
+ * once (past that, new ones wait in the kernel's backlog, holding no
+ * descriptor of ours), gives each HTTP_IDLE_MS to send its request, reads
+ * at most HTTP_REQ_MAX bytes of it (headers only: a GET has no body),
+ * answers, and closes. A scrape costs the request path nothing but the
+ * read lock its pool figures take.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include <nng/nng.h>
-#include <nng/supplemental/http/http.h>
-
+#include "clock.h"
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
 
-struct ms_http {
-	nng_http_server *srv;
-	nng_url *url;
+#define HTTP_CONNS_MAX 16
+#define HTTP_IDLE_MS 2000
+#define HTTP_REQ_MAX 8192
+
+struct conn {
+	int fd;            /* -1: free */
+	uint64_t until_ms; /* when an idle one is dropped */
+	size_t len;
+	char req[HTTP_REQ_MAX];
 };
 
-/* One GET: text from make (ms_metrics_text or ms_health_text), 200, or
- * 503 when make says the server does not serve. */
-static void
-reply(nng_aio *aio, int (*make)(struct ms *, struct pbuf *),
-    const char *type)
+struct ms_http {
+	struct ms *ms;
+	int lfd;        /* listening socket */
+	int wake[2];    /* a pipe: a byte stops the thread */
+	pthread_t thread;
+	struct conn c[HTTP_CONNS_MAX];
+};
+
+/* Parse http://host:port into a listening socket. */
+static int
+listen_on(const char *url, int *out)
 {
-	nng_http_handler *hd = nng_aio_get_input(aio, 1);
-	struct ms *ms = nng_http_handler_get_data(hd);
-	nng_http_res *res = NULL;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+	    .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct addrinfo *ai = NULL;
+	char host[256], port[16];
+	const char *h = url + 7, *colon = strrchr(h, ':');
+	int fd = -1, one = 1, rc;
+
+	if (strncmp(url, "http://", 7) != 0 || colon == NULL ||
+	    (size_t)(colon - h) >= sizeof(host) || strlen(colon + 1) == 0 ||
+	    strlen(colon + 1) >= sizeof(port) || strchr(colon, '/') != NULL) {
+		return cxlp_fail(-EINVAL, "--metrics %s: not an "
+		    "http://host:port URL", url);
+	}
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - h), h);
+	snprintf(port, sizeof(port), "%s", colon + 1);
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		memmove(host, host + 1, strlen(host) - 2);
+		host[strlen(host) - 2] = '\0';
+	}
+	if ((rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai)) != 0) {
+		return cxlp_fail(-EINVAL, "--metrics %s: %s", url,
+		    gai_strerror(rc));
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+	    sizeof(one)) != 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+	    listen(fd, 64) != 0) {
+		int e = errno;
+
+		if (fd >= 0) {
+			close(fd);
+		}
+		freeaddrinfo(ai);
+		return cxlp_fail(-e, "--metrics %s: cannot serve: %s", url,
+		    strerror(e));
+	}
+	freeaddrinfo(ai);
+	*out = fd;
+	return 0;
+}
+
+static void
+send_all(int fd, const void *p, size_t n)
+{
+	const char *b = p;
+
+	while (n > 0) {
+		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+
+		if (w <= 0) {
+			return; /* the client went: nothing to keep */
+		}
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Answer the request in c (complete headers), then the caller closes. */
+static void
+respond(struct ms_http *h, struct conn *c)
+{
+	const char *path = c->req + 4, *type = "text/plain; charset=utf-8";
+	int status = 404, st;
 	struct pbuf b;
-	int rc, st;
+	char head[256];
 
 	pbuf_init(&b);
-	st = make(ms, &b);
-	if (b.err != 0 || (rc = nng_http_res_alloc(&res)) != 0 ||
-	    (rc = nng_http_res_set_status(res, st == 0 ? 200 : 503)) != 0 ||
-	    (rc = nng_http_res_set_header(res, "Content-Type", type)) != 0 ||
-	    (rc = nng_http_res_copy_data(res, b.data, b.len)) != 0) {
-		pbuf_fini(&b);
-		if (res != NULL) {
-			nng_http_res_free(res);
-		}
-		nng_aio_finish(aio, NNG_ENOMEM);
-		return;
+	if (strncmp(c->req, "GET ", 4) != 0 &&
+	    strncmp(c->req, "HEAD ", 5) != 0) {
+		status = 405;
+		pbuf_put_bytes(&b, "only GET\n", 9);
+	} else if (strncmp(path, "/metrics ", 9) == 0 ||
+	    strncmp(path, "/metrics?", 9) == 0) {
+		st = ms_metrics_text(h->ms, &b);
+		status = st == 0 ? 200 : 500;
+		type = "text/plain; version=0.0.4";
+	} else if (strncmp(path, "/health ", 8) == 0) {
+		status = ms_health_text(h->ms, &b) == 0 ? 200 : 503;
+		type = "application/json";
+	} else {
+		pbuf_put_bytes(&b, "not found\n", 10);
+	}
+	snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
+	    "Content-Length: %zu\r\nConnection: close\r\n\r\n", status,
+	    status == 200 ? "OK" : status == 503 ? "Service Unavailable" :
+	    status == 405 ? "Method Not Allowed" : status == 500 ?
+	    "Internal Server Error" : "Not Found", type, b.err ? 0 : b.len);
+	send_all(c->fd, head, strlen(head));
+	if (b.err == 0 && strncmp(c->req, "HEAD ", 5) != 0) {
+		send_all(c->fd, b.data, b.len);
 	}
 	pbuf_fini(&b);
-	nng_aio_set_output(aio, 0, res);
-	nng_aio_finish(aio, 0);
 }
 
 static void
-metrics_cb(nng_aio *aio)
+conn_close(struct conn *c)
 {
-	reply(aio, ms_metrics_text, "text/plain; version=0.0.4");
+	close(c->fd);
+	c->fd = -1;
+	c->len = 0;
+}
+
+/* Read what c's client sent; answer once its headers are complete. */
+static void
+conn_read(struct ms_http *h, struct conn *c)
+{
+	ssize_t r = recv(c->fd, c->req + c->len, sizeof(c->req) - 1 - c->len,
+	    0);
+
+	if (r <= 0) {
+		conn_close(c);
+		return;
+	}
+	c->len += (size_t)r;
+	c->req[c->len] = '\0';
+	if (strstr(c->req, "\r\n\r\n") != NULL ||
+	    strstr(c->req, "\n\n") != NULL) {
+		respond(h, c);
+		conn_close(c);
+	} else if (c->len == sizeof(c->req) - 1) {
+		static const char big[] = "HTTP/1.1 431 Request Header "
+		    "Fields Too Large\r\nConnection: close\r\n"
+		    "Content-Length: 0\r\n\r\n";
+
+		send_all(c->fd, big, sizeof(big) - 1);
+		conn_close(c);
+	}
 }
 
 static void
-health_cb(nng_aio *aio)
+accept_one(struct ms_http *h)
 {
-	reply(aio, ms_health_text, "application/json");
+	int fd = accept4(h->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0) {
+		return; /* EAGAIN, or out of descriptors: try at the next */
+	}
+	for (int i = 0; i < HTTP_CONNS_MAX; i++) {
+		if (h->c[i].fd < 0) {
+			h->c[i].fd = fd;
+			h->c[i].len = 0;
+			h->c[i].until_ms = cxlp_now_ms() + HTTP_IDLE_MS;
+			return;
+		}
+	}
+	close(fd); /* cannot happen: the listener is polled only when a
+	            * place is free */
 }
 
-static int
-add(struct ms_http *h, struct ms *ms, const char *path, void (*cb)(nng_aio *))
+static void *
+http_main(void *arg)
 {
-	nng_http_handler *hd;
-	int rc = nng_http_handler_alloc(&hd, path, cb);
+	struct ms_http *h = arg;
 
-	if (rc != 0) {
-		return rc;
+	for (;;) {
+		struct pollfd pfd[HTTP_CONNS_MAX + 2];
+		int map[HTTP_CONNS_MAX + 2], n = 0, used = 0;
+		uint64_t now = cxlp_now_ms();
+		int timeout = HTTP_IDLE_MS;
+
+		pfd[n++] = (struct pollfd){ .fd = h->wake[0], .events = POLLIN };
+		for (int i = 0; i < HTTP_CONNS_MAX; i++) {
+			struct conn *c = &h->c[i];
+
+			if (c->fd < 0) {
+				continue;
+			}
+			if (now >= c->until_ms) {
+				conn_close(c); /* idle too long */
+				continue;
+			}
+			used++;
+			if ((int)(c->until_ms - now) < timeout) {
+				timeout = (int)(c->until_ms - now);
+			}
+			map[n] = i;
+			pfd[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+		}
+		if (used < HTTP_CONNS_MAX) { /* else the backlog holds them */
+			map[n] = -1;
+			pfd[n++] = (struct pollfd){ .fd = h->lfd, .events = POLLIN };
+		}
+		if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR) {
+			continue;
+		}
+		if (pfd[0].revents != 0) {
+			break;
+		}
+		for (int k = 1; k < n; k++) {
+			if (pfd[k].revents == 0) {
+				continue;
+			}
+			if (map[k] < 0) {
+				accept_one(h);
+			} else {
+				conn_read(h, &h->c[map[k]]);
+			}
+		}
 	}
-	/* a GET has no body: none is read (nng would take up to 1 MiB) */
-	if ((rc = nng_http_handler_collect_body(hd, false, 0)) != 0 ||
-	    (rc = nng_http_handler_set_data(hd, ms, NULL)) != 0 ||
-	    (rc = nng_http_server_add_handler(h->srv, hd)) != 0) {
-		nng_http_handler_free(hd);
-	}
-	return rc;
+	return NULL;
 }
 
 /* ms_http_start -- see ms_int.h */
@@ -94,23 +267,27 @@ ms_http_start(struct ms *ms, const char *url, struct ms_http **out)
 	if (h == NULL) {
 		return cxlp_fail(-ENOMEM, "metrics: no memory");
 	}
-	if ((rc = nng_url_parse(&h->url, url)) != 0 ||
-	    strcmp(h->url->u_scheme, "http") != 0) {
-		if (h->url != NULL) {
-			nng_url_free(h->url);
-		}
-		free(h);
-		return cxlp_fail(-EINVAL, "--metrics %s: not an http://host:port "
-		    "URL%s%s", url, rc != 0 ? ": " : "",
-		    rc != 0 ? nng_strerror(rc) : "");
+	h->ms = ms;
+	for (int i = 0; i < HTTP_CONNS_MAX; i++) {
+		h->c[i].fd = -1;
 	}
-	if ((rc = nng_http_server_hold(&h->srv, h->url)) != 0 ||
-	    (rc = add(h, ms, "/metrics", metrics_cb)) != 0 ||
-	    (rc = add(h, ms, "/health", health_cb)) != 0 ||
-	    (rc = nng_http_server_start(h->srv)) != 0) {
-		ms_http_stop(&h);
-		return cxlp_fail(rc == NNG_EADDRINUSE ? -EADDRINUSE : -EIO,
-		    "--metrics %s: cannot serve: %s", url, nng_strerror(rc));
+	if ((rc = listen_on(url, &h->lfd)) != 0) {
+		free(h);
+		return rc;
+	}
+	if (pipe2(h->wake, O_CLOEXEC) != 0) {
+		rc = cxlp_fail(-errno, "--metrics: pipe: %s", strerror(errno));
+		close(h->lfd);
+		free(h);
+		return rc;
+	}
+	if (pthread_create(&h->thread, NULL, http_main, h) != 0) {
+		rc = cxlp_fail(-EAGAIN, "--metrics: cannot start its thread");
+		close(h->wake[0]);
+		close(h->wake[1]);
+		close(h->lfd);
+		free(h);
+		return rc;
 	}
 	log_info("op=metrics listen=%s", url);
 	*out = h;
@@ -126,13 +303,17 @@ ms_http_stop(struct ms_http **hp)
 	if (h == NULL) {
 		return;
 	}
-	if (h->srv != NULL) {
-		nng_http_server_stop(h->srv);
-		nng_http_server_release(h->srv);
+	if (write(h->wake[1], "x", 1) == 1) {
+		pthread_join(h->thread, NULL);
 	}
-	if (h->url != NULL) {
-		nng_url_free(h->url);
+	for (int i = 0; i < HTTP_CONNS_MAX; i++) {
+		if (h->c[i].fd >= 0) {
+			close(h->c[i].fd);
+		}
 	}
+	close(h->lfd);
+	close(h->wake[0]);
+	close(h->wake[1]);
 	free(h);
 	*hp = NULL;
 }

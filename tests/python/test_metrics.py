@@ -158,6 +158,31 @@ class Metrics(ServerTestCase):
         status, _ = self.get("/nothing-here")
         self.assertEqual(status, 404)
 
+    def test_idle_and_hostile_http_clients_do_not_stop_the_server(
+            self) -> None:
+        idle = []
+        for _ in range(64):  # past the endpoint's 16 connections
+            s = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+            idle.append(s)
+        try:
+            h = self.handler()  # the metaserver still takes handlers
+            self.workload(h, "idle", 4)
+            self.assertEqual(h.healthcheck(), True)
+            # the idle ones are dropped after the endpoint's idle time
+            idle[0].settimeout(10)
+            self.assertEqual(idle[0].recv(1), b"", "an idle client kept")
+            status, _ = self.get("/metrics")  # served again
+            self.assertEqual(status, 200)
+        finally:
+            for s in idle:
+                s.close()
+        with socket.create_connection(("127.0.0.1", PORT), timeout=10) as s:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000)
+            self.assertIn(b" 431 ", s.recv(200))
+        with socket.create_connection(("127.0.0.1", PORT), timeout=10) as s:
+            s.sendall(b"POST /metrics HTTP/1.1\r\n\r\n")
+            self.assertIn(b" 405 ", s.recv(200))
+
     def test_handler_counters_count_this_handlers_calls(self) -> None:
         h = self.handler()
         c0 = h.counters()

@@ -9,9 +9,9 @@
 #                   the integration tests' worker processes) and the soak
 #                   (parent, 8 workers, metaserver), driven by the
 #                   integration tests of build/ and by cxlp-soak
-#   4. fuzz         scripts/fuzz.sh: both libFuzzer targets, 30 s each
+#   4. fuzz         scripts/fuzz.sh: both libFuzzer targets, 20 s each
 #                   (needs clang, which install-deps.sh installs)
-#   5. soak         build/'s cxlp-soak in full (120 s, a kill every 1.5 s):
+#   5. soak         build/'s cxlp-soak in full (90 s, a kill every 1.5 s):
 #                   what piles up slowly (pages, regions, pins) shows only
 #                   in a run this long (the 10 s run of step 1 cannot fill
 #                   its pool); then 20 s of it on a pool that evicts all the
@@ -84,10 +84,10 @@ run_tsan() {
 }
 
 run_soak() {
-	echo "soak: cxlp-soak (120 s)"
+	echo "soak: cxlp-soak (90 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
-		build/tests/soak/cxlp-soak || return 1
+		build/tests/soak/cxlp-soak --seconds 90 || return 1
 	echo "soak: cxlp-soak --evict (20 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
@@ -105,7 +105,7 @@ if [ "${1:-}" != "--quick" ]; then
 		-Dsanitize_strict=true -Dexpensive_checks=true || rc=1
 	run_tsan || rc=1
 	if command -v clang >/dev/null 2>&1; then
-		scripts/fuzz.sh 30 || rc=1
+		scripts/fuzz.sh 20 || rc=1
 	else
 		echo "test.sh: clang not found: fuzzing skipped" >&2
 		rc=1

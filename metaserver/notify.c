@@ -99,13 +99,14 @@ ms_notify_ready(const struct ms_config *cfg)
 	char text[64];
 	int rc = 0;
 
-	snprintf(text, sizeof(text), "READY=1\nMAINPID=%d\n", (int)getpid());
-	if (notify_socket(text) != 0) {
+	/* the file first: whoever hears READY=1 finds it there */
+	snprintf(text, sizeof(text), "%d\n", (int)getpid());
+	if (cfg->ready_file != NULL && ready_file(cfg->ready_file, text) != 0) {
 		log_err("op=notify msg=\"%s\"", cxlp_errormsg());
 		rc = -1;
 	}
-	snprintf(text, sizeof(text), "%d\n", (int)getpid());
-	if (cfg->ready_file != NULL && ready_file(cfg->ready_file, text) != 0) {
+	snprintf(text, sizeof(text), "READY=1\nMAINPID=%d\n", (int)getpid());
+	if (notify_socket(text) != 0) {
 		log_err("op=notify msg=\"%s\"", cxlp_errormsg());
 		rc = -1;
 	}

@@ -34,7 +34,6 @@
 # Criterion runners that drive them are not. No suppressions are used.
 set -eu
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
 
 run_suite() { # builddir [meson setup args...]
 	dir=$1
@@ -98,25 +97,42 @@ run_soak() {
 		build/tests/soak/cxlp-soak --hostile --seconds 30 --workers 4
 }
 
+# step name cmd...: run one step, note how long it took (a CI log that
+# went past its budget says where the time went)
+times=""
+step() {
+	name=$1
+	shift
+	t0=$(date +%s)
+	st=0
+	"$@" || st=1
+	times="$times$name $(($(date +%s) - t0)) s; "
+	return $st
+}
+
 rc=0
-run_suite build || rc=1
+step deps scripts/install-deps.sh
+step build run_suite build || rc=1
 if [ "${1:-}" != "--quick" ]; then
-	run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false \
-		-Dsanitize_strict=true -Dexpensive_checks=true || rc=1
-	run_tsan || rc=1
+	step asan run_suite build-asan -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dsanitize_strict=true \
+		-Dexpensive_checks=true || rc=1
+	step tsan run_tsan || rc=1
 	if command -v clang >/dev/null 2>&1; then
-		scripts/fuzz.sh 20 || rc=1
+		step fuzz scripts/fuzz.sh 20 || rc=1
 	else
 		echo "test.sh: clang not found: fuzzing skipped" >&2
 		rc=1
 	fi
-	run_soak || rc=1
-	scripts/test-debs.sh || rc=1
+	step soak run_soak || rc=1
+	step debs scripts/test-debs.sh || rc=1
 fi
-# The failures again, last: a CI log cut to its tail still names them.
+echo "test.sh: times: $times"
+# The failures again, last, with the tails of their output: a CI log cut
+# to its tail still shows them.
 for d in build build-asan; do
 	[ -f "$d/meson-logs/testlog.json" ] &&
-		python3 scripts/test-summary.py --names "$d" "$d"
+		python3 scripts/test-summary.py --last "$d" "$d"
 done
 [ $rc -eq 0 ] && echo "test.sh: PASS" || echo "test.sh: FAIL" >&2
 exit $rc

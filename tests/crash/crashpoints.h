@@ -60,6 +60,7 @@ struct run {
 extern struct test_server cp_srv;
 extern atomic_bool cp_crashed;   /* the server died during this run */
 extern atomic_bool cp_restarted; /* ... and the watcher restarted it */
+extern bool cp_restart_ok;       /* ... and the restart worked (once set) */
 
 /* cp_workload -- run the script against cp_srv on the two clients,
  * stopping after the op in flight at a crash; r is reset first. */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "crashpoints.h"
@@ -58,6 +59,74 @@ redial(struct run *r, int s)
 	sockets[s].sock = r->c[s].sock;
 }
 
+/* How long cp_xcall waits for each thing before it gives up: a run that
+ * cannot get an answer fails with a message instead of outliving the
+ * test's timeout (a CI run once did, on a loaded machine). */
+#define NOTICE_MS 3000	 /* for the watcher to see a dropped server die */
+#define RESTART_MS 40000 /* for the watcher's restart */
+#define ANSWER_MS 40000	 /* for an answer from the restarted server */
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool
+dropped(int rc) /* the connection broke: its server died */
+{
+	return rc == -NNG_ECONNRESET || rc == -NNG_ECLOSED ||
+	    rc == -NNG_ECONNSHUT;
+}
+
+static bool
+wait_flag(atomic_bool *flag, unsigned ms)
+{
+	for (unsigned t = 0; !atomic_load(flag) && t < ms; t += 5) {
+		test_sleep_ms(5);
+	}
+	return atomic_load(flag);
+}
+
+static void
+note(const struct raw_client *c, uint16_t op, const char *what, int rc)
+{
+	fprintf(stderr, "crashpoints: op %u (request %llu): %s (%d)\n", op,
+	    (unsigned long long)c->next_id - 1, what, rc);
+}
+
+/* Send frame b again to the restarted server until it answers, for at
+ * most ANSWER_MS: a dialer that does not reach it (seen once: every
+ * attempt timed out on a socket whose pipe never came) is replaced from
+ * the second attempt on. */
+static int
+resend_after_restart(struct run *r, int s, uint16_t op, const struct pbuf *b,
+    uint8_t **rep, size_t *rep_len)
+{
+	struct raw_client *c = &r->c[s];
+	uint64_t until = now_ms() + ANSWER_MS;
+	int rc;
+
+	for (int i = 0;; i++) {
+		rc = raw_call(c, b->data, b->len, rep, rep_len);
+		if (rc == 0 || now_ms() >= until) {
+			break;
+		}
+		note(c, op, "the restarted server did not answer", rc);
+		test_sleep_ms(20);
+		if (i > 0) {
+			redial(r, s);
+		}
+	}
+	if (rc != 0) {
+		note(c, op, "giving up on the restarted server", rc);
+	}
+	return rc;
+}
+
 /* cp_xcall -- see crashpoints.h. When the connection drops (the server
  * died), wait for the watcher's restart and send the same frame again:
  * same request id, as a handler retries. */
@@ -74,32 +143,27 @@ cp_xcall(struct run *r, int s, uint16_t op, const struct pbuf *body,
 		pbuf_put_bytes(&b, body->data, body->len);
 	}
 	rc = raw_call(c, b.data, b.len, rep, rep_len);
+	if (rc != 0 && dropped(rc)) {
+		(void)wait_flag(&cp_crashed, NOTICE_MS);
+	}
 	/* No crash, no reply: nng 1.5's ipc dialer sometimes never redials a
 	 * restarted server, and the frame waits for a pipe that never comes.
 	 * Dial afresh and resend it (same request id), as a handler would. */
 	for (int i = 0; rc != 0 && !atomic_load(&cp_crashed) && i < 3; i++) {
-		test_sleep_ms(50); /* a crash in progress shows up meanwhile */
-		if (atomic_load(&cp_crashed)) {
-			break;
-		}
+		note(c, op, "no answer and no crash: dialing afresh", rc);
 		redial(r, s);
 		rc = raw_call(c, b.data, b.len, rep, rep_len);
-	}
-	for (int i = 0; rc != 0 && i < 6000 && !atomic_load(&cp_restarted);
-	    i++) {
-		test_sleep_ms(5); /* a crash: the watcher is restarting it */
-	}
-	for (int i = 0; rc != 0 && atomic_load(&cp_restarted) && i < 50; i++) {
-		rc = raw_call(c, b.data, b.len, rep, rep_len);
-		if (rc != 0) {
-			/* the same dialer trouble after a restart (seen
-			 * once: every attempt timed out on a socket whose
-			 * pipe never came): dial afresh from the second */
-			test_sleep_ms(20);
-			if (i > 0) {
-				redial(r, s);
-			}
+		if (rc != 0 && dropped(rc)) {
+			(void)wait_flag(&cp_crashed, NOTICE_MS);
 		}
+	}
+	if (rc != 0 && atomic_load(&cp_crashed) &&
+	    !wait_flag(&cp_restarted, RESTART_MS)) {
+		note(c, op, "the watcher did not restart the server", rc);
+	} else if (rc != 0 && atomic_load(&cp_crashed) && !cp_restart_ok) {
+		note(c, op, "the restart failed", rc);
+	} else if (rc != 0 && atomic_load(&cp_crashed)) {
+		rc = resend_after_restart(r, s, op, &b, rep, rep_len);
 	}
 	pbuf_fini(&b);
 	return rc;

@@ -73,7 +73,7 @@ static bool wdone;
 atomic_bool cp_crashed;
 atomic_bool cp_restarted;
 static int crash_status;
-static bool restart_ok;
+bool cp_restart_ok;
 
 static void *
 watch(void *arg)
@@ -87,7 +87,7 @@ watch(void *arg)
 		crash_status = st;
 		atomic_store(&cp_crashed, true);
 		cp_srv.pid = 0;
-		restart_ok = test_server_restart(&cp_srv, srv_args) == 0;
+		cp_restart_ok = test_server_restart(&cp_srv, srv_args) == 0;
 		atomic_store(&cp_restarted, true);
 	}
 	pthread_mutex_unlock(&wlock);
@@ -128,7 +128,7 @@ run_once(struct run *r, uint64_t k, const char *mode)
 	wdone = false;
 	atomic_store(&cp_crashed, false);
 	atomic_store(&cp_restarted, false);
-	restart_ok = false;
+	cp_restart_ok = false;
 	pid = cp_srv.pid;
 	cr_assert_eq(pthread_create(&th, NULL, watch, &pid), 0);
 	cp_workload(r);
@@ -287,7 +287,7 @@ verify(const struct run *r, uint64_t k, const char *mode)
 	cr_assert_eq(r->failed, 0, "%s: an op failed without a crash, or an "
 	    "unpin's retry was refused (stderr says which)", at);
 	cr_assert(k == 0 || atomic_load(&cp_crashed), "%s: no crash", at);
-	cr_assert(k == 0 || restart_ok, "%s: restart failed; see %s", at,
+	cr_assert(k == 0 || cp_restart_ok, "%s: restart failed; see %s", at,
 	    cp_srv.log);
 	cr_assert_eq(test_inspect_check(cp_srv.pool, inspect_out), 0,
 	    "%s: pool-inspect check failed; see %s", at, inspect_out);

@@ -73,11 +73,37 @@ raw_close(struct raw_client *c)
 /* Sockets raw_redial replaced, kept open to the end of the process: a
  * reply owed on one may still arrive, and nng 1.5.2 wedges every later
  * close in the process if a socket is closed as a message arrives
- * (handler/client.c, csock_retire). Past the array's end they are
- * closed. */
-static void *retired[256];
-static unsigned nretired;
+ * (handler/client.c, csock_retire). Their dialers are slowed down to one
+ * attempt a minute, so that a test redialing many times does not keep
+ * hundreds of connections reaching each server it restarts. */
+static void **retired;
+static size_t nretired, retired_cap;
 static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+retire(struct raw_client *c)
+{
+	nng_socket s = *(nng_socket *)c->sock;
+
+	nng_socket_set_ms(s, NNG_OPT_RECONNMINT, 60000);
+	nng_socket_set_ms(s, NNG_OPT_RECONNMAXT, 60000);
+	pthread_mutex_lock(&retired_lock);
+	if (nretired == retired_cap) {
+		size_t cap = retired_cap ? 2 * retired_cap : 64;
+		void **grown = realloc(retired, cap * sizeof(*grown));
+
+		if (grown != NULL) {
+			retired = grown;
+			retired_cap = cap;
+		}
+	}
+	if (nretired < retired_cap) {
+		retired[nretired++] = c->sock;
+	}
+	/* else leaked, still open: better than a wedge */
+	pthread_mutex_unlock(&retired_lock);
+	c->sock = NULL;
+}
 
 int
 raw_redial(struct raw_client *c, const char *url)
@@ -88,13 +114,7 @@ raw_redial(struct raw_client *c, const char *url)
 	if (rc != 0) {
 		return rc;
 	}
-	pthread_mutex_lock(&retired_lock);
-	if (nretired < sizeof(retired) / sizeof(retired[0])) {
-		retired[nretired++] = c->sock;
-		c->sock = NULL;
-	}
-	pthread_mutex_unlock(&retired_lock);
-	raw_close(c);
+	retire(c);
 	c->sock = fresh.sock;
 	return 0;
 }

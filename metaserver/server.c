@@ -51,7 +51,7 @@
 #include "ms_int.h"
 #include "ms_tls.h"
 
-#define CLOSE_DEADLINE_S 10 /* for nng_close at shutdown */
+#define CLOSE_DEADLINE_S 3 /* for nng_close at shutdown: it takes ms */
 /* The largest frame nng reads for us: frames past PROTO_FRAME_MAX up to
  * this get a CXLP_E_PROTO reply naming the limit (ms_dispatch); nng
  * drops the connection of a larger one without reading it, since

@@ -270,7 +270,7 @@ Test(server, a_restarted_server_lets_the_session_reattach)
  * (metaserver/server.c, sock_close_within; 3 in 12 rounds hung before
  * the deadline). Each round stops a server under three handlers that send
  * without pause; it must exit, with status 0, within 40 s (its own
- * deadlines add up to 15 s). */
+ * deadlines add up to 8 s). */
 Test(server, sigterm_while_handlers_send_exits_0, .timeout = 300)
 {
 	for (int round = 0; round < 6; round++) {

@@ -115,14 +115,16 @@ send_all(int fd, const void *p, size_t n)
 static void
 respond(struct ms_http *h, struct conn *c)
 {
-	const char *path = c->req + 4, *type = "text/plain; charset=utf-8";
+	bool get = strncmp(c->req, "GET ", 4) == 0;
+	bool head_only = strncmp(c->req, "HEAD ", 5) == 0;
+	const char *path = c->req + (head_only ? 5 : 4);
+	const char *type = "text/plain; charset=utf-8";
 	int status = 404, st;
 	struct pbuf b;
 	char head[256];
 
 	pbuf_init(&b);
-	if (strncmp(c->req, "GET ", 4) != 0 &&
-	    strncmp(c->req, "HEAD ", 5) != 0) {
+	if (!get && !head_only) {
 		status = 405;
 		pbuf_put_bytes(&b, "only GET\n", 9);
 	} else if (strncmp(path, "/metrics ", 9) == 0 ||
@@ -142,7 +144,7 @@ respond(struct ms_http *h, struct conn *c)
 	    status == 405 ? "Method Not Allowed" : status == 500 ?
 	    "Internal Server Error" : "Not Found", type, b.err ? 0 : b.len);
 	send_all(c->fd, head, strlen(head));
-	if (b.err == 0 && strncmp(c->req, "HEAD ", 5) != 0) {
+	if (b.err == 0 && !head_only) {
 		send_all(c->fd, b.data, b.len);
 	}
 	pbuf_fini(&b);

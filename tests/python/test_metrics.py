@@ -183,6 +183,22 @@ class Metrics(ServerTestCase):
             s.sendall(b"POST /metrics HTTP/1.1\r\n\r\n")
             self.assertIn(b" 405 ", s.recv(200))
 
+    def test_head_answers_the_get_headers_without_a_body(self) -> None:
+        for path, ctype in (("/metrics", b"version=0.0.4"),
+                            ("/health", b"application/json")):
+            with socket.create_connection(("127.0.0.1", PORT),
+                                          timeout=10) as s:
+                s.sendall(f"HEAD {path} HTTP/1.1\r\n\r\n".encode())
+                got = b""
+                while chunk := s.recv(4096):
+                    got += chunk
+            head, _, body = got.partition(b"\r\n\r\n")
+            self.assertTrue(head.startswith(b"HTTP/1.1 200 "), got[:100])
+            self.assertIn(ctype, head)
+            self.assertIn(b"Content-Length: ", head)
+            self.assertNotIn(b"Content-Length: 0\r", head + b"\r")
+            self.assertEqual(body, b"", "a HEAD answer has no body")
+
     def test_handler_counters_count_this_handlers_calls(self) -> None:
         h = self.handler()
         c0 = h.counters()

@@ -34,6 +34,7 @@
 # Criterion runners that drive them are not. No suppressions are used.
 set -eu
 cd "$(dirname "$0")/.."
+export CXLP_REQUIRE_TORCH=1 # test_torch.py: torch is installed; no skip
 
 run_suite() { # builddir [meson setup args...]
 	dir=$1

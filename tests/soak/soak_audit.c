@@ -279,23 +279,25 @@ cleanup_and_compare(struct cxlp_handler *h, const struct cxlp_stats *st0)
 int
 soak_audit_live(const struct soak_parent *sp, struct cxlp_handler *h)
 {
-	int rc;
-
 	struct cxlp_stats st;
+	int rc;
 
 	S = sp;
 	rc = run_inspect_check();
 	rc = rc != 0 ? rc : check_keys(h);
-	/* a worker's session ends with its BYE, which its close sends from
-	 * a thread: until it is in, the pins of a pinned store whose reply
-	 * it lost (CXLP_E_UNKNOWN: one pin or none, cxlpool.h) are its */
-	for (int i = 0; i < 100 && (st = kv_stats(h)).sessions > 1; i++) {
+	/* a killed worker's session (and its pins) ends once the server has
+	 * seen it die: wait (up to 10 s) until only the live workers' and
+	 * the audit's own are left. A pinned store of a live worker's whose
+	 * reply was lost (CXLP_E_UNKNOWN) is unpinned by that worker
+	 * (soak_worker.c, unpin_unsure). */
+	for (int i = 0; i < 100 && (st = kv_stats(h)).sessions >
+	    (uint64_t)sp->nworkers + 1; i++) {
 		usleep(100 * 1000);
 	}
 	if (rc == 0 && st.pins != 0) {
 		rc = soak_fail("pins left after every worker unpinned (%llu "
-		    "sessions besides the audit's)",
-		    (unsigned long long)(st.sessions - 1));
+		    "sessions, %u workers)", (unsigned long long)st.sessions,
+		    sp->nworkers);
 	}
 	return rc != 0 ? rc : check_region_keys();
 }

@@ -120,6 +120,28 @@ store_keys(struct wstate *w, char names[][48], const uint32_t *ids,
 	return cxlp_batch_store(w->h, i, kp, kl, pages, lens, flags, ok);
 }
 
+/* A pinned store whose outcome is unknown holds one pin or none on each
+ * key it did not report stored (cxlpool.h, CXLP_E_UNKNOWN): unpin them
+ * all, a refusal meaning there was none, so that the live audit finds no
+ * pin of this worker's. */
+static void
+unpin_unsure(struct wstate *w, char names[][48], size_t n, const bool *ok)
+{
+	const void *kp[BATCH_MAX];
+	size_t kl[BATCH_MAX], m = 0;
+	int st[BATCH_MAX];
+
+	for (size_t i = 0; i < n; i++) {
+		if (!ok[i]) {
+			kp[m] = names[i];
+			kl[m++] = strlen(names[i]);
+		}
+	}
+	if (m > 0) {
+		(void)cxlp_batch_unpin(w->h, m, kp, kl, st);
+	}
+}
+
 static void
 step_shared(struct wstate *w)
 {
@@ -155,6 +177,9 @@ step_shared(struct wstate *w)
 		if (st[i] != 0) {
 			exit(44);
 		}
+	}
+	if (flags == CXLP_STORE_PIN && rc == CXLP_E_UNKNOWN) {
+		unpin_unsure(w, names, n, ok);
 	}
 }
 

@@ -6,7 +6,7 @@
 # pool's summary with pool-inspect and stop the server.
 set -eu
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --build
 [ -f build/build.ninja ] || meson setup build >/dev/null
 ninja -C build >/dev/null
 

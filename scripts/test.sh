@@ -1,6 +1,7 @@
 #!/bin/sh
 # test.sh -- set up and run every cxlpool test: installs the Debian packages
-# (scripts/install-deps.sh), then
+# (scripts/install-deps.sh --build; its --extras, python3-torch and the
+# packaging tools, install in the background while build/ compiles), then
 #   1. build/       plain build, the whole suite (soak: 10 s of its --quick
 #                   run, on a pool small enough that it evicts all the
 #                   time, and 10 s of --hostile)
@@ -9,13 +10,13 @@
 #                   the integration tests' worker processes) and the soak
 #                   (parent, 8 workers, metaserver), driven by the
 #                   integration tests of build/ and by cxlp-soak
-#   4. fuzz         scripts/fuzz.sh: both libFuzzer targets, 20 s each
+#   4. fuzz         scripts/fuzz.sh: both libFuzzer targets, 15 s each
 #                   (needs clang, which install-deps.sh installs)
-#   5. soak         build/'s cxlp-soak in full (90 s, a kill every 1.5 s):
+#   5. soak         build/'s cxlp-soak in full (60 s, a kill every 1.5 s):
 #                   what piles up slowly (pages, regions, pins) shows only
 #                   in a run this long (the 10 s run of step 1 cannot fill
-#                   its pool); then 20 s of it on a pool that evicts all the
-#                   time (--evict), then its --hostile form for 30 s (a
+#                   its pool); then 15 s of it on a pool that evicts all the
+#                   time (--evict), then its --hostile form for 20 s (a
 #                   prober on the server's endpoints, 4 workers, no kills,
 #                   no call may fail)
 #   6. debs         scripts/test-debs.sh: the Debian packages built with
@@ -36,11 +37,28 @@ set -eu
 cd "$(dirname "$0")/.."
 export CXLP_REQUIRE_TORCH=1 # test_torch.py: torch is installed; no skip
 
+# install-deps.sh --extras, started in the background: wait for it once,
+# before the first suite runs (test_torch.py needs torch)
+extras=""
+extras_log=$(mktemp /tmp/cxlp-extras.XXXXXX)
+wait_extras() {
+	[ -n "$extras" ] || return 0
+	st=0
+	wait "$extras" || st=$?
+	extras=""
+	if [ $st -ne 0 ]; then
+		cat "$extras_log" >&2
+		echo "test.sh: install-deps.sh --extras failed" >&2
+	fi
+	return $st
+}
+
 run_suite() { # builddir [meson setup args...]
 	dir=$1
 	shift
 	[ -f "$dir/build.ninja" ] || meson setup "$dir" "$@" >/dev/null
 	ninja -C "$dir"
+	wait_extras || return 1
 	status=0
 	meson test -C "$dir" --print-errorlogs --num-processes 2 || status=$?
 	python3 scripts/test-summary.py "$dir" "$(basename "$dir")"
@@ -70,8 +88,8 @@ run_tsan() {
 		"$t" -j2 >"$rep/$(basename "$t").out" 2>&1 || {
 			tail -n 30 "$rep/$(basename "$t").out"; st=1; }
 	done
-	echo "tsan: cxlp-soak --quick"
-	"$dir/tests/soak/cxlp-soak" --quick || st=1
+	echo "tsan: cxlp-soak --quick --seconds 10"
+	"$dir/tests/soak/cxlp-soak" --quick --seconds 10 || st=1
 	exit $st
 	) || status=1
 	if ls "$rep"/report.* >/dev/null 2>&1; then
@@ -84,18 +102,18 @@ run_tsan() {
 }
 
 run_soak() {
-	echo "soak: cxlp-soak (90 s)"
+	echo "soak: cxlp-soak (60 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
-		build/tests/soak/cxlp-soak --seconds 90 || return 1
-	echo "soak: cxlp-soak --evict (20 s)"
+		build/tests/soak/cxlp-soak --seconds 60 || return 1
+	echo "soak: cxlp-soak --evict (15 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
-		build/tests/soak/cxlp-soak --evict --seconds 20 || return 1
-	echo "soak: cxlp-soak --hostile (30 s)"
+		build/tests/soak/cxlp-soak --evict --seconds 15 || return 1
+	echo "soak: cxlp-soak --hostile (20 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
-		build/tests/soak/cxlp-soak --hostile --seconds 30 --workers 4
+		build/tests/soak/cxlp-soak --hostile --seconds 20 --workers 4
 }
 
 # step name cmd...: run one step, note how long it took (a CI log that
@@ -112,7 +130,9 @@ step() {
 }
 
 rc=0
-step deps scripts/install-deps.sh
+step deps scripts/install-deps.sh --build
+scripts/install-deps.sh --extras >"$extras_log" 2>&1 &
+extras=$!
 step build run_suite build || rc=1
 if [ "${1:-}" != "--quick" ]; then
 	step asan run_suite build-asan -Db_sanitize=address,undefined \
@@ -120,7 +140,7 @@ if [ "${1:-}" != "--quick" ]; then
 		-Dexpensive_checks=true || rc=1
 	step tsan run_tsan || rc=1
 	if command -v clang >/dev/null 2>&1; then
-		step fuzz scripts/fuzz.sh 20 || rc=1
+		step fuzz scripts/fuzz.sh 15 || rc=1
 	else
 		echo "test.sh: clang not found: fuzzing skipped" >&2
 		rc=1
@@ -128,6 +148,8 @@ if [ "${1:-}" != "--quick" ]; then
 	step soak run_soak || rc=1
 	step debs scripts/test-debs.sh || rc=1
 fi
+wait_extras || rc=1 # --quick
+rm -f "$extras_log"
 echo "test.sh: times: $times"
 # The failures again, last, with the tails of their output: a CI log cut
 # to its tail still shows them.

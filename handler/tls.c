@@ -27,8 +27,8 @@
 #include "client_int.h"
 #include "err.h"
 #include "handler_int.h"
+#include "pemfile.h"
 
-#define TLS_PEM_MAX (1u << 20) /* a PEM file larger than this is refused */
 
 /* tls_url -- see handler_int.h */
 bool
@@ -124,29 +124,10 @@ cxlp_config_set_tls_server_name(struct cxlp_config *cfg, const char *name)
 static int
 pem_read(const char *path, const char *what, char **out)
 {
-	FILE *f = fopen(path, "r");
-	char *buf;
-	size_t n;
+	const char *why = NULL;
+	int rc = cxlp_pem_read(path, out, &why);
 
-	*out = NULL;
-	if (f == NULL) {
-		return cxlp_fail(-errno, "TLS %s %s: %s", what, path,
-		    strerror(errno));
-	}
-	if ((buf = malloc(TLS_PEM_MAX + 1)) == NULL) {
-		fclose(f);
-		return cxlp_fail(-ENOMEM, "TLS %s: out of memory", what);
-	}
-	n = fread(buf, 1, TLS_PEM_MAX + 1, f);
-	fclose(f);
-	if (n == 0 || n > TLS_PEM_MAX || strstr(buf, "-----BEGIN") == NULL) {
-		free(buf);
-		return cxlp_fail(-EINVAL, "TLS %s %s: not a PEM file (empty, "
-		    "larger than 1 MiB, or no -----BEGIN line)", what, path);
-	}
-	buf[n] = '\0';
-	*out = buf;
-	return 0;
+	return rc == 0 ? 0 : cxlp_fail(rc, "TLS %s %s: %s", what, path, why);
 }
 
 /* Give cfg tls's CA and, if set, its certificate and key. */

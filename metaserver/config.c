@@ -438,12 +438,11 @@ ms_url_is_plain_remote(const char *url)
 }
 
 /* A listener on url must have a shared secret: everything but ipc://,
- * inproc://, wss:// and a TLS endpoint whose peers show certificates. */
+ * inproc:// and a TLS endpoint whose peers show certificates. */
 static bool
 ms_url_needs_secret(const struct ms_config *cfg, const char *url)
 {
-	static const char *const exempt[] = { "ipc://", "inproc://",
-		"wss://" };
+	static const char *const exempt[] = { "ipc://", "inproc://" };
 
 	for (size_t i = 0; i < sizeof(exempt) / sizeof(exempt[0]); i++) {
 		if (strncmp(url, exempt[i], strlen(exempt[i])) == 0) {
@@ -493,6 +492,14 @@ check_access(const struct ms_config *cfg)
 	for (unsigned i = 0; i < cfg->nurls; i++) {
 		const char *url = cfg->urls[i];
 
+		if (strncmp(url, "wss://", 6) == 0) {
+			fprintf(stderr, "cxlpool-metaserver: --listen %s: "
+			    "wss:// is not supported (its TLS would have no "
+			    "certificate, and handlers speak TLS on tls+tcp:// "
+			    "only): use tls+tcp:// with --tls-cert and "
+			    "--tls-key\n", url);
+			return 2;
+		}
 		if (!cfg->allow_plaintext && ms_url_is_plain_remote(url)) {
 			fprintf(stderr, "cxlpool-metaserver: --listen %s is "
 			    "plaintext on an address other hosts can reach: "

@@ -27,37 +27,18 @@
 #include "err.h"
 #include "log.h"
 #include "ms_tls.h"
+#include "pemfile.h"
 
-#define PEM_MAX (1u << 20) /* bytes of one PEM file */
 #define WATCH_MS 500u      /* between two looks at the counters */
 
 /* Read the PEM file of --flag path into a heap string (*out). */
 static int
 pem_read(const char *flag, const char *path, char **out)
 {
-	FILE *f = fopen(path, "r");
-	size_t n;
-	char *buf;
+	const char *why = NULL;
+	int rc = cxlp_pem_read(path, out, &why);
 
-	*out = NULL;
-	if (f == NULL) {
-		return cxlp_fail(-errno, "--%s %s: %s", flag, path,
-		    strerror(errno));
-	}
-	if ((buf = malloc(PEM_MAX + 1)) == NULL) {
-		fclose(f);
-		return cxlp_fail(-ENOMEM, "--%s: out of memory", flag);
-	}
-	n = fread(buf, 1, PEM_MAX, f);
-	fclose(f);
-	buf[n] = '\0';
-	if (n == 0 || strstr(buf, "-----BEGIN") == NULL) {
-		free(buf);
-		return cxlp_fail(-EINVAL, "--%s %s: not a PEM file", flag,
-		    path);
-	}
-	*out = buf;
-	return 0;
+	return rc == 0 ? 0 : cxlp_fail(rc, "--%s %s: %s", flag, path, why);
 }
 
 /* Give c cfg's certificate and key. */

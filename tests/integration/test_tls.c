@@ -446,6 +446,8 @@ Test(tls, tls_flags_and_options_are_checked)
 	const char *missing[] = { "--pool", pool, "--listen", tls,
 		"--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/y",
 		"--tls-ca", "/z", "--tls-verify-peer", NULL };
+	const char *wss[] = { "--pool", pool, "--listen",
+		"wss://127.0.0.1:1/x", NULL };
 
 	snprintf(tls, sizeof(tls), "tls+tcp://127.0.0.1:%u", free_port());
 	snprintf(pool, sizeof(pool), "/dev/shm/cxlp-tls-%d.pool", getpid());
@@ -461,6 +463,8 @@ Test(tls, tls_flags_and_options_are_checked)
 	cr_assert_eq(run_ms(missing, out, sizeof(out)), 1, "%s", out);
 	cr_assert(strstr(out, "--tls-cert /nonexistent/cert.pem") != NULL,
 	    "%s", out);
+	cr_assert_eq(run_ms(wss, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "wss:// is not supported") != NULL, "%s", out);
 	unlink(pool);
 
 	/* the handler's side: checked at connect, before any dial */
@@ -477,4 +481,57 @@ Test(tls, tls_flags_and_options_are_checked)
 	    .ca = "/nonexistent/ca.pem" }, -ENOENT);
 	assert_msg("no CA file", (const char *[]){ "/nonexistent/ca.pem",
 	    NULL });
+}
+
+/* Write a file of n bytes of c at path (n 0: empty). */
+static void
+write_file(const char *path, size_t n, char c)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s", path);
+	for (size_t i = 0; i < n; i++) {
+		fputc(c, f);
+	}
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* A PEM file that is a directory, empty, over 1 MiB or without a BEGIN
+ * line is refused with a message that says which, on both sides. */
+Test(tls, pem_files_that_are_not_pem_are_named)
+{
+	char empty[64], big[64], text[64], tls[64], pool[64], out[4096];
+	const char *ms_big[] = { "--pool", pool, "--listen", tls,
+		"--tls-cert", big, "--tls-key", big, "--tls-ca", big,
+		"--tls-verify-peer", NULL };
+	const struct {
+		const char *path, *says;
+		int rc;
+	} cases[] = {
+		{ "/tmp", "a directory", -EISDIR },
+		{ empty, "empty", -EINVAL },
+		{ big, "larger than 1 MiB", -EINVAL },
+		{ text, "no -----BEGIN line", -EINVAL },
+	};
+
+	snprintf(empty, sizeof(empty), "/tmp/cxlp-pem-%d.empty", getpid());
+	snprintf(big, sizeof(big), "/tmp/cxlp-pem-%d.big", getpid());
+	snprintf(text, sizeof(text), "/tmp/cxlp-pem-%d.txt", getpid());
+	write_file(empty, 0, 0);
+	write_file(big, (1u << 20) + 1, '-');
+	write_file(text, 5, 'x');
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		dial("tls+tcp://127.0.0.1:1", &(struct dial){
+		    .ca = cases[i].path }, cases[i].rc);
+		assert_msg(cases[i].says, (const char *[]){ "CA file",
+		    cases[i].path, cases[i].says, NULL });
+	}
+	snprintf(tls, sizeof(tls), "tls+tcp://127.0.0.1:%u", free_port());
+	snprintf(pool, sizeof(pool), "/dev/shm/cxlp-pem-%d.pool", getpid());
+	cr_assert_eq(run_ms(ms_big, out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "larger than 1 MiB") != NULL, "%s", out);
+	unlink(pool);
+	unlink(empty);
+	unlink(big);
+	unlink(text);
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "log.h"
@@ -323,9 +324,28 @@ set_metrics(struct ms_config *cfg, const char *v)
 	return 0;
 }
 
+/* --ready-file PATH: its directory must exist and be writable now, so
+ * that a supervisor waiting for the file is not left waiting for ever */
 static int
 set_ready_file(struct ms_config *cfg, const char *v)
 {
+	char dir[4096];
+	const char *slash = strrchr(v, '/');
+	size_t n = slash == NULL ? 1 : slash == v ? 1 : (size_t)(slash - v);
+
+	if (*v == '\0' || (slash != NULL && slash[1] == '\0')) {
+		return cxlp_fail(-EINVAL, "--ready-file '%s': not a file name",
+		    v);
+	}
+	if (n >= sizeof(dir)) {
+		return cxlp_fail(-ENAMETOOLONG, "--ready-file: path too long");
+	}
+	memcpy(dir, slash == NULL ? "." : v, n);
+	dir[n] = '\0';
+	if (access(dir, W_OK | X_OK) != 0) {
+		return cxlp_fail(-errno, "--ready-file %s: its directory %s: "
+		    "%s", v, dir, strerror(errno));
+	}
 	cfg->ready_file = v;
 	return 0;
 }
@@ -536,7 +556,15 @@ apply_flag(struct ms_config *cfg, size_t i, const char *v)
 		printf("cxlpool-metaserver %s\n", MS_VERSION);
 		return 1;
 	}
+	cxlp_errmsg_clear();
 	if (flags[i].set(cfg, v) != 0) {
+		/* a setter that says why (cxlp_fail) is heard; the usage
+		 * text is for a value that is simply not one */
+		if (cxlp_errormsg()[0] != '\0') {
+			fprintf(stderr, "cxlpool-metaserver: %s\n",
+			    cxlp_errormsg());
+			return 2;
+		}
 		fprintf(stderr, "cxlpool-metaserver: bad value for --%s: "
 		    "'%s'\n", flags[i].name, v);
 		usage(stderr);

@@ -76,12 +76,13 @@ ready_file(const char *path, const char *text)
 			close(fd);
 			unlink(tmp);
 		}
-		return cxlp_fail(-e, "--ready-file %s: %s", tmp, strerror(e));
+		return cxlp_fail(-e, "--ready-file %s: cannot create a file "
+		    "next to it: %s", path, strerror(e));
 	}
 	(void)fchmod(fd, 0644);
 	if (fputs(text, f) < 0 || fclose(f) != 0) {
 		unlink(tmp);
-		return cxlp_fail(-EIO, "--ready-file %s: write failed", tmp);
+		return cxlp_fail(-EIO, "--ready-file %s: write failed", path);
 	}
 	if (rename(tmp, path) != 0) {
 		int e = errno;

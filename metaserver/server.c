@@ -522,7 +522,6 @@ ms_serve(const struct ms_config *cfg)
 
 	block_signals();
 	cxlp_set_log_fn(NULL, NULL, cfg->log_level);
-	ms_notify_starting(cfg); /* a ready file a crash left is not ours */
 	if (cfg->secret_file != NULL &&
 	    ms_secret_load(cfg->secret_file, secret, &secret_len) != 0) {
 		fprintf(stderr, "cxlpool-metaserver: %s\n", cxlp_errormsg());
@@ -547,6 +546,9 @@ ms_serve(const struct ms_config *cfg)
 		explicit_bzero(secret, sizeof(secret));
 		return 1;
 	}
+	/* the pool is ours now: a ready file an earlier run on it left is
+	 * not (one removed before could have been a running server's) */
+	ms_notify_starting(cfg);
 	memcpy(srv.ms.secret, secret, sizeof(secret));
 	srv.ms.secret_len = secret_len;
 	explicit_bzero(secret, sizeof(secret));

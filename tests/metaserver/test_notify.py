@@ -85,6 +85,49 @@ class Notify(unittest.TestCase):
                 proc.wait()
             rx.close()
 
+    def start(self, pool: str, sock: str, ready: str) -> subprocess.Popen:
+        """A metaserver with --ready-file ready, once the file is there."""
+        proc = subprocess.Popen([METASERVER, "--pool", pool, "--size",
+                                 "64M", "--listen", f"ipc://{sock}",
+                                 "--ready-file", ready],
+                                stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: proc.poll() is None and (
+            proc.kill(), proc.wait()))
+        deadline = time.monotonic() + 60
+        while not os.path.exists(ready) and time.monotonic() < deadline:
+            self.assertIsNone(proc.poll(), "the metaserver exited")
+            time.sleep(0.05)
+        self.assertTrue(os.path.exists(ready), "no ready file")
+        return proc
+
+    def test_a_second_server_that_cannot_start_leaves_the_ready_file(
+            self) -> None:
+        ready = os.path.join(self.dir, "ready")
+        pool = f"/dev/shm/cxlp-notify3-{os.getpid()}.pool"
+        self.addCleanup(lambda: os.path.exists(pool) and os.unlink(pool))
+        first = self.start(pool, os.path.join(self.dir, "a.sock"), ready)
+        second = subprocess.run([METASERVER, "--pool", pool, "--listen",
+                                 f"ipc://{self.dir}/b.sock", "--ready-file",
+                                 ready], capture_output=True, text=True,
+                                timeout=60)
+        self.assertEqual(second.returncode, 1, second.stderr)
+        self.assertIn("served by", second.stderr)
+        with open(ready) as f:
+            self.assertEqual(f.read().strip(), str(first.pid),
+                             "the running server's ready file was taken")
+        first.terminate()
+        self.assertEqual(first.wait(timeout=60), 0)
+
+    def test_a_ready_file_in_a_missing_directory_is_refused(self) -> None:
+        where = os.path.join(self.dir, "nodir", "ready")
+        r = subprocess.run([METASERVER, "--pool", "/dev/shm/never.pool",
+                            "--ready-file", where], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"--ready-file {where}: its directory "
+                      f"{os.path.dirname(where)}: No such file", r.stderr)
+        self.assertFalse(os.path.exists("/dev/shm/never.pool"))
+
     def test_a_bad_notify_socket_does_not_stop_the_server(self) -> None:
         sock = os.path.join(self.dir, "ms.sock")
         pool = f"/dev/shm/cxlp-notify2-{os.getpid()}.pool"

@@ -12,7 +12,11 @@
  * descriptor of ours), gives each HTTP_IDLE_MS to send its request, reads
  * at most HTTP_REQ_MAX bytes of it (headers only: a GET has no body),
  * answers, and closes. A scrape costs the request path nothing but the
- * read lock its pool figures take.
+ * read lock its pool figures take. An answer is sent whole: a client
+ * that reads it slowly holds the thread for up to HTTP_SEND_MS, then is
+ * dropped. Out of descriptors, the thread stops accepting for
+ * HTTP_ACCEPT_PAUSE_MS at a time rather than spin on a listener that
+ * stays readable.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,6 +38,8 @@
 #define HTTP_CONNS_MAX 16
 #define HTTP_IDLE_MS 2000
 #define HTTP_REQ_MAX 8192
+#define HTTP_SEND_MS 2000
+#define HTTP_ACCEPT_PAUSE_MS 200
 
 struct conn {
 	int fd;            /* -1: free */
@@ -46,6 +52,7 @@ struct ms_http {
 	struct ms *ms;
 	int lfd;        /* listening socket */
 	int wake[2];    /* a pipe: a byte stops the thread */
+	uint64_t accept_after_ms; /* accept failed for want of descriptors */
 	pthread_t thread;
 	struct conn c[HTTP_CONNS_MAX];
 };
@@ -95,20 +102,33 @@ listen_on(const char *url, int *out)
 	return 0;
 }
 
-static void
-send_all(int fd, const void *p, size_t n)
+/* Send all n bytes on the non-blocking fd, waiting for room until
+ * until_ms; false if the client went or did not read in time. */
+static bool
+send_all(int fd, const void *p, size_t n, uint64_t until_ms)
 {
 	const char *b = p;
 
 	while (n > 0) {
 		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+		uint64_t now;
 
-		if (w <= 0) {
-			return; /* the client went: nothing to keep */
+		if (w > 0) {
+			b += w;
+			n -= (size_t)w;
+			continue;
 		}
-		b += w;
-		n -= (size_t)w;
+		if (w < 0 && errno == EINTR) {
+			continue;
+		}
+		if (w == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) ||
+		    (now = cxlp_now_ms()) >= until_ms) {
+			return false; /* the client went: nothing to keep */
+		}
+		(void)poll(&(struct pollfd){ .fd = fd, .events = POLLOUT }, 1,
+		    (int)(until_ms - now));
 	}
+	return true;
 }
 
 /* Answer the request in c (complete headers), then the caller closes. */
@@ -120,13 +140,14 @@ respond(struct ms_http *h, struct conn *c)
 	const char *path = c->req + (head_only ? 5 : 4);
 	const char *type = "text/plain; charset=utf-8";
 	int status = 404, st;
+	uint64_t until;
 	struct pbuf b;
 	char head[256];
 
 	pbuf_init(&b);
 	if (!get && !head_only) {
 		status = 405;
-		pbuf_put_bytes(&b, "only GET\n", 9);
+		pbuf_put_bytes(&b, "only GET and HEAD\n", 18);
 	} else if (strncmp(path, "/metrics ", 9) == 0 ||
 	    strncmp(path, "/metrics?", 9) == 0) {
 		st = ms_metrics_text(h->ms, &b);
@@ -139,13 +160,15 @@ respond(struct ms_http *h, struct conn *c)
 		pbuf_put_bytes(&b, "not found\n", 10);
 	}
 	snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
-	    "Content-Length: %zu\r\nConnection: close\r\n\r\n", status,
+	    "Content-Length: %zu\r\n%sConnection: close\r\n\r\n", status,
 	    status == 200 ? "OK" : status == 503 ? "Service Unavailable" :
 	    status == 405 ? "Method Not Allowed" : status == 500 ?
-	    "Internal Server Error" : "Not Found", type, b.err ? 0 : b.len);
-	send_all(c->fd, head, strlen(head));
-	if (b.err == 0 && !head_only) {
-		send_all(c->fd, b.data, b.len);
+	    "Internal Server Error" : "Not Found", type, b.err ? 0 : b.len,
+	    status == 405 ? "Allow: GET, HEAD\r\n" : "");
+	until = cxlp_now_ms() + HTTP_SEND_MS;
+	if (send_all(c->fd, head, strlen(head), until) && b.err == 0 &&
+	    !head_only) {
+		(void)send_all(c->fd, b.data, b.len, until);
 	}
 	pbuf_fini(&b);
 }
@@ -180,7 +203,8 @@ conn_read(struct ms_http *h, struct conn *c)
 		    "Fields Too Large\r\nConnection: close\r\n"
 		    "Content-Length: 0\r\n\r\n";
 
-		send_all(c->fd, big, sizeof(big) - 1);
+		(void)send_all(c->fd, big, sizeof(big) - 1,
+		    cxlp_now_ms() + HTTP_SEND_MS);
 		conn_close(c);
 	}
 }
@@ -191,7 +215,14 @@ accept_one(struct ms_http *h)
 	int fd = accept4(h->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0) {
-		return; /* EAGAIN, or out of descriptors: try at the next */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		    errno == ENOMEM) {
+			/* the connection stays in the backlog, the listener
+			 * readable: do not spin on it */
+			h->accept_after_ms = cxlp_now_ms() +
+			    HTTP_ACCEPT_PAUSE_MS;
+		}
+		return; /* EAGAIN, or the peer already went */
 	}
 	for (int i = 0; i < HTTP_CONNS_MAX; i++) {
 		if (h->c[i].fd < 0) {
@@ -234,11 +265,17 @@ http_main(void *arg)
 			map[n] = i;
 			pfd[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
 		}
-		if (used < HTTP_CONNS_MAX) { /* else the backlog holds them */
-			map[n] = -1;
+		if (used < HTTP_CONNS_MAX && now >= h->accept_after_ms) {
+			map[n] = -1; /* else the backlog holds them */
 			pfd[n++] = (struct pollfd){ .fd = h->lfd, .events = POLLIN };
+		} else if (now < h->accept_after_ms &&
+		    (int)(h->accept_after_ms - now) < timeout) {
+			timeout = (int)(h->accept_after_ms - now);
 		}
-		if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR) {
+		if (poll(pfd, (nfds_t)n, timeout) < 0) {
+			if (errno != EINTR) {
+				usleep(100 * 1000); /* not seen: no spin */
+			}
 			continue;
 		}
 		if (pfd[0].revents != 0) {
@@ -305,9 +342,9 @@ ms_http_stop(struct ms_http **hp)
 	if (h == NULL) {
 		return;
 	}
-	if (write(h->wake[1], "x", 1) == 1) {
-		pthread_join(h->thread, NULL);
+	while (write(h->wake[1], "x", 1) != 1 && errno == EINTR) {
 	}
+	pthread_join(h->thread, NULL); /* one byte into an empty pipe */
 	for (int i = 0; i < HTTP_CONNS_MAX; i++) {
 		if (h->c[i].fd >= 0) {
 			close(h->c[i].fd);

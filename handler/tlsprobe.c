@@ -47,17 +47,25 @@ struct pio {
 	unsigned nfirst;
 };
 
-/* Wait until fd is ready for events or the deadline passes. */
+/* Wait until fd is ready for events or the deadline passes (a signal
+ * that interrupts the wait does not end it). */
 static bool
 pio_wait(const struct pio *io, short events)
 {
 	struct pollfd p = { .fd = io->fd, .events = events };
-	uint64_t now = cxlp_now_ms();
 
-	if (now >= io->until_ms) {
-		return false;
+	for (;;) {
+		uint64_t now = cxlp_now_ms();
+		int r;
+
+		if (now >= io->until_ms) {
+			return false;
+		}
+		r = poll(&p, 1, (int)(io->until_ms - now));
+		if (r >= 0 || errno != EINTR) {
+			return r == 1;
+		}
 	}
-	return poll(&p, 1, (int)(io->until_ms - now)) == 1;
 }
 
 static int

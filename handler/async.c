@@ -58,7 +58,12 @@
  *    their synchronous calls): a->closing refuses every new submit with
  *    CXLP_E_CLOSED, callbacks' too; every request already submitted runs
  *    to its end with its real result; once none is in flight, a->stop
- *    ends the threads, which are joined. A close called from one of h's
+ *    ends the threads, which are joined. The state stays, refusing,
+ *    until the handler is freed [async_fini], and a handler that never
+ *    submitted gets a static one that refuses (closed_state): a submit
+ *    that races the close (from a region callback on the keeper, which
+ *    runs until keeper_stop) never finds h->async empty and builds a new
+ *    state with a thread nobody joins. A close called from one of h's
  *    callbacks cannot wait there (it would wait for its own callback):
  *    async_close_deferred hands it to a detached thread.
  *
@@ -190,6 +195,16 @@ async_free(struct async *a)
 	free(a);
 }
 
+/* What h->async holds once a close found none: a state that refuses
+ * every submit, so that none made during the close (a region callback on
+ * the keeper thread may submit) builds a new one (note 5). */
+static struct async closed_state = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.work_cv = PTHREAD_COND_INITIALIZER,
+	.slot_cv = PTHREAD_COND_INITIALIZER,
+	.closing = true,
+};
+
 /* h's async state, made on first use (two first submits race through a
  * compare-and-swap); NULL when out of memory. */
 static struct async *
@@ -224,12 +239,16 @@ async_get(struct cxlp_handler *h)
 
 /* ---- slots (notes 1, 2) ------------------------------------------------- */
 
-/* Take a slot for a new request r: 0, or CXLP_E_CLOSED / -EAGAIN. */
+/* Take a slot for a new request r: 0, or CXLP_E_CLOSED / -EAGAIN. A
+ * submit from h's region callback never waits either (note 2): the
+ * thread delivering may be one of h's workers, or the keeper that h's
+ * workers wait for. */
 static int
 slot_take(struct cxlp_handler *h, struct async *a, struct areq *r,
     bool nowait)
 {
 	bool in_callback = in_cb.h == h;
+	bool no_wait = nowait || in_callback || regview_delivering(h);
 
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
@@ -248,10 +267,10 @@ slot_take(struct cxlp_handler *h, struct async *a, struct areq *r,
 			in_cb.req->holds_slot = false; /* note 2: passed on */
 			break;
 		}
-		if (nowait || in_callback) {
+		if (no_wait) {
 			pthread_mutex_unlock(&a->lock);
 			return cxlp_fail(-EAGAIN, "async: %u requests in flight "
-			    "(max_inflight)%s", a->max, in_callback ?
+			    "(max_inflight)%s", a->max, no_wait && !nowait ?
 			    "; a callback does not wait for a slot" : "");
 		}
 		pthread_cond_wait(&a->slot_cv, &a->lock);
@@ -566,13 +585,14 @@ async_refuse(struct cxlp_handler *h)
 void
 async_stop(struct cxlp_handler *h)
 {
-	struct async *a;
+	struct async *a = NULL;
 
-	async_refuse(h);
-	/* no submit can make the state now: h->async is final */
-	if ((a = __atomic_load_n(&h->async, __ATOMIC_ACQUIRE)) == NULL) {
+	/* none yet: the closed state refuses submits from here on */
+	if (__atomic_compare_exchange_n(&h->async, &a, &closed_state, false,
+	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) || a == &closed_state) {
 		return;
 	}
+	async_refuse(h);
 	pthread_mutex_lock(&a->lock);
 	while (a->inflight > 0) {
 		pthread_cond_wait(&a->slot_cv, &a->lock);
@@ -583,8 +603,21 @@ async_stop(struct cxlp_handler *h)
 	for (unsigned i = 0; i < a->nthreads; i++) {
 		pthread_join(a->tids[i], NULL);
 	}
+	a->nthreads = 0;
+	/* kept, refusing, until async_fini: a submit racing the close may
+	 * still be about to lock it */
+}
+
+/* async_fini -- see handler_int.h. */
+void
+async_fini(struct cxlp_handler *h)
+{
+	struct async *a = __atomic_load_n(&h->async, __ATOMIC_ACQUIRE);
+
+	if (a != NULL && a != &closed_state) {
+		async_free(a);
+	}
 	h->async = NULL;
-	async_free(a);
 }
 
 /* async_close_deferred -- see handler_int.h. */

@@ -73,6 +73,7 @@ handler_new(struct cxlp_handler **out, const struct cxlp_config *cfg)
 static void
 handler_free(struct cxlp_handler *h)
 {
+	async_fini(h);
 	regions_fini(h);
 	store_fini(h);
 	direct_close(h);
@@ -187,13 +188,17 @@ cxlp_close(struct cxlp_handler **hp)
 		return;
 	}
 	h = *hp;
+	if (regview_delivering(h)) {
+		/* cxlpool.h: not from h's region callback, whose delivering
+		 * call goes on using h once the callback returns */
+		log_err("cxlp_close from the handler's own region callback is "
+		    "not allowed; the handler stays open (close it once the "
+		    "callback has returned)");
+		return;
+	}
 	*hp = NULL;
 	if (async_close_deferred(h)) {
 		return; /* from one of h's callbacks: closed by a thread */
-	}
-	if (regview_delivering(h)) {
-		h_close_later(h); /* from a region callback: the same */
-		return;
 	}
 	async_stop(h); /* every request submitted runs to its callback */
 	__atomic_store_n(&h->closing, 1, __ATOMIC_RELEASE);

@@ -305,8 +305,9 @@ struct cxlp_handler {
 
 	struct scratch_cache scratch; /* batch calls' transient memory */
 	uint64_t reserved; /* pages held by reservations (reserve.c; atomic) */
-	struct async *async; /* async.c; NULL until the first submit (set
-	                      * once, atomic), freed by async_stop */
+	struct async *async; /* async.c; NULL until the first submit or the
+	                      * close (set once, atomic), freed by
+	                      * async_fini */
 	struct cxlp_counters counters; /* cxlp_counters; relaxed atomics */
 	struct regview *regview; /* regview.c; NULL until the first
 	                      * cxlp_set_region_fn (set once, atomic), freed
@@ -642,10 +643,12 @@ bool regview_delivering(const struct cxlp_handler *h);
 /* h_close_later -- cxlp_close of h from a thread of its own (a close
  * from one of h's callbacks, which the close would wait for). */
 void h_close_later(struct cxlp_handler *h);
-/* async_stop -- at close, before h->closing is set: refuse new submits,
- * let every request submitted run to its callback, join the threads and
- * free h->async. A no-op when nothing was ever submitted. */
+/* async_stop -- at close, before h->closing is set: refuse new submits
+ * (for good: h->async stays a state that refuses them), let every request
+ * submitted run to its callback, and join the threads. */
 void async_stop(struct cxlp_handler *h);
+/* async_fini -- free h->async (handler_free, after async_stop). */
+void async_fini(struct cxlp_handler *h);
 
 /* ---- regview.c ---------------------------------------------------------- */
 

@@ -36,8 +36,10 @@
  *    callback of one handler may call another's, whose callback may call
  *    the first), and the events its calls queued are delivered by the
  *    outer loop right after the callback returns. cxlp_set_region_fn
- *    from a callback is refused with -EDEADLK; cxlp_close from one is
- *    handed to a thread (it would wait for itself). Two threads each
+ *    from a callback is refused with -EDEADLK; cxlp_close of h from one
+ *    is refused (logged; h stays open): the call delivering goes on using
+ *    h after the callback returns. A submit from one never waits for a
+ *    slot (async.c note 2). Two threads each
  *    delivering one handler's events, whose callbacks call the other
  *    handler, wait for each other: a callback should not call into
  *    another handler that delivers on another thread.
@@ -326,6 +328,11 @@ cxlp_set_region_fn(struct cxlp_handler *h, cxlp_region_fn fn, void *arg)
 	if (regview_delivering(h)) {
 		return cxlp_fail(-EDEADLK, "set_region_fn: called from the "
 		    "region callback");
+	}
+	if (in_callbacks == RV_NEST_MAX) {
+		return cxlp_fail(-EDEADLK, "set_region_fn: called from region "
+		    "callbacks of %d handlers nested in each other",
+		    RV_NEST_MAX);
 	}
 	if ((rv = rv_make(h)) == NULL) {
 		return cxlp_fail(-ENOMEM, "set_region_fn: out of memory");

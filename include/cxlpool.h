@@ -510,7 +510,11 @@ CXLP_API int cxlp_retrieve(struct cxlp_handler *h, const void *key,
  * keys with status 0. With CXLP_RETRIEVE_PIN, exactly the keys with status
  * 0 are pinned: a key found but whose bytes cannot be mapped (e.g.
  * CXLP_E_BOUNDS, -ENOMEM) is unpinned again. Returns 0 if the round trip
- * succeeded. */
+ * succeeded. If it failed after the request was sent (CXLP_E_TIMEOUT,
+ * CXLP_E_CONN: no answer; CXLP_E_PROTO: a bad one), the server may have
+ * pinned some of the keys: with CXLP_RETRIEVE_PIN, cxlp_batch_unpin them
+ * all (CXLP_E_NOTPINNED for each it did not pin), or they stay pinned
+ * until the session ends. */
 CXLP_API int cxlp_batch_retrieve(struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[], unsigned flags,
     const void *data[], size_t lens[], int status[]);
@@ -790,8 +794,10 @@ typedef void (*cxlp_store_done_fn)(void *arg, int rc, size_t n,
 /* cxlp_retrieve_done_fn -- the end of a cxlp_batch_retrieve_async: rc,
  * data, lens and status as cxlp_batch_retrieve returned and filled them
  * (with CXLP_RETRIEVE_PIN, exactly the keys with status 0 are pinned:
- * cxlp_unpin each when done). When rc is not 0, every status[i] is rc
- * and no key is pinned. data[i] points into the shared mapping as the
+ * cxlp_unpin each when done). When rc is not 0, every status[i] is rc;
+ * no key is pinned, except that after CXLP_E_TIMEOUT, CXLP_E_CONN or
+ * CXLP_E_PROTO the server may have pinned some, as cxlp_batch_retrieve
+ * says (cxlp_batch_unpin them all). data[i] points into the shared mapping as the
  * synchronous call's does (a pinned key's bytes stay put until it is
  * unpinned); the arrays themselves are valid during the callback only.
  */
@@ -903,7 +909,8 @@ CXLP_API int cxlp_region_view(struct cxlp_handler *h, uint32_t region,
  * table. Names the page whatever its state: cxlp_store and cxlp_free
  * accept it only while it is allocated (CXLP_E_BADPAGE otherwise).
  * Returns 0, CXLP_E_NOTFOUND (not a region of h's), CXLP_E_BOUNDS (index
- * past its pages), -EINVAL, CXLP_E_CLOSED. */
+ * past its pages), CXLP_E_SESSION (the session is gone), -EINVAL,
+ * CXLP_E_CLOSED. */
 CXLP_API int cxlp_page_at(struct cxlp_handler *h, uint32_t region,
     uint32_t index, cxlp_page_t *page, void **buf);
 
@@ -911,14 +918,17 @@ CXLP_API int cxlp_page_at(struct cxlp_handler *h, uint32_t region,
  * The region callback: told of every region h maps (CXLP_REGION_MAPPED)
  * and, before the mapping goes or is taken out of use, of its end
  * (CXLP_REGION_UNMAPPING): own and foreign regions, info giving exactly
- * the mapped range. Each MAPPED of a region is followed by one UNMAPPING,
- * at the latest in cxlp_close, before it unmaps. A GPU connector
+ * the mapped range. Each mapping of a region is followed by one
+ * UNMAPPING, at the latest in cxlp_close, before it unmaps. A GPU connector
  * registers [addr, addr + len) for DMA on MAPPED (cudaHostRegister, in
  * pieces below 512 GiB) and unregisters it on UNMAPPING.
  *
  * - Set: replays a MAPPED of every region mapped now (in id order),
  *   then reports changes as they happen, in the order they happen, one
  *   at a time. fn NULL stops the reports (no UNMAPPING is replayed).
+ *   Setting it again, even the same function, replays again (the Python
+ *   binding's listeners rely on it): a MAPPED of a region fn has heard
+ *   of already, with no UNMAPPING between, is such a replay.
  * - When: never under a lock of the library. An event is delivered by
  *   the call that caused it before that call returns (an alloc whose
  *   page is in a new region, a retrieve that mapped a region,
@@ -926,9 +936,11 @@ CXLP_API int cxlp_page_at(struct cxlp_handler *h, uint32_t region,
  *   back, regions taken ahead of need), or by cxlp_close. So a pointer
  *   into a region is never handed out before its MAPPED has returned.
  * - What fn may call: any function of this library on any handler,
- *   except cxlp_set_region_fn (-EDEADLK) and cxlp_close on h. Events its
- *   own calls cause are delivered right after it returns, on the same
- *   thread. During cxlp_close, calls on h fail CXLP_E_CLOSED. info is
+ *   except cxlp_set_region_fn (-EDEADLK) and cxlp_close on h (refused:
+ *   h stays open, *h is left as it was, and the refusal is logged).
+ *   An asynchronous submit from fn on h never waits for a slot (-EAGAIN
+ *   when all are held). Events its own calls cause are delivered right
+ *   after it returns, on the same thread. During cxlp_close, calls on h fail CXLP_E_CLOSED. info is
  *   valid during the call only. fn must not block on another thread
  *   that is inside a call on h.
  * Returns 0, -EDEADLK (from fn), -ENOMEM, CXLP_E_CLOSED (-EINVAL: h

@@ -140,7 +140,10 @@ cxlp_connect(struct cxlp_handler **out, const struct cxlp_config *cfg)
 		goto err_bye;
 	}
 	direct_open(h);
-	keeper_start(h);
+	if ((rc = keeper_start(h)) != 0) {
+		regions_fini(h);
+		goto err_bye;
+	}
 	*out = h;
 	return 0;
 err_bye:

@@ -600,10 +600,9 @@ void reclaim_gate_unlock(struct cxlp_handler *h);
 void keeper_init(struct keeper *k);
 /* keeper_fini -- tear down k (its thread stopped, or never started). */
 void keeper_fini(struct keeper *k);
-/* keeper_start -- start the keeper thread; on failure the handler runs
- * without one (logged): no keepalive, and give-backs run in the thread
- * that freed (keeper_poke). */
-void keeper_start(struct cxlp_handler *h);
+/* keeper_start -- start the keeper thread: 0, or the error (the connect
+ * fails: without it there is no keepalive). */
+int keeper_start(struct cxlp_handler *h);
 /* keeper_stop -- stop and join it; a no-op when none runs. */
 void keeper_stop(struct cxlp_handler *h);
 /* keeper_poke -- have the keeper run giveback_run soon; without a keeper

@@ -163,19 +163,20 @@ keeper_fini(struct keeper *k)
 }
 
 /* keeper_start -- see handler_int.h */
-void
+int
 keeper_start(struct cxlp_handler *h)
 {
 	struct keeper *k = &h->keeper;
+	int err;
 
 	k->stop = false;
-	if (pthread_create(&k->tid, NULL, keeper_main, h) != 0) {
-		log_err("keeper thread cannot start: no keepalive, and "
-		    "emptied regions are given back by the thread that "
-		    "frees");
-		return;
+	if ((err = pthread_create(&k->tid, NULL, keeper_main, h)) != 0) {
+		return cxlp_fail(-err, "connect: cannot start the handler's "
+		    "thread (keepalive, regions given back): %s",
+		    strerror(err));
 	}
 	k->running = true;
+	return 0;
 }
 
 /* keeper_stop -- see handler_int.h */

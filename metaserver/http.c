@@ -295,6 +295,26 @@ http_main(void *arg)
 	return NULL;
 }
 
+/* Log the address the endpoint really listens on (a host name may have
+ * several; the first getaddrinfo gave is the one bound). */
+static void
+log_bound(int fd, const char *url)
+{
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(sa);
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 ||
+	    getnameinfo((struct sockaddr *)&sa, len, host, sizeof(host), port,
+	    sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		log_info("op=metrics listen=%s", url);
+		return;
+	}
+	log_info("op=metrics listen=%s bound=%s%s%s:%s", url,
+	    sa.ss_family == AF_INET6 ? "[" : "", host,
+	    sa.ss_family == AF_INET6 ? "]" : "", port);
+}
+
 /* ms_http_start -- see ms_int.h */
 int
 ms_http_start(struct ms *ms, const char *url, struct ms_http **out)
@@ -328,7 +348,7 @@ ms_http_start(struct ms *ms, const char *url, struct ms_http **out)
 		free(h);
 		return rc;
 	}
-	log_info("op=metrics listen=%s", url);
+	log_bound(h->lfd, url);
 	*out = h;
 	return 0;
 }

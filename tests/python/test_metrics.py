@@ -263,6 +263,10 @@ class Descriptors(ServerTestCase):
     client that reads its answer slowly."""
     server_args = ["--metrics", f"http://127.0.0.1:{PORT2}"]
 
+    def test_the_log_names_the_address_bound(self) -> None:
+        self.assertTrue(any(f"bound=127.0.0.1:{PORT2}" in line
+                            for line in self.server.log), self.server.log)
+
     def test_a_slow_reader_gets_the_whole_answer(self) -> None:
         # Where loopback buffers hold the whole answer (this VM's gVisor
         # kernel), this passes either way; on Linux a small receive

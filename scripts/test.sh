@@ -4,7 +4,8 @@
 # packaging tools, install in the background while build/ compiles), then
 #   1. build/       plain build, the whole suite (soak: 10 s of its --quick
 #                   run, on a pool small enough that it evicts all the
-#                   time, and 10 s of --hostile)
+#                   time, and 10 s of --hostile; these two only with
+#                   --quick: the full run soaks build/ longer in step 5)
 #   2. build-asan/  AddressSanitizer + UBSan, the whole suite again
 #   3. build-tsan/  ThreadSanitizer: the metaserver, the handler library (in
 #                   the integration tests' worker processes) and the soak
@@ -53,14 +54,16 @@ wait_extras() {
 	return $st
 }
 
-run_suite() { # builddir [meson setup args...]
+run_suite() { # builddir [meson setup args...]; $suite_args: meson test's
 	dir=$1
 	shift
 	[ -f "$dir/build.ninja" ] || meson setup "$dir" "$@" >/dev/null
 	ninja -C "$dir"
 	wait_extras || return 1
 	status=0
-	meson test -C "$dir" --print-errorlogs --num-processes 2 || status=$?
+	# shellcheck disable=SC2086
+	meson test -C "$dir" --print-errorlogs --num-processes 2 \
+		${suite_args:-} || status=$?
 	python3 scripts/test-summary.py "$dir" "$(basename "$dir")"
 	return $status
 }
@@ -133,7 +136,11 @@ rc=0
 step deps scripts/install-deps.sh --build
 scripts/install-deps.sh --extras >"$extras_log" 2>&1 &
 extras=$!
+# the whole run soaks build/ in step 5 (longer, the same three forms), so
+# its suite leaves out the 10 s soaks; --quick keeps them
+[ "${1:-}" = "--quick" ] || suite_args="--no-suite soak"
 step build run_suite build || rc=1
+suite_args=""
 if [ "${1:-}" != "--quick" ]; then
 	step asan run_suite build-asan -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dsanitize_strict=true \

@@ -405,12 +405,12 @@ sock_closer_main(void *arg)
 }
 
 /* nng_close of the socket, waited for at most CLOSE_DEADLINE_S. nng 1.5.2
- * can block in it for good: a request that arrives just as its connection
- * is closed loses its receive (the ipc transport resubmits a read on an
- * aio the close has stopped), and nng's reaper thread waits for that
- * receive forever (seen in 3 of 12 SIGTERMs with three handlers sending;
- * handler/client.c csock_retire has the client side). Returns whether the
- * close finished; if not, its thread is left behind. */
+ * blocked in it for good when a pipe closed while one of its messages was
+ * half read (seen in 1 of 6 SIGTERMs with three handlers sending):
+ * deps/nng/pipe-close-during-transfer.patch fixes that one, and the
+ * deadline stays as a net for any other (handler/client.c csock_retire
+ * has the client side). Returns whether the close finished; if not, its
+ * thread is left behind. */
 static bool
 sock_close_within(struct server *srv)
 {

@@ -10,12 +10,14 @@
  * tls+tcp:// one needs --tls-cert and --tls-key, and --secret-file or
  * --tls-verify-peer (client certificates) to know its handlers.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -108,6 +110,11 @@ set_listen(struct ms_config *cfg, const char *v)
 	}
 	if (n < 0 || n >= MS_URL_MAX) {
 		return -EINVAL;
+	}
+	/* nng takes the scheme in any case: every check here reads it in
+	 * lower case (TCP:// must not pass for something else than tcp://) */
+	for (char *c = buf; c < buf + (sep - v); c++) {
+		*c = (char)tolower((unsigned char)*c);
 	}
 	cfg->urls[cfg->nurls++] = buf;
 	return 0;
@@ -397,7 +404,8 @@ static const struct flag flags[] = {
 	    "over HTTP, e.g. http://:9464 (binds 127.0.0.1; default: off)",
 	    set_metrics },
 	{ "ready-file", 1, "PATH", "once serving, write the pid to PATH "
-	    "(removed at start and exit); READY=1 goes to $NOTIFY_SOCKET "
+	    "(its directory must exist; an old one is removed once the pool "
+	    "is open, this one at exit); READY=1 goes to $NOTIFY_SOCKET "
 	    "(systemd Type=notify) whenever that is set", set_ready_file },
 	{ "log-level", 1, "LEVEL", "err|info|debug|off (default info)",
 	    set_log_level },
@@ -436,7 +444,7 @@ bool
 ms_url_is_plain_remote(const char *url)
 {
 	static const char *const plain[] = { "tcp://", "tcp4://", "tcp6://",
-		"ws://" };
+		"ws://", "ws4://", "ws6://" };
 	static const char *const loop[] = { "127.", "localhost:",
 		"localhost/", "[::1]:" };
 	const char *host = NULL;
@@ -450,7 +458,7 @@ ms_url_is_plain_remote(const char *url)
 		return false;
 	}
 	for (size_t i = 0; i < sizeof(loop) / sizeof(loop[0]); i++) {
-		if (strncmp(host, loop[i], strlen(loop[i])) == 0) {
+		if (strncasecmp(host, loop[i], strlen(loop[i])) == 0) {
 			return false;
 		}
 	}
@@ -512,9 +520,9 @@ check_access(const struct ms_config *cfg)
 	for (unsigned i = 0; i < cfg->nurls; i++) {
 		const char *url = cfg->urls[i];
 
-		if (strncmp(url, "wss://", 6) == 0) {
+		if (strncmp(url, "wss", 3) == 0) {
 			fprintf(stderr, "cxlpool-metaserver: --listen %s: "
-			    "wss:// is not supported (its TLS would have no "
+			    "wss:// (wss4://, wss6://) is not supported (its TLS would have no "
 			    "certificate, and handlers speak TLS on tls+tcp:// "
 			    "only): use tls+tcp:// with --tls-cert and "
 			    "--tls-key\n", url);

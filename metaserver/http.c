@@ -103,14 +103,18 @@ listen_on(const char *url, int *out)
 }
 
 /* Send all n bytes on the non-blocking fd, waiting for room until
- * until_ms; false if the client went or did not read in time. */
+ * until_ms; false if the client went or did not read in time, or the
+ * endpoint is stopping (wake readable: the byte is left for the loop). */
 static bool
-send_all(int fd, const void *p, size_t n, uint64_t until_ms)
+send_all(const struct ms_http *h, int fd, const void *p, size_t n,
+    uint64_t until_ms)
 {
 	const char *b = p;
 
 	while (n > 0) {
 		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+		struct pollfd room[2] = { { .fd = fd, .events = POLLOUT },
+			{ .fd = h->wake[0], .events = POLLIN } };
 		uint64_t now;
 
 		if (w > 0) {
@@ -125,8 +129,10 @@ send_all(int fd, const void *p, size_t n, uint64_t until_ms)
 		    (now = cxlp_now_ms()) >= until_ms) {
 			return false; /* the client went: nothing to keep */
 		}
-		(void)poll(&(struct pollfd){ .fd = fd, .events = POLLOUT }, 1,
-		    (int)(until_ms - now));
+		if (poll(room, 2, (int)(until_ms - now)) > 0 &&
+		    room[1].revents != 0) {
+			return false; /* stopping */
+		}
 	}
 	return true;
 }
@@ -166,9 +172,9 @@ respond(struct ms_http *h, struct conn *c)
 	    "Internal Server Error" : "Not Found", type, b.err ? 0 : b.len,
 	    status == 405 ? "Allow: GET, HEAD\r\n" : "");
 	until = cxlp_now_ms() + HTTP_SEND_MS;
-	if (send_all(c->fd, head, strlen(head), until) && b.err == 0 &&
+	if (send_all(h, c->fd, head, strlen(head), until) && b.err == 0 &&
 	    !head_only) {
-		(void)send_all(c->fd, b.data, b.len, until);
+		(void)send_all(h, c->fd, b.data, b.len, until);
 	}
 	pbuf_fini(&b);
 }
@@ -203,7 +209,7 @@ conn_read(struct ms_http *h, struct conn *c)
 		    "Fields Too Large\r\nConnection: close\r\n"
 		    "Content-Length: 0\r\n\r\n";
 
-		(void)send_all(c->fd, big, sizeof(big) - 1,
+		(void)send_all(h, c->fd, big, sizeof(big) - 1,
 		    cxlp_now_ms() + HTTP_SEND_MS);
 		conn_close(c);
 	}

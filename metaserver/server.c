@@ -536,6 +536,7 @@ ms_serve(const struct ms_config *cfg)
 		return 1;
 	}
 	if (rc != 0) {
+		ms_notify_starting(cfg); /* no server here: an old file lies */
 		fprintf(stderr, "cxlpool-metaserver: cannot open pool %s: "
 		    "%s\n", cfg->pool_path, cxlp_errormsg());
 		if (rc == CXLP_E_VERSION) {

@@ -54,6 +54,7 @@ struct run {
 	bool before;  /* crashed, when the current op began */
 	bool stop;    /* the op in flight at the crash is done */
 	int failed;   /* an op that must succeed did not */
+	uint64_t op_until; /* cp_xcall: when the op in flight gives up */
 };
 
 /* the metaserver under test; a crashed one is restarted by the watcher */

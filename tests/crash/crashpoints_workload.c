@@ -65,6 +65,7 @@ redial(struct run *r, int s)
 #define NOTICE_MS 3000	 /* for the watcher to see a dropped server die */
 #define RESTART_MS 40000 /* for the watcher's restart */
 #define ANSWER_MS 40000	 /* for an answer from the restarted server */
+#define OP_MS 60000	 /* for one op in all, whatever it waits for */
 
 static uint64_t
 now_ms(void)
@@ -108,6 +109,8 @@ resend_after_restart(struct run *r, int s, uint16_t op, const struct pbuf *b,
 {
 	struct raw_client *c = &r->c[s];
 	uint64_t until = now_ms() + ANSWER_MS;
+
+	until = until < r->op_until ? until : r->op_until;
 	int rc;
 
 	for (int i = 0;; i++) {
@@ -138,6 +141,7 @@ cp_xcall(struct run *r, int s, uint16_t op, const struct pbuf *body,
 	struct pbuf b;
 	int rc;
 
+	r->op_until = now_ms() + OP_MS;
 	raw_frame(&b, c, PROTO_VERSION, op, c->token);
 	if (body != NULL) {
 		pbuf_put_bytes(&b, body->data, body->len);
@@ -149,7 +153,8 @@ cp_xcall(struct run *r, int s, uint16_t op, const struct pbuf *body,
 	/* No crash, no reply: nng 1.5's ipc dialer sometimes never redials a
 	 * restarted server, and the frame waits for a pipe that never comes.
 	 * Dial afresh and resend it (same request id), as a handler would. */
-	for (int i = 0; rc != 0 && !atomic_load(&cp_crashed) && i < 3; i++) {
+	for (int i = 0; rc != 0 && !atomic_load(&cp_crashed) && i < 3 &&
+	    now_ms() < r->op_until; i++) {
 		note(c, op, "no answer and no crash: dialing afresh", rc);
 		redial(r, s);
 		rc = raw_call(c, b.data, b.len, rep, rep_len);

@@ -447,7 +447,9 @@ Test(tls, tls_flags_and_options_are_checked)
 		"--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/y",
 		"--tls-ca", "/z", "--tls-verify-peer", NULL };
 	const char *wss[] = { "--pool", pool, "--listen",
-		"wss://127.0.0.1:1/x", NULL };
+		"WSS4://127.0.0.1:1/x", NULL };
+	const char *upper[] = { "--pool", pool, "--listen",
+		"TCP://0.0.0.0:1", NULL };
 
 	snprintf(tls, sizeof(tls), "tls+tcp://127.0.0.1:%u", free_port());
 	snprintf(pool, sizeof(pool), "/dev/shm/cxlp-tls-%d.pool", getpid());
@@ -464,7 +466,11 @@ Test(tls, tls_flags_and_options_are_checked)
 	cr_assert(strstr(out, "--tls-cert /nonexistent/cert.pem") != NULL,
 	    "%s", out);
 	cr_assert_eq(run_ms(wss, out, sizeof(out)), 2, "%s", out);
-	cr_assert(strstr(out, "wss:// is not supported") != NULL, "%s", out);
+	cr_assert(strstr(out, "wss:// (wss4://, wss6://) is not supported") !=
+	    NULL, "%s", out);
+	cr_assert_eq(run_ms(upper, out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "tcp://0.0.0.0:1 is plaintext") != NULL, "%s",
+	    out);
 	unlink(pool);
 
 	/* the handler's side: checked at connect, before any dial */

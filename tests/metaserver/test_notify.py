@@ -118,6 +118,21 @@ class Notify(unittest.TestCase):
         first.terminate()
         self.assertEqual(first.wait(timeout=60), 0)
 
+    def test_a_start_that_cannot_open_the_pool_removes_an_old_ready_file(
+            self) -> None:
+        ready = os.path.join(self.dir, "ready")
+        bad = os.path.join(self.dir, "not-a-pool")
+        with open(bad, "wb") as f:
+            f.write(b"x" * 65536)
+        with open(ready, "w") as f:
+            f.write("999999\n")  # a crashed run's
+        r = subprocess.run([METASERVER, "--pool", bad, "--listen",
+                            f"ipc://{self.dir}/c.sock", "--ready-file",
+                            ready], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertFalse(os.path.exists(ready), "a dead run's ready file")
+
     def test_a_ready_file_in_a_missing_directory_is_refused(self) -> None:
         where = os.path.join(self.dir, "nodir", "ready")
         r = subprocess.run([METASERVER, "--pool", "/dev/shm/never.pool",

@@ -68,6 +68,36 @@ class Regions(ServerTestCase):
                              (listed[i.region].addr,
                               listed[i.region].length))
 
+    def test_a_listener_may_close_its_handler(self) -> None:
+        """close() from a listener run inside the handler's own call
+        (the retrieve that maps a foreign region) returns at once; the
+        call returns its view, and the handler closes once the call has
+        returned (which releases the view, as any close does)."""
+        a, b = self.handler(), self.handler()
+        page = a.alloc()
+        page.buf[:3] = b"xyz"
+        region, _ = a.locate(page.buf)
+        self.assertTrue(a.store(self.key("k"), page, 3))
+        closed_in_cb = threading.Event()
+
+        def on_event(ev: str, info: cxlpool.RegionInfo) -> None:
+            if ev == "mapped" and info.region == region and \
+                    not closed_in_cb.is_set():
+                closed_in_cb.set()
+                b.close()
+        b.add_region_listener(on_event)
+        session = b._session
+        got = b.retrieve(self.key("k"))
+        self.assertTrue(closed_in_cb.is_set())
+        self.assertIsInstance(got, memoryview)
+        deadline = time.monotonic() + 30
+        while not session.c_closed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertTrue(session.c_closed, "the handler was never closed")
+        self.assertFalse(b.connected)
+        with self.assertRaises(cxlpool.ClosedError):
+            b.retrieve(self.key("k"))
+
     def test_a_callback_that_raises_is_logged_and_dropped(self) -> None:
         h = self.handler(region_size=2 * MiB)
 

@@ -107,6 +107,7 @@ class Session:
         self._cond = threading.Condition(self._lock)
         self._state = _OPEN
         self._active = 0
+        self._here = threading.local()  # .n: this thread's calls running
         self._exports: Dict[int, _Entry] = {}
         self._next_id = 0
 
@@ -129,9 +130,11 @@ class Session:
                 raise make(ClosedError, f"handler was connected by process "
                            f"{self.pid}; connect again in this process")
             self._active += 1
+        self._here.n = getattr(self._here, "n", 0) + 1
         return self._h
 
     def __exit__(self, *exc: object) -> None:
+        self._here.n -= 1
         with self._lock:
             self._active -= 1
             if self._active == 0 and self._state != _OPEN:
@@ -207,8 +210,14 @@ class Session:
         """Refuse new calls, wait for running ones, invalidate every view,
         then close the C handler now or when the last view dies.
 
-        Idempotent. Never raises.
+        Idempotent. Never raises. Called from inside one of this
+        handler's own calls (a region listener run by the call that
+        mapped the region), it cannot wait for that call: a thread of
+        ours closes the handler once the call has returned.
         """
+        if getattr(self._here, "n", 0) > 0:
+            threading.Thread(target=self.close, daemon=True).start()
+            return
         with self._cond:
             if self._state != _OPEN:
                 return
@@ -236,6 +245,13 @@ class Session:
             handle, self._h = self._h, ctypes.c_void_p()
         if handle:
             _lib.lib().cxlp_close(ctypes.byref(handle))
+            if handle:
+                # refused: called from this handler's region callback
+                # (a listener closing it), whose delivering call still
+                # uses it; a thread of ours closes it, waiting for that
+                # call (cxlp_close joins the handler's threads)
+                threading.Thread(target=_close_later, args=(handle,),
+                                 daemon=True).start()
         with _ZOMBIES_LOCK:
             _ZOMBIES.discard(self)
 
@@ -243,6 +259,10 @@ class Session:
     def c_closed(self) -> bool:
         """True once cxlp_close has been called (for tests)."""
         return not self._h
+
+
+def _close_later(handle: ctypes.c_void_p) -> None:
+    _lib.lib().cxlp_close(ctypes.byref(handle))
 
 
 def zombies() -> int:

@@ -15,9 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "crashpoints.h"
 #include "proc.h"
 
@@ -67,15 +67,6 @@ redial(struct run *r, int s)
 #define ANSWER_MS 40000	 /* for an answer from the restarted server */
 #define OP_MS 60000	 /* for one op in all, whatever it waits for */
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static bool
 dropped(int rc) /* the connection broke: its server died */
 {
@@ -108,14 +99,14 @@ resend_after_restart(struct run *r, int s, uint16_t op, const struct pbuf *b,
     uint8_t **rep, size_t *rep_len)
 {
 	struct raw_client *c = &r->c[s];
-	uint64_t until = now_ms() + ANSWER_MS;
+	uint64_t until = cxlp_now_ms() + ANSWER_MS;
 
 	until = until < r->op_until ? until : r->op_until;
 	int rc;
 
 	for (int i = 0;; i++) {
 		rc = raw_call(c, b->data, b->len, rep, rep_len);
-		if (rc == 0 || now_ms() >= until) {
+		if (rc == 0 || cxlp_now_ms() >= until) {
 			break;
 		}
 		note(c, op, "the restarted server did not answer", rc);
@@ -141,7 +132,7 @@ cp_xcall(struct run *r, int s, uint16_t op, const struct pbuf *body,
 	struct pbuf b;
 	int rc;
 
-	r->op_until = now_ms() + OP_MS;
+	r->op_until = cxlp_now_ms() + OP_MS;
 	raw_frame(&b, c, PROTO_VERSION, op, c->token);
 	if (body != NULL) {
 		pbuf_put_bytes(&b, body->data, body->len);
@@ -154,7 +145,7 @@ cp_xcall(struct run *r, int s, uint16_t op, const struct pbuf *body,
 	 * restarted server, and the frame waits for a pipe that never comes.
 	 * Dial afresh and resend it (same request id), as a handler would. */
 	for (int i = 0; rc != 0 && !atomic_load(&cp_crashed) && i < 3 &&
-	    now_ms() < r->op_until; i++) {
+	    cxlp_now_ms() < r->op_until; i++) {
 		note(c, op, "no answer and no crash: dialing afresh", rc);
 		redial(r, s);
 		rc = raw_call(c, b.data, b.len, rep, rep_len);

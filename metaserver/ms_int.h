@@ -83,6 +83,9 @@ void ms_config_defaults(struct ms_config *cfg);
 /* ms_config_parse -- parse argv into cfg. Returns 0 to run, 1 when --help
  * or --version was printed (exit 0), 2 after a usage message (exit 2). */
 int ms_config_parse(struct ms_config *cfg, int argc, char **argv);
+/* ms_config_check_access -- the endpoints of cfg are served safely: 0, or
+ * 2 after a message on stderr (config_access.c). */
+int ms_config_check_access(const struct ms_config *cfg);
 /* ms_url_is_tls -- url is a tls+tcp:// (tls+tcp4/6) endpoint. */
 bool ms_url_is_tls(const char *url);
 /* ms_url_is_plain_remote -- url is a plaintext tcp:// or ws:// endpoint

@@ -29,7 +29,6 @@
 #include "handler_int.h"
 #include "pemfile.h"
 
-
 /* tls_url -- see handler_int.h */
 bool
 tls_url(const char *url)

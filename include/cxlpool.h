@@ -797,9 +797,10 @@ typedef void (*cxlp_store_done_fn)(void *arg, int rc, size_t n,
  * cxlp_unpin each when done). When rc is not 0, every status[i] is rc;
  * no key is pinned, except that after CXLP_E_TIMEOUT, CXLP_E_CONN or
  * CXLP_E_PROTO the server may have pinned some, as cxlp_batch_retrieve
- * says (cxlp_batch_unpin them all). data[i] points into the shared mapping as the
- * synchronous call's does (a pinned key's bytes stay put until it is
- * unpinned); the arrays themselves are valid during the callback only.
+ * says (cxlp_batch_unpin them all). data[i] points into the shared
+ * mapping as the synchronous call's does (a pinned key's bytes stay put
+ * until it is unpinned); the arrays themselves are valid during the
+ * callback only.
  */
 typedef void (*cxlp_retrieve_done_fn)(void *arg, int rc, size_t n,
     const void *const data[], const size_t lens[], const int status[]);
@@ -919,9 +920,10 @@ CXLP_API int cxlp_page_at(struct cxlp_handler *h, uint32_t region,
  * and, before the mapping goes or is taken out of use, of its end
  * (CXLP_REGION_UNMAPPING): own and foreign regions, info giving exactly
  * the mapped range. Each mapping of a region is followed by one
- * UNMAPPING, at the latest in cxlp_close, before it unmaps. A GPU connector
- * registers [addr, addr + len) for DMA on MAPPED (cudaHostRegister, in
- * pieces below 512 GiB) and unregisters it on UNMAPPING.
+ * UNMAPPING, at the latest in cxlp_close, before it unmaps. A GPU
+ * connector registers [addr, addr + len) for DMA on MAPPED
+ * (cudaHostRegister, in pieces below 512 GiB) and unregisters it on
+ * UNMAPPING.
  *
  * - Set: replays a MAPPED of every region mapped now (in id order),
  *   then reports changes as they happen, in the order they happen, one
@@ -940,9 +942,9 @@ CXLP_API int cxlp_page_at(struct cxlp_handler *h, uint32_t region,
  *   h stays open, *h is left as it was, and the refusal is logged).
  *   An asynchronous submit from fn on h never waits for a slot (-EAGAIN
  *   when all are held). Events its own calls cause are delivered right
- *   after it returns, on the same thread. During cxlp_close, calls on h fail CXLP_E_CLOSED. info is
- *   valid during the call only. fn must not block on another thread
- *   that is inside a call on h.
+ *   after it returns, on the same thread. During cxlp_close, calls on h
+ *   fail CXLP_E_CLOSED. info is valid during the call only. fn must not
+ *   block on another thread that is inside a call on h.
  * Returns 0, -EDEADLK (from fn), -ENOMEM, CXLP_E_CLOSED (-EINVAL: h
  * NULL, as every call here).
  */

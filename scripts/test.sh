@@ -15,7 +15,7 @@
 #                   (needs clang, which install-deps.sh installs)
 #   5. soak         build/'s cxlp-soak in full (60 s, a kill every 1.5 s):
 #                   what piles up slowly (pages, regions, pins) shows only
-#                   in a run this long (the 10 s run of step 1 cannot fill
+#                   in a run this long (a 10 s run, as in --quick, cannot fill
 #                   its pool); then 15 s of it on a pool that evicts all the
 #                   time (--evict), then its --hostile form for 20 s (a
 #                   prober on the server's endpoints, 4 workers, no kills,

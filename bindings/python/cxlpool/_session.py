@@ -123,6 +123,19 @@ class Session:
         return self
 
     def __enter__(self) -> ctypes.c_void_p:
+        h = self.hold()
+        self._here.n = getattr(self._here, "n", 0) + 1
+        return h
+
+    def __exit__(self, *exc: object) -> None:
+        self._here.n -= 1
+        self.release()
+
+    def hold(self) -> ctypes.c_void_p:
+        """Count a call that may end on another thread (an asynchronous
+        submit, released by its callback): close() waits for it as for
+        any call, but it is no call of this thread's. Raises as
+        __enter__ does; release() ends it."""
         with self._lock:
             if self._state != _OPEN:
                 raise make(ClosedError, "handler is closed")
@@ -130,11 +143,10 @@ class Session:
                 raise make(ClosedError, f"handler was connected by process "
                            f"{self.pid}; connect again in this process")
             self._active += 1
-        self._here.n = getattr(self._here, "n", 0) + 1
         return self._h
 
-    def __exit__(self, *exc: object) -> None:
-        self._here.n -= 1
+    def release(self) -> None:
+        """End a hold() (or a call)."""
         with self._lock:
             self._active -= 1
             if self._active == 0 and self._state != _OPEN:

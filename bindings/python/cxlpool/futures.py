@@ -90,7 +90,7 @@ def _finish(p: _Pending, compute: Any) -> None:
     except BaseException as e:  # noqa: B902 -- nothing may be lost here
         exc = e
     finally:
-        p.session.__exit__(None, None, None)
+        p.session.release()
     if exc is not None:
         p.future.set_exception(exc)
     else:
@@ -173,7 +173,7 @@ class AsyncCalls:
         flags = (_lib.STORE_PIN if pin else 0) | \
             (0 if wait else _lib.ASYNC_NOWAIT)
         n = len(bkeys)
-        h = session.__enter__()
+        h = session.hold()
         try:
             self._claim(session, pages)
             try:
@@ -189,7 +189,7 @@ class AsyncCalls:
                 self._unclaim(pages)
                 raise
         except BaseException:
-            session.__exit__(None, None, None)
+            session.release()
             raise
         return fut
 
@@ -207,7 +207,7 @@ class AsyncCalls:
         n = len(bkeys)
         flags = (_lib.RETRIEVE_PIN if pin else 0) | \
             (0 if wait else _lib.ASYNC_NOWAIT)
-        h = session.__enter__()
+        h = session.hold()
         try:
             fut = self._submit(_Pending(Future(), session, self, bkeys),
                                lambda token:
@@ -215,7 +215,7 @@ class AsyncCalls:
                                    h, n, *_lib.key_arrays(bkeys), flags,
                                    _RETRIEVE_CB, token))
         except BaseException:
-            session.__exit__(None, None, None)
+            session.release()
             raise
         return fut
 

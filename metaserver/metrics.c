@@ -270,8 +270,9 @@ ms_metrics_text(struct ms *ms, struct pbuf *out)
 	    "Requests answered from the reply cache (a retry).",
 	    get(&ms->metrics.rcache_hits));
 	head(f, "cxlpool_lookup_keys_total", "counter",
-	    "Keys of LOOKUPs the server answered, by outcome (direct reads "
-	    "are counted by each handler).");
+	    "Keys of LOOKUPs and of request groups' skip_present the server "
+	    "answered, by outcome (direct reads are counted by each "
+	    "handler).");
 	fprintf(f, "cxlpool_lookup_keys_total{result=\"found\"} %llu\n"
 	    "cxlpool_lookup_keys_total{result=\"missing\"} %llu\n",
 	    (unsigned long long)get(&ms->metrics.lookup_found),

@@ -223,6 +223,7 @@ op_group_lookup(struct req *rq)
 		free(found);
 		return rc;
 	}
+	ms_metrics_lookups(rq->ms, hits, rq->n - hits); /* as LOOKUP's */
 	pin_found(rq, g, found);
 	free(found);
 	group_count(g, rq);

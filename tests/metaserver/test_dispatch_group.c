@@ -172,6 +172,34 @@ Test(dispatch_group, a_present_key_is_pinned_for_the_group_until_its_end)
 	cr_assert_eq(dfx_key1(&a, PROTO_OP_DELETE, 0, "have"), 0);
 }
 
+/* GROUP_LOOKUP (cxlp_group_skip_present) counts its keys in the lookup
+ * counters, as LOOKUP does: the hit rate /metrics shows covers them */
+Test(dispatch_group, a_group_lookup_counts_its_keys_found_and_missing)
+{
+	static const char *const keys[] = { "have", "nope", "none" };
+	struct proto_result res[3];
+	struct dfx_cl a;
+	struct pbuf b;
+	uint64_t found0, missing0;
+	uint32_t n = 0;
+
+	dfx_client(&a, 1);
+	cr_assert_eq(dfx_reg_page(&a, 0, "have", 0, &res[0]), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "q", 3, 0, NULL, NULL), 0);
+	found0 = dfx_ms.metrics.lookup_found;
+	missing0 = dfx_ms.metrics.lookup_missing;
+	pbuf_init(&b);
+	proto_put_group_id(&b, "q", 1);
+	dfx_put_keys(&b, 0, 3, keys);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_GROUP_LOOKUP, &b, res, &n), 0);
+	pbuf_fini(&b);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(res[0].status, 0);
+	cr_assert_eq(dfx_ms.metrics.lookup_found - found0, 1);
+	cr_assert_eq(dfx_ms.metrics.lookup_missing - missing0, 2);
+	cr_assert_eq(group(&a, PROTO_GROUP_ABORT, "q", 0, 0, NULL, NULL), 0);
+}
+
 Test(dispatch_group, the_end_of_its_session_removes_it)
 {
 	struct proto_result res;

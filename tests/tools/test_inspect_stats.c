@@ -5,10 +5,14 @@
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "inspect_fixture.h"
@@ -144,6 +148,37 @@ Test(inspect, stats_lists_a_live_handler_session_but_not_its_own)
 	    "pool-inspect's own session is not listed: %s", out);
 	raw_close(&c);
 	stop_server(srv);
+}
+
+/* A tcp:// address whose listener never speaks (its backlog completes
+ * the connect, nobody accepts): the dial gives up after --timeout-ms with
+ * its message, not after nng's own 10 s handshake timeout or the
+ * kernel's connect timeout. */
+Test(inspect, stats_gives_up_on_a_silent_address_within_its_timeout)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct timespec t0, t1;
+	char port[16];
+	double secs;
+
+	cr_assert_geq(l, 0);
+	cr_assert_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(l, 8), 0);
+	cr_assert_eq(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	snprintf(port, sizeof(port), "%u", (unsigned)ntohs(a.sin_port));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(run("stats --server tcp://127.0.0.1:%s --timeout-ms 500",
+	    port), 1, "%s", out);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (double)(t1.tv_sec - t0.tv_sec) +
+	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	has("cannot reach");
+	has("no connection within --timeout-ms");
+	cr_assert_lt(secs, 5.0, "took %.1f s for a 500 ms timeout", secs);
+	close(l);
 }
 
 Test(inspect, stats_without_a_server_fails_with_a_message)

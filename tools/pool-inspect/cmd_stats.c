@@ -12,9 +12,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
@@ -83,6 +86,63 @@ struct live {
 	char sess_msg[256];
 };
 
+/* pipe_up: signalled when the socket's first connection is up */
+struct pipe_up {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool up;
+};
+
+static void
+on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	struct pipe_up *u = arg;
+
+	(void)p, (void)ev;
+	pthread_mutex_lock(&u->lock);
+	u->up = true;
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+}
+
+/* Dial url on sock, waiting at most timeout_ms for the connection. An
+ * ipc:// dial is made at once (it fails at once when nobody listens);
+ * any other in the background, so that a host that drops the packets
+ * costs timeout_ms, not the kernel's connect timeout. */
+static int
+dial_within(nng_socket sock, const char *url, unsigned timeout_ms)
+{
+	struct pipe_up u = { PTHREAD_MUTEX_INITIALIZER,
+		PTHREAD_COND_INITIALIZER, false };
+	struct timespec until;
+	int rv;
+
+	if (strncmp(url, "ipc://", 6) == 0) {
+		return nng_dial(sock, url, NULL, 0);
+	}
+	if ((rv = nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, on_pipe,
+	    &u)) != 0 || (rv = nng_dial(sock, url, NULL,
+	    NNG_FLAG_NONBLOCK)) != 0) {
+		return rv;
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&u.lock);
+	while (!u.up && pthread_cond_timedwait(&u.cond, &u.lock,
+	    &until) == 0) {
+	}
+	rv = u.up ? 0 : NNG_ETIMEDOUT;
+	pthread_mutex_unlock(&u.lock);
+	/* u lives on this stack: no later pipe may reach it */
+	(void)nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, NULL, NULL);
+	return rv;
+}
+
 static int
 conn_open(struct conn *c, const char *url, unsigned timeout_ms)
 {
@@ -102,10 +162,11 @@ conn_open(struct conn *c, const char *url, unsigned timeout_ms)
 	    (nng_duration)timeout_ms)) != 0 ||
 	    (rv = nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ,
 	    PROTO_FRAME_MAX)) != 0 ||
-	    (rv = nng_dial(c->sock, url, NULL, 0)) != 0) {
+	    (rv = dial_within(c->sock, url, timeout_ms)) != 0) {
 		nng_close(c->sock);
 		return cxlp_fail(CXLP_E_CONN, "cannot reach %s: %s", url,
-		    nng_strerror(rv));
+		    rv == NNG_ETIMEDOUT ? "no connection within --timeout-ms "
+		    "(refused, or nothing answers there)" : nng_strerror(rv));
 	}
 	return 0;
 }

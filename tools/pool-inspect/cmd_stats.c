@@ -61,8 +61,16 @@ static const bool stat_bytes[PROTO_STAT_COUNT] = {
 	[PROTO_STAT_VALUE_BYTES] = true,
 };
 
+/* pipe_up: signalled when the socket's first connection is up */
+struct pipe_up {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool up;
+};
+
 struct conn {
 	nng_socket sock;
+	struct pipe_up up; /* its pipe callback's, until the socket closes */
 	uint64_t next_id;
 	uint64_t session, token;
 	void *frame;  /* last reply, nng-allocated */
@@ -86,13 +94,6 @@ struct live {
 	char sess_msg[256];
 };
 
-/* pipe_up: signalled when the socket's first connection is up */
-struct pipe_up {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool up;
-};
-
 static void
 on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
@@ -105,23 +106,26 @@ on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
 	pthread_mutex_unlock(&u->lock);
 }
 
-/* Dial url on sock, waiting at most timeout_ms for the connection. An
- * ipc:// dial is made at once (it fails at once when nobody listens);
- * any other in the background, so that a host that drops the packets
- * costs timeout_ms, not the kernel's connect timeout. */
+/* Dial url on c's socket, waiting at most timeout_ms for the
+ * connection. An ipc:// dial is made at once (it fails at once when
+ * nobody listens); any other in the background, so that a host that
+ * drops the packets costs timeout_ms, not the kernel's connect timeout.
+ * c->up stays the callback's until the socket is closed. */
 static int
-dial_within(nng_socket sock, const char *url, unsigned timeout_ms)
+dial_within(struct conn *c, const char *url, unsigned timeout_ms)
 {
-	struct pipe_up u = { PTHREAD_MUTEX_INITIALIZER,
-		PTHREAD_COND_INITIALIZER, false };
+	struct pipe_up *u = &c->up;
 	struct timespec until;
 	int rv;
 
 	if (strncmp(url, "ipc://", 6) == 0) {
-		return nng_dial(sock, url, NULL, 0);
+		return nng_dial(c->sock, url, NULL, 0);
 	}
-	if ((rv = nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, on_pipe,
-	    &u)) != 0 || (rv = nng_dial(sock, url, NULL,
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->cond, NULL);
+	u->up = false;
+	if ((rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, on_pipe,
+	    u)) != 0 || (rv = nng_dial(c->sock, url, NULL,
 	    NNG_FLAG_NONBLOCK)) != 0) {
 		return rv;
 	}
@@ -132,14 +136,12 @@ dial_within(nng_socket sock, const char *url, unsigned timeout_ms)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000;
 	}
-	pthread_mutex_lock(&u.lock);
-	while (!u.up && pthread_cond_timedwait(&u.cond, &u.lock,
+	pthread_mutex_lock(&u->lock);
+	while (!u->up && pthread_cond_timedwait(&u->cond, &u->lock,
 	    &until) == 0) {
 	}
-	rv = u.up ? 0 : NNG_ETIMEDOUT;
-	pthread_mutex_unlock(&u.lock);
-	/* u lives on this stack: no later pipe may reach it */
-	(void)nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, NULL, NULL);
+	rv = u->up ? 0 : NNG_ETIMEDOUT;
+	pthread_mutex_unlock(&u->lock);
 	return rv;
 }
 
@@ -162,7 +164,7 @@ conn_open(struct conn *c, const char *url, unsigned timeout_ms)
 	    (nng_duration)timeout_ms)) != 0 ||
 	    (rv = nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ,
 	    PROTO_FRAME_MAX)) != 0 ||
-	    (rv = dial_within(c->sock, url, timeout_ms)) != 0) {
+	    (rv = dial_within(c, url, timeout_ms)) != 0) {
 		nng_close(c->sock);
 		return cxlp_fail(CXLP_E_CONN, "cannot reach %s: %s", url,
 		    rv == NNG_ETIMEDOUT ? "no connection within --timeout-ms "

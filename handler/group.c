@@ -178,6 +178,11 @@ cxlp_group_open(struct cxlp_handler *h, const void *id, size_t id_len,
 		}
 		group_release_reservation(h, g);
 		free(g);
+		if (rc == CXLP_E_GROUP) {
+			return cxlp_fail(rc, "group_open: the id is in use by an "
+			    "open group (this handler's, or another's); "
+			    "cxlp_group_cancel ends one that is stale");
+		}
 		return rc == CXLP_E_BADOP ? cxlp_fail(rc, "group_open: the "
 		    "metaserver predates request groups") : rc;
 	}

@@ -430,7 +430,8 @@ struct cxlp_group;
                                      allocs are cxlp_alloc's, with the
                                      handler's alloc wait */
 /* cxlp_group_open -- open group id (1..CXLP_GROUP_ID_MAX bytes, unique
- * among the open groups of the metaserver: CXLP_E_GROUP if taken) of
+ * among the open groups of the metaserver: CXLP_E_GROUP if taken, by
+ * another handler or by an open group of this one) of
  * total chunks (0..CXLP_GROUP_TOTAL_MAX), reserving them (above). Returns
  * 0 and *out (free with cxlp_group_close), or an error with *out NULL. */
 CXLP_API int cxlp_group_open(struct cxlp_handler *h, const void *id,

@@ -30,10 +30,13 @@
  *    Groups are few (one per request in flight), so they are found by a
  *    scan of a list.
  * 5. Replays. An OPEN whose answer was lost comes again with its
- *    request id, or with a new one from a handler that asks once more:
- *    the owner's empty group of that id is its own, opened again. The
- *    reply cache answers the other ops' replays; after a restart there
- *    is no group, and NOTFOUND tells the handler so.
+ *    request id, and the reply cache answers it, as every other op's
+ *    replay. An OPEN of an id the group of which is still open is
+ *    refused, the owner's own too: two handles of one session on one
+ *    group would each commit, abort and free what the other staged (the
+ *    handler aborts an OPEN that got no answer; if that ABORT is lost as
+ *    well, cxlp_group_cancel of the id ends the group). After a restart
+ *    there is no group, and NOTFOUND tells the handler so.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -75,12 +78,10 @@ ms_group_open(struct ms *ms, uint64_t sid, const void *id, size_t len,
 {
 	struct ms_group *g = ms_group_find(ms, id, len);
 
-	if (g != NULL && g->owner == sid && g->cancelled_by == 0 &&
-	    g->n == 0 && g->count == 0) {
-		g->total = total; /* the OPEN again, its answer lost: note 5 */
-		g->flags = flags;
-		*out = g;
-		return 0;
+	if (g != NULL && g->owner == sid) { /* note 5 */
+		return cxlp_fail(CXLP_E_GROUP, "group id in use by this "
+		    "session: opened and not ended yet (an open whose answer "
+		    "was lost too: cxlp_group_cancel of the id ends it)");
 	}
 	if (g != NULL) {
 		return cxlp_fail(CXLP_E_GROUP, "group id in use (session %llu)",

@@ -109,6 +109,30 @@ Test(group, its_keys_are_seen_only_when_the_last_batch_commits_it)
 	cxlp_close(&h);
 }
 
+/* Two handles of one handler on one id would each commit, abort and free
+ * what the other staged: the second open is refused, and its
+ * reservation given back; once the first has ended, the id is free. */
+Test(group, an_id_open_in_this_handler_is_not_opened_twice)
+{
+	struct cxlp_handler *h;
+	struct cxlp_group *g = NULL, *g2 = NULL;
+
+	ev_start("clock", NULL);
+	h = ev_connect(0);
+	cr_assert_rc(cxlp_group_open(h, "twice", 5, 2, 0, 0, &g), 0);
+	cr_assert_rc(cxlp_group_open(h, "twice", 5, 2, 0, 0, &g2),
+	    CXLP_E_GROUP);
+	cr_assert_null(g2);
+	cr_assert(strstr(cxlp_errormsg(), "the id is in use") != NULL, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(kv_stats(h).pages_reserved, 2, "only the first's");
+	cr_assert_rc(cxlp_group_abort(h, g), 0);
+	cxlp_group_close(h, &g);
+	cr_assert_rc(cxlp_group_open(h, "twice", 5, 2, 0, 0, &g2), 0);
+	cxlp_group_close(h, &g2);
+	cxlp_close(&h);
+}
+
 Test(group, one_without_a_total_is_refused_at_its_first_store)
 {
 	struct cxlp_handler *h;

@@ -289,13 +289,19 @@ Test(dispatch_group, open_again_and_the_groups_of_one_session)
 	dfx_client(&a, 1);
 	dfx_client(&b, 2);
 	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "r", 2, 0, NULL, NULL), 0);
-	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "r", 2, 0, NULL, NULL), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "r", 2, 0, NULL, NULL),
+	    CXLP_E_GROUP, "two handles of one session on one group would "
+	    "free each other's pages");
 	cr_assert_eq(dfx_ms.groups.n, 1);
 	cr_assert_eq(group(&b, PROTO_GROUP_OPEN, "r", 2, 0, NULL, NULL),
 	    CXLP_E_GROUP);
 	cr_assert_eq(stage(&a, "r", "k", 0, &res), 0);
 	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "r", 2, 0, NULL, NULL),
 	    CXLP_E_GROUP, "a group with a key staged is not opened again");
+	cr_assert_eq(group(&a, PROTO_GROUP_CANCEL, "r", 0, 0, NULL, NULL), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_ABORT, "r", 0, 0, NULL, NULL), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "r", 2, 0, NULL, NULL), 0,
+	    "ended, the id is free again");
 	for (unsigned i = 1; i < MS_GROUPS_PER_SESSION; i++) {
 		snprintf(id, sizeof(id), "g%u", i);
 		cr_assert_eq(group(&a, PROTO_GROUP_OPEN, id, 1, 0, NULL, NULL),

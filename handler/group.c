@@ -34,7 +34,9 @@
  * 5. A commit whose outcome was lost. No answer at all: its pages stay
  *    REGISTERED (kept, never freed while the handler lives) and the group
  *    reports CXLP_E_UNKNOWN, since its keys may be in the pool and a copy
- *    of the commit may still land. NOTFOUND on its retry: the server
+ *    of the commit may still land; a cxlp_group_commit again sends it
+ *    again (a server that still holds the group commits it; one that
+ *    holds none answers NOTFOUND, below). NOTFOUND on its retry: the server
  *    restarted and has no group, and no copy can land, but it may have
  *    committed all or (killed mid-commit) part of the keys before it
  *    went: group_end.c's commit_lost looks them up, takes all for a

@@ -252,13 +252,17 @@ commit_lost(struct cxlp_handler *h, struct cxlp_group *g,
 	    "its commit, and keys pinned meanwhile stay");
 }
 
-/* cxlp_group_commit -- see cxlpool.h */
+/* cxlp_group_commit -- see cxlpool.h. Called again on a group whose
+ * commit got no answer (G_UNKNOWN) it sends the commit again: a server
+ * that never had it commits now; one that committed (or restarted) no
+ * longer knows the group, and commit_lost looks the keys up. */
 int
 cxlp_group_commit(struct cxlp_handler *h, struct cxlp_group *g)
 {
 	struct proto_result *res;
 	struct creply rep;
-	int rc = check_group(h, g);
+	int rc = g != NULL && g->state == G_UNKNOWN ? h_check_open(h) :
+	    check_group(h, g);
 
 	if (rc != 0) {
 		return rc;
@@ -281,7 +285,8 @@ cxlp_group_commit(struct cxlp_handler *h, struct cxlp_group *g)
 		g->state = G_UNKNOWN; /* note 4: its pages are kept */
 		free(res);
 		return cxlp_fail(CXLP_E_UNKNOWN, "group \"%.*s\": no answer "
-		    "to its commit (%s): its %zu pages are kept", (int)g->id_len,
+		    "to its commit (%s): its %zu pages are kept; "
+		    "cxlp_group_commit again finds out", (int)g->id_len,
 		    (const char *)g->id, cxlp_strerror(rc), g->nstaged);
 	}
 	if (rc == CXLP_E_NOTFOUND) {

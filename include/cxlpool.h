@@ -410,9 +410,10 @@ CXLP_API int cxlp_store(struct cxlp_handler *h, const void *key,
  *   restart (the next call on the group returns CXLP_E_CANCELED, and the
  *   handler has released the group's pins). A metaserver killed in the
  *   middle of a commit may have put part of the group in: the handler,
- *   retrying, looks the keys up, takes them out again and rolls back (or
- *   reports the commit if all are in); until then, and for good if the
- *   writer died too, readers can see that part. handler/group.c notes 5
+ *   retrying (within the call, or at a cxlp_group_commit again after
+ *   CXLP_E_UNKNOWN), looks the keys up, takes them out again and rolls
+ *   back (or reports the commit if all are in); until then, and for good
+ *   if the writer died too, readers can see that part. handler/group.c notes 5
  *   and 6 list what else a restart can leave.
  * - A group is used by one thread at a time; a handler may have many.
  */
@@ -464,7 +465,13 @@ CXLP_API int cxlp_group_store(struct cxlp_handler *h, struct cxlp_group *g,
  * release what is left of its reservation. 0, CXLP_E_CANCELED (rolled
  * back instead: cancelled, or a key could not go in, e.g. the index is
  * full), or CXLP_E_UNKNOWN (no answer: the keys may be in; their pages
- * are kept until the handler closes). */
+ * are kept). Called again after CXLP_E_UNKNOWN (also when the batch that
+ * brought the last chunk returned it), it finds out: it sends the commit
+ * again, which commits a group the metaserver still holds, and looks
+ * the keys up when it holds none (committed already, or restarted: a
+ * part put in by a commit that a restart cut short is taken out again);
+ * it returns 0 or CXLP_E_CANCELED as above, or CXLP_E_UNKNOWN again
+ * while there is still no answer. */
 CXLP_API int cxlp_group_commit(struct cxlp_handler *h, struct cxlp_group *g);
 /* cxlp_group_abort -- roll g back (above). 0, or an error if g is not
  * open. */

@@ -126,7 +126,8 @@ class Group:
     def commit(self) -> None:
         """Make every staged key visible at once; the rest of the
         reservation goes back. Raises CanceledError (rolled back instead)
-        or UnknownOutcomeError (no answer: the keys may be in)."""
+        or UnknownOutcomeError (no answer: the keys may be in); called
+        again after UnknownOutcomeError, it finds out (cxlp_group_commit)."""
         with self._session.call() as h:
             check(_lib.lib().cxlp_group_commit(h, self._p()))
 

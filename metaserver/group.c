@@ -24,9 +24,12 @@
  *    nothing of an open group is on media but the pins, which the
  *    handler releases when its next call finds the group gone.
  * 4. Bounds: MS_GROUPS_MAX open groups, MS_GROUPS_PER_SESSION of one
- *    session, PROTO_GROUP_TOTAL_MAX chunks each, MS_GROUP_ENTRIES_MAX staged keys and pins and
- *    MS_GROUP_KEY_BYTES_MAX bytes of staged keys in all (a peer that
- *    opens many groups gets CXLP_E_NOSPACE, not the server's memory).
+ *    session, PROTO_GROUP_TOTAL_MAX chunks each, MS_GROUP_ENTRIES_MAX
+ *    staged keys and pins and MS_GROUP_KEY_BYTES_MAX bytes of staged keys
+ *    in all, and a quarter of each for one session (a peer that opens
+ *    many groups gets CXLP_E_NOSPACE, not the server's memory nor every
+ *    other session's room). A batch's room is made before any of it is
+ *    staged or pinned [ms_group_room].
  *    Groups are few (one per request in flight), so they are found by a
  *    scan of a list.
  * 5. Replays. An OPEN whose answer was lost comes again with its
@@ -111,64 +114,87 @@ ms_group_open(struct ms *ms, uint64_t sid, const void *id, size_t len,
 	return 0;
 }
 
-static int
-entry_add(struct ms *ms, struct ms_group *g, const struct ms_gentry *e)
+/* ms_group_room -- see ms_int.h */
+int
+ms_group_room(struct ms *ms, struct ms_group *g, uint32_t n,
+    uint64_t key_bytes)
 {
-	if (ms->groups.entries >= MS_GROUP_ENTRIES_MAX) {
-		return cxlp_fail(CXLP_E_NOSPACE, "request groups hold %llu "
-		    "keys, the most the metaserver keeps",
-		    (unsigned long long)ms->groups.entries);
-	}
-	if (g->n == g->cap) {
-		uint32_t cap = g->cap ? g->cap * 2 : 16;
-		void *p = realloc(g->e, cap * sizeof(*e));
+	uint64_t sess_n = 0, sess_bytes = 0;
 
-		if (p == NULL) {
-			return cxlp_fail(-ENOMEM, "no memory for a group entry");
+	for (const struct ms_group *o = ms->groups.list; o; o = o->next) {
+		if (o->owner == g->owner) {
+			sess_n += o->n;
+			sess_bytes += o->key_bytes;
+		}
+	}
+	if (ms->groups.entries + n > MS_GROUP_ENTRIES_MAX ||
+	    ms->groups.key_bytes + key_bytes > MS_GROUP_KEY_BYTES_MAX) {
+		return cxlp_fail(CXLP_E_NOSPACE, "request groups hold %llu "
+		    "keys and %llu bytes of keys, the most the metaserver "
+		    "keeps", (unsigned long long)ms->groups.entries,
+		    (unsigned long long)ms->groups.key_bytes);
+	}
+	if (sess_n + n > MS_GROUP_ENTRIES_PER_SESSION ||
+	    sess_bytes + key_bytes > MS_GROUP_KEY_BYTES_PER_SESSION) {
+		return cxlp_fail(CXLP_E_NOSPACE, "the request groups of "
+		    "session %llu hold %llu keys and %llu bytes of keys, the "
+		    "most one session may", (unsigned long long)g->owner,
+		    (unsigned long long)sess_n,
+		    (unsigned long long)sess_bytes);
+	}
+	if (g->n + n > g->cap) {
+		uint32_t cap = g->cap ? g->cap : 16;
+		void *p;
+
+		while (cap < g->n + n) {
+			cap *= 2;
+		}
+		if ((p = realloc(g->e, cap * sizeof(*g->e))) == NULL) {
+			return cxlp_fail(-ENOMEM, "no memory for group entries");
 		}
 		g->e = p;
 		g->cap = cap;
 	}
-	g->e[g->n++] = *e;
-	ms->groups.entries++;
 	return 0;
 }
 
-/* ms_group_stage -- remember key -> (region, off, len) in g (note 1).
- * 0, CXLP_E_NOSPACE (staged keys at their bound) or -ENOMEM. */
+/* one more entry, in the room ms_group_room made */
+static void
+entry_add(struct ms *ms, struct ms_group *g, const struct ms_gentry *e)
+{
+	cxlp_assert(g->n < g->cap);
+	g->e[g->n++] = *e;
+	ms->groups.entries++;
+}
+
+/* ms_group_stage -- remember key -> (region, off, len) in g (note 1), in
+ * the room ms_group_room made. 0 or -ENOMEM. */
 int
 ms_group_stage(struct ms *ms, struct ms_group *g, const void *key,
     uint16_t klen, uint32_t region, uint64_t off, uint64_t len)
 {
 	struct ms_gentry e = {.staged = true, .klen = klen, .region = region,
 	    .off = off, .len = len};
-	int rc;
 
-	if (ms->groups.key_bytes + klen > MS_GROUP_KEY_BYTES_MAX) {
-		return cxlp_fail(CXLP_E_NOSPACE, "request groups hold %llu "
-		    "bytes of keys, the most the metaserver keeps",
-		    (unsigned long long)ms->groups.key_bytes);
-	}
 	if ((e.key = malloc(klen)) == NULL) {
 		return cxlp_fail(-ENOMEM, "no memory for a staged key");
 	}
 	memcpy(e.key, key, klen);
-	if ((rc = entry_add(ms, g, &e)) != 0) {
-		free(e.key);
-		return rc;
-	}
+	entry_add(ms, g, &e);
 	ms->groups.key_bytes += klen;
+	g->key_bytes += klen;
 	g->staged++;
 	return 0;
 }
 
-/* ms_group_pinned -- remember that g pinned the key at slot (note 1). */
-int
+/* ms_group_pinned -- remember that g pinned slot, in the room
+ * ms_group_room made (it cannot fail: the pin is taken already). */
+void
 ms_group_pinned(struct ms *ms, struct ms_group *g, uint64_t slot)
 {
 	struct ms_gentry e = {.staged = false, .slot = slot};
 
-	return entry_add(ms, g, &e);
+	entry_add(ms, g, &e);
 }
 
 static void
@@ -184,6 +210,7 @@ entries_free(struct ms *ms, struct ms_group *g)
 	free(g->e);
 	g->e = NULL;
 	g->n = g->cap = g->staged = 0;
+	g->key_bytes = 0;
 }
 
 /* ms_group_release_pins -- release the pins g took (ms->lock held for

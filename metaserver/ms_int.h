@@ -226,6 +226,9 @@ struct ms_ask {
 #define MS_GROUPS_PER_SESSION 256u /* open groups of one session */
 #define MS_GROUP_KEY_BYTES_MAX (256ull << 20) /* staged key bytes, all */
 #define MS_GROUP_ENTRIES_MAX (4u << 20) /* staged keys and pins, all */
+/* ... of one session: a quarter, so that one peer cannot take it all */
+#define MS_GROUP_ENTRIES_PER_SESSION (MS_GROUP_ENTRIES_MAX / 4)
+#define MS_GROUP_KEY_BYTES_PER_SESSION (MS_GROUP_KEY_BYTES_MAX / 4)
 
 /* What a group holds: a staged key (copied) and the page it points at,
  * or the slot of a key already in the index that the group pinned. */
@@ -248,6 +251,7 @@ struct ms_group {
 	uint64_t cancelled_by; /* 0: open; else who rolled it back */
 	struct ms_gentry *e;   /* n entries, in arrival order */
 	uint32_t n, cap, staged;
+	uint64_t key_bytes;    /* of its staged keys */
 	struct ms_group *next;
 };
 
@@ -604,7 +608,14 @@ int ms_group_open(struct ms *ms, uint64_t sid, const void *id, size_t len,
     uint32_t total, uint32_t flags, struct ms_group **out);
 int ms_group_stage(struct ms *ms, struct ms_group *g, const void *key,
     uint16_t klen, uint32_t region, uint64_t off, uint64_t len);
-int ms_group_pinned(struct ms *ms, struct ms_group *g, uint64_t slot);
+void ms_group_pinned(struct ms *ms, struct ms_group *g, uint64_t slot);
+/* ms_group_room -- make room in g for a batch of n entries with
+ * key_bytes bytes of keys to stage, before any is staged or pinned (so
+ * that remembering a pin cannot fail after it was taken): 0,
+ * CXLP_E_NOSPACE (past the metaserver's or the session's bounds, note
+ * 4) or -ENOMEM. */
+int ms_group_room(struct ms *ms, struct ms_group *g, uint32_t n,
+    uint64_t key_bytes);
 unsigned ms_group_release_pins(struct ms *ms, struct ms_group *g);
 void ms_group_rollback(struct ms *ms, struct ms_group *g, uint64_t by,
     const char *why);

@@ -61,7 +61,8 @@ own_group(struct req *rq, struct ms_group **out)
 /* A batch of n more chunks for g: refused without a total, rolled back
  * past it. */
 static int
-group_admit(struct req *rq, struct ms_group *g, uint32_t n)
+group_admit(struct req *rq, struct ms_group *g, uint32_t n,
+    uint64_t key_bytes)
 {
 	if (g->total == 0) {
 		return cxlp_fail(CXLP_E_GROUP, "group \"%.*s\" declares no "
@@ -76,7 +77,19 @@ group_admit(struct req *rq, struct ms_group *g, uint32_t n)
 		    "take the group to %u of its declared %u; the group is "
 		    "rolled back", n, count + n, g->total);
 	}
-	return 0;
+	return ms_group_room(rq->ms, g, n, key_bytes);
+}
+
+/* bytes of the keys a GROUP_REGISTER stages at most */
+static uint64_t
+reg_key_bytes(const struct req *rq)
+{
+	uint64_t b = 0;
+
+	for (uint32_t i = 0; i < rq->n; i++) {
+		b += rq->regs[i].key.len;
+	}
+	return b;
 }
 
 /* the place a staged key's page is at, as a result's loc */
@@ -111,11 +124,8 @@ pin_found(struct req *rq, struct ms_group *g, const bool *found)
 	for (uint32_t i = 0; i < rq->n; i++) {
 		if (rq->res[i].status == 1) {
 			rq->res[i].status = 0;
-		} else if (rq->res[i].status == 0 &&
-		    ms_group_pinned(rq->ms, g, rq->slots[i]) != 0) {
-			rq->res[i].status = -ENOMEM; /* pinned, unremembered:
-			                              * the session's end
-			                              * releases it */
+		} else if (rq->res[i].status == 0) {
+			ms_group_pinned(rq->ms, g, rq->slots[i]);
 		}
 	}
 }
@@ -167,7 +177,7 @@ op_group_register(struct req *rq)
 	int rc;
 
 	if ((rc = own_group(rq, &g)) != 0 ||
-	    (rc = group_admit(rq, g, rq->n)) != 0 ||
+	    (rc = group_admit(rq, g, rq->n, reg_key_bytes(rq))) != 0 ||
 	    (rc = op_results_new(rq, true, false)) != 0) {
 		return rc;
 	}
@@ -219,7 +229,7 @@ op_group_lookup(struct req *rq)
 			hits++;
 		}
 	}
-	if ((rc = group_admit(rq, g, hits)) != 0) {
+	if ((rc = group_admit(rq, g, hits, 0)) != 0) {
 		free(found);
 		return rc;
 	}

@@ -200,6 +200,68 @@ Test(dispatch_group, a_group_lookup_counts_its_keys_found_and_missing)
 	cr_assert_eq(group(&a, PROTO_GROUP_ABORT, "q", 0, 0, NULL, NULL), 0);
 }
 
+/* stage n keys of klen bytes ("<tag>-<i>", padded) at page 0 of c's
+ * region in group id, in one GROUP_REGISTER: the dispatch's status */
+static int
+stage_many(struct dfx_cl *c, const char *id, const char *tag, uint32_t from,
+    uint32_t n, size_t klen)
+{
+	static char names[4096][256];
+	struct proto_reg r[4096];
+	struct proto_result res;
+	struct pbuf b;
+	uint32_t got = 0;
+	int st;
+
+	cr_assert_leq(n, 4096);
+	for (uint32_t i = 0; i < n; i++) {
+		memset(names[i], 'x', klen);
+		snprintf(names[i], klen, "%s-%u", tag, from + i);
+		names[i][strlen(names[i])] = 'x';
+		r[i] = (struct proto_reg){ { (const uint8_t *)names[i],
+		    (uint16_t)klen }, c->region.region, dfx_page_off(c, 0),
+		    100 };
+	}
+	pbuf_init(&b);
+	proto_put_group_id(&b, id, strlen(id));
+	proto_put_regs(&b, 0, n, r);
+	st = dfx_call(c, PROTO_OP_GROUP_REGISTER, &b, &res, &got);
+	pbuf_fini(&b);
+	return st;
+}
+
+/* One session staging keys without end meets its own bound (a quarter
+ * of the metaserver's bytes of staged keys) and leaves room for others. */
+Test(dispatch_group, one_session_cannot_take_every_group_bound,
+    .timeout = 120)
+{
+	struct dfx_cl a, b;
+	char id[16];
+	uint32_t staged = 0;
+	int st = 0;
+
+	dfx_client(&a, 1);
+	dfx_client(&b, 2);
+	for (unsigned g = 0; st == 0 && g < 8; g++) {
+		snprintf(id, sizeof(id), "big%u", g);
+		cr_assert_eq(group(&a, PROTO_GROUP_OPEN, id, 65536, 0, NULL,
+		    NULL), 0);
+		for (uint32_t i = 0; st == 0 && i < 65536; i += 1024) {
+			st = stage_many(&a, id, id, i, 1024, 250);
+			staged += st == 0 ? 1024 : 0;
+		}
+	}
+	cr_assert_eq(st, CXLP_E_NOSPACE, "after %u keys", staged);
+	cr_assert_leq((uint64_t)staged * 250, MS_GROUP_KEY_BYTES_PER_SESSION);
+	cr_assert_gt((uint64_t)(staged + 1024) * 250,
+	    MS_GROUP_KEY_BYTES_PER_SESSION, "refused before its bound: %u "
+	    "keys (%s)", staged, cxlp_errormsg());
+	cr_assert_eq(group(&b, PROTO_GROUP_OPEN, "other", 8, 0, NULL, NULL),
+	    0);
+	cr_assert_eq(stage_many(&b, "other", "o", 0, 8, 250), 0,
+	    "another session still stages");
+}
+
 Test(dispatch_group, the_end_of_its_session_removes_it)
 {
 	struct proto_result res;

@@ -51,7 +51,9 @@
  *    restart may leave the group's pins held (whether the commit got to
  *    release them is not known: they end with the session). An ABORT
  *    whose answer is lost leaves the group's staged keys and pins at the
- *    server until the session ends.
+ *    server until the session ends. A batch that pinned present keys and
+ *    whose answer a restart took leaves those pins unknown here: they
+ *    end with the session (the pins are on media, the group is not).
  * 7. A group is used by one thread at a time; many groups may be in
  *    flight on one handler at once.
  */

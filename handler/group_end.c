@@ -280,8 +280,11 @@ cxlp_group_commit(struct cxlp_handler *h, struct cxlp_group *g)
 			rc = CXLP_E_UNKNOWN; /* applied, reply unreadable */
 		}
 	}
+	/* no answer, or one that cannot be read (a bad header): the commit
+	 * may have been applied, so nothing of it is undone */
 	if (rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN ||
-	    rc == CXLP_E_CLOSED || rc == CXLP_E_UNKNOWN) {
+	    rc == CXLP_E_CLOSED || rc == CXLP_E_UNKNOWN ||
+	    rc == CXLP_E_PROTO || rc == CXLP_E_VERSION) {
 		g->state = G_UNKNOWN; /* note 4: its pages are kept */
 		free(res);
 		return cxlp_fail(CXLP_E_UNKNOWN, "group \"%.*s\": no answer "

@@ -402,7 +402,9 @@ CXLP_API int cxlp_store(struct cxlp_handler *h, const void *key,
  *   CXLP_GROUP_ATOMIC a batch with a key not stored or a failed
  *   cxlp_group_alloc, a cancel by any handler, a failed commit) frees
  *   every page the group staged, releases its pins and its reservation;
- *   the call that finds it returns CXLP_E_CANCELED with why, and later
+ *   the call that finds it returns CXLP_E_CANCELED with why (a failed
+ *   cxlp_group_alloc of a CXLP_GROUP_ATOMIC group returns the alloc's
+ *   own error, its message saying the group was rolled back), and later
  *   calls fail (a batch with CXLP_E_GROUP, its pages left with the
  *   caller).
  * - The group lives in the metaserver's memory and in this handler: a

@@ -3,9 +3,11 @@
  * (handler/group_end.c, cxlp_group_commit): the call reports
  * CXLP_E_UNKNOWN, and cxlp_group_commit again finds out what happened,
  * whether the metaserver had committed (the answer was lost) or never
- * saw the commit (the request was lost). A fault-injection proxy
- * (tests/support/proxy.h) loses every copy of the GROUP requests or
- * answers while it is told to. (From a review: a G_UNKNOWN group could
+ * saw the commit (the request was lost), or answered in a way that cannot
+ * be read (which must not be taken for a refusal: rolling back a commit
+ * that was applied would free pages its keys point at). A
+ * fault-injection proxy (tests/support/proxy.h) loses every copy of the
+ * GROUP requests or answers, or garbles the answers, while told to. (From a review: a G_UNKNOWN group could
  * not be committed or resolved again.)
  */
 #include <pthread.h>
@@ -14,9 +16,11 @@
 #include "proto.h"
 #include "proxy.h"
 
+#define GARBLE (-1) /* lose.act: pass GROUP answers with a bad header */
+
 static struct {
 	pthread_mutex_t lock;
-	enum proxy_action act; /* for GROUP ops; PROXY_PASS: none */
+	int act; /* enum proxy_action for GROUP ops, or GARBLE */
 } lose = { PTHREAD_MUTEX_INITIALIZER, PROXY_PASS };
 
 static enum proxy_action
@@ -27,16 +31,19 @@ hook(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
 
 	(void)arg, (void)req_id, (void)reply_len, (void)delay_ms;
 	pthread_mutex_lock(&lose.lock);
-	if (op == PROTO_OP_GROUP &&
+	if (op == PROTO_OP_GROUP && lose.act == GARBLE && reply != NULL &&
+	    *reply_len > 0) {
+		reply[0] ^= 0x5a; /* the version: not an answer to read */
+	} else if (op == PROTO_OP_GROUP && lose.act != GARBLE &&
 	    (reply != NULL) == (lose.act == PROXY_DROP_REPLY)) {
-		a = lose.act;
+		a = (enum proxy_action)lose.act;
 	}
 	pthread_mutex_unlock(&lose.lock);
 	return a;
 }
 
 static void
-lose_group_ops(enum proxy_action act)
+lose_group_ops(int act)
 {
 	pthread_mutex_lock(&lose.lock);
 	lose.act = act;
@@ -62,7 +69,7 @@ TestSuite(group_unknown, .init = start, .fini = stop, .timeout = 60);
  * commits) while act loses the GROUP ops: CXLP_E_UNKNOWN. Then, GROUP
  * ops passing again, a second commit gives 0, and the keys are in. */
 static void
-unknown_then_commit(const char *id, enum proxy_action act)
+unknown_then_commit(const char *id, int act)
 {
 	struct cxlp_handler *h = itest_connect_via_proxy(300, 1);
 	struct cxlp_group *g = NULL;
@@ -114,4 +121,9 @@ Test(group_unknown, a_commit_whose_answer_was_lost_is_found_committed)
 Test(group_unknown, a_commit_that_never_arrived_is_sent_again)
 {
 	unknown_then_commit("lostreq", PROXY_DROP_REQUEST);
+}
+
+Test(group_unknown, a_commit_answer_that_cannot_be_read_is_not_a_refusal)
+{
+	unknown_then_commit("garbled", GARBLE);
 }

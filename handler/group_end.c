@@ -18,17 +18,26 @@
 static void
 free_staged(struct cxlp_handler *h, struct cxlp_group *g)
 {
+	size_t moved_on = 0;
+
 	pthread_mutex_lock(&h->page_lock);
 	for (size_t i = 0; i < g->nstaged; i++) {
-		int rc = g->staged[i] == PAGE_SETTLED ? 0 :
+		/* not REGISTERED any more: a key a commit cut short by a
+		 * restart had put there was evicted or deleted meanwhile,
+		 * and its page went its own way */
+		moved_on += g->staged[i] != PAGE_SETTLED &&
 		    pagetab_move(&h->pages, g->staged[i], PAGE_REGISTERED,
-		    PAGE_FREE);
-
-		cxlp_assert(rc == 0);
+		    PAGE_FREE) != 0;
 	}
 	group_forget_staged(g);
 	doubt_note(h);
 	giveback_page_unlock(h);
+	if (moved_on > 0) {
+		log_err("group \"%.*s\": %zu of its pages had left it before "
+		    "its rollback (keys of a commit cut short, evicted or "
+		    "deleted meanwhile)", (int)g->id_len, (const char *)g->id,
+		    moved_on);
+	}
 }
 
 /* group_forget_staged -- see group.h */

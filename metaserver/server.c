@@ -28,8 +28,8 @@
  *
  * Signals: SIGINT and SIGTERM are blocked in every thread (the mask is set
  * before nng starts any) and taken synchronously by sigwait in the main
- * thread, which then closes the socket, stops the workers and the reaper,
- * and closes the pool. If nng does not close the socket within
+ * thread, which then stops the workers (closing their contexts), closes
+ * the socket, stops the reaper, and closes the pool. If nng does not close the socket within
  * CLOSE_DEADLINE_S (an nng 1.5.2 hang: sock_close_within), the process
  * still stops the reaper and waits for the workers, then exits without
  * waiting for nng (server_stop).
@@ -451,14 +451,24 @@ reaper_stop(struct server *srv)
 	}
 }
 
-/* After an nng_close that did not return: wait up to JOIN_DEADLINE_S for
- * the workers to end; whether they all did. */
+/* Before the socket is closed: close every worker's context, which ends
+ * its receive (a worker serving a request finishes it, and its reply is
+ * refused), and wait up to JOIN_DEADLINE_S for the workers to end;
+ * whether they all did. Closing the socket first let a worker in the
+ * middle of a request send its reply on a context that nng freed with
+ * the socket: nng 1.5.2 panicked ("pthread_mutex_lock: Invalid
+ * argument", rep0_ctx_close on the socket's freed lock). */
 static bool
-workers_ended_within(struct server *srv)
+workers_end(struct server *srv)
 {
 	struct timespec until;
 	bool all = true;
 
+	for (unsigned i = 0; i < srv->nworkers; i++) {
+		if (srv->w[i].started) {
+			nng_ctx_close(srv->w[i].ctx);
+		}
+	}
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += JOIN_DEADLINE_S;
 	for (unsigned i = 0; i < srv->nworkers; i++) {
@@ -476,22 +486,22 @@ workers_ended_within(struct server *srv)
 /* Take the server down; safe after a partial server_start. Returns false
  * if nng kept the socket: its threads may still call pipe_cb, so the
  * caller must not free the server's state. Even then no change to the
- * pool is cut short: the reaper is stopped and the workers are waited
- * for (they end once nng has closed their contexts, which it does before
- * it waits for the pipes); the pool is consistent after every change,
- * as after kill -9, and is left mapped until exit. */
+ * pool is cut short: the workers were stopped first and the reaper is
+ * stopped; the pool is consistent after every change, as after kill -9,
+ * and is left mapped until exit. */
 static bool
 server_stop(struct server *srv)
 {
-	bool closed;
+	bool closed, joined;
 
 	ms_sess_lock(&srv->ms);
 	srv->ms.closing = true; /* pipe events stop detaching sessions */
 	ms_sess_unlock(&srv->ms);
 	ms_waitq_close(&srv->ms); /* no worker waits for room any more */
+	joined = workers_end(srv);
 	closed = sock_close_within(srv); /* /health says 503 meanwhile */
 	reaper_stop(srv);
-	if (closed) {
+	if (closed && joined) {
 		workers_stop(srv);
 		ms_http_stop(&srv->http); /* no scrape reads the pool now; not
 		                           * on the path below: its stop waits
@@ -503,7 +513,7 @@ server_stop(struct server *srv)
 	    "(nng 1.5.2 can hang there when a request arrives as its "
 	    "connection closes); exiting without waiting for it\"",
 	    CLOSE_DEADLINE_S);
-	if (!workers_ended_within(srv)) {
+	if (!joined) {
 		log_err("op=shutdown msg=\"a worker is still running; the "
 		    "pool is left as a kill -9 would leave it\"");
 	}

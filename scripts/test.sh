@@ -6,14 +6,16 @@
 #                   run, on a pool small enough that it evicts all the
 #                   time, and 10 s of --hostile; these two only with
 #                   --quick: the full run soaks build/ longer in step 5)
-#   2. build-asan/  AddressSanitizer + UBSan, the whole suite again
+#   2. build-asan/  AddressSanitizer + UBSan, the whole suite again but
+#                   python_install and python_torch (no C code of their
+#                   own, 13 s each under ASan)
 #   3. build-tsan/  ThreadSanitizer: the metaserver, the handler library (in
 #                   the integration tests' worker processes) and the soak
 #                   (parent, 8 workers, metaserver), driven by the
 #                   integration tests of build/ and by cxlp-soak
 #   4. fuzz         scripts/fuzz.sh: both libFuzzer targets, 15 s each
 #                   (needs clang, which install-deps.sh installs)
-#   5. soak         build/'s cxlp-soak in full (60 s, a kill every 1.5 s):
+#   5. soak         build/'s cxlp-soak in full (45 s, a kill every 1.5 s):
 #                   what piles up slowly (pages, regions, pins) shows only
 #                   in a run this long (a 10 s run, as in --quick, cannot fill
 #                   its pool); then 15 s of it on a pool that evicts all the
@@ -106,10 +108,10 @@ run_tsan() {
 }
 
 run_soak() {
-	echo "soak: cxlp-soak (60 s)"
+	echo "soak: cxlp-soak (45 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
-		build/tests/soak/cxlp-soak --seconds 60 || return 1
+		build/tests/soak/cxlp-soak --seconds 45 || return 1
 	echo "soak: cxlp-soak --evict (15 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
@@ -143,9 +145,11 @@ extras=$!
 step build run_suite build || rc=1
 suite_args=""
 if [ "${1:-}" != "--quick" ]; then
+	suite_args="--no-suite python_slow" # tests/python/meson.build
 	step asan run_suite build-asan -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dsanitize_strict=true \
 		-Dexpensive_checks=true || rc=1
+	suite_args=""
 	step tsan run_tsan || rc=1
 	if command -v clang >/dev/null 2>&1; then
 		step fuzz scripts/fuzz.sh 15 || rc=1

@@ -207,8 +207,8 @@ stage_many(struct dfx_cl *c, const char *id, const char *tag, uint32_t from,
     uint32_t n, size_t klen)
 {
 	static char names[4096][256];
+	static struct proto_result res[4096];
 	struct proto_reg r[4096];
-	struct proto_result res;
 	struct pbuf b;
 	uint32_t got = 0;
 	int st;
@@ -225,7 +225,7 @@ stage_many(struct dfx_cl *c, const char *id, const char *tag, uint32_t from,
 	pbuf_init(&b);
 	proto_put_group_id(&b, id, strlen(id));
 	proto_put_regs(&b, 0, n, r);
-	st = dfx_call(c, PROTO_OP_GROUP_REGISTER, &b, &res, &got);
+	st = dfx_call(c, PROTO_OP_GROUP_REGISTER, &b, res, &got);
 	pbuf_fini(&b);
 	return st;
 }

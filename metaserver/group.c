@@ -38,8 +38,12 @@
  *    refused, the owner's own too: two handles of one session on one
  *    group would each commit, abort and free what the other staged (the
  *    handler aborts an OPEN that got no answer; if that ABORT is lost as
- *    well, cxlp_group_cancel of the id ends the group). After a restart
- *    there is no group, and NOTFOUND tells the handler so.
+ *    well, cxlp_group_cancel of the id ends the group). A request whose
+ *    id is older than the group's OPEN (a session's request ids only
+ *    grow) is a late copy meant for an earlier group of the same id and
+ *    gets NOTFOUND (op_group.c, own_group): it would stage a key at a
+ *    page the earlier group's rollback freed. After a restart there is
+ *    no group, and NOTFOUND tells the handler so.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -249,6 +249,7 @@ struct ms_group {
 	uint32_t count;        /* chunks its batches brought */
 	uint32_t flags;        /* PROTO_GF_* */
 	uint64_t cancelled_by; /* 0: open; else who rolled it back */
+	uint64_t open_req;     /* request id of its OPEN (note 5) */
 	struct ms_gentry *e;   /* n entries, in arrival order */
 	uint32_t n, cap, staged;
 	uint64_t key_bytes;    /* of its staged keys */

@@ -55,6 +55,16 @@ own_group(struct req *rq, struct ms_group **out)
 		    "back (by session %llu)", (int)g->id_len,
 		    (const char *)g->id, (unsigned long long)g->cancelled_by);
 	}
+	if (rq->h.req_id < g->open_req) {
+		/* a late copy of a request for an earlier group of this id
+		 * (a session's request ids only grow): not this group's */
+		*out = NULL;
+		return cxlp_fail(CXLP_E_NOTFOUND, "request %llu was sent "
+		    "before group \"%.*s\" was opened (request %llu): a late "
+		    "copy for an earlier group of that id",
+		    (unsigned long long)rq->h.req_id, (int)g->id_len,
+		    (const char *)g->id, (unsigned long long)g->open_req);
+	}
 	return 0;
 }
 
@@ -357,6 +367,12 @@ group_end(struct req *rq, bool cancel)
 	if (g == NULL) {
 		return no_group(rq);
 	}
+	if (mine && rq->h.req_id < g->open_req) { /* see own_group */
+		return cxlp_fail(CXLP_E_NOTFOUND, "request %llu was sent "
+		    "before group \"%.*s\" was opened: a late copy",
+		    (unsigned long long)rq->h.req_id, (int)g->id_len,
+		    (const char *)g->id);
+	}
 	if (!cancel && !mine) {
 		return cxlp_fail(CXLP_E_GROUP, "group \"%.*s\" belongs to "
 		    "session %llu: cancel it instead", (int)g->id_len,
@@ -387,6 +403,7 @@ op_group(struct req *rq)
 		rc = ms_group_open(rq->ms, op_sess_id(rq), rq->group.id,
 		    rq->group.id_len, rq->group.total, rq->group.flags, &g);
 		if (rc == 0) {
+			g->open_req = rq->h.req_id;
 			op_put_hdr(rq, 0);
 		}
 		return rc;

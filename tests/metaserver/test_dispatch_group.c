@@ -262,6 +262,42 @@ Test(dispatch_group, one_session_cannot_take_every_group_bound,
 	    "another session still stages");
 }
 
+/* A late copy of a GROUP_REGISTER (or ABORT) for an earlier group of an
+ * id, arriving after that group ended and the id was opened again by the
+ * same session, is no request of the new group's: its page may hold
+ * another chunk by then. A session's request ids only grow, so one older
+ * than the group's OPEN is refused. */
+Test(dispatch_group, a_late_copy_for_an_earlier_group_of_the_id_is_refused)
+{
+	struct proto_result res[1];
+	struct proto_reg r;
+	struct dfx_cl a;
+	struct pbuf b, rep;
+	uint64_t late;
+	uint32_t n = 0;
+
+	dfx_client(&a, 1);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "re", 2, 0, NULL, NULL), 0);
+	late = ++a.next_id; /* the first group's REGISTER, lost in transit */
+	cr_assert_eq(group(&a, PROTO_GROUP_ABORT, "re", 0, 0, NULL, NULL), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "re", 2, 0, NULL, NULL), 0);
+	r = (struct proto_reg){ { (const uint8_t *)"old", 3 },
+	    a.region.region, dfx_page_off(&a, 0), 100 };
+	pbuf_init(&b);
+	pbuf_init(&rep);
+	proto_put_group_id(&b, "re", 2);
+	proto_put_regs(&b, 0, 1, &r);
+	cr_assert_eq(dfx_call_id(&a, PROTO_OP_GROUP_REGISTER, late, &b, &rep,
+	    res, &n), CXLP_E_NOTFOUND);
+	pbuf_fini(&b);
+	pbuf_fini(&rep);
+	cr_assert_eq(ms_group_find(&dfx_ms, "re", 2)->staged, 0,
+	    "nothing staged in the new group");
+	cr_assert_eq(stage(&a, "re", "new", 1, res), 0, "its own requests go");
+	cr_assert_eq(ms_group_find(&dfx_ms, "re", 2)->staged, 1);
+	cr_assert_eq(group(&a, PROTO_GROUP_ABORT, "re", 0, 0, NULL, NULL), 0);
+}
+
 Test(dispatch_group, the_end_of_its_session_removes_it)
 {
 	struct proto_result res;

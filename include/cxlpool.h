@@ -699,7 +699,7 @@ struct cxlp_stats {
 	uint64_t pages_quarantined; /* out of use until close: a REGISTER
 				      of theirs was resent or lost, and a
 				      copy of it may still land (see
-				      README, "Crash recovery") */
+				      docs/recovery.md) */
 	/* eviction (server side, then this handler) */
 	uint64_t largest_free;     /* largest free extent of the data area */
 	uint64_t evicted_pressure; /* keys evicted because a store found

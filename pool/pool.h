@@ -292,6 +292,10 @@ struct pool_evict_stats {
 	uint64_t spared;  /* referenced keys given a second chance */
 	uint64_t forced;  /* referenced keys taken after the hand's budget
 	                   * of two sweeps (evict.c note 6) */
+	uint64_t total_keys[POOL_EVICT_CAUSES];  /* since format (the
+	                                          * superblock's; this
+	                                          * run's keys included) */
+	uint64_t total_bytes[POOL_EVICT_CAUSES]; /* their value bytes */
 	uint64_t hand;    /* the slot the hand is at */
 	bool access_shared; /* readers' hits reach the policy (the pool has
 	                     * an access area; else only server lookups) */
@@ -328,7 +332,8 @@ bool pool_access_shared(const struct pool *p);
 /* pool_evict_set_order -- use_access false: the hand ignores reference
  * bytes (index order; for comparisons), true: CLOCK (default). */
 void pool_evict_set_order(struct pool *p, bool use_access);
-/* pool_evict_stats -- the counters above. */
+/* pool_evict_stats -- the counters above: keys, bytes, sweeps, spared
+ * and forced since this open, the totals since format. */
 void pool_evict_stats(const struct pool *p, struct pool_evict_stats *st);
 
 /* ---- stats and checks --------------------------------------------------- */

@@ -86,7 +86,8 @@ ms_pipe_removed(struct ms *ms, uint64_t pipe_id, uint64_t now_ms)
 	ms_wrlock(ms);
 	ms_sess_lock(ms);
 	pid = ms_pipe_forget(ms, pipe_id);
-	log_info("op=pipe_rem pipe=%llu pid=%llu", (unsigned long long)pipe_id,
+	log_rl_info("op=pipe_rem pipe=%llu pid=%llu",
+	    (unsigned long long)pipe_id,
 	    (unsigned long long)pid);
 	for (size_t b = 0; b < MS_SESS_BUCKETS && !ms->closing; b++) {
 		struct ms_sess *next;

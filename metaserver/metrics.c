@@ -191,6 +191,34 @@ requests(FILE *f, const struct ms_metrics *m)
 	}
 }
 
+/* the eviction totals the pool keeps since format (pool/evict.c note
+ * 7): gauges, since a counter resets only with the process and these
+ * outlive it */
+static void
+since_format(FILE *f, const struct pool_evict_stats *ev)
+{
+	static const char *const cause[POOL_EVICT_CAUSES] = {
+		[POOL_EVICT_PRESSURE] = "pressure",
+		[POOL_EVICT_WATERMARK] = "watermark",
+		[POOL_EVICT_ORPHAN] = "orphan",
+	};
+
+	head(f, "cxlpool_evictions_since_format", "gauge",
+	    "Keys evicted since the pool was formatted, by cause (kept in "
+	    "the pool, across restarts).");
+	for (int c = 0; c < POOL_EVICT_CAUSES; c++) {
+		fprintf(f, "cxlpool_evictions_since_format{cause=\"%s\"} "
+		    "%llu\n", cause[c], (unsigned long long)ev->total_keys[c]);
+	}
+	head(f, "cxlpool_evicted_bytes_since_format", "gauge",
+	    "Value bytes of the keys evicted since the pool was formatted, "
+	    "by cause.");
+	for (int c = 0; c < POOL_EVICT_CAUSES; c++) {
+		fprintf(f, "cxlpool_evicted_bytes_since_format{cause=\"%s\"} "
+		    "%llu\n", cause[c], (unsigned long long)ev->total_bytes[c]);
+	}
+}
+
 /* the pool's figures, as STATS has them (op_report.c), under ms->lock */
 static void
 pool_figures(FILE *f, struct ms *ms)
@@ -249,6 +277,7 @@ pool_figures(FILE *f, struct ms *ms)
 	    (unsigned long long)ev.keys[POOL_EVICT_ORPHAN]);
 	one(f, "cxlpool_evicted_bytes_total", "counter",
 	    "Value bytes of the keys evicted.", ebytes);
+	since_format(f, &ev);
 	one(f, "cxlpool_request_groups", "gauge", "Request groups open.",
 	    groups);
 }

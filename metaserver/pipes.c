@@ -45,7 +45,9 @@ ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid)
 	ms->pipes[ms->npipes].pid = peer_pid;
 	ms->npipes++;
 	ms_sess_unlock(ms);
-	log_info("op=pipe_add pipe=%llu pid=%llu", (unsigned long long)pipe_id,
+	/* rate-limited: a port prober opens thousands a minute */
+	log_rl_info("op=pipe_add pipe=%llu pid=%llu",
+	    (unsigned long long)pipe_id,
 	    (unsigned long long)peer_pid);
 }
 

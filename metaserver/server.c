@@ -192,6 +192,7 @@ reaper_main(void *arg)
 		ms_reap(&srv->ms, cxlp_now_ms());
 		ms_leases_expire(&srv->ms);
 		ms_evict_background(&srv->ms);
+		cxlp_log_flush(); /* counts of rate-limited lines */
 		ms_tls_watch_poll(&srv->tlsw, cxlp_now_ms());
 		pthread_mutex_lock(&srv->stop_lock);
 	}

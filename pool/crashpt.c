@@ -116,6 +116,30 @@ crashpt_store8(uint64_t *dst, uint64_t v)
 	die();
 }
 
+static void (*_Atomic rec_fn)(void *, const void *, size_t);
+static void *rec_arg;
+
+/* crashpt_persisted -- see crashpt.h */
+void
+crashpt_persisted(const void *addr, size_t len)
+{
+	void (*fn)(void *, const void *, size_t) = atomic_load(&rec_fn);
+
+	if (fn != NULL) {
+		fn(rec_arg, addr, len);
+	}
+}
+
+/* crashpt_set_recorder -- see crashpt.h */
+bool
+crashpt_set_recorder(void (*fn)(void *arg, const void *addr, size_t len),
+    void *arg)
+{
+	rec_arg = arg;
+	atomic_store(&rec_fn, fn);
+	return true;
+}
+
 /* crashpt_commit_pause -- see crashpt.h; reads the environment each time
  * (a commit of a test, not a hot path) */
 void

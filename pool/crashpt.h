@@ -19,11 +19,15 @@
  *   CXLP_COMMIT_PAUSE_US=u  sleep u us after each key a request group's
  *                       commit inserts (crashpt_commit_pause): a commit
  *                       long enough for a test's reader to meet it.
+ * And a test in the process can record every persist as it completes
+ * (crashpt_set_recorder): which bytes were durable when a page was
+ * handed out again (contract 9) is read from that record.
  * Without test_hooks (crashpt_none.c) every call is empty.
  */
 #ifndef CXLP_POOL_CRASHPT_H
 #define CXLP_POOL_CRASHPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +35,16 @@
 void crashpt_range(void *addr, size_t len);
 /* crashpt_store8 -- point: v is about to be stored at dst and persisted. */
 void crashpt_store8(uint64_t *dst, uint64_t v);
+
+/* crashpt_persisted -- [addr, addr + len) was just persisted (by
+ * pool_persist_cb or pool_store8): the recorder, if any, is told. */
+void crashpt_persisted(const void *addr, size_t len);
+/* crashpt_set_recorder -- test-only: after each persist of the pool's
+ * metadata in this process, fn(arg, addr, len) is called, under the
+ * writer's exclusion (pool.h); fn NULL stops it. Returns false when the
+ * hooks are compiled out (the test should skip). */
+bool crashpt_set_recorder(void (*fn)(void *arg, const void *addr,
+    size_t len), void *arg);
 
 /* crashpt_commit_pause -- a commit inserted one key (kv.c). */
 void crashpt_commit_pause(void);

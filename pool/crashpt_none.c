@@ -20,6 +20,24 @@ crashpt_store8(uint64_t *dst, uint64_t v)
 	(void)v;
 }
 
+/* crashpt_persisted -- no-op */
+void
+crashpt_persisted(const void *addr, size_t len)
+{
+	(void)addr;
+	(void)len;
+}
+
+/* crashpt_set_recorder -- nothing to record with */
+bool
+crashpt_set_recorder(void (*fn)(void *arg, const void *addr, size_t len),
+    void *arg)
+{
+	(void)fn;
+	(void)arg;
+	return false;
+}
+
 void
 crashpt_commit_pause(void)
 {

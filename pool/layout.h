@@ -24,12 +24,15 @@
 #define POOL_MAGIC "CXLPOOL" /* 8 bytes with its NUL */
 #define POOL_MAJOR 2u        /* bump on incompatible layout changes; 2:
                               * pin table area, region request stamp */
-#define POOL_MINOR 3u        /* 1: owner record in the superblock
+#define POOL_MINOR 4u        /* 1: owner record in the superblock
                               * (struct pool_orec); a 2.0 pool reads as
                               * one without an owner (its bytes are 0).
                               * 2: the access area (POOL_COMPAT_ACCESS)
                               * 3: commit_seq (a 2.2 reader refuses a
-                              * pool whose commit_seq is not 0) */
+                              * pool whose commit_seq is not 0)
+                              * 4: evict_keys, evict_bytes (eviction
+                              * totals since format; a 2.3 reader
+                              * refuses a pool that has evicted) */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
@@ -129,12 +132,19 @@ struct pool_sb {
 	                           * around its reads saw none or all of a
 	                           * group (layout 2.3; 0 before). One
 	                           * 8-byte store, not covered by checksum */
-	uint8_t reserved[3280];   /* zero */
+	uint64_t evict_keys[3];   /* keys evicted since format, by cause
+	                           * (enum pool_evict_cause: pressure,
+	                           * watermark, orphan), added at the end of
+	                           * each eviction pass (evict.c note 7;
+	                           * layout 2.4, 0 before). 8-byte stores, not
+	                           * covered by checksum */
+	uint64_t evict_bytes[3];  /* their value bytes, likewise */
+	uint8_t reserved[3232];   /* zero */
 	struct pool_orec owner;   /* who serves the pool; its own rules,
 	                           * above (layout 2.1; zero in 2.0) */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id,
-	                           * lease_until_ns, commit_seq and owner
-	                           * read as 0 */
+	                           * lease_until_ns, commit_seq, the
+	                           * eviction totals and owner read as 0 */
 };
 static_assert(sizeof(struct pool_sb) == POOL_SB_SIZE, "superblock size");
 static_assert(offsetof(struct pool_sb, owner) % 64 == 0,
@@ -143,6 +153,9 @@ static_assert(offsetof(struct pool_sb, lease_until_ns) % 8 == 0,
     "lease_until_ns is published by an aligned 8-byte store");
 static_assert(offsetof(struct pool_sb, commit_seq) % 8 == 0,
     "commit_seq is published by an aligned 8-byte store");
+static_assert(offsetof(struct pool_sb, evict_keys) % 8 == 0 &&
+    offsetof(struct pool_sb, evict_bytes) % 8 == 0,
+    "eviction totals are published by aligned 8-byte stores");
 static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
     "next_session_id is published by an aligned 8-byte store");
 

@@ -4,7 +4,8 @@
  * persisted after plain stores [pool_persist_cb], an 8-byte publish
  * [pool_store8], and the owner record's quiet stores, compare-and-swap,
  * persist and loads [pool_set8, pool_cas8, pool_persist_quiet,
- * pool_load8].
+ * pool_load8]. Each persist of the first two is a crash point before it
+ * and a recorded one after it (crashpt.h), for the tests.
  *
  * Why this shape: every table of the pool (regtab.c, rmirror.c,
  * sesstab.c, pintab.c, the index through kvindex_init's callback, the
@@ -37,6 +38,7 @@ pool_persist_cb(void *ctx, const void *addr, size_t len)
 
 	crashpt_range((void *)(uintptr_t)addr, len);
 	pmap_persist(p->map, addr, len);
+	crashpt_persisted(addr, len);
 }
 
 /* pool_store8 -- see persist.h */
@@ -47,6 +49,7 @@ pool_store8(struct pool *p, uint64_t *dst, uint64_t v)
 	crashpt_store8(dst, v);
 	__atomic_store_n(dst, v, __ATOMIC_RELEASE);
 	pmap_persist(p->map, dst, sizeof(*dst));
+	crashpt_persisted(dst, sizeof(*dst));
 }
 
 /* pool_persist_quiet -- see persist.h */

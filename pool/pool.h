@@ -290,6 +290,12 @@ struct pool_evict_stats {
 	uint64_t bytes[POOL_EVICT_CAUSES]; /* their value bytes */
 	uint64_t sweeps;  /* times the CLOCK hand went round the index */
 	uint64_t spared;  /* referenced keys given a second chance */
+	uint64_t forced;  /* referenced keys taken after the hand's budget
+	                   * of two sweeps (evict.c note 6) */
+	uint64_t total_keys[POOL_EVICT_CAUSES];  /* since format (the
+	                                          * superblock's; this
+	                                          * run's keys included) */
+	uint64_t total_bytes[POOL_EVICT_CAUSES]; /* their value bytes */
 	uint64_t hand;    /* the slot the hand is at */
 	bool access_shared; /* readers' hits reach the policy (the pool has
 	                     * an access area; else only server lookups) */
@@ -306,9 +312,10 @@ struct evict_ops {
 };
 
 /* pool_evict_clock -- evict up to max keys in CLOCK order (evict.c note
- * 2): unpinned, unleased keys ops->may accepts whose reference byte is clear; a set
- * byte is cleared and the key passed over once. Stops after two sweeps of
- * the index. Returns how many keys went. */
+ * 2): unpinned, unleased keys ops->may accepts whose reference byte is
+ * clear; a set byte is cleared and the key passed over, for two sweeps of
+ * the index; in a third sweep the evictable keys go whatever their byte
+ * (note 6), then it stops. Returns how many keys went. */
 size_t pool_evict_clock(struct pool *p, size_t max,
     enum pool_evict_cause cause, const struct evict_ops *ops);
 /* pool_evict_region -- evict every unpinned key of region id that
@@ -325,7 +332,8 @@ bool pool_access_shared(const struct pool *p);
 /* pool_evict_set_order -- use_access false: the hand ignores reference
  * bytes (index order; for comparisons), true: CLOCK (default). */
 void pool_evict_set_order(struct pool *p, bool use_access);
-/* pool_evict_stats -- the counters above. */
+/* pool_evict_stats -- the counters above: keys, bytes, sweeps, spared
+ * and forced since this open, the totals since format. */
 void pool_evict_stats(const struct pool *p, struct pool_evict_stats *st);
 
 /* ---- stats and checks --------------------------------------------------- */

@@ -1,7 +1,7 @@
 /*
  * test_evict.c -- pool/evict.c: the CLOCK gives referenced keys a second
  * chance and takes the cold ones, never a pinned key nor one the caller's
- * filter refuses; a region's keys go together and an orphan region left
+ * filter refuses, and a writer of every access byte cannot stop it; a region's keys go together and an orphan region left
  * empty is freed; the region lists survive a reopen and pool_check
  * catches a broken one; the access bytes are in the pool's mapping.
  */
@@ -125,6 +125,42 @@ Test(evict, ignoring_the_access_bytes_takes_keys_in_index_order)
 	cr_assert_lt(kept, PAGES / 2, "the hot keys all survived anyway");
 }
 
+/* A writer of the access area that sets every byte between any two steps
+ * of the hand (issue 25 item 3: a handler doing so in a loop): asked
+ * about each key before its byte is looked at, it sets them all again. */
+static bool
+set_every_byte(void *arg, const struct pool_kv *kv)
+{
+	(void)arg;
+	(void)kv;
+	memset(p->ev.access, 1, p->ev.nslots);
+	return true;
+}
+
+Test(evict, a_writer_setting_every_access_byte_cannot_stop_eviction)
+{
+	struct seen s = { 0 };
+	struct evict_ops ops = { .may = set_every_byte, .gone = count_gone,
+		.arg = &s };
+	struct pool_evict_stats st;
+	int left = 0;
+
+	/* every key evictable: each call takes what it asks for */
+	for (int round = 0; round < 4; round++) {
+		cr_assert_eq(pool_evict_clock(p, 5, POOL_EVICT_PRESSURE, &ops),
+		    5, "round %d: a full pool with evictable keys gave up",
+		    round);
+	}
+	for (int i = 0; i < PAGES; i++) {
+		left += present(i);
+	}
+	cr_assert_eq(left, PAGES - 20);
+	pool_evict_stats(p, &st);
+	cr_assert_eq(st.forced, 20);
+	cr_assert_eq(st.keys[POOL_EVICT_PRESSURE], 20);
+	cr_assert_eq(pool_check(p, NULL, NULL), 0);
+}
+
 static bool
 odd_only(void *arg, const struct pool_kv *kv)
 {
@@ -150,7 +186,7 @@ Test(evict, pinned_and_refused_keys_are_never_victims)
 	for (int i = 0; i < PAGES; i++) {
 		cr_assert_eq(present(i), i % 2 == 0 || i == 1, "key %d", i);
 	}
-	/* nothing left to take: two sweeps, then it gives up */
+	/* nothing left to take: three sweeps, then it gives up */
 	cr_assert_eq(pool_evict_clock(p, 1, POOL_EVICT_PRESSURE, &ops), 0);
 	cr_assert_eq(pool_evict_region(p, reg.id, POOL_EVICT_ORPHAN, &ops), 0);
 	cr_assert_eq(pool_pin_change(p, sess, slot_of[1], -1, 0, 0, &applied),

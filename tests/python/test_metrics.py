@@ -152,6 +152,19 @@ class Metrics(ServerTestCase):
                          st["regions"])
         self.assertEqual(m[("cxlpool_sessions", "")] + 1, st["sessions"],
                          "pool-inspect's own session is gone")
+        # the totals since format are the pool's: as pool-inspect
+        # summary reads them from the superblock
+        out = subprocess.run([inspect, "summary", self.server.pool,
+                              "--json"], capture_output=True, text=True,
+                             timeout=60, env=cxlp_test.native_env())
+        self.assertEqual(out.returncode, 0, out.stderr)
+        tot = json.loads(out.stdout)["evicted_since_format"]
+        for cause in ("pressure", "watermark", "orphan"):
+            lab = f'cause="{cause}"'
+            self.assertEqual(m[("cxlpool_evictions_since_format", lab)],
+                             tot[cause]["keys"], cause)
+            self.assertEqual(m[("cxlpool_evicted_bytes_since_format",
+                                lab)], tot[cause]["bytes"], cause)
 
     def test_health_and_unknown_paths(self) -> None:
         status, text = self.get("/health")

@@ -4,7 +4,8 @@
  * largest free extent of a data area with holes, in text and JSON, and
  * the access area: how many index slots have their reference byte set
  * after readers touched some keys, and a pool formatted before layout 2.2
- * reported as having none.
+ * reported as having none; the evictions since format, by cause, added
+ * up over two opens.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -119,11 +120,53 @@ Test(inspect, summary_counts_the_reference_bytes_readers_set)
 	snprintf(line, sizeof(line), "\naccess         3 of %llu slots "
 	    "referenced (area ", (unsigned long long)st.index_slots);
 	has(line);
-	has(", layout 2.3)\n");
+	has(", layout 2.4)\n");
 	cr_assert_eq(run_json("summary %s", path), 0, "%s", out);
-	snprintf(line, sizeof(line), "\"access\": {\"layout\": \"2.3\", "
+	snprintf(line, sizeof(line), "\"access\": {\"layout\": \"2.4\", "
 	    "\"area\": true, \"slots\": %llu, \"referenced\": 3, ",
 	    (unsigned long long)st.index_slots);
+	has(line);
+}
+
+/* evict n keys of make_pool's under cause in one open (a server's run) */
+static void
+evict_run(size_t n, enum pool_evict_cause cause)
+{
+	struct pool *p = open_rw();
+
+	cr_assert_eq(pool_evict_clock(p, n, cause, NULL), n);
+	pool_close(&p);
+}
+
+Test(inspect, summary_shows_the_evictions_since_format_across_opens)
+{
+	struct pool_evict_stats ev;
+	char line[192];
+	struct pool *p;
+
+	make_pool(5);
+	cr_assert_eq(run("summary %s", path), 0, "%s", out);
+	has("\nevicted        0 keys (0 B of values) since format: 0 "
+	    "pressure, 0 watermark, 0 orphan\n");
+	evict_run(2, POOL_EVICT_PRESSURE);
+	evict_run(1, POOL_EVICT_WATERMARK); /* a second run adds to the first */
+	cr_assert_eq(pool_open(&p, path, POOL_RDONLY, NULL), 0);
+	pool_evict_stats(p, &ev);
+	pool_close(&p);
+	cr_assert_eq(ev.keys[POOL_EVICT_PRESSURE], 0, "a counter of this open");
+	cr_assert_eq(ev.total_keys[POOL_EVICT_PRESSURE], 2);
+	cr_assert_eq(ev.total_keys[POOL_EVICT_WATERMARK], 1);
+	cr_assert_gt(ev.total_bytes[POOL_EVICT_PRESSURE], 0);
+	cr_assert_eq(run("summary %s", path), 0, "%s", out);
+	has("\nevicted        3 keys (");
+	has(" of values) since format: 2 pressure, 1 watermark, 0 orphan\n");
+	cr_assert_eq(run_json("summary %s", path), 0, "%s", out);
+	snprintf(line, sizeof(line), "\"evicted_since_format\": "
+	    "{\"pressure\": {\"keys\": 2, \"bytes\": %llu}, \"watermark\": "
+	    "{\"keys\": 1, \"bytes\": %llu}, \"orphan\": {\"keys\": 0, "
+	    "\"bytes\": 0}}",
+	    (unsigned long long)ev.total_bytes[POOL_EVICT_PRESSURE],
+	    (unsigned long long)ev.total_bytes[POOL_EVICT_WATERMARK]);
 	has(line);
 }
 

@@ -6,8 +6,10 @@
  * bytes in no region and the largest free extent (the largest region a
  * REGION_ALLOC can still get without eviction); the access line is the
  * eviction policy's state (access.c): whether the pool has an access
- * area and how many index slots have their reference byte set. The
- * owner is the pool's
+ * area and how many index slots have their reference byte set; the
+ * evicted line, the keys and value bytes evicted since format by cause
+ * (the superblock's totals, pool/evict.c note 7). The owner is the
+ * pool's
  * owner record (pool/owner.h) as it reads now: the metaserver serving
  * it, or the last one if it was killed; whether its heartbeat still
  * moves shows from one summary to the next.
@@ -118,10 +120,47 @@ print_access_json(struct jw *w, const struct inspect_access *ac)
 	jw_close(w);
 }
 
+static const char *const cause_name[POOL_EVICT_CAUSES] = {
+	[POOL_EVICT_PRESSURE] = "pressure",
+	[POOL_EVICT_WATERMARK] = "watermark",
+	[POOL_EVICT_ORPHAN] = "orphan",
+};
+
+static void
+print_evicted_text(const struct pool_evict_stats *ev)
+{
+	uint64_t keys = 0, bytes = 0;
+	char a[FMT_SIZE_LEN];
+
+	for (int c = 0; c < POOL_EVICT_CAUSES; c++) {
+		keys += ev->total_keys[c];
+		bytes += ev->total_bytes[c];
+	}
+	printf("%-14s %" PRIu64 " keys (%s of values) since format: %" PRIu64
+	    " pressure, %" PRIu64 " watermark, %" PRIu64 " orphan\n",
+	    "evicted", keys, fmt_size(a, bytes),
+	    ev->total_keys[POOL_EVICT_PRESSURE],
+	    ev->total_keys[POOL_EVICT_WATERMARK],
+	    ev->total_keys[POOL_EVICT_ORPHAN]);
+}
+
+static void
+print_evicted_json(struct jw *w, const struct pool_evict_stats *ev)
+{
+	jw_obj(w, "evicted_since_format");
+	for (int c = 0; c < POOL_EVICT_CAUSES; c++) {
+		jw_obj(w, cause_name[c]);
+		jw_u64(w, "keys", ev->total_keys[c]);
+		jw_u64(w, "bytes", ev->total_bytes[c]);
+		jw_close(w);
+	}
+	jw_close(w);
+}
+
 static void
 print_text(const char *path, const struct pool *p,
     const struct pool_stats *st, const struct pool_media *m,
-    const struct inspect_access *ac)
+    const struct inspect_access *ac, const struct pool_evict_stats *ev)
 {
 	char a[FMT_SIZE_LEN], b[FMT_SIZE_LEN], c[FMT_SIZE_LEN];
 
@@ -147,6 +186,7 @@ print_text(const char *path, const struct pool *p,
 	printf("%-14s %s (key heap %s)\n", "key bytes",
 	    fmt_size(a, st->key_bytes), fmt_size(b, st->key_heap_bytes));
 	printf("%-14s %" PRIu64 "\n", "sessions", st->sessions);
+	print_evicted_text(ev);
 	print_access_text(ac);
 	print_owner_text(p);
 }
@@ -154,7 +194,7 @@ print_text(const char *path, const struct pool *p,
 static void
 print_json(const char *path, const struct pool *p,
     const struct pool_stats *st, const struct pool_media *m,
-    const struct inspect_access *ac)
+    const struct inspect_access *ac, const struct pool_evict_stats *ev)
 {
 	struct jw w;
 
@@ -183,6 +223,7 @@ print_json(const char *path, const struct pool *p,
 	jw_str(&w, "granularity", m->granularity);
 	jw_u64(&w, "align", m->align);
 	jw_close(&w);
+	print_evicted_json(&w, ev);
 	print_access_json(&w, ac);
 	print_owner_json(&w, p);
 	jw_end(&w);
@@ -192,6 +233,7 @@ print_json(const char *path, const struct pool *p,
 int
 cmd_summary(int argc, char **argv)
 {
+	struct pool_evict_stats ev;
 	struct inspect_access ac;
 	struct inspect_opts o;
 	struct pool_stats st;
@@ -211,10 +253,11 @@ cmd_summary(int argc, char **argv)
 	}
 	pool_stats(p, &st);
 	pool_media(p, &m);
+	pool_evict_stats(p, &ev);
 	if (o.json) {
-		print_json(o.path, p, &st, &m, &ac);
+		print_json(o.path, p, &st, &m, &ac, &ev);
 	} else {
-		print_text(o.path, p, &st, &m, &ac);
+		print_text(o.path, p, &st, &m, &ac, &ev);
 	}
 	pool_close(&p);
 	return 0;

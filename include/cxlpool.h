@@ -650,7 +650,10 @@ CXLP_API int cxlp_batch_unpin(struct cxlp_handler *h, size_t n,
  * the metaserver's --lease-max-ms), as a pin would, without having to
  * release it: the lease ends at its time, at the session's end, or at
  * cxlp_lease(.., 0), which releases it early (CXLP_E_NOTPINNED if this
- * session holds none). Taking it again renews it. A zero-copy reader that
+ * session holds none). Taking it again sets its end to lease_ms from now,
+ * whatever was left: a renewal may lengthen or shorten it (the Python
+ * binding refuses an ms outside 0..UINT_MAX rather than wrap it). A
+ * zero-copy reader that
  * leases a key and finishes its copy within the lease needs no
  * cxlp_validate. Returns 0, CXLP_E_NOTFOUND, or an error. */
 CXLP_API int cxlp_lease(struct cxlp_handler *h, const void *key,

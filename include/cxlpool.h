@@ -653,9 +653,9 @@ CXLP_API int cxlp_batch_unpin(struct cxlp_handler *h, size_t n,
  * session holds none). Taking it again sets its end to lease_ms from now,
  * whatever was left: a renewal may lengthen or shorten it (the Python
  * binding refuses an ms outside 0..UINT_MAX rather than wrap it). A
- * zero-copy reader that
- * leases a key and finishes its copy within the lease needs no
- * cxlp_validate. Returns 0, CXLP_E_NOTFOUND, or an error. */
+ * zero-copy reader that leases a key and finishes its copy within the
+ * lease needs no cxlp_validate. Returns 0, CXLP_E_NOTFOUND, or an
+ * error. */
 CXLP_API int cxlp_lease(struct cxlp_handler *h, const void *key,
     size_t key_len, unsigned lease_ms);
 /* cxlp_batch_lease -- cxlp_lease of each key in one round trip;

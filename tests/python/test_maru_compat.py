@@ -158,6 +158,47 @@ out = "wrote" """)
         self.assertEqual(bytes(h.retrieve(key).view), b"precious")
 
 
+class SGLangCalls(CompatCase):
+    """The calls of Maru's maru_sglang MaruStorage (at 4fd29ce), shaped as
+    it makes them: set's store(key, data=memoryview), batch_set_v1's
+    batch_store of memoryviews of ctypes arrays, batch_get_v1's
+    from_buffer + memmove into host memory, in another process."""
+
+    def test_set_and_batch_set_v1_then_batch_get_v1_elsewhere(self) -> None:
+        h = self.maru(chunk_size_bytes=4 * KiB)
+        k1, k2, k3 = self.k("set"), self.k("v1-mla"), self.k("v1-kv")
+        self.assertTrue(h.store(k1, data=memoryview(bytearray(b"s" * 100))))
+        host = (ctypes.c_char * 64)(*([b"m"] * 64))
+        mla = memoryview((ctypes.c_char * 64).from_address(
+            ctypes.addressof(host)))  # batch_set_v1, 1 chunk per key
+        kv = (ctypes.c_char * 96)()  # K+V concatenated
+        ctypes.memset(kv, ord("k"), 48)
+        ctypes.memset(ctypes.addressof(kv) + 48, ord("v"), 48)
+        self.assertEqual(h.batch_store([k2, k3], [mla, memoryview(kv)]),
+                         [True, True])
+        self.assertEqual(h.allocator.num_allocated, 3)
+        out = child(self.server.url, f"""
+infos = h.batch_retrieve({[k1, k2, k3]!r})
+out = []
+for info in infos:
+    src = ctypes.addressof(ctypes.c_char.from_buffer(info.view))
+    dst = (ctypes.c_char * len(info.view))()
+    ctypes.memmove(dst, src, len(info.view))
+    out.append(dst.raw.decode())""")
+        self.assertEqual(out, ["s" * 100, "m" * 64, "k" * 48 + "v" * 48])
+
+    def test_data_larger_than_a_chunk_is_false_and_holds_nothing(
+            self) -> None:
+        h = self.maru(chunk_size_bytes=KiB)
+        self.assertEqual(h.batch_store([self.k("big"), self.k("ok")],
+                                       [b"x" * (KiB + 1), b"y"]),
+                         [False, True])
+        self.assertFalse(h.exists(self.k("big")))
+        self.assertEqual(h.allocator.num_allocated, 1)
+        with self.assertRaises(TypeError):
+            h.store(self.k("neither"))
+
+
 class Allocator(CompatCase):
     def test_num_allocated_follows_alloc_store_free_delete(self) -> None:
         h = self.maru(chunk_size_bytes=KiB)

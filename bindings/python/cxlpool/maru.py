@@ -39,6 +39,7 @@ number of keys and are split at cxlpool.BATCH_MAX.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -216,22 +217,49 @@ class MaruHandler:
         with self._lock:
             self._count(handle._region_id, -1)
 
-    def store(self, key: str, handle: AllocHandle) -> bool:
+    def store(self, key: str, handle: Optional[AllocHandle] = None,
+              data: Any = None) -> bool:
         """Register key for the page; True if the key is in the pool. The
-        handle is consumed either way."""
-        return self.batch_store([key], [handle])[0]
+        handle is consumed either way. ``data=`` (any buffer) instead of
+        a handle is copied into a page first, as SGLang's MaruStorage
+        calls it (``store(key, data=memoryview)``)."""
+        if (handle is None) == (data is None):
+            raise TypeError("store takes a handle or data=, not both")
+        return self.batch_store([key], [handle if handle is not None
+                                        else data])[0]
 
     def batch_store(self, keys: Sequence[str],
-                    handles: Sequence[AllocHandle]) -> List[bool]:
-        """store() of each (key, handle), in batches of BATCH_MAX."""
+                    handles: Sequence[Any]) -> List[bool]:
+        """store() of each (key, handle), in batches of BATCH_MAX. An entry
+        that is a buffer (memoryview, bytes, a ctypes array), as SGLang's
+        batch_set and batch_set_v1 pass, is copied into a page first; one
+        that does not fit a chunk, or finds the pool full, is False."""
         if len(keys) != len(handles):
             raise ValueError("keys and handles must have the same length")
         h = self._ensure()
+        handles = [hd if isinstance(hd, AllocHandle) else self._copy_in(hd)
+                   for hd in handles]
         out: List[bool] = []
         for i in range(0, len(keys), _lib.BATCH_MAX):
             out += self._store_batch(h, keys[i:i + _lib.BATCH_MAX],
                                      handles[i:i + _lib.BATCH_MAX])
         return out
+
+    def _copy_in(self, data: Any) -> AllocHandle:
+        """A page holding a copy of data's bytes; a handle no page is
+        live for (stored as False) when they cannot be placed."""
+        with memoryview(data) as raw:
+            src = raw if raw.c_contiguous else memoryview(raw.tobytes())
+            n = src.nbytes
+            try:
+                a = self.alloc(n)
+            except ValueError as exc:
+                _log.error("store of %d bytes: %s", n, exc)
+                return AllocHandle(buf=memoryview(b""), _region_id=-1,
+                                   _page_index=-1, _size=0)
+            if n:  # any format: a ctypes c_char array's is "<c"
+                ctypes.memmove(address_of(a.buf), address_of(src), n)
+        return a
 
     def _store_batch(self, h: Handler, keys: Sequence[str],
                      handles: Sequence[AllocHandle]) -> List[bool]:

@@ -1,0 +1,171 @@
+"""Maru's own SGLang integration (maru_sglang: MaruStorage, the HiCache
+L3 backend, and MaruHostTensorAllocator), unchanged, on cxlpool.maru
+(issue 29): through a stand-in of the one SGLang class it imports
+(tests/python/maru_standins), on a tcp metaserver whose secret reaches
+the handlers only through CXLP_SECRET_FILE (MaruStorage builds its
+MaruConfig from SGLang's extra config, which has no secret), with a
+chunk size that is no multiple of 4 KiB. One process stores (v1 set of
+K+V host pages, the legacy set and batch_set) and takes a tensor from
+MaruHostTensorAllocator; a second reads back (batch_exists, batch_get_v1
+into its host pages, get, batch_get) and the bytes are checked.
+
+Needs, or is skipped: CXLP_MARU_CHECKOUT (a Maru checkout, whose tree
+is put on the path after cxlpool's shim, as an installed Maru would be
+shadowed by it) and a Python with torch, msgpack and dacite (Maru's own
+dependencies: this interpreter or /usr/bin/python3; Debian:
+python3-torch python3-msgpack python3-dacite). Nothing is fetched.
+LMCache's and vLLM's integrations are not driven here yet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+from typing import Dict, Optional
+
+import cxlp_test
+
+HERE = Path(__file__).resolve().parent
+
+COMMON = r"""
+import ctypes, json, os, sys
+from types import SimpleNamespace
+import torch
+from maru_sglang.maru_storage import MaruStorage
+
+HALF = 500  # K and V halves: 1000 bytes a key, the chunk size
+
+class Host:
+    # stand-in of SGLang's host KV pool, page_first layout: K and V of
+    # page i are separate buffers (2 chunks per key, non-MLA)
+    layout = "page_first_direct"
+    def __init__(self, pages):
+        self.k = torch.zeros(pages, HALF, dtype=torch.uint8)
+        self.v = torch.zeros(pages, HALF, dtype=torch.uint8)
+    def get_page_buffer_meta(self, indices):
+        ptrs, sizes = [], []
+        for i in indices.tolist():
+            ptrs += [self.k[i].data_ptr(), self.v[i].data_ptr()]
+            sizes += [HALF, HALF]
+        return ptrs, sizes
+
+cfg = SimpleNamespace(model_name="org/model", is_mla_model=False,
+                      tp_rank=0, tp_size=1,
+                      extra_config={"maru_server_url": sys.argv[1],
+                                    "maru_pool_size": "2M",
+                                    "maru_chunk_size_bytes": 1000})
+st = MaruStorage(cfg, {})
+host = Host(4)
+st.register_mem_pool_host(host)
+"""
+
+WRITER = COMMON + r"""
+for i in range(3):
+    host.k[i].fill_(ord("a") + i)
+    host.v[i].fill_(ord("A") + i)
+out = {"v1": st.batch_set_v1(["h0", "h1", "h2"], torch.tensor([0, 1, 2])),
+       "set": st.set("legacy", torch.arange(100, dtype=torch.uint8)),
+       "batch_set": st.batch_set(["b0", "b1"], [
+           torch.full((10,), 7, dtype=torch.uint8),
+           torch.full((20,), 8, dtype=torch.uint8)])}
+from maru_sglang.allocator import MaruHostTensorAllocator
+alloc = MaruHostTensorAllocator()
+t = alloc.allocate((3, 1000), torch.float16)  # 6000 bytes
+t.fill_(1.5)
+h = alloc.handler
+rid = h.owned_region_manager.get_first_region_id()
+out["tensor"] = [alloc.base_ptr == t.data_ptr(),
+                 bytes(h.get_buffer_view(rid, 0, 2)).hex(),
+                 list(t.shape), str(t.dtype)]
+st.close()
+print(json.dumps(out), flush=True)
+"""
+
+READER = COMMON + r"""
+out = {"exists": st.batch_exists(["h0", "h1", "h2", "nope"]),
+       "v1": st.batch_get_v1(["h0", "h1", "h2"], torch.tensor([2, 1, 0]))}
+out["pages"] = [[chr(host.k[i][0]), chr(host.v[i][-1]),
+                 int((host.k[i] == host.k[i][0]).all()),
+                 int((host.v[i] == host.v[i][0]).all())] for i in range(3)]
+out["get"] = st.get("legacy").tolist()
+out["batch_get"] = [x.tolist() for x in st.batch_get(["b0", "b1"])]
+out["miss"] = st.get("nope") is None
+st.close()
+print(json.dumps(out), flush=True)
+"""
+
+
+def torch_python() -> Optional[str]:
+    """An interpreter with torch, msgpack and dacite."""
+    for exe in (sys.executable, "/usr/bin/python3"):
+        if os.path.exists(exe) and subprocess.run(
+                [exe, "-c", "import torch, msgpack, dacite"],
+                capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+class SGLang(unittest.TestCase):
+    def setUp(self) -> None:
+        checkout = os.environ.get("CXLP_MARU_CHECKOUT")
+        if not checkout or not (Path(checkout) / "maru_sglang").is_dir():
+            self.skipTest("CXLP_MARU_CHECKOUT (a Maru checkout) is not set")
+        exe = torch_python()
+        if exe is None:
+            self.skipTest("no Python with torch, msgpack and dacite")
+        self.exe = exe
+        d = tempfile.mkdtemp(prefix="cxlp-maru-int-")
+        self.addCleanup(shutil.rmtree, d)
+        secret = os.path.join(d, "secret")
+        with open(os.open(secret, os.O_WRONLY | os.O_CREAT, 0o600),
+                  "w") as f:
+            f.write("sglang\n")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.url = f"tcp://127.0.0.1:{port}"
+        srv = cxlp_test.MetaServer(["--listen", self.url, "--secret-file",
+                                    secret]).start()
+        self.addCleanup(srv.stop)
+        env = cxlp_test.child_env()
+        env["PYTHONPATH"] = os.pathsep.join([
+            str(cxlp_test.PYDIR), str(cxlp_test.PYDIR / "maru_shim"),
+            str(HERE / "maru_standins"), checkout])
+        env.update(CXLP_SECRET_FILE=secret, MARU_SERVER_URL=self.url)
+        self.env: Dict[str, str] = env
+
+    def run_child(self, code: str) -> dict:
+        done = subprocess.run([self.exe, "-c", code, self.url],
+                              env=self.env, capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode != 0:
+            raise AssertionError(done.stderr[-3000:])
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def test_store_in_one_process_and_read_back_in_another(self) -> None:
+        w = self.run_child(WRITER)
+        self.assertEqual(w["v1"], [True, True, True])
+        self.assertTrue(w["set"], "set: store(key, data=memoryview)")
+        self.assertTrue(w["batch_set"], "batch_set: batch_store of views")
+        self.assertEqual(w["tensor"], [True, "003e", [3, 1000],
+                                       "torch.float16"])  # 1.5 is 0x3e00
+        r = self.run_child(READER)
+        self.assertEqual(r["exists"], 3)
+        self.assertEqual(r["v1"], [True, True, True])
+        # key hN went to host page 2-N, K then V, each whole
+        self.assertEqual(r["pages"], [["c", "C", 1, 1], ["b", "B", 1, 1],
+                                      ["a", "A", 1, 1]])
+        self.assertEqual(r["get"], list(range(100)))
+        self.assertEqual(r["batch_get"], [[7] * 10, [8] * 20])
+        self.assertTrue(r["miss"])
+
+
+if __name__ == "__main__":
+    cxlp_test.main()

@@ -1,5 +1,6 @@
-"""Maru's own SGLang integration (maru_sglang: MaruStorage, the HiCache
-L3 backend, and MaruHostTensorAllocator), unchanged, on cxlpool.maru
+"""Maru's own SGLang and LMCache integrations (maru_sglang: MaruStorage,
+the HiCache L3 backend, and MaruHostTensorAllocator; maru_lmcache:
+CxlMemoryAdapter), unchanged, on cxlpool.maru
 (issue 29): through a stand-in of the one SGLang class it imports
 (tests/python/maru_standins), on a tcp metaserver whose secret reaches
 the handlers only through CXLP_SECRET_FILE (MaruStorage builds its
@@ -14,7 +15,10 @@ is put on the path after cxlpool's shim, as an installed Maru would be
 shadowed by it) and a Python with torch, msgpack and dacite (Maru's own
 dependencies: this interpreter or /usr/bin/python3; Debian:
 python3-torch python3-msgpack python3-dacite). Nothing is fetched.
-LMCache's and vLLM's integrations are not driven here yet.
+LMCache's CxlMemoryAdapter is driven the same way (its allocate,
+create_store_handle, free, get_by_location of another process's pages,
+partial chunks) through a stand-in of lmcache.v1.memory_management;
+vLLM's connector is not driven here yet.
 """
 
 from __future__ import annotations
@@ -102,6 +106,46 @@ print(json.dumps(out), flush=True)
 """
 
 
+LMCACHE = r"""
+import json, sys
+import torch
+from maru import MaruConfig, MaruHandler
+from maru_lmcache import CxlMemoryAdapter
+from lmcache.v1.memory_management import MemoryFormat
+
+TOKENS, HIDDEN = 16, 64        # float16: 2048-byte chunks
+CHUNK = TOKENS * HIDDEN * 2
+h = MaruHandler(MaruConfig(server_url=sys.argv[1], pool_size=2 << 20,
+                           chunk_size_bytes=CHUNK))
+assert h.connect()  # as LMCache's MaruBackend does before the adapter
+adapter = CxlMemoryAdapter(h, [torch.Size([TOKENS, HIDDEN])],
+                           [torch.float16], MemoryFormat.KV_T2D, CHUNK)
+out = {}
+if sys.argv[2] == "store":
+    full = adapter.allocate(torch.Size([TOKENS, HIDDEN]), torch.float16)
+    full.raw_data.fill_(2.0)
+    part = adapter.allocate(torch.Size([5, HIDDEN]), torch.float16)
+    part.raw_data.fill_(-3.0)
+    out["shapes"] = [list(full.tensor.shape), list(part.tensor.shape)]
+    out["stored"] = [h.store("lm-full", adapter.create_store_handle(full)),
+                     h.store("lm-part", adapter.create_store_handle(part))]
+    spare = adapter.allocate(torch.Size([TOKENS, HIDDEN]), torch.float16)
+    before = h.allocator.num_allocated
+    adapter.free(spare)
+    out["freed"] = before - h.allocator.num_allocated
+else:
+    for key in ("lm-full", "lm-part"):
+        info = h.retrieve(key)
+        obj = adapter.get_by_location(info.region_id, info.page_index,
+                                      len(info.view), CHUNK // TOKENS)
+        t = obj.tensor
+        out[key] = [list(t.shape), float(t.min()), float(t.max())]
+adapter.close()
+h.close()
+print(json.dumps(out), flush=True)
+"""
+
+
 def torch_python() -> Optional[str]:
     """An interpreter with torch, msgpack and dacite."""
     for exe in (sys.executable, "/usr/bin/python3"):
@@ -112,7 +156,7 @@ def torch_python() -> Optional[str]:
     return None
 
 
-class SGLang(unittest.TestCase):
+class Integrations(unittest.TestCase):
     def setUp(self) -> None:
         checkout = os.environ.get("CXLP_MARU_CHECKOUT")
         if not checkout or not (Path(checkout) / "maru_sglang").is_dir():
@@ -141,8 +185,8 @@ class SGLang(unittest.TestCase):
         env.update(CXLP_SECRET_FILE=secret, MARU_SERVER_URL=self.url)
         self.env: Dict[str, str] = env
 
-    def run_child(self, code: str) -> dict:
-        done = subprocess.run([self.exe, "-c", code, self.url],
+    def run_child(self, code: str, *args: str) -> dict:
+        done = subprocess.run([self.exe, "-c", code, self.url, *args],
                               env=self.env, capture_output=True, text=True,
                               timeout=120)
         if done.returncode != 0:
@@ -165,6 +209,22 @@ class SGLang(unittest.TestCase):
         self.assertEqual(r["get"], list(range(100)))
         self.assertEqual(r["batch_get"], [[7] * 10, [8] * 20])
         self.assertTrue(r["miss"])
+
+
+    def test_lmcache_cxl_memory_adapter_stores_and_another_loads(
+            self) -> None:
+        probe = subprocess.run([self.exe, "-c", "import torch; "
+                                "torch.float16.itemsize"],
+                               capture_output=True)
+        if probe.returncode != 0:  # Debian 12's is 1.13
+            self.skipTest("maru_lmcache needs torch >= 2.1 (dtype.itemsize)")
+        w = self.run_child(LMCACHE, "store")
+        self.assertEqual(w["shapes"], [[16, 64], [5, 64]])
+        self.assertEqual(w["stored"], [True, True])
+        self.assertEqual(w["freed"], 1)
+        r = self.run_child(LMCACHE, "load")
+        self.assertEqual(r["lm-full"], [[16, 64], 2.0, 2.0])
+        self.assertEqual(r["lm-part"], [[5, 64], -3.0, -3.0])
 
 
 if __name__ == "__main__":

@@ -17,8 +17,10 @@ dependencies: this interpreter or /usr/bin/python3; Debian:
 python3-torch python3-msgpack python3-dacite). Nothing is fetched.
 LMCache's CxlMemoryAdapter is driven the same way (its allocate,
 create_store_handle, free, get_by_location of another process's pages,
-partial chunks) through a stand-in of lmcache.v1.memory_management;
-vLLM's connector is not driven here yet.
+partial chunks) through a stand-in of lmcache.v1.memory_management, and
+vLLM's MaruWorkerConnector (save_kv_layer of a flash-layout KV cache,
+start_load_kv into another process's cache at other blocks, _DONE keys)
+through stand-ins of the vLLM types it imports.
 """
 
 from __future__ import annotations
@@ -146,6 +148,59 @@ print(json.dumps(out), flush=True)
 """
 
 
+VLLM = r"""
+import json, sys
+from types import SimpleNamespace
+import torch
+from maru_vllm.connector import (MaruConnectorMetadata, MaruReqMeta,
+                                 MaruWorkerConnector)
+
+# flash layout [2, pages, page_size, heads * dim]: 4 pages of 4 tokens,
+# chunks of 8 tokens (2 pages), float32: 2 * 8 * 6 * 4 = 384 bytes a
+# chunk and layer, the Maru chunk size (no multiple of 4 KiB)
+LAYERS = ["model.layers.0.self_attn", "model.layers.1.self_attn"]
+def layer(i):
+    return (torch.arange(2 * 16 * 6, dtype=torch.float32) + 1000 * i
+            ).reshape(2, 4, 4, 6)
+def slots(blocks):
+    return [b * 4 + o for b in blocks for o in range(4)]
+extra = {"maru_server_url": sys.argv[1], "maru_pool_size": "2M",
+         "maru_chunk_size": 384}
+tokens = list(range(100, 116))
+w = MaruWorkerConnector(block_size=4, kv_chunk_tokens=8, extra_config=extra)
+flash = object()  # neither MLA nor Triton metadata: the flash layout
+out = {}
+if sys.argv[2] == "save":
+    caches = {n: layer(i) for i, n in enumerate(LAYERS)}
+    w.register_kv_caches(caches)
+    meta = MaruConnectorMetadata(requests=[MaruReqMeta(
+        req_id="r", token_ids=tokens, block_ids=[0, 1, 2, 3],
+        is_store=True, num_scheduled_tokens=16)])
+    for n in LAYERS:
+        w.save_kv_layer(n, caches[n], flash, meta)
+    out["stored"] = sorted(w._stored_keys)
+else:
+    caches = {n: torch.zeros(2, 4, 4, 6) for n in LAYERS}
+    w.register_kv_caches(caches)
+    ctx = SimpleNamespace(attn_metadata=flash, virtual_engine=0,
+                          no_compile_layers={n: SimpleNamespace(
+                              kv_cache=[caches[n]]) for n in LAYERS})
+    meta = MaruConnectorMetadata(requests=[MaruReqMeta(
+        req_id="r2", token_ids=tokens, block_ids=[3, 2, 1, 0],
+        is_store=False, num_matched_chunks=2)])
+    w.start_load_kv(ctx, meta)
+    # token t went to slot t of the writer, slot slots([3,2,1,0])[t] here
+    got = [bool((caches[n].reshape(2, 16, 6)[:, slots([3, 2, 1, 0])] ==
+                 layer(i).reshape(2, 16, 6)[:, slots([0, 1, 2, 3])]).all())
+           for i, n in enumerate(LAYERS)]
+    out["loaded"] = got
+    out["done"] = [w._handler.exists(k.rsplit("_L", 1)[0] + "_DONE")
+                   for k in sys.argv[3].split(",")]
+w.shutdown()
+print(json.dumps(out), flush=True)
+"""
+
+
 def torch_python() -> Optional[str]:
     """An interpreter with torch, msgpack and dacite."""
     for exe in (sys.executable, "/usr/bin/python3"):
@@ -225,6 +280,14 @@ class Integrations(unittest.TestCase):
         r = self.run_child(LMCACHE, "load")
         self.assertEqual(r["lm-full"], [[16, 64], 2.0, 2.0])
         self.assertEqual(r["lm-part"], [[5, 64], -3.0, -3.0])
+
+
+    def test_vllm_worker_connector_saves_and_another_loads(self) -> None:
+        w = self.run_child(VLLM, "save")
+        self.assertEqual(len(w["stored"]), 4, w)  # 2 chunks x 2 layers
+        r = self.run_child(VLLM, "load", ",".join(w["stored"]))
+        self.assertEqual(r["loaded"], [True, True])
+        self.assertEqual(r["done"], [True] * 4, "each chunk's _DONE key")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,10 @@
  *    writing host (contract 11). Below 64 bytes a page would be smaller
  *    than the unit of flush and of the pool's own page records, and the
  *    pool refuses such regions: the one size refused, with that reason.
+ *    A pool's KV index is sized at format for one key per 4 KiB of data
+ *    (POOL_BYTES_PER_SLOT): with smaller chunks a pool can run out of
+ *    index slots before data (stores refused CXLP_E_NOSPACE, the index
+ *    full); the metaserver's --index-slots sizes it for them.
  * 2. CXLP_SECRET_FILE: an integration that builds its handler's config
  *    from its own settings (vLLM, LMCache, SGLang through cxlpool.maru)
  *    has no way to set a secret; the environment variable names a file

@@ -161,7 +161,14 @@ class Mapper:
     ``get_buffer_view(region_id, offset, size)`` (writable for own
     regions, read-only for other handlers' (mapped on demand), None when
     the region is unknown or the range outside it) and ``get_region``
-    (the region's RegionInfo, or None)."""
+    (the region's RegionInfo, or None).
+
+    A limit: an own region used as raw memory through get_buffer_view,
+    as maru_sglang's MaruHostTensorAllocator uses its region for a
+    tensor, holds no page the handler knows of, and the metaserver may
+    ask such a region back under pool pressure (cxlpool.maru's module
+    doc): its views then turn read-only and a write faults. A pool with
+    room to spare never asks."""
 
     def __init__(self, owner: "MaruHandler") -> None:
         self._owner = owner

@@ -81,7 +81,8 @@ hello_refused(const struct cxlp_handler *h)
 		return cxlp_fail(CXLP_E_PERM, "HELLO refused: secret required "
 		    "(the metaserver at %s takes handlers on this endpoint "
 		    "only with the secret of its --secret-file; "
-		    "cxlp_config_set_secret)", h->cfg.server);
+		    "cxlp_config_set_secret, or a file named by "
+		    "CXLP_SECRET_FILE)", h->cfg.server);
 	}
 	return cxlp_fail(CXLP_E_PERM, "HELLO refused: wrong secret (the "
 	    "metaserver at %s has another in its --secret-file)",

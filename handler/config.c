@@ -3,19 +3,49 @@
  *
  * A config is a plain heap struct with range-checked setters. Every setter
  * either applies its value or returns -EINVAL and leaves the config as it
- * was, so a config is valid at every moment: page size a multiple of 4 KiB
- * (the mapping granularity on files), region size at least one page, and a
- * timeout above zero. connect checks it once more (config_check) because a
- * caller can also pass NULL for defaults.
+ * was, so a config is valid at every moment: page size at least one cache
+ * line (note 1), region size at least one page, and a timeout above zero.
+ * connect checks it once more (config_check) because a caller can also
+ * pass NULL for defaults, and fills in the secret from CXLP_SECRET_FILE
+ * when the config has none (config_secret_env, note 2).
+ *
+ * DESIGN NOTES
+ * 1. Page sizes: any size from 64 bytes (CFG_PAGE_MIN, the pool's
+ *    POOL_PAGE_MIN) up, not only multiples of 4 KiB (issue 29: Maru's own
+ *    tests use 1 KiB chunks). Nothing maps, protects or hands out a single
+ *    page: regions are mapped, given back and read whole (4 KiB-aligned
+ *    extents), a persist of a page's [0, len) is a cache-line flush or an
+ *    msync that libpmem2 widens to the 4 KiB pages it touches, and the
+ *    pages of one region all belong to one writer, so a cache line two
+ *    pages share (a size that is not a multiple of 64) still has one
+ *    writing host (contract 11). Below 64 bytes a page would be smaller
+ *    than the unit of flush and of the pool's own page records, and the
+ *    pool refuses such regions: the one size refused, with that reason.
+ *    A pool's KV index is sized at format for one key per 4 KiB of data
+ *    (POOL_BYTES_PER_SLOT): with smaller chunks a pool can run out of
+ *    index slots before data (stores refused CXLP_E_NOSPACE, the index
+ *    full); the metaserver's --index-slots sizes it for them.
+ * 2. CXLP_SECRET_FILE: an integration that builds its handler's config
+ *    from its own settings (vLLM, LMCache, SGLang through cxlpool.maru)
+ *    has no way to set a secret; the environment variable names a file
+ *    read like the metaserver's --secret-file (one trailing newline
+ *    dropped, 1..256 bytes). A secret set on the config wins and the
+ *    variable is not looked at; set but unusable (missing, unreadable,
+ *    empty, too long) fails the connect with the file named, never
+ *    silently connects without it. Read at connect, so a rotated file is
+ *    picked up by the next handler.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "err.h"
 #include "handler_int.h"
+#include "log.h"
 
-#define CFG_PAGE_MIN 4096u
+#define CFG_PAGE_MIN 64u /* = POOL_PAGE_MIN (note 1) */
 
 void
 config_defaults(struct cxlp_config *cfg)
@@ -39,7 +69,7 @@ config_defaults(struct cxlp_config *cfg)
 static bool
 page_size_ok(size_t bytes)
 {
-	return bytes >= CFG_PAGE_MIN && bytes % CFG_PAGE_MIN == 0;
+	return bytes >= CFG_PAGE_MIN;
 }
 
 /* config_check -- 0 if cfg is usable for connect, else -EINVAL. */
@@ -111,8 +141,8 @@ cxlp_config_set_server(struct cxlp_config *cfg, const char *url)
 	return 0;
 }
 
-/* cxlp_config_set_page_size -- >= 4096, a multiple of 4096, and not
- * larger than the region size. */
+/* cxlp_config_set_page_size -- >= 64 (note 1), and not larger than the
+ * region size. */
 int
 cxlp_config_set_page_size(struct cxlp_config *cfg, size_t bytes)
 {
@@ -120,11 +150,10 @@ cxlp_config_set_page_size(struct cxlp_config *cfg, size_t bytes)
 		return cxlp_fail(-EINVAL, "config_set_page_size: NULL config");
 	}
 	if (!page_size_ok(bytes)) {
-		return cxlp_fail(-EINVAL, "config_set_page_size: %zu is not "
-		    "a multiple of 4096 (>= 4096): pages are mapped, flushed "
-		    "and given to readers at the 4 KiB granularity of file "
-		    "and DAX mappings; round the chunk size up to a multiple "
-		    "of 4096", bytes);
+		return cxlp_fail(-EINVAL, "config_set_page_size: %zu is "
+		    "below %u bytes: a page is at least one cache line, the "
+		    "unit of flush and of the pool's page records", bytes,
+		    CFG_PAGE_MIN);
 	}
 	if (bytes > cfg->region_size) {
 		return cxlp_fail(-EINVAL, "config_set_page_size: %zu is "
@@ -284,6 +313,58 @@ cxlp_config_set_secret(struct cxlp_config *cfg, const char *secret)
 	memcpy(cfg->secret, secret == NULL ? "" : secret, len);
 	cfg->secret_len = (uint16_t)len;
 	return 0;
+}
+
+/* secret_read -- the secret in file path (note 2) into cfg, or -errno /
+ * -EINVAL naming the file and CXLP_SECRET_FILE. */
+static int
+secret_read(struct cxlp_config *cfg, const char *path)
+{
+	uint8_t tmp[PROTO_SECRET_MAX + 2];
+	struct stat st;
+	size_t n;
+	FILE *f = fopen(path, "re");
+	int rc = 0;
+
+	if (f == NULL) {
+		return cxlp_fail(-errno, "CXLP_SECRET_FILE=%s: %s", path,
+		    strerror(errno));
+	}
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077) != 0) {
+		log_err("CXLP_SECRET_FILE=%s is readable by group or others; "
+		    "chmod 600 it", path);
+	}
+	n = fread(tmp, 1, sizeof(tmp), f);
+	if (ferror(f)) {
+		rc = cxlp_fail(-EIO, "CXLP_SECRET_FILE=%s: read failed",
+		    path);
+		n = 0;
+	}
+	fclose(f);
+	if (n > 0 && tmp[n - 1] == '\n') {
+		n--;
+	}
+	if (rc == 0 && (n == 0 || n > PROTO_SECRET_MAX)) {
+		rc = cxlp_fail(-EINVAL, "CXLP_SECRET_FILE=%s: the secret must "
+		    "be 1..%d bytes", path, PROTO_SECRET_MAX);
+	} else if (rc == 0) {
+		memcpy(cfg->secret, tmp, n);
+		cfg->secret_len = (uint16_t)n;
+	}
+	explicit_bzero(tmp, sizeof(tmp));
+	return rc;
+}
+
+/* config_secret_env -- see handler_int.h (note 2) */
+int
+config_secret_env(struct cxlp_config *cfg)
+{
+	const char *path = getenv("CXLP_SECRET_FILE");
+
+	if (cfg->secret_len > 0 || path == NULL || path[0] == '\0') {
+		return 0;
+	}
+	return secret_read(cfg, path);
 }
 
 /* cxlp_config_set_max_inflight -- see cxlpool.h (async.c). */

@@ -44,6 +44,7 @@ static int
 handler_new(struct cxlp_handler **out, const struct cxlp_config *cfg)
 {
 	struct cxlp_handler *h = calloc(1, sizeof(*h));
+	int rc;
 
 	*out = NULL;
 	if (h == NULL) {
@@ -57,6 +58,10 @@ handler_new(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	if (config_check(&h->cfg) != 0) {
 		free(h);
 		return -EINVAL;
+	}
+	if ((rc = config_secret_env(&h->cfg)) != 0) {
+		free(h);
+		return rc;
 	}
 	pthread_mutex_init(&h->reattach_lock, NULL);
 	pthread_mutex_init(&h->expand_lock, NULL);

@@ -67,7 +67,7 @@ struct cfg_tls {
 
 struct cxlp_config {
 	char server[CFG_SERVER_MAX]; /* nng URL, NUL-terminated */
-	size_t page_size;            /* bytes, multiple of 4096 */
+	size_t page_size;            /* bytes, >= 64 (config.c note 1) */
 	size_t region_size;          /* bytes, >= page_size */
 	bool auto_expand;
 	unsigned max_regions; /* 0 = no limit */
@@ -89,6 +89,10 @@ struct cxlp_config {
 void config_defaults(struct cxlp_config *cfg);
 /* config_check -- 0 if cfg is usable for connect, else -EINVAL. */
 int config_check(const struct cxlp_config *cfg);
+/* config_secret_env -- cfg without a secret takes the one in the file
+ * CXLP_SECRET_FILE names, if set (config.c note 2). 0, or -errno /
+ * -EINVAL with the file named (cfg's secret left empty). */
+int config_secret_env(struct cxlp_config *cfg);
 
 /* ---- client.c ----------------------------------------------------------- */
 

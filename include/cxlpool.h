@@ -120,10 +120,10 @@ CXLP_API int cxlp_config_new(struct cxlp_config **out);
 CXLP_API void cxlp_config_delete(struct cxlp_config **cfg);
 /* Setters return 0 or -EINVAL (value out of range; the config is kept). */
 CXLP_API int cxlp_config_set_server(struct cxlp_config *cfg, const char *url);
-/* cxlp_config_set_page_size -- a multiple of 4096 (pages are mapped and
- * flushed at the 4 KiB granularity of file and DAX mappings: a 1 KiB
- * chunk is refused, with cxlp_errormsg() saying so), at most the region
- * size: a page above the 64 MiB default region needs
+/* cxlp_config_set_page_size -- at least 64 bytes, any size (a 1 KiB or
+ * a 4 KiB + 64 chunk is fine: regions, not pages, are what is mapped;
+ * below one cache line is refused, with cxlp_errormsg() saying so), at
+ * most the region size: a page above the 64 MiB default region needs
  * cxlp_config_set_region_size first. */
 CXLP_API int cxlp_config_set_page_size(struct cxlp_config *cfg, size_t bytes);
 CXLP_API int cxlp_config_set_region_size(struct cxlp_config *cfg,
@@ -193,7 +193,9 @@ CXLP_API int cxlp_config_set_direct_reads(struct cxlp_config *cfg, bool on);
  * refuses a handler without the secret from its --secret-file with
  * CXLP_E_PERM (cxlp_errormsg() then says "secret required" when none is
  * set, "wrong secret" otherwise); ipc:// endpoints do not need one. NULL
- * or "" clears it.
+ * or "" clears it. Without one, cxlp_connect reads the file named by the
+ * environment variable CXLP_SECRET_FILE, if set (libcxlpool(3)): set but
+ * unusable, the connect fails naming the file.
  * The config keeps a copy and wipes it when deleted. */
 CXLP_API int cxlp_config_set_secret(struct cxlp_config *cfg,
     const char *secret);
@@ -648,9 +650,12 @@ CXLP_API int cxlp_batch_unpin(struct cxlp_handler *h, size_t n,
  * the metaserver's --lease-max-ms), as a pin would, without having to
  * release it: the lease ends at its time, at the session's end, or at
  * cxlp_lease(.., 0), which releases it early (CXLP_E_NOTPINNED if this
- * session holds none). Taking it again renews it. A zero-copy reader that
- * leases a key and finishes its copy within the lease needs no
- * cxlp_validate. Returns 0, CXLP_E_NOTFOUND, or an error. */
+ * session holds none). Taking it again sets its end to lease_ms from now,
+ * whatever was left: a renewal may lengthen or shorten it (the Python
+ * binding refuses an ms outside 0..UINT_MAX rather than wrap it). A
+ * zero-copy reader that leases a key and finishes its copy within the
+ * lease needs no cxlp_validate. Returns 0, CXLP_E_NOTFOUND, or an
+ * error. */
 CXLP_API int cxlp_lease(struct cxlp_handler *h, const void *key,
     size_t key_len, unsigned lease_ms);
 /* cxlp_batch_lease -- cxlp_lease of each key in one round trip;

@@ -50,19 +50,22 @@ Test(config, new_with_null_out_is_einval_and_delete_is_null_safe)
 	cr_assert_null(none);
 }
 
-Test(config, page_size_must_be_a_multiple_of_4096_and_at_least_4096)
+Test(config, page_size_is_at_least_one_cache_line_and_any_size_above)
 {
-	static const size_t bad[] = {0, 1, 4095, 4097, 6144, 12287};
+	static const size_t bad[] = {0, 1, 32, 63};
+	static const size_t good[] = {64, 100, 1024, 4095, 4096 + 64, 12287,
+	    3 * 4096};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cr_assert_eq(cxlp_config_set_page_size(cfg, bad[i]), -EINVAL,
 		    "%zu", bad[i]);
 		cr_assert_eq(cfg->page_size, 64u << 10);
 	}
-	cr_assert_eq(cxlp_config_set_page_size(cfg, 4096), 0);
-	cr_assert_eq(cfg->page_size, 4096);
-	cr_assert_eq(cxlp_config_set_page_size(cfg, 3 * 4096), 0);
-	cr_assert_eq(cfg->page_size, 3 * 4096);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		cr_assert_eq(cxlp_config_set_page_size(cfg, good[i]), 0,
+		    "%zu", good[i]);
+		cr_assert_eq(cfg->page_size, good[i]);
+	}
 }
 
 Test(config, page_size_may_not_exceed_the_region_size)
@@ -171,12 +174,12 @@ Test(config, connect_to_no_server_fails_with_conn_and_null_handler)
 	cr_assert_str_neq(cxlp_errormsg(), "");
 }
 
-Test(config, a_chunk_not_a_multiple_of_4_kib_is_refused_saying_why)
+Test(config, a_chunk_below_a_cache_line_is_refused_saying_why)
 {
-	cr_assert_eq(cxlp_config_set_page_size(cfg, 1024), -EINVAL);
-	cr_assert(strstr(cxlp_errormsg(), "1024 is not a multiple of 4096") !=
-	    NULL, "%s", cxlp_errormsg());
-	cr_assert(strstr(cxlp_errormsg(), "4 KiB granularity") != NULL, "%s",
+	cr_assert_eq(cxlp_config_set_page_size(cfg, 32), -EINVAL);
+	cr_assert(strstr(cxlp_errormsg(), "32 is below 64 bytes") != NULL,
+	    "%s", cxlp_errormsg());
+	cr_assert(strstr(cxlp_errormsg(), "cache line") != NULL, "%s",
 	    cxlp_errormsg());
 	cr_assert_eq(cfg->page_size, 64u << 10);
 }

@@ -273,3 +273,72 @@ Test(access, secret_longer_than_the_protocol_bound_is_refused)
 	cr_assert_rc(cxlp_config_set_secret(NULL, "x"), -EINVAL);
 	cxlp_config_delete(&cfg);
 }
+
+/* issue 29: CXLP_SECRET_FILE gives the handler its secret when the
+ * config sets none (handler/config.c note 2), for integrations that
+ * build the config from their own settings: right, wrong, missing,
+ * unreadable (a directory: the tests run as root, whom modes do not
+ * stop), empty; a secret on the config wins; unset, nothing is sent */
+Test(access, the_secret_file_in_the_environment_is_sent_when_none_is_set)
+{
+	char tcp[64], dial[64], secret[64], wrong[64], empty[64];
+	const char *extra[] = { "--listen", tcp, "--secret-file", secret,
+		NULL };
+	struct cxlp_handler *good, *local;
+	unsigned port = free_port();
+
+	snprintf(tcp, sizeof(tcp), "tcp://:%u", port);
+	snprintf(dial, sizeof(dial), "tcp://127.0.0.1:%u", port);
+	snprintf(secret, sizeof(secret), "/tmp/cxlp-secret-%d", getpid());
+	snprintf(wrong, sizeof(wrong), "/tmp/cxlp-secret-%d.wrong", getpid());
+	snprintf(empty, sizeof(empty), "/tmp/cxlp-secret-%d.empty", getpid());
+	write_file(secret, SECRET "\n", strlen(SECRET) + 1, 0600);
+	write_file(wrong, "not it\n", 7, 0600);
+	write_file(empty, "\n", 1, 0600);
+	cr_assert_eq(test_server_start(&srv, 64 * MiB, extra), 0);
+
+	unsetenv("CXLP_SECRET_FILE");
+	connect_with(dial, NULL, CXLP_E_PERM);
+	cr_assert(strstr(cxlp_errormsg(), "secret required") != NULL,
+	    "unset: %s", cxlp_errormsg());
+
+	setenv("CXLP_SECRET_FILE", secret, 1);
+	good = connect_with(dial, NULL, 0);
+	local = connect_with(srv.url, NULL, 0);
+	itest_put(good, "env", 3, 1, 1000);
+	cr_assert_eq(itest_get_check(local, "env", 1), 3);
+
+	setenv("CXLP_SECRET_FILE", wrong, 1);
+	connect_with(dial, NULL, CXLP_E_PERM);
+	cr_assert(strstr(cxlp_errormsg(), "wrong secret") != NULL,
+	    "wrong: %s", cxlp_errormsg());
+	cxlp_close(&good);
+	good = connect_with(dial, SECRET, 0); /* the config's wins */
+	cxlp_close(&good);
+
+	setenv("CXLP_SECRET_FILE", "/nonexistent/cxlp-secret", 1);
+	connect_with(dial, NULL, -ENOENT);
+	cr_assert(strstr(cxlp_errormsg(),
+	    "CXLP_SECRET_FILE=/nonexistent/cxlp-secret") != NULL,
+	    "missing: %s", cxlp_errormsg());
+	connect_with(srv.url, NULL, -ENOENT); /* ipc too: never silently */
+	good = connect_with(dial, SECRET, 0); /* not read: the config's */
+	cxlp_close(&good);
+
+	setenv("CXLP_SECRET_FILE", "/tmp", 1);
+	connect_with(dial, NULL, -EIO);
+	cr_assert(strstr(cxlp_errormsg(), "CXLP_SECRET_FILE=/tmp") != NULL,
+	    "unreadable: %s", cxlp_errormsg());
+
+	setenv("CXLP_SECRET_FILE", empty, 1);
+	connect_with(dial, NULL, -EINVAL);
+	cr_assert(strstr(cxlp_errormsg(), "1..256 bytes") != NULL,
+	    "empty: %s", cxlp_errormsg());
+
+	unsetenv("CXLP_SECRET_FILE");
+	cxlp_close(&local);
+	unlink(secret);
+	unlink(wrong);
+	unlink(empty);
+	itest_stop();
+}

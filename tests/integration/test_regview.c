@@ -365,13 +365,90 @@ Test(regview, a_region_given_back_is_reported_unmapping)
 	cxlp_close(&a);
 }
 
-Test(regview, a_one_kib_chunk_is_refused_with_why)
+static struct cxlp_handler *
+connect_page(size_t page)
+{
+	struct cxlp_config *cfg = NULL;
+	struct cxlp_handler *h = NULL;
+
+	cr_assert_rc(cxlp_config_new(&cfg), 0);
+	cr_assert_rc(cxlp_config_set_server(cfg, srv.url), 0);
+	cr_assert_rc(cxlp_config_set_page_size(cfg, page), 0);
+	cr_assert_rc(cxlp_config_set_region_size(cfg, 4 * MiB), 0);
+	cr_assert_rc(cxlp_connect(&h, cfg), 0);
+	cxlp_config_delete(&cfg);
+	return h;
+}
+
+/* one chunk size: a stores values of lengths 0, 1, the page, the page
+ * less one and half of it, each page filled with its own byte; b reads
+ * them back through its read-only mapping of a's region, each at a page
+ * boundary of the region */
+static void
+chunk_round_trip(size_t page)
+{
+	struct cxlp_handler *a = connect_page(page), *b = connect_page(page);
+	const size_t lens[] = {0, 1, page, page - 1, page / 2, 0};
+	struct cxlp_region_info info[4];
+	char key[32];
+	int n;
+
+	for (int i = 0; i < 6; i++) {
+		cxlp_page_t pg;
+		void *buf;
+		bool ok = false;
+		const void *data = NULL;
+		size_t got = 99;
+		uint32_t region;
+		uint64_t off;
+
+		snprintf(key, sizeof(key), "chunk-%zu-%d", page, i);
+		cr_assert_rc(cxlp_alloc(a, &pg, &buf), 0);
+		memset(buf, 'a' + i, page);
+		cr_assert_rc(cxlp_store(a, key, strlen(key), pg, lens[i], 0,
+		    &ok), 0);
+		cr_assert(ok);
+		cr_assert_rc(cxlp_retrieve(b, key, strlen(key), 0, &data,
+		    &got), 0, "%zu/%d", page, i);
+		cr_assert_eq(got, lens[i], "%zu/%d", page, i);
+		cr_assert_not_null(data, "%zu/%d: a zero-length value is an "
+		    "empty range at its page, not NULL", page, i);
+		for (size_t k = 0; k < lens[i]; k++) {
+			cr_assert_eq(((const char *)data)[k], 'a' + i);
+		}
+		cr_assert_rc(cxlp_locate(b, data, &region, &off), 0);
+		cr_assert_eq(off % page, 0, "%zu/%d", page, i);
+	}
+	/* each own region is cut into len / size pages */
+	n = cxlp_region_list(a, info, 4);
+	cr_assert(n >= 1 && n <= 4, "%d", n);
+	for (int i = 0; i < n; i++) {
+		cr_assert(info[i].writable);
+		cr_assert_eq(info[i].page_size, page);
+		cr_assert_eq(info[i].pages, info[i].len / page);
+	}
+	cxlp_close(&b);
+	cxlp_close(&a);
+}
+
+/* issue 29: chunk sizes that are not multiples of 4 KiB (Maru's own
+ * tests use 1 KiB) and zero-length values, read by another handler */
+Test(regview, chunks_of_64_b_1_kib_4_kib_plus_64_and_1_mib_read_back)
+{
+	static const size_t sizes[] = {64, 1024, 4096 + 64, MiB};
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		chunk_round_trip(sizes[i]);
+	}
+}
+
+Test(regview, a_chunk_below_a_cache_line_is_refused_with_why)
 {
 	struct cxlp_config *cfg = NULL;
 
 	cr_assert_rc(cxlp_config_new(&cfg), 0);
-	cr_assert_rc(cxlp_config_set_page_size(cfg, 1024), -EINVAL);
-	cr_assert(strstr(cxlp_errormsg(), "4 KiB granularity") != NULL,
+	cr_assert_rc(cxlp_config_set_page_size(cfg, 63), -EINVAL);
+	cr_assert(strstr(cxlp_errormsg(), "cache line") != NULL,
 	    "%s", cxlp_errormsg());
 	cxlp_config_delete(&cfg);
 }

@@ -54,6 +54,20 @@ class Reservations(ServerTestCase):
         r.release()  # the close freed the pages: no error
         self.assertEqual(r.left, 0)
 
+    def test_left_and_alloc_after_the_close_raise_closed_error(self
+                                                               ) -> None:
+        h = self.handler()
+        r = h.reserve(3)
+        self.assertEqual(r.left, 3)
+        h.close()
+        with self.assertRaises(cxlpool.ClosedError):
+            r.left  # was 3: pages the close had freed
+        with self.assertRaises(cxlpool.ClosedError):
+            r.alloc()
+        self.assertIn("closed handler", repr(r))
+        r.release()
+        self.assertEqual(r.left, 0)
+
 
 if __name__ == "__main__":
     cxlp_test.main()

@@ -4,6 +4,7 @@ AllocHandle, MemoryInfo, and how an over-long key is named."""
 from __future__ import annotations
 
 import hashlib
+import os
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
@@ -13,6 +14,7 @@ from .config import Config
 
 KiB = 1024
 MiB = 1024 * KiB
+_PAGE_MIN = 64  # the smallest page libcxlpool takes (handler/config.c)
 _DIGEST = 32  # bytes of the blake2b digest of an over-long key
 
 
@@ -21,12 +23,18 @@ class MaruConfig:
     """Maru's handler configuration, field for field.
 
     server_url, timeout_ms, instance_id, max_inflight and auto_expand are
-    cxlpool's; chunk_size_bytes is the page size; the regions are
-    expand_size bytes (default pool_size). use_async_rpc, eager_map,
-    rm_address and enable_stats are accepted and have no effect (cxlpool
-    reads without RPC where it can, maps on first use, and keeps its
-    statistics always). cxlpool_options: further :class:`cxlpool.Config`
-    fields (e.g. ``{"secret": ..., "alloc_wait_ms": 100}``).
+    cxlpool's; chunk_size_bytes is the page size (at least 64 bytes, any
+    size above); the regions are expand_size bytes (default pool_size).
+    use_async_rpc, eager_map, rm_address and enable_stats are accepted
+    and have no effect (cxlpool reads without RPC where it can, maps on
+    first use, and keeps its statistics always); the environment's
+    MARU_EAGER_MAP and MARU_STAT set eager_map and enable_stats as in
+    Maru (1/0, true/false, yes/no, on/off; anything else: ValueError).
+    cxlpool_options: further :class:`cxlpool.Config` fields (e.g.
+    ``{"alloc_wait_ms": 100}``); a tcp:// metaserver's secret comes from
+    ``{"secret": ...}`` or, for an integration that builds the config
+    itself, from the file the environment's CXLP_SECRET_FILE names
+    (libcxlpool reads it at connect).
     """
 
     server_url: str = "tcp://localhost:5555"
@@ -45,29 +53,36 @@ class MaruConfig:
     cxlpool_options: Dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # Maru's checks, in Maru's order and words (its tests match them)
         if self.instance_id is None:
             self.instance_id = str(uuid.uuid4())
+        eager_map = _env_bool("MARU_EAGER_MAP")
+        if eager_map is not None:
+            self.eager_map = eager_map
+        stats = _env_bool("MARU_STAT")
+        if stats is not None:
+            self.enable_stats = stats
         if (isinstance(self.chunk_size_bytes, bool) or
                 not isinstance(self.chunk_size_bytes, int) or
                 self.chunk_size_bytes <= 0):
-            raise ValueError(f"chunk_size_bytes must be > 0, not "
+            raise ValueError(f"chunk_size_bytes must be positive, got "
                              f"{self.chunk_size_bytes!r}")
-        if self.chunk_size_bytes % 4096 != 0:
+        if self.chunk_size_bytes < _PAGE_MIN:
             raise ValueError(
                 f"chunk_size_bytes={self.chunk_size_bytes}: cxlpool pages "
-                f"are multiples of 4096 bytes (they are mapped, flushed and "
-                f"given to readers at the 4 KiB granularity of file and DAX "
-                f"mappings); round the chunk size up to a multiple of 4096")
+                f"are at least {_PAGE_MIN} bytes (one cache line, the unit "
+                f"of flush and of the pool's page records); any size from "
+                f"{_PAGE_MIN} up is accepted")
         if self.pool_size < self.chunk_size_bytes:
-            raise ValueError(f"pool_size {self.pool_size} is smaller than "
-                             f"chunk_size_bytes {self.chunk_size_bytes}")
-        if self.expand_size is not None and not self.auto_expand:
-            raise ValueError("expand_size needs auto_expand")
-        if self.expand_size is not None and \
-                self.expand_size < self.chunk_size_bytes:
-            raise ValueError(f"expand_size {self.expand_size} is smaller "
-                             f"than chunk_size_bytes "
-                             f"{self.chunk_size_bytes}")
+            raise ValueError(f"pool_size ({self.pool_size}) must be >= "
+                             f"chunk_size_bytes ({self.chunk_size_bytes})")
+        if self.expand_size is not None:
+            if not self.auto_expand:
+                raise ValueError("expand_size requires auto_expand=True")
+            if self.expand_size < self.chunk_size_bytes:
+                raise ValueError(f"expand_size ({self.expand_size}) must "
+                                 f"be >= chunk_size_bytes "
+                                 f"({self.chunk_size_bytes})")
 
     @property
     def chunk_size(self) -> int:
@@ -93,6 +108,21 @@ class MaruConfig:
             reserve_regions=0xFFFFFFFF)
         opts.update(self.cxlpool_options)
         return Config(**opts)
+
+
+def _env_bool(name: str) -> Optional[bool]:
+    """An optional boolean environment variable, parsed as Maru parses
+    MARU_EAGER_MAP and MARU_STAT: None when unset."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return None
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(f"{name} must be one of: 1/0, true/false, yes/no, "
+                     f"on/off (got {raw!r})")
 
 
 def _instance_number(instance_id: str) -> int:
@@ -146,8 +176,10 @@ class AllocHandle:
 
 @dataclass
 class MemoryInfo:
-    """A retrieved value: ``view`` (zero copy, read-only, len = stored
-    length) and where it lives."""
+    """A retrieved value: ``view`` (zero copy, len = stored length; its
+    buffer says writable, and a write through it faults on another
+    handler's region: see cxlpool.maru's module doc) and where it
+    lives."""
 
     view: memoryview
     region_id: int
@@ -162,12 +194,3 @@ class _Live:
     def __init__(self, page: Any, xid: int) -> None:
         self.page = page
         self.xid = xid
-
-
-@dataclass(frozen=True)
-class _Allocator:
-    """What Maru's ``handler.allocator`` (the first region's) exposes."""
-
-    region_id: int
-    page_count: int
-    chunk_size: int

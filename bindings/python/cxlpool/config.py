@@ -112,7 +112,7 @@ class Config:
         # page first, so that neither order of the two refuses a valid
         # pair (a page over the default 64 MiB region did)
         page = _uint("page_size", self.page_size, _SIZE_BITS)
-        check(lib.cxlp_config_set_page_size(cfg, 4096))
+        check(lib.cxlp_config_set_page_size(cfg, 64))
         check(lib.cxlp_config_set_region_size(
             cfg, _uint("region_size", self.region_size, _SIZE_BITS)))
         check(lib.cxlp_config_set_page_size(cfg, page))

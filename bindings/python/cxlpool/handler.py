@@ -199,10 +199,11 @@ class Handler(PageCalls, VersionedReads, Leases, Reservations, Groups,
     @staticmethod
     def _view(session: Session, addr: Optional[int],
               size: int) -> memoryview:
-        """A tracked read-only view of size bytes at addr."""
-        if size == 0:
+        """A tracked read-only view of size bytes at addr: a zero-length
+        value is an empty view at its page (locate() places it)."""
+        if not addr:
             return memoryview(b"")
-        return session.export(addr or 0, size, readonly=True)[1]
+        return session.export(addr, size, readonly=True)[1]
 
     def batch_retrieve(self, keys: Sequence[KeyLike], *,
                        pin: bool = False) -> List[Union[memoryview,
@@ -215,6 +216,16 @@ class Handler(PageCalls, VersionedReads, Leases, Reservations, Groups,
         With pin=True the keys retrieved are pinned. Raises only if the
         round trip fails.
         """
+        return self._batch_retrieve(keys, pin, True)
+
+    def _batch_retrieve(self, keys: Sequence[KeyLike], pin: bool,
+                        readonly: bool) -> List[Union[memoryview,
+                                                      CxlpError]]:
+        """batch_retrieve(); readonly False hands out views whose buffer
+        says writable over the same mapping (cxlpool.maru's MemoryInfo,
+        for callers that need a writable buffer to take an address,
+        ctypes' from_buffer: a foreign region's mapping stays read-only,
+        so a write through such a view faults)."""
         session = self._s()
         bkeys = _keys(keys)
         n = len(bkeys)
@@ -226,9 +237,10 @@ class Handler(PageCalls, VersionedReads, Leases, Reservations, Groups,
             flags = _lib.RETRIEVE_PIN if pin else 0
             check(_lib.lib().cxlp_batch_retrieve(h, n, kptrs, klens, flags,
                                                  data, sizes, status))
-            found = [i for i in range(n) if status[i] == 0 and sizes[i]]
+            # a zero-length value too: an empty view at its page
+            found = [i for i in range(n) if status[i] == 0 and data[i]]
             views = session.export_many(
-                [(data[i] or 0, sizes[i]) for i in found], readonly=True)
+                [(data[i], sizes[i]) for i in found], readonly=readonly)
             out: List[Union[memoryview, CxlpError]] = [
                 memoryview(b"") if status[i] == 0 else
                 _key_error(status[i], bkeys[i]) for i in range(n)]

@@ -12,11 +12,24 @@ and batching. ``bindings/python/maru_shim`` makes ``import maru`` and
 
 Where cxlpool deliberately differs from Maru, cxlpool's behaviour is kept;
 bindings/python/README.md has the table ("cxlpool.maru"). In brief: a lost
-register race returns True and frees the page; retrieved views are
-read-only; pins belong to the handler's session and die with it; a live
-handler's keys can only be deleted by their owner; free() of a stored page
-is refused (logged, no effect) rather than leaving a key on a reused page;
-chunk sizes are multiples of 4 KiB.
+register race returns True and frees the page; pins belong to the
+handler's session and die with it; a live handler's keys can only be
+deleted by their owner; free() of a stored page is refused (logged, no
+effect) rather than leaving a key on a reused page; chunk sizes are at
+least 64 bytes (any size above: Maru's tests use 1 KiB).
+
+Retrieved views (``MemoryInfo.view``) say writable, as Maru's do where
+they map the region read-write, so that ``ctypes.c_char.from_buffer(
+info.view)`` (SGLang's zero-copy read) takes their address; the memory
+behind them is mapped as before: another handler's region read-only, so a
+write through the view faults (SIGSEGV: the process dies, the other
+handler's value is untouched), and this handler's own region read-write,
+so a write changes the stored value in place, under every reader (as in
+Maru: don't). cxlpool.Handler's own retrieve keeps read-only views.
+
+``allocator``, ``owned_region_manager`` and ``mapper`` (``_mapper``) are
+views of the handler's own regions with Maru's names and stats keys
+(cxlpool/_maru_regions.py has what they count).
 
 Keys are ``str`` (UTF-8; bytes also work). A key longer than
 cxlpool.KEY_MAX bytes is stored under a fixed-length digest form
@@ -26,6 +39,7 @@ number of keys and are split at cxlpool.BATCH_MAX.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -38,8 +52,10 @@ from .process import address_of
 
 _log = logging.getLogger("cxlpool.maru")
 
-from ._maru_types import (KiB, AllocHandle, MaruConfig,  # noqa: F401
-                          MemoryInfo, _Allocator, _Live, pool_key)
+from ._maru_regions import (Mapper, OwnedRegionManager,  # noqa: E402
+                           RegionAllocator)
+from ._maru_types import (KiB, AllocHandle, MaruConfig,  # noqa: F401,E402
+                          MemoryInfo, _Live, pool_key)
 
 
 class MaruHandler:
@@ -55,6 +71,13 @@ class MaruHandler:
         self._stored_at: Dict[Tuple[int, int], bytes] = {}
         self._on_region_added: Optional[Any] = None    # listener tokens
         self._on_region_removed: Optional[Any] = None
+        # pages of each own region handed out and not given back (live or
+        # stored: _maru_regions.py), and the own regions in the order seen
+        self._used: Dict[int, int] = {}
+        self._order: List[int] = []
+        # one store at a time: the keys_stored counter's step over a store
+        # tells which of its keys landed at this handler's pages
+        self._store_lock = threading.Lock()
 
     # -- connection ----------------------------------------------------
 
@@ -82,6 +105,8 @@ class MaruHandler:
             self._live.clear()
             self._stored.clear()
             self._stored_at.clear()
+            self._used.clear()
+            self._order.clear()
         if h is not None:
             h.close()
 
@@ -146,12 +171,23 @@ class MaruHandler:
                                       readonly=False)
         with self._lock:
             self._live[loc] = _Live(page, xid)
-            # a page of a key deleted or evicted, or a store's loser
+            # a page of a key evicted (or deleted by another handler
+            # after this one's close): still counted used
             old = self._stored_at.pop(loc, None)
             if old is not None and self._stored.get(old) == loc:
                 del self._stored[old]
+            else:
+                self._count(loc[0], 1)
         return AllocHandle(buf=buf if size else buf[:0], _region_id=loc[0],
                            _page_index=loc[1], _size=size)
+
+    def _count(self, region: int, n: int) -> None:
+        """Pages used in region change by n (under self._lock)."""
+        self._used[region] = max(0, self._used.get(region, 0) + n)
+
+    def _pages_used(self, region: int) -> int:
+        with self._lock:
+            return self._used.get(region, 0)
 
     def _take(self, handle: AllocHandle) -> Optional[_Live]:
         """The live page of handle, no longer live; None if it is not."""
@@ -178,23 +214,52 @@ class MaruHandler:
             return
         self._release(live)
         h.free(live.page)
+        with self._lock:
+            self._count(handle._region_id, -1)
 
-    def store(self, key: str, handle: AllocHandle) -> bool:
+    def store(self, key: str, handle: Optional[AllocHandle] = None,
+              data: Any = None) -> bool:
         """Register key for the page; True if the key is in the pool. The
-        handle is consumed either way."""
-        return self.batch_store([key], [handle])[0]
+        handle is consumed either way. ``data=`` (any buffer) instead of
+        a handle is copied into a page first, as SGLang's MaruStorage
+        calls it (``store(key, data=memoryview)``)."""
+        if (handle is None) == (data is None):
+            raise TypeError("store takes a handle or data=, not both")
+        return self.batch_store([key], [handle if handle is not None
+                                        else data])[0]
 
     def batch_store(self, keys: Sequence[str],
-                    handles: Sequence[AllocHandle]) -> List[bool]:
-        """store() of each (key, handle), in batches of BATCH_MAX."""
+                    handles: Sequence[Any]) -> List[bool]:
+        """store() of each (key, handle), in batches of BATCH_MAX. An entry
+        that is a buffer (memoryview, bytes, a ctypes array), as SGLang's
+        batch_set and batch_set_v1 pass, is copied into a page first; one
+        that does not fit a chunk, or finds the pool full, is False."""
         if len(keys) != len(handles):
             raise ValueError("keys and handles must have the same length")
         h = self._ensure()
+        handles = [hd if isinstance(hd, AllocHandle) else self._copy_in(hd)
+                   for hd in handles]
         out: List[bool] = []
         for i in range(0, len(keys), _lib.BATCH_MAX):
             out += self._store_batch(h, keys[i:i + _lib.BATCH_MAX],
                                      handles[i:i + _lib.BATCH_MAX])
         return out
+
+    def _copy_in(self, data: Any) -> AllocHandle:
+        """A page holding a copy of data's bytes; a handle no page is
+        live for (stored as False) when they cannot be placed."""
+        with memoryview(data) as raw:
+            src = raw if raw.c_contiguous else memoryview(raw.tobytes())
+            n = src.nbytes
+            try:
+                a = self.alloc(n)
+            except ValueError as exc:
+                _log.error("store of %d bytes: %s", n, exc)
+                return AllocHandle(buf=memoryview(b""), _region_id=-1,
+                                   _page_index=-1, _size=0)
+            if n:  # any format: a ctypes c_char array's is "<c"
+                ctypes.memmove(address_of(a.buf), address_of(src), n)
+        return a
 
     def _store_batch(self, h: Handler, keys: Sequence[str],
                      handles: Sequence[AllocHandle]) -> List[bool]:
@@ -208,24 +273,60 @@ class MaruHandler:
         lens = [max(0, handles[i]._size) for i in idx]
         for i in idx:
             self._release(lives[i])  # type: ignore[arg-type]
-        try:
-            stored = h.batch_store(bkeys, pages, lens)
-        except UnknownOutcomeError as exc:
-            stored = list(exc.stored)
-        except CxlpError as exc:  # before any page was consumed
-            _log.error("batch_store: %s", exc)
-            for p in pages:
-                if p.live:
-                    h.free(p)
-            return out
+        locs = [(handles[i]._region_id, handles[i]._page_index)
+                for i in idx]
+        with self._store_lock:
+            before = h.counters()["keys_stored"]
+            try:
+                stored = h.batch_store(bkeys, pages, lens)
+            except UnknownOutcomeError as exc:
+                stored = list(exc.stored)
+            except CxlpError as exc:  # before any page was consumed
+                _log.error("batch_store: %s", exc)
+                for p in pages:
+                    if p.live:
+                        h.free(p)
+                with self._lock:
+                    for loc in locs:
+                        self._count(loc[0], -1)
+                return out
+            mine = h.counters()["keys_stored"] - before
+        kept = self._kept(h, bkeys, locs, [bool(x) for x in stored], mine)
         with self._lock:
             for j, i in enumerate(idx):
                 out[i] = bool(stored[j])
-                if out[i]:
-                    loc = (handles[i]._region_id, handles[i]._page_index)
-                    self._stored[bkeys[j]] = loc
-                    self._stored_at[loc] = bkeys[j]
+                if kept[j]:
+                    self._stored[bkeys[j]] = locs[j]
+                    self._stored_at[locs[j]] = bkeys[j]
+                else:  # not stored, or stored at another's page
+                    self._count(locs[j][0], -1)
         return out
+
+    def _kept(self, h: Handler, bkeys: List[bytes],
+              locs: List[Tuple[int, int]], stored: List[bool],
+              mine: int) -> List[bool]:
+        """Which stored keys hold this handler's page (the others lost the
+        race and their pages were freed), given that mine of them do: all
+        or none at once; else looked up (no round trip with direct
+        reads) and placed."""
+        if mine >= sum(stored):
+            return stored
+        if mine <= 0:
+            return [False] * len(stored)
+        ask = [j for j, ok in enumerate(stored) if ok]
+        kept = [False] * len(stored)
+        try:
+            got = h.batch_retrieve([bkeys[j] for j in ask])
+        except CxlpError:
+            return kept
+        views = [None if isinstance(g, Exception) else g for g in got]
+        chunk = self._config.chunk_size_bytes
+        for j, v, loc in zip(ask, views, h.batch_locate(views)):
+            kept[j] = loc is not None and \
+                (loc[0], loc[1] // chunk) == locs[j]
+            if v is not None:
+                v.release()
+        return kept
 
     # -- reads ---------------------------------------------------------
 
@@ -277,7 +378,7 @@ class MaruHandler:
         for i in range(0, len(keys), _lib.BATCH_MAX):
             part = [pool_key(k) for k in keys[i:i + _lib.BATCH_MAX]]
             try:
-                got = h.batch_retrieve(part)
+                got = h._batch_retrieve(part, False, False)
             except CxlpError as exc:
                 _log.error("batch_retrieve: %s", exc)
                 out += [None] * len(part)
@@ -356,6 +457,7 @@ class MaruHandler:
             loc = self._stored.pop(k, None)
             if loc is not None and self._stored_at.get(loc) == k:
                 del self._stored_at[loc]
+                self._count(loc[0], -1)
         return True
 
     # -- status --------------------------------------------------------
@@ -368,14 +470,19 @@ class MaruHandler:
             return False
 
     def get_stats(self) -> Dict[str, Any]:
-        """Maru's sections (kv_manager, allocation_manager, store_regions,
-        allocator) from cxlpool's counters, and cxlpool's own."""
+        """Maru's sections (kv_manager, allocation_manager, stats_manager,
+        store_regions = owned_region_manager.get_stats(), allocator = its
+        first region's) from cxlpool's counters, and cxlpool's own
+        ("cxlpool"). store_regions also has cxlpool's counts of the
+        handler's pages (total_pages, free_pages, allocated_pages: not
+        registered, registered_pages), which eviction keeps exact."""
         h = self._ensure()
         st = h.stats()
-        own = [r for r in h.region_list() if r.writable]
-        regions = [{"region_id": r.region, "page_count": r.pages,
-                    "chunk_size": r.page_size, "size": r.length}
-                   for r in own]
+        store = OwnedRegionManager(self).get_stats()
+        store.update({"total_pages": st.pages_total,
+                      "free_pages": st.pages_free,
+                      "allocated_pages": st.pages_allocated,
+                      "registered_pages": st.pages_registered})
         out: Dict[str, Any] = {
             "kv_manager": {"total_entries": st.keys,
                            "total_size": st.value_bytes},
@@ -383,16 +490,12 @@ class MaruHandler:
                 "num_allocations": st.regions,
                 "total_allocated": st.data_bytes - st.free_bytes,
                 "active_clients": st.sessions},
-            "store_regions": {
-                "num_regions": len(own), "total_pages": st.pages_total,
-                "free_pages": st.pages_free,
-                "allocated_pages": st.pages_allocated,
-                "registered_pages": st.pages_registered,
-                "regions": regions},
+            "stats_manager": {},
+            "store_regions": store,
             "cxlpool": st.as_dict(),
         }
-        if regions:
-            out["allocator"] = regions[0]
+        if store["regions"]:
+            out["allocator"] = store["regions"][0]
         return out
 
     # -- regions -------------------------------------------------------
@@ -472,21 +575,45 @@ class MaruHandler:
         if old is not None:
             h.remove_region_listener(old)
 
+    def _own_regions(self) -> List[Any]:
+        """The own regions' RegionInfo, in the order first seen (the
+        first is connect's); [] when not connected."""
+        h = self._h
+        if h is None or not h.connected:
+            return []
+        own = {r.region: r for r in h.region_list() if r.writable}
+        with self._lock:
+            self._order = [r for r in self._order if r in own] + \
+                sorted(r for r in own if r not in self._order)
+            return [own[r] for r in self._order]
+
     @property
     def pool_handle(self) -> Optional[Any]:
         """The first own region's RegionInfo (Maru: its MaruHandle)."""
-        own = [r for r in self._ensure().region_list() if r.writable] \
-            if self.connected else []
+        own = self._own_regions()
         return own[0] if own else None
 
     @property
-    def allocator(self) -> Optional[_Allocator]:
-        """The first own region's page count and chunk size."""
+    def allocator(self) -> Optional[RegionAllocator]:
+        """The first own region's allocator (Maru's PagedMemoryAllocator:
+        page_count, chunk_size, num_allocated, num_free_pages, get_stats);
+        None when not connected."""
         first = self.pool_handle
-        if first is None:
-            return None
-        return _Allocator(first.region, first.pages,
-                          self._config.chunk_size_bytes)
+        return RegionAllocator(self, first) if first is not None else None
+
+    @property
+    def owned_region_manager(self) -> Optional[OwnedRegionManager]:
+        """Maru's OwnedRegionManager of the own regions (get_stats,
+        get_first_region_id ...); None when not connected."""
+        return OwnedRegionManager(self) if self.connected else None
+
+    @property
+    def mapper(self) -> Optional[Mapper]:
+        """Maru's DaxMapper (get_buffer_view, get_region); None when not
+        connected."""
+        return Mapper(self) if self.connected else None
+
+    _mapper = mapper  # Maru's private name, which maru_sglang uses
 
 
 __all__ = ["AllocHandle", "MaruConfig", "MaruHandler", "MemoryInfo",

@@ -107,9 +107,7 @@ class Regions:
                 offset < 0 or size < 0 or offset + size > info.length):
             raise make(BoundsError, f"region {region}: {offset}+{size} "
                        f"outside its {info.length} bytes")
-        if size == 0:
-            return memoryview(b"")
-        with session.call():
+        with session.call():  # size 0: an empty view at the offset
             return session.export(info.addr + offset, size,
                                   readonly=not info.writable)[1]
 
@@ -346,9 +344,10 @@ def _u32(value: int) -> int:
 
 
 def _addr(view: Any) -> Optional[int]:
-    """The address behind view (None for an empty one)."""
+    """The address behind view (None for None): an empty view too, as
+    retrieve gives for a zero-length value, placed at its page."""
     if isinstance(view, int):
         return view or None
-    if len(view) == 0:
+    if view is None:
         return None
-    return address_of(view)
+    return address_of(view) or None

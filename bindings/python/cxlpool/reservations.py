@@ -38,18 +38,22 @@ class Reservation:
 
     @property
     def left(self) -> int:
-        """Pages not taken yet (0 once released)."""
+        """Pages not taken yet (0 once released). Raises ClosedError once
+        the handler is closed (the close freed them)."""
         if self._ptr is None:
             return 0
-        return int(_lib.lib().cxlp_reserve_left(self._ptr))
+        with self._session.call():
+            return int(_lib.lib().cxlp_reserve_left(self._ptr))
 
     def alloc(self) -> Page:
         """One page of the reservation: never waits, never asks the
-        metaserver. NoSpaceError once every page is taken."""
-        if self._ptr is None:
-            raise make(InvalidArgumentError, "reservation released")
+        metaserver. NoSpaceError once every page is taken,
+        InvalidArgumentError once released, ClosedError once the handler
+        is closed."""
         session = self._session
         with session.call() as h:
+            if self._ptr is None:
+                raise make(InvalidArgumentError, "reservation released")
             page, addr = c_uint64(), c_void_p()
             check(_lib.lib().cxlp_reserve_alloc(h, self._ptr, byref(page),
                                                 byref(addr)))
@@ -75,7 +79,10 @@ class Reservation:
         self.release()
 
     def __repr__(self) -> str:
-        return f"<cxlpool.Reservation {self.left} pages left>"
+        try:
+            return f"<cxlpool.Reservation {self.left} pages left>"
+        except ClosedError:
+            return "<cxlpool.Reservation of a closed handler>"
 
 
 class Reservations:

@@ -1,0 +1,5 @@
+"""Stand-in for vllm.v1.attention.backend."""
+
+
+class AttentionMetadata:
+    pass

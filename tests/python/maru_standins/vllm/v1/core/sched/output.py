@@ -1,0 +1,5 @@
+"""Stand-in for vllm.v1.core.sched.output."""
+
+
+class SchedulerOutput:
+    pass

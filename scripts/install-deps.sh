@@ -16,7 +16,7 @@ set -eu
 BUILD_PKGS="meson ninja-build pkg-config cmake gcc libpmem2-dev libdaxctl-dev
 libndctl-dev uuid-dev libnng-dev libmbedtls-dev patch xz-utils
 libcriterion-dev libxxhash-dev clang libclang-rt-14-dev python3 python3-pip
-python3-setuptools python3-wheel scdoc systemd tmux openssl"
+python3-setuptools python3-wheel python3-pytest scdoc systemd tmux openssl"
 EXTRA_PKGS="python3-torch debhelper lintian dpkg-dev"
 case ${1:-} in
 --build) pkgs=$BUILD_PKGS ;;

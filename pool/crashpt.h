@@ -16,9 +16,14 @@
  *                       made, and the second half of a range is garbled;
  *   CXLP_CRASH_COUNT=f  write the number of points passed to file f at
  *                       exit (to size a crash-point sweep).
+ *   CXLP_CRASH_COMMIT=k die at the k-th point passed inside a request
+ *                       group's commit or the recovery of one (the
+ *                       points between crashpt_scope(true) and (false):
+ *                       pool/kv.c note 2), counting those only;
  *   CXLP_COMMIT_PAUSE_US=u  sleep u us after each key a request group's
- *                       commit inserts (crashpt_commit_pause): a commit
- *                       long enough for a test's reader to meet it.
+ *                       commit inserts and after each it publishes
+ *                       (crashpt_commit_pause): a commit long enough for
+ *                       a test's reader to meet it.
  * Without test_hooks (crashpt_none.c) every call is empty.
  */
 #ifndef CXLP_POOL_CRASHPT_H
@@ -32,7 +37,10 @@ void crashpt_range(void *addr, size_t len);
 /* crashpt_store8 -- point: v is about to be stored at dst and persisted. */
 void crashpt_store8(uint64_t *dst, uint64_t v);
 
-/* crashpt_commit_pause -- a commit inserted one key (kv.c). */
+/* crashpt_commit_pause -- a commit inserted or published one key (kv.c). */
 void crashpt_commit_pause(void);
+/* crashpt_scope -- the points from now on are (on) or are not (off) a
+ * commit's or its recovery's, for CXLP_CRASH_COMMIT. */
+void crashpt_scope(int on);
 
 #endif /* CXLP_POOL_CRASHPT_H */

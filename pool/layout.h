@@ -24,12 +24,15 @@
 #define POOL_MAGIC "CXLPOOL" /* 8 bytes with its NUL */
 #define POOL_MAJOR 2u        /* bump on incompatible layout changes; 2:
                               * pin table area, region request stamp */
-#define POOL_MINOR 3u        /* 1: owner record in the superblock
+#define POOL_MINOR 4u        /* 1: owner record in the superblock
                               * (struct pool_orec); a 2.0 pool reads as
                               * one without an owner (its bytes are 0).
                               * 2: the access area (POOL_COMPAT_ACCESS)
                               * 3: commit_seq (a 2.2 reader refuses a
-                              * pool whose commit_seq is not 0) */
+                              * pool whose commit_seq is not 0)
+                              * 4: commit_done and KV_PEND slots (a 2.3
+                              * reader refuses a pool whose commit_done
+                              * is not 0, drops a PEND slot as damage) */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
@@ -129,12 +132,21 @@ struct pool_sb {
 	                           * around its reads saw none or all of a
 	                           * group (layout 2.3; 0 before). One
 	                           * 8-byte store, not covered by checksum */
-	uint8_t reserved[3280];   /* zero */
+	uint64_t commit_done;     /* the commit point of a request group
+	                           * (pool_commit_publish): the odd commit_seq
+	                           * of the commit whose keys are all in the
+	                           * index as KV_PEND slots. While commit_seq
+	                           * is odd, recovery completes the commit
+	                           * (PEND -> LIVE) if commit_done equals it
+	                           * and rolls it back (PEND -> TOMB) if not
+	                           * (kv.c note 2; layout 2.4; 0 before). One
+	                           * 8-byte store, not covered by checksum */
+	uint8_t reserved[3272];   /* zero */
 	struct pool_orec owner;   /* who serves the pool; its own rules,
 	                           * above (layout 2.1; zero in 2.0) */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id,
-	                           * lease_until_ns, commit_seq and owner
-	                           * read as 0 */
+	                           * lease_until_ns, commit_seq, commit_done
+	                           * and owner read as 0 */
 };
 static_assert(sizeof(struct pool_sb) == POOL_SB_SIZE, "superblock size");
 static_assert(offsetof(struct pool_sb, owner) % 64 == 0,
@@ -143,6 +155,8 @@ static_assert(offsetof(struct pool_sb, lease_until_ns) % 8 == 0,
     "lease_until_ns is published by an aligned 8-byte store");
 static_assert(offsetof(struct pool_sb, commit_seq) % 8 == 0,
     "commit_seq is published by an aligned 8-byte store");
+static_assert(offsetof(struct pool_sb, commit_done) % 8 == 0,
+    "commit_done is published by an aligned 8-byte store");
 static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
     "next_session_id is published by an aligned 8-byte store");
 
@@ -263,6 +277,11 @@ enum kv_state {
 	KV_EMPTY = 0, /* never used since the chain ended here */
 	KV_LIVE = 1,
 	KV_TOMB = 2,  /* removed; probe chains continue past it */
+	KV_PEND = 3,  /* a request group's key, in the index but not yet
+	               * visible: readers treat it as absent, the writer's
+	               * probe as taken; LIVE or TOMB by one store when its
+	               * commit ends or recovery settles it (kv.c note 2;
+	               * layout 2.4). Its checksum as a LIVE slot's */
 };
 
 #define KV_SEQ_MASK 0xffffffull

@@ -27,12 +27,25 @@
  * in scope), for one crash before the commit point and one after, and
  * then restarts once more: the outcome is the one the first crash
  * decided.
+ *
+ * Also here (issue 25 item 6b), the bracket that batch reads from shared
+ * memory keep (handler/direct.c, commit_seq): a commit made slow (a
+ * pause after each key it stages and each it publishes) is caught by
+ * the test's own lock-free reader (pool/kvread.c over the pool file)
+ * with its first key published and its second not yet; a batch_exists
+ * of both then must not answer from shared memory (one of two), but go
+ * to the metaserver, whose LOOKUP waits for the commit: both.
  */
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "itest.h"
+#include "kvread.h"
+#include "layout.h"
 #include "pool.h"
 #include "worker.h"
 
@@ -285,4 +298,96 @@ Test(group_crash, a_crash_during_recovery_keeps_the_first_decision)
 	cr_assert_eq(o, ALL, "no crash completed the commit");
 	recovery_sweep(k - 2, NONE); /* k - 1: the first that completed */
 	recovery_sweep(k + 1, ALL);
+}
+
+/* ---- the commit bracket of batch reads (item 6b) ------------------------ */
+
+struct committer {
+	struct cxlp_handler *h;
+	struct cxlp_group *g;
+	char key[2][48];
+	const void *keys[2];
+	size_t kl[2], lens[2];
+	cxlp_page_t pg[2];
+	bool stored[2];
+	int rc;
+};
+
+static void *
+commit_2(void *arg)
+{
+	struct committer *c = arg;
+
+	c->rc = cxlp_group_store(c->h, c->g, 2, c->keys, c->kl, c->pg,
+	    c->lens, c->stored);
+	return NULL;
+}
+
+/* the pool's metadata area mapped read-only, for a kvread of our own */
+static void *
+map_meta(struct kvread *kr, size_t *len)
+{
+	struct pool_sb sb;
+	char why[200];
+	int fd = open(srv.pool, O_RDONLY);
+	void *m;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, &sb, sizeof(sb), 0), (ssize_t)sizeof(sb));
+	*len = sb.area[POOL_AREA_DATA].off;
+	m = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	cr_assert_neq(m, MAP_FAILED);
+	cr_assert_eq(kvread_init(kr, &sb, m, *len, why, sizeof(why)), 0, "%s",
+	    why);
+	return m;
+}
+
+Test(group_crash, a_batch_read_never_answers_from_a_commit_half_published)
+{
+	struct committer c = { 0 };
+	struct kvread kr;
+	struct kvread_loc loc;
+	struct cxlp_handler *r;
+	bool ex[2] = { false, false };
+	pthread_t t;
+	size_t mlen;
+	void *meta;
+	int rc = CXLP_E_NOTFOUND;
+
+	cr_assert_eq(setenv("CXLP_COMMIT_PAUSE_US", "1000000", 1), 0);
+	itest_start();
+	cr_assert_eq(unsetenv("CXLP_COMMIT_PAUSE_US"), 0);
+	c.h = itest_connect();
+	r = itest_connect();
+	cr_assert_rc(cxlp_group_open(c.h, "hp", 2, 2, 0, 0, &c.g), 0);
+	for (int i = 0; i < 2; i++) {
+		void *buf;
+
+		cr_assert_rc(cxlp_group_alloc(c.h, c.g, &c.pg[i], &buf), 0);
+		c.kl[i] = kv_key(c.key[i], sizeof(c.key[i]), "hp", i);
+		c.keys[i] = c.key[i];
+		c.lens[i] = 512;
+		kv_fill(buf, 512, 3, i);
+	}
+	meta = map_meta(&kr, &mlen);
+	cr_assert_eq(pthread_create(&t, NULL, commit_2, &c), 0);
+	/* the first key published, the commit paused after it (~1 s) */
+	for (int i = 0; i < 2000 && rc != 0; i++) {
+		rc = kvread_lookup(&kr, c.keys[0], c.kl[0], &loc);
+		usleep(rc == 0 ? 0 : 2000);
+	}
+	cr_assert_eq(rc, 0, "the commit never published its first key");
+	cr_assert_eq(kvread_lookup(&kr, c.keys[1], c.kl[1], &loc),
+	    CXLP_E_NOTFOUND, "both keys published already: no half to see");
+	cr_assert_rc(cxlp_batch_exists(r, 2, c.keys, c.kl, ex), 0);
+	cr_assert(ex[0] && ex[1], "a batch read saw %d and %d of a group "
+	    "committed whole", ex[0], ex[1]);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_rc(c.rc, 0);
+	munmap(meta, mlen);
+	cxlp_group_close(c.h, &c.g);
+	cxlp_close(&r);
+	cxlp_close(&c.h);
+	itest_stop();
 }

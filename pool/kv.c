@@ -316,6 +316,9 @@ void
 kv_commit_settle(struct pool *p)
 {
 	if (p->sb->commit_seq & 1u) {
+		log_info("op=commit_recover pool=%s seq=%llu outcome=%s",
+		    p->path, (unsigned long long)p->sb->commit_seq,
+		    p->kv.pend == KV_PEND_KEEP ? "completed" : "rolled_back");
 		pool_store8(p, &p->sb->commit_seq, p->sb->commit_seq + 1u);
 	}
 	p->kv.pend = KV_PEND_NONE;

@@ -168,6 +168,30 @@ pool_holds(uint32_t n)
 	pool_close(&p);
 }
 
+/* The pool a crash left, before the restart: whether it holds a commit
+ * cut short (and *complete, whether the restart completes it), which
+ * pool-inspect check must name as such. */
+static bool
+crashed_pool_note(bool *complete)
+{
+	struct pool *p = NULL;
+	char out[160];
+	uint64_t keys;
+	bool pending;
+
+	cr_assert_eq(pool_open(&p, srv.pool, POOL_RDONLY, NULL), 0, "%s",
+	    cxlp_errormsg());
+	pending = pool_commit_pending(p, &keys, complete);
+	pool_close(&p);
+	snprintf(out, sizeof(out), "%s.check", srv.log);
+	(void)test_inspect_check(srv.pool, out);
+	cr_assert(!pending || test_file_has(out, *complete ? "next start "
+	    "completes it" : "next start rolls it back"), "pool-inspect "
+	    "check does not name the commit cut short; see %s", out);
+	unlink(out);
+	return pending;
+}
+
 /* one run: the commit's k-th point kills the server (mode), then each
  * of recover_at[0..nrec) kills its restart's recovery; the outcome */
 static enum outcome
@@ -177,6 +201,7 @@ run(uint64_t k, const char *mode, const uint64_t *recover_at, size_t nrec)
 	struct cxlp_handler *h;
 	struct gw_result r;
 	char at[32], ready = 0;
+	bool pending, complete;
 	uint32_t n;
 
 	snprintf(at, sizeof(at), "%llu", (unsigned long long)k);
@@ -205,6 +230,7 @@ run(uint64_t k, const char *mode, const uint64_t *recover_at, size_t nrec)
 	kill(w->pid, SIGKILL);
 	(void)writer_wait();
 	cxlp_close(&h);
+	pending = crashed_pool_note(&complete);
 	recoveries_died = 0;
 	for (size_t i = 0; i < nrec; i++) {
 		snprintf(at, sizeof(at), "%llu",
@@ -223,6 +249,10 @@ run(uint64_t k, const char *mode, const uint64_t *recover_at, size_t nrec)
 	n = reader_count();
 	pool_holds(n);
 	itest_stop();
+	cr_assert(!pending || n == (complete ? GW_TOTAL : 0), "k=%llu (%s): "
+	    "%u keys after a crash that left a commit to %s",
+	    (unsigned long long)k, mode, n, complete ? "complete" :
+	    "roll back");
 	return n == GW_TOTAL ? ALL : NONE;
 }
 

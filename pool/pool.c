@@ -190,6 +190,7 @@ rebuild(struct pool *p, bool repair)
 	    (rc = damage_index_recover(p, repair)) != 0 ||
 	    (rc = kv_rebuild(p, repair)) != 0 ||
 	    (rc = pintab_rebuild(p, repair)) != 0) {
+		crashpt_scope(0);
 		return rc;
 	}
 	reap = regtab_reap(p, repair);

@@ -355,7 +355,9 @@ commit_seq(const struct direct *d)
 
 /* One pass over keys[0..n); true if no request group's commit ran
  * during it (commit_seq even and unchanged around it), so that the
- * answers hold none or all of each group's keys. */
+ * answers hold none or all of each group's keys: a commit's keys turn
+ * visible one by one after its commit point (pool/kv.c note 2), and a
+ * pass that met that would hold part of them. */
 static bool
 direct_pass(struct direct *d, size_t n, const void *const keys[],
     const size_t key_lens[], struct proto_result res[], bool ask[],

@@ -16,9 +16,11 @@
  *    pool is pinned for the group and its page freed, as a store's loser
  *    is; cxlp_group_skip_present pins such keys before their chunks are
  *    written at all.
- * 3. Commit inserts every staged key at once (the server brackets them
- *    with the pool's commit_seq, which batch lookups from shared memory
- *    check: direct.c) and answers where each key now is: a key another
+ * 3. Commit makes every staged key visible at once, in one durable step
+ *    (pool/kv.c note 2: the keys go in unseen, then one commit point;
+ *    a restart completes or rolls back a commit cut short), bracketed by
+ *    the pool's commit_seq, which batch lookups from shared memory check
+ *    (direct.c), and answers where each key now is: a key another
  *    writer stored meanwhile frees this group's page. The last batch of
  *    a group (count == total) commits it. What is left of the
  *    reservation goes back.
@@ -38,13 +40,19 @@
  *    again (a server that still holds the group commits it; one that
  *    holds none answers NOTFOUND, below). NOTFOUND on its retry: the server
  *    restarted and has no group, and no copy can land, but it may have
- *    committed all or (killed mid-commit) part of the keys before it
- *    went: group_end.c's commit_lost looks them up, takes all for a
- *    commit and takes a part out again.
+ *    committed the keys before it went (a commit cut short by the crash
+ *    is completed or rolled back whole by the restart, before it
+ *    serves): group_end.c's commit_lost looks them up and takes all for
+ *    a commit, none for a rollback. It still takes out a part it finds
+ *    (keys of the group that another writer stored meanwhile, evicted or
+ *    deleted since), as it did when a crash could leave part of a
+ *    commit in.
  * 6. Limits, for what crosses a restart (nothing of a group is on media
- *    but its pins and, mid-commit, its keys): a writer that dies with
- *    the metaserver mid-commit leaves that part of the group as a dead
- *    handler's keys; a group's pins are not told apart from the
+ *    but its pins and, mid-commit, its keys, which the restart settles
+ *    all or none: a writer that dies with the metaserver mid-commit
+ *    leaves the whole group, or nothing of it, never a part, and no
+ *    reader saw a part before: tests/integration/test_group_crash.c);
+ *    a group's pins are not told apart from the
  *    session's own, so after a cancel and a restart both before this
  *    handler's next call, its release of the group's pins may take pins
  *    it took on the same keys itself; and a commit found whole after a

@@ -213,13 +213,16 @@ staged_where(struct cxlp_handler *h, struct cxlp_group *g,
 }
 
 /* A commit the metaserver answered CXLP_E_NOTFOUND: it no longer knows
- * the group (it restarted), and it may have committed it before it went:
- * all of it, or, if it died in the middle of the commit, part of it. So
- * the staged keys are looked up. All in: the group is committed (the
- * group's pins may be held still: that the commit released them is not
- * known). Some: the ones at this handler's pages are deleted again, and
- * the group is rolled back as one the server lost, pins included (a
- * commit releases pins only after its last insert). */
+ * the group (it restarted), and it may have committed it before it went
+ * (a commit the crash cut short the restart completed or rolled back
+ * whole: pool/kv.c note 2). So the staged keys are looked up. All in:
+ * the group is committed (the group's pins may be held still: that the
+ * commit released them is not known). Some or none: the ones at this
+ * handler's pages are deleted again (a part is no commit's since layout
+ * 2.4: keys stored under the same names by another writer, or a part
+ * evicted or deleted since the commit), and the group is rolled back as
+ * one the server lost, pins included (a commit releases pins only after
+ * its last insert). */
 static int
 commit_lost(struct cxlp_handler *h, struct cxlp_group *g,
     struct proto_result *res)

@@ -412,13 +412,14 @@ CXLP_API int cxlp_store(struct cxlp_handler *h, const void *key,
  * - The group lives in the metaserver's memory and in this handler: a
  *   session that ends rolls its groups back; so does a metaserver
  *   restart (the next call on the group returns CXLP_E_CANCELED, and the
- *   handler has released the group's pins). A metaserver killed in the
- *   middle of a commit may have put part of the group in: the handler,
- *   retrying (within the call, or at a cxlp_group_commit again after
- *   CXLP_E_UNKNOWN), looks the keys up, takes them out again and rolls
- *   back (or reports the commit if all are in); until then, and for good
- *   if the writer died too, readers can see that part. handler/group.c notes 5
- *   and 6 list what else a restart can leave.
+ *   handler has released the group's pins). A commit is one durable
+ *   step: a metaserver killed (kill -9, power cut) in the middle of one
+ *   completes it or rolls it back whole when it restarts, before it
+ *   serves, so no reader ever sees part of a group, whether the writer
+ *   lives or not. The writer, retrying (within the call, or at a
+ *   cxlp_group_commit again after CXLP_E_UNKNOWN), looks the keys up and
+ *   reports the commit if all are in, or rolls back. handler/group.c
+ *   notes 5 and 6 list what else a restart can leave.
  * - A group is used by one thread at a time; a handler may have many.
  */
 struct cxlp_group;
@@ -473,7 +474,7 @@ CXLP_API int cxlp_group_store(struct cxlp_handler *h, struct cxlp_group *g,
  * brought the last chunk returned it), it finds out: it sends the commit
  * again, which commits a group the metaserver still holds, and looks
  * the keys up when it holds none (committed already, or restarted: a
- * part put in by a commit that a restart cut short is taken out again);
+ * commit that a restart cut short it finds completed or rolled back);
  * it returns 0 or CXLP_E_CANCELED as above, or CXLP_E_UNKNOWN again
  * while there is still no answer. */
 CXLP_API int cxlp_group_commit(struct cxlp_handler *h, struct cxlp_group *g);

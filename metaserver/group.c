@@ -12,9 +12,14 @@
  *    so no reader, eviction or restart can meet one. A key that is already
  *    in the index when a batch names it is pinned for the group instead
  *    (the chunk need not be written again) and remembered by its slot.
- * 2. Commit (op_group.c) inserts the staged keys between
- *    pool_commit_begin and _end, all or none: a key that cannot go in
- *    takes the ones before it out again and rolls the group back.
+ * 2. Commit (op_group.c) is one durable step (pool/kv.c note 2): the
+ *    staged keys go into the index unseen (pool_kv_stage), then one
+ *    commit point makes them all visible (pool_commit_publish); a key
+ *    that cannot go in takes the ones before it out again
+ *    (pool_commit_rollback) and rolls the group back. A metaserver
+ *    killed in the middle finds the commit at its next start completed
+ *    (past the commit point) or rolled back (before it), whole, before it
+ *    serves anyone: no reader ever sees part of a group.
  * 3. Rollback (abort, cancel, a batch past the total, a failed commit)
  *    drops the staged keys and releases the group's pins. A cancel by
  *    another session keeps the group's record, cancelled, so that its
@@ -22,7 +27,9 @@
  *    removes it. The end of the owner's session removes its groups (its
  *    pins go with the session). A metaserver restart forgets them all:
  *    nothing of an open group is on media but the pins, which the
- *    handler releases when its next call finds the group gone.
+ *    handler releases when its next call finds the group gone (and, of
+ *    a group whose commit a crash cut short, its keys, which the restart
+ *    settles: note 2).
  * 4. Bounds: MS_GROUPS_MAX open groups, MS_GROUPS_PER_SESSION of one
  *    session, PROTO_GROUP_TOTAL_MAX chunks each, MS_GROUP_ENTRIES_MAX
  *    staged keys and pins and MS_GROUP_KEY_BYTES_MAX bytes of staged keys

@@ -251,10 +251,11 @@ op_group_lookup(struct req *rq)
 	return 0;
 }
 
-/* Insert the staged keys of g between pool_commit_begin and _end, all or
- * none (group.c note 2): res[0..staged) say where each key now is and
- * slots[] its index slot; a key that cannot go in takes the ones this
- * commit inserted before it out again. */
+/* Insert the staged keys of g as one durable step, all or none (group.c
+ * note 2, pool/kv.c note 2): each goes in unseen (pool_kv_stage), then
+ * one commit point makes them all visible; a key that cannot go in
+ * takes the ones staged before it out again. res[0..staged) say where
+ * each key now is and slots[] its index slot. */
 static int
 commit_keys(struct req *rq, struct ms_group *g, struct proto_result *res,
     uint64_t *slots)
@@ -272,7 +273,7 @@ commit_keys(struct req *rq, struct ms_group *g, struct proto_result *res,
 		if (!e->staged) {
 			continue;
 		}
-		rc = pool_kv_insert(p, g->owner, e->key, e->klen, e->region,
+		rc = pool_kv_stage(p, g->owner, e->key, e->klen, e->region,
 		    e->off, e->len, &kv, &ins);
 		pool_commit_step(p);
 		if (rc == 0) {
@@ -282,12 +283,10 @@ commit_keys(struct req *rq, struct ms_group *g, struct proto_result *res,
 			slots[k++] = kv.slot;
 		}
 	}
-	for (uint32_t i = 0, j = 0; rc != 0 && j < k; i++) {
-		struct pool_kv kv;
-
-		if (g->e[i].staged && (res[j++].flags & PROTO_R_NEW)) {
-			(void)pool_kv_remove(p, g->e[i].key, g->e[i].klen, &kv);
-		}
+	if (rc == 0) {
+		pool_commit_publish(p, slots, k);
+	} else {
+		pool_commit_rollback(p, slots, k);
 	}
 	pool_commit_end(p);
 	return rc;

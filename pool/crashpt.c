@@ -28,6 +28,9 @@ static struct {
 	atomic_flag inited;
 	atomic_bool ready;
 	uint64_t at;        /* 0: never */
+	uint64_t commit_at; /* CXLP_CRASH_COMMIT; 0: never */
+	atomic_int scoped;  /* crashpt_scope */
+	atomic_uint_fast64_t sn; /* points passed in scope */
 	bool tear;
 	bool armed;         /* counting at all: at or count_path set */
 	const char *count_path;
@@ -62,12 +65,14 @@ init(void)
 	at = getenv("CXLP_CRASH_AT");
 	mode = getenv("CXLP_CRASH_MODE");
 	cp.at = at != NULL ? strtoull(at, NULL, 10) : 0;
+	at = getenv("CXLP_CRASH_COMMIT");
+	cp.commit_at = at != NULL ? strtoull(at, NULL, 10) : 0;
 	cp.tear = mode != NULL && strcmp(mode, "tear") == 0;
 	cp.count_path = getenv("CXLP_CRASH_COUNT");
 	if (cp.count_path != NULL) {
 		atexit(write_count);
 	}
-	cp.armed = cp.at != 0 || cp.count_path != NULL;
+	cp.armed = cp.at != 0 || cp.count_path != NULL || cp.commit_at != 0;
 	atomic_store(&cp.ready, true);
 }
 
@@ -78,6 +83,10 @@ static bool
 at_crash_point(void)
 {
 	init();
+	if (cp.commit_at != 0 && atomic_load(&cp.scoped) &&
+	    atomic_fetch_add(&cp.sn, 1) + 1 == cp.commit_at) {
+		return true;
+	}
 	return cp.armed && atomic_fetch_add(&cp.n, 1) + 1 == cp.at;
 }
 
@@ -150,4 +159,11 @@ crashpt_commit_pause(void)
 	if (us != NULL) {
 		usleep((useconds_t)strtoul(us, NULL, 10));
 	}
+}
+
+/* crashpt_scope -- see crashpt.h */
+void
+crashpt_scope(int on)
+{
+	atomic_store(&cp.scoped, on);
 }

@@ -16,9 +16,14 @@
  *                       made, and the second half of a range is garbled;
  *   CXLP_CRASH_COUNT=f  write the number of points passed to file f at
  *                       exit (to size a crash-point sweep).
+ *   CXLP_CRASH_COMMIT=k die at the k-th point passed inside a request
+ *                       group's commit or the recovery of one (the
+ *                       points between crashpt_scope(true) and (false):
+ *                       pool/kv.c note 2), counting those only;
  *   CXLP_COMMIT_PAUSE_US=u  sleep u us after each key a request group's
- *                       commit inserts (crashpt_commit_pause): a commit
- *                       long enough for a test's reader to meet it.
+ *                       commit inserts and after each it publishes
+ *                       (crashpt_commit_pause): a commit long enough for
+ *                       a test's reader to meet it.
  * And a test in the process can record every persist as it completes
  * (crashpt_set_recorder): which bytes were durable when a page was
  * handed out again (contract 9) is read from that record.
@@ -46,7 +51,10 @@ void crashpt_persisted(const void *addr, size_t len);
 bool crashpt_set_recorder(void (*fn)(void *arg, const void *addr,
     size_t len), void *arg);
 
-/* crashpt_commit_pause -- a commit inserted one key (kv.c). */
+/* crashpt_commit_pause -- a commit inserted or published one key (kv.c). */
 void crashpt_commit_pause(void);
+/* crashpt_scope -- the points from now on are (on) or are not (off) a
+ * commit's or its recovery's, for CXLP_CRASH_COMMIT. */
+void crashpt_scope(int on);
 
 #endif /* CXLP_POOL_CRASHPT_H */

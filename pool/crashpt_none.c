@@ -42,3 +42,9 @@ void
 crashpt_commit_pause(void)
 {
 }
+
+void
+crashpt_scope(int on)
+{
+	(void)on;
+}

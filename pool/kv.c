@@ -5,10 +5,40 @@
  * page) and keeps each region's key count and page bitmap in step, so an
  * ORPHAN region is freed exactly when its last key goes.
  *
- * Ordering: pool_kv_insert makes the index entry durable (kvindex_put)
- * before it counts the key; pool_kv_remove makes the delete durable
- * (kvindex_drop) before regtab_unlink may free the region on media, so a
- * crash in between leaves an ORPHAN with no keys, which open reaps.
+ * DESIGN NOTES
+ *
+ * 1. Ordering: pool_kv_insert makes the index entry durable (kvindex_put)
+ *    before it counts the key; pool_kv_remove makes the delete durable
+ *    (kvindex_drop) before regtab_unlink may free the region on media, so
+ *    a crash in between leaves an ORPHAN with no keys, which open reaps.
+ *
+ * 2. A request group's commit is one durable step. Its keys go into the
+ *    index as KV_PEND slots (kvindex.c note 11), which every reader takes
+ *    for absent; the commit point is one persisted 8-byte store; only
+ *    then does each slot turn LIVE. On media, with s = commit_seq:
+ *      a. s odd, persisted                        [pool_commit_begin]
+ *      b. each key: a PEND slot, durable          [pool_kv_stage]
+ *      c. commit_done = s, persisted: the commit point
+ *                                                 [pool_commit_publish]
+ *      d. each PEND slot LIVE, persisted          [pool_commit_publish]
+ *         (or, for a commit that fails in b: each PEND slot TOMB
+ *                                                 [pool_commit_rollback])
+ *      e. s even, persisted                       [pool_commit_end]
+ *    Recovery [kv_commit_mode, kv_commit_settle], with s odd: if
+ *    commit_done == s the commit passed c, and every PEND slot becomes
+ *    LIVE; if not, every PEND slot becomes TOMB; then s even. Each step
+ *    is idempotent and s changes last, so a crash during recovery leaves
+ *    the same decision to the next open. Pages: a PEND slot links its
+ *    page to its region (DRAM) like a key, so no other key takes it
+ *    during the commit; after a crash only LIVE slots are linked (so a
+ *    rolled-back group's pages hold no key and go with their region as
+ *    any unregistered page does). Eviction meets a key only once LIVE
+ *    (evict_link at d). Readers: a lock-free reader of one key sees it
+ *    at d at the earliest, after the commit point; a reader of many
+ *    checks s around its reads (even and unchanged: none of b..d ran);
+ *    the server's LOOKUP runs under the lock the whole commit holds.
+ *    Cost per commit: three persisted stores (a, c, e); per key, one
+ *    (d) more than a plain insert.
  */
 #include <errno.h>
 #include <string.h>
@@ -96,11 +126,11 @@ insert_checks(const struct pool *p, uint64_t owner, const void *key,
 	return 0;
 }
 
-/* pool_kv_insert -- see pool.h */
-int
-pool_kv_insert(struct pool *p, uint64_t owner, const void *key,
-    size_t klen, uint32_t region, uint64_t off, uint64_t len,
-    struct pool_kv *out, bool *inserted)
+/* pool_kv_insert, or with pend pool_kv_stage (note 2b) */
+static int
+kv_insert_as(struct pool *p, uint64_t owner, const void *key, size_t klen,
+    uint32_t region, uint64_t off, uint64_t len, struct pool_kv *out,
+    bool *inserted, bool pend)
 {
 	struct kv_probe pr;
 	struct kv_val v;
@@ -125,17 +155,42 @@ pool_kv_insert(struct pool *p, uint64_t owner, const void *key,
 		return cxlp_fail(CXLP_E_BUSY, "page at %llu already holds a "
 		    "key", (unsigned long long)off);
 	}
-	if ((rc = kvindex_put(&p->kv, &pr, key, klen, &v, &slot)) != 0) {
+	rc = pend ? kvindex_put_pend(&p->kv, &pr, key, klen, &v, &slot) :
+	    kvindex_put(&p->kv, &pr, key, klen, &v, &slot);
+	if (rc != 0) {
 		return rc;
 	}
 	cxlp_assert(regtab_link(p, &v) == 0);
-	evict_link(p, slot, region);
+	if (!pend) {
+		evict_link(p, slot, region);
+	}
 	p->keys++;
 	p->key_bytes += klen;
 	p->value_bytes += len;
 	kv_out(p, &v, slot, out);
 	*inserted = true;
 	return 0;
+}
+
+/* pool_kv_insert -- see pool.h */
+int
+pool_kv_insert(struct pool *p, uint64_t owner, const void *key,
+    size_t klen, uint32_t region, uint64_t off, uint64_t len,
+    struct pool_kv *out, bool *inserted)
+{
+	return kv_insert_as(p, owner, key, klen, region, off, len, out,
+	    inserted, false);
+}
+
+/* pool_kv_stage -- see pool.h */
+int
+pool_kv_stage(struct pool *p, uint64_t owner, const void *key,
+    size_t klen, uint32_t region, uint64_t off, uint64_t len,
+    struct pool_kv *out, bool *inserted)
+{
+	cxlp_assert(p->sb->commit_seq & 1u);
+	return kv_insert_as(p, owner, key, klen, region, off, len, out,
+	    inserted, true);
 }
 
 /* pool_kv_check -- see pool.h */
@@ -159,22 +214,78 @@ pool_kv_check(const struct pool *p, uint64_t owner, const void *key,
 	return 0;
 }
 
-/* pool_commit_begin -- see pool.h: odd, and ordered before every store
- * of the inserts that follow (a release fence orders earlier stores
- * before later ones) */
+/* pool_commit_begin -- see pool.h; note 2a. The release store and the
+ * fence order it before every store of the inserts that follow. */
 void
 pool_commit_begin(struct pool *p)
 {
-	pool_set8(&p->sb->commit_seq, p->sb->commit_seq | 1u);
+	cxlp_assert(!(p->sb->commit_seq & 1u));
+	crashpt_scope(1);
+	pool_store8(p, &p->sb->commit_seq, p->sb->commit_seq | 1u);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
+	p->kv.pend = KV_PEND_KEEP;
 }
 
-/* pool_commit_end -- see pool.h: even, after every store of the inserts
- * (pool_set8 is a release store) */
+/* slot i holds a PEND key: its value in *v */
+static bool
+slot_pend(const struct pool *p, uint64_t i, struct kv_val *v)
+{
+	const struct kv_slot *s = &p->kv.slots[i];
+
+	if (i >= p->kv.nslots ||
+	    kv_state(kvindex_load_word(s)) != KV_PEND) {
+		return false;
+	}
+	*v = (struct kv_val){ s->region, s->gen, s->page, s->len };
+	return true;
+}
+
+/* pool_commit_publish -- see pool.h; notes 2c and 2d */
+void
+pool_commit_publish(struct pool *p, const uint64_t *slots, size_t n)
+{
+	struct kv_val v;
+
+	cxlp_assert(p->sb->commit_seq & 1u);
+	pool_store8(p, &p->sb->commit_done, p->sb->commit_seq);
+	for (size_t i = 0; i < n; i++) {
+		if (slot_pend(p, slots[i], &v)) {
+			kvindex_publish(&p->kv, slots[i]);
+			evict_link(p, slots[i], v.region);
+			crashpt_commit_pause();
+		}
+	}
+}
+
+/* pool_commit_rollback -- see pool.h; a staged key leaves as a removed
+ * one does (kv_drop_slot), but eviction never knew it */
+void
+pool_commit_rollback(struct pool *p, const uint64_t *slots, size_t n)
+{
+	struct kv_val v;
+	const void *k;
+	size_t kl;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!slot_pend(p, slots[i], &v)) {
+			continue;
+		}
+		cxlp_assert(kvindex_slot_held(&p->kv, slots[i], &k, &kl));
+		kvindex_drop(&p->kv, slots[i]);
+		p->keys--;
+		p->key_bytes -= kl;
+		p->value_bytes -= v.len;
+		regtab_unlink(p, &v);
+	}
+}
+
+/* pool_commit_end -- see pool.h; note 2e */
 void
 pool_commit_end(struct pool *p)
 {
-	pool_set8(&p->sb->commit_seq, (p->sb->commit_seq | 1u) + 1u);
+	pool_store8(p, &p->sb->commit_seq, (p->sb->commit_seq | 1u) + 1u);
+	p->kv.pend = KV_PEND_NONE;
+	crashpt_scope(0);
 }
 
 /* pool_commit_step -- see pool.h */
@@ -185,13 +296,49 @@ pool_commit_step(struct pool *p)
 	crashpt_commit_pause();
 }
 
-/* pool_commit_recover -- see pool.h */
+/* kv_commit_mode -- see pool_int.h */
+bool
+kv_commit_mode(struct pool *p)
+{
+	const struct pool_sb *sb = p->sb;
+
+	if (!(sb->commit_seq & 1u)) {
+		p->kv.pend = KV_PEND_NONE;
+		return false;
+	}
+	p->kv.pend = sb->commit_done == sb->commit_seq ? KV_PEND_KEEP :
+	    KV_PEND_DROP;
+	return true;
+}
+
+/* kv_commit_settle -- see pool_int.h */
 void
-pool_commit_recover(struct pool *p)
+kv_commit_settle(struct pool *p)
 {
 	if (p->sb->commit_seq & 1u) {
-		pool_commit_end(p);
+		log_info("op=commit_recover pool=%s seq=%llu outcome=%s",
+		    p->path, (unsigned long long)p->sb->commit_seq,
+		    p->kv.pend == KV_PEND_KEEP ? "completed" : "rolled_back");
+		pool_store8(p, &p->sb->commit_seq, p->sb->commit_seq + 1u);
 	}
+	p->kv.pend = KV_PEND_NONE;
+}
+
+/* pool_commit_pending -- see pool.h */
+bool
+pool_commit_pending(const struct pool *p, uint64_t *keys, bool *complete)
+{
+	struct kv_val v;
+
+	*keys = 0;
+	*complete = p->kv.pend == KV_PEND_KEEP;
+	if (!(p->sb->commit_seq & 1u)) {
+		return false;
+	}
+	for (uint64_t i = 0; i < p->kv.nslots; i++) {
+		*keys += slot_pend(p, i, &v);
+	}
+	return true;
 }
 
 /* pool_kv_hash -- see pool.h */

@@ -19,6 +19,32 @@
 #include "kvindex.h"
 #include "pool_int.h"
 
+/* slot_damage for a PEND slot (kvindex.c note 11): with no commit under
+ * way, damage; one that fails validation was whole when it was written,
+ * so damage too, unless its commit is rolled back anyway (torn: nothing
+ * acknowledged is lost); one kept has its record marked. */
+static const char *
+pend_damage(const struct kvindex *kv, uint64_t i, bool *torn)
+{
+	const struct kv_slot *s = &kv->slots[i];
+	const void *key;
+	size_t klen;
+
+	if (kv->pend == KV_PEND_NONE) {
+		return "pending slot with no commit under way";
+	}
+	if (!kvindex_slot_held(kv, i, &key, &klen)) {
+		*torn = kv->pend == KV_PEND_DROP;
+		return *torn ? NULL : "pending slot of a decided commit: "
+		    "checksum or key record bad";
+	}
+	if (kv->pend == KV_PEND_KEEP &&
+	    keyheap_mark(kv->heap, s->key, klen) != 0) {
+		return "key record overlaps another key's";
+	}
+	return NULL;
+}
+
 /* Why recovery drops slot i as damage, or NULL if it keeps it or rolls
  * it back as torn (*torn). Torn is exactly what kvindex_put leaves: an
  * odd word, the old state EMPTY or TOMB, no checksum (note 4c). An odd
@@ -42,6 +68,9 @@ slot_damage(const struct kvindex *kv, uint64_t i, bool *torn)
 	if (st == KV_EMPTY || st == KV_TOMB) {
 		return NULL;
 	}
+	if (st == KV_PEND) {
+		return pend_damage(kv, i, torn);
+	}
 	if (st != KV_LIVE) {
 		return "bad state";
 	}
@@ -58,6 +87,25 @@ slot_damage(const struct kvindex *kv, uint64_t i, bool *torn)
 	return NULL;
 }
 
+/* a valid PEND slot at recovery (design note 11): LIVE if its commit
+ * was decided (KEEP), else TOMB */
+static void
+settle_pend(struct kvindex *kv, uint64_t i, bool repair,
+    struct kv_recovery *rec)
+{
+	struct kv_slot *s = &kv->slots[i];
+	uint64_t w = kvindex_load_word(s);
+	bool keep = kv->pend == KV_PEND_KEEP;
+
+	if (repair) {
+		kvindex_store_word(kv, s, kv_word(kv_seq(w) + 2,
+		    keep ? KV_LIVE : KV_TOMB, keep ? kv_sum(w) : 0), true);
+	}
+	kv->live += keep;
+	kv->tombs += !keep;
+	rec->pend++;
+}
+
 /* one slot of recovery (design note 6): drop it if torn or damaged */
 static void
 recover_slot(struct kvindex *kv, uint64_t i, bool repair,
@@ -69,6 +117,10 @@ recover_slot(struct kvindex *kv, uint64_t i, bool repair,
 	bool torn;
 	const char *why = slot_damage(kv, i, &torn);
 
+	if (why == NULL && !torn && st == KV_PEND) {
+		settle_pend(kv, i, repair, rec);
+		return;
+	}
 	if (why == NULL && !torn) {
 		kv->live += st == KV_LIVE;
 		kv->tombs += st == KV_TOMB;
@@ -96,7 +148,7 @@ int
 kvindex_recover_report(struct kvindex *kv, bool repair,
     struct kv_recovery *rec)
 {
-	rec->torn = rec->damaged = 0;
+	rec->torn = rec->damaged = rec->pend = 0;
 	keyheap_reset(kv->heap);
 	kv->live = kv->tombs = 0;
 	for (uint64_t i = 0; i < kv->nslots; i++) {
@@ -169,7 +221,17 @@ scan_slot(const struct kvindex *kv, uint64_t i, struct scan *sc,
 	if (kv_state(w) == KV_EMPTY || kv_state(w) == KV_TOMB) {
 		return;
 	}
-	if (!kvindex_slot_valid(kv, i, &key, &klen)) {
+	if (kv_state(w) == KV_PEND && kv->pend != KV_PEND_KEEP) {
+		/* DROP: a tombstone-to-be, its record free (note 11) */
+		*tombs += kv->pend == KV_PEND_DROP;
+		if (kv->pend == KV_PEND_NONE) {
+			scan_report(sc, "index slot %llu is pending (a request "
+			    "group's key) with no commit under way",
+			    (unsigned long long)i);
+		}
+		return;
+	}
+	if (!kvindex_slot_held(kv, i, &key, &klen)) {
 		scan_report(sc, "index slot %llu: bad state, checksum or key "
 		    "record", (unsigned long long)i);
 		return;

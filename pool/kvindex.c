@@ -127,6 +127,21 @@
  *    workload, in "kill" and "tear" modes, and checks recovery. A range
  *    persisted by these paths holds only bytes written since the last
  *    persist, so the tear mode may garble its tail.
+ *
+ * 11. PEND slots: the keys of a request group's commit (pool/kv.c note 2)
+ *    go in as KV_PEND [kvindex_put_pend: note 4 with PEND for LIVE in e],
+ *    valid as a LIVE slot is (1) but absent to every reader (lookups,
+ *    kvindex_get/_next, lock-free readers: state != LIVE). The writer's
+ *    probe meets them as taken (a key named twice in a group finds its
+ *    first slot; inserts do not reuse them), sweeps keep their chains
+ *    (3). Then each goes, by one persisted store of its word:
+ *    PEND -> LIVE  [kvindex_publish, after the commit point]
+ *    PEND -> TOMB  [kvindex_drop: a commit that fails or is rolled back]
+ *    kv->pend says what a PEND slot counts as: KEEP while a commit runs
+ *    and at the recovery of a decided one (recover_slot publishes it),
+ *    DROP at the recovery of an undecided one (recover_slot drops it;
+ *    read-only, it counts as a tombstone and its record as free), NONE
+ *    otherwise: a PEND slot then is damage (no path leaves one).
  */
 #include <assert.h>
 #include <errno.h>
@@ -163,21 +178,38 @@ kvindex_format(struct kvindex *kv)
 	kv->live = kv->tombs = 0;
 }
 
-/* kvindex_slot_valid -- see pool_int.h */
-bool
-kvindex_slot_valid(const struct kvindex *kv, uint64_t i, const void **key,
-    size_t *klen)
+/* slot i is valid (note 1) in state st */
+static bool
+slot_valid_as(const struct kvindex *kv, uint64_t i, uint32_t st,
+    const void **key, size_t *klen)
 {
 	const struct kv_slot *s = &kv->slots[i];
 	uint64_t w = kvindex_load_word(s);
 	uint32_t hlo;
 
-	if ((kv_seq(w) & 1u) || kv_state(w) != KV_LIVE ||
+	if ((kv_seq(w) & 1u) || kv_state(w) != st ||
 	    kv_sum(w) != layout_slot_checksum(s, i) ||
 	    keyheap_read(kv->heap, s->key, key, klen, &hlo) != 0) {
 		return false;
 	}
 	return XXH3_64bits(*key, *klen) == ((uint64_t)s->tag << 32 | hlo);
+}
+
+/* kvindex_slot_valid -- see pool_int.h */
+bool
+kvindex_slot_valid(const struct kvindex *kv, uint64_t i, const void **key,
+    size_t *klen)
+{
+	return slot_valid_as(kv, i, KV_LIVE, key, klen);
+}
+
+/* kvindex_slot_held -- see pool_int.h */
+bool
+kvindex_slot_held(const struct kvindex *kv, uint64_t i, const void **key,
+    size_t *klen)
+{
+	return slot_valid_as(kv, i, KV_LIVE, key, klen) ||
+	    slot_valid_as(kv, i, KV_PEND, key, klen);
 }
 
 static void
@@ -197,6 +229,7 @@ kvindex_probe(const struct kvindex *kv, const void *key, size_t klen,
 
 	pr->hash = XXH3_64bits(key, klen);
 	pr->slot = pr->free = KV_NONE;
+	pr->pend = false;
 	i = pr->hash & mask;
 	for (uint64_t step = 0; step < kv->nslots; step++, i = (i + 1) & mask) {
 		const struct kv_slot *s = &kv->slots[i];
@@ -214,10 +247,12 @@ kvindex_probe(const struct kvindex *kv, const void *key, size_t klen,
 		    pr->free == KV_NONE) {
 			pr->free = i;
 		}
-		if (kv_state(w) == KV_LIVE && s->tag == pr->hash >> 32 &&
-		    kvindex_slot_valid(kv, i, &k, &kl) && kl == klen &&
+		if ((kv_state(w) == KV_LIVE || kv_state(w) == KV_PEND) &&
+		    s->tag == pr->hash >> 32 &&
+		    kvindex_slot_held(kv, i, &k, &kl) && kl == klen &&
 		    memcmp(k, key, klen) == 0) {
 			pr->slot = i;
+			pr->pend = kv_state(w) == KV_PEND;
 			return 1;
 		}
 	}
@@ -267,14 +302,14 @@ kvindex_slot_reachable(const struct kvindex *kv, uint64_t i)
 	const void *key;
 	size_t klen;
 
-	return kvindex_slot_valid(kv, i, &key, &klen) &&
+	return kvindex_slot_held(kv, i, &key, &klen) &&
 	    kvindex_probe(kv, key, klen, &pr) == 1 && pr.slot == i;
 }
 
-/* kvindex_put -- see kvindex.h */
-int
-kvindex_put(struct kvindex *kv, const struct kv_probe *pr, const void *key,
-    size_t klen, const struct kv_val *v, uint64_t *slot)
+/* note 4, ending in state st (LIVE, or PEND: note 11) */
+static int
+put_as(struct kvindex *kv, const struct kv_probe *pr, const void *key,
+    size_t klen, const struct kv_val *v, uint64_t *slot, uint32_t st)
 {
 	struct kv_slot *s;
 	uint32_t ref, seq, old;
@@ -308,13 +343,45 @@ kvindex_put(struct kvindex *kv, const struct kv_probe *pr, const void *key,
 	s->page = v->page;
 	s->len = v->len;
 	kv->persist(kv->ctx, s, sizeof(*s));
-	kvindex_store_word(kv, s, kv_word(seq + 2, KV_LIVE,
+	kvindex_store_word(kv, s, kv_word(seq + 2, st,
 	    layout_slot_checksum(s, pr->free)), true);
 	kv->tombs -= old == KV_TOMB;
 	kv->live++;
 	*slot = pr->free;
 	cxlp_expensive_assert(kvindex_slot_reachable(kv, *slot));
 	return 0;
+}
+
+/* kvindex_put -- see kvindex.h */
+int
+kvindex_put(struct kvindex *kv, const struct kv_probe *pr, const void *key,
+    size_t klen, const struct kv_val *v, uint64_t *slot)
+{
+	return put_as(kv, pr, key, klen, v, slot, KV_LIVE);
+}
+
+/* kvindex_put_pend -- see kvindex.h */
+int
+kvindex_put_pend(struct kvindex *kv, const struct kv_probe *pr,
+    const void *key, size_t klen, const struct kv_val *v, uint64_t *slot)
+{
+	cxlp_assert(kv->pend == KV_PEND_KEEP);
+	return put_as(kv, pr, key, klen, v, slot, KV_PEND);
+}
+
+/* kvindex_publish -- see kvindex.h; the checksum covers the body only,
+ * so it stays */
+void
+kvindex_publish(struct kvindex *kv, uint64_t i)
+{
+	struct kv_slot *s = &kv->slots[i];
+	uint64_t w = kvindex_load_word(s);
+	const void *key;
+	size_t klen;
+
+	cxlp_assert(slot_valid_as(kv, i, KV_PEND, &key, &klen));
+	kvindex_store_word(kv, s, kv_word(kv_seq(w) + 2, KV_LIVE, kv_sum(w)),
+	    true);
 }
 
 /* kvindex_insert -- see kvindex.h */
@@ -346,7 +413,7 @@ kvindex_lookup(const struct kvindex *kv, const void *key, size_t klen,
 {
 	struct kv_probe pr;
 
-	if (kvindex_probe(kv, key, klen, &pr) != 1) {
+	if (kvindex_probe(kv, key, klen, &pr) != 1 || pr.pend) {
 		return CXLP_E_NOTFOUND;
 	}
 	slot_val(&kv->slots[pr.slot], v);
@@ -408,7 +475,8 @@ sweep(struct kvindex *kv, uint64_t last, uint64_t n, uint64_t decide)
 		uint64_t w = kvindex_load_word(&kv->slots[x]);
 		uint64_t reach;
 
-		if (kv_state(w) == KV_LIVE || (kv_seq(w) & 1u)) {
+		if (kv_state(w) == KV_LIVE || kv_state(w) == KV_PEND ||
+		    (kv_seq(w) & 1u)) {
 			reach = probe_reach(kv, x, w);
 			start = reach > u ? 0 : start < u - reach ? start :
 			    u - reach;
@@ -467,7 +535,7 @@ kvindex_drop(struct kvindex *kv, uint64_t i)
 	const void *key;
 	size_t klen;
 
-	cxlp_assert(kvindex_slot_valid(kv, i, &key, &klen));
+	cxlp_assert(kvindex_slot_held(kv, i, &key, &klen));
 	kvindex_store_word(kv, s, kv_word(kv_seq(s->word) + 2, KV_TOMB, 0),
 	    true);
 	kv->live--;
@@ -483,7 +551,7 @@ kvindex_remove(struct kvindex *kv, const void *key, size_t klen,
 {
 	struct kv_probe pr;
 
-	if (kvindex_probe(kv, key, klen, &pr) != 1) {
+	if (kvindex_probe(kv, key, klen, &pr) != 1 || pr.pend) {
 		return CXLP_E_NOTFOUND;
 	}
 	slot_val(&kv->slots[pr.slot], v);

@@ -30,9 +30,12 @@
                               * 2: the access area (POOL_COMPAT_ACCESS)
                               * 3: commit_seq (a 2.2 reader refuses a
                               * pool whose commit_seq is not 0)
-                              * 4: evict_keys, evict_bytes (eviction
-                              * totals since format; a 2.3 reader
-                              * refuses a pool that has evicted) */
+                              * 4: commit_done and KV_PEND slots (a 2.3
+                              * reader refuses a pool whose commit_done
+                              * is not 0, drops a PEND slot as damage);
+                              * evict_keys, evict_bytes (eviction totals
+                              * since format; a 2.3 reader refuses a pool
+                              * that has evicted) */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
@@ -132,6 +135,15 @@ struct pool_sb {
 	                           * around its reads saw none or all of a
 	                           * group (layout 2.3; 0 before). One
 	                           * 8-byte store, not covered by checksum */
+	uint64_t commit_done;     /* the commit point of a request group
+	                           * (pool_commit_publish): the odd commit_seq
+	                           * of the commit whose keys are all in the
+	                           * index as KV_PEND slots. While commit_seq
+	                           * is odd, recovery completes the commit
+	                           * (PEND -> LIVE) if commit_done equals it
+	                           * and rolls it back (PEND -> TOMB) if not
+	                           * (kv.c note 2; layout 2.4; 0 before). One
+	                           * 8-byte store, not covered by checksum */
 	uint64_t evict_keys[3];   /* keys evicted since format, by cause
 	                           * (enum pool_evict_cause: pressure,
 	                           * watermark, orphan), added at the end of
@@ -139,12 +151,12 @@ struct pool_sb {
 	                           * layout 2.4, 0 before). 8-byte stores, not
 	                           * covered by checksum */
 	uint64_t evict_bytes[3];  /* their value bytes, likewise */
-	uint8_t reserved[3232];   /* zero */
+	uint8_t reserved[3224];   /* zero */
 	struct pool_orec owner;   /* who serves the pool; its own rules,
 	                           * above (layout 2.1; zero in 2.0) */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id,
-	                           * lease_until_ns, commit_seq, the
-	                           * eviction totals and owner read as 0 */
+	                           * lease_until_ns, commit_seq, commit_done,
+	                           * the eviction totals and owner read as 0 */
 };
 static_assert(sizeof(struct pool_sb) == POOL_SB_SIZE, "superblock size");
 static_assert(offsetof(struct pool_sb, owner) % 64 == 0,
@@ -153,6 +165,8 @@ static_assert(offsetof(struct pool_sb, lease_until_ns) % 8 == 0,
     "lease_until_ns is published by an aligned 8-byte store");
 static_assert(offsetof(struct pool_sb, commit_seq) % 8 == 0,
     "commit_seq is published by an aligned 8-byte store");
+static_assert(offsetof(struct pool_sb, commit_done) % 8 == 0,
+    "commit_done is published by an aligned 8-byte store");
 static_assert(offsetof(struct pool_sb, evict_keys) % 8 == 0 &&
     offsetof(struct pool_sb, evict_bytes) % 8 == 0,
     "eviction totals are published by aligned 8-byte stores");
@@ -276,6 +290,11 @@ enum kv_state {
 	KV_EMPTY = 0, /* never used since the chain ended here */
 	KV_LIVE = 1,
 	KV_TOMB = 2,  /* removed; probe chains continue past it */
+	KV_PEND = 3,  /* a request group's key, in the index but not yet
+	               * visible: readers treat it as absent, the writer's
+	               * probe as taken; LIVE or TOMB by one store when its
+	               * commit ends or recovery settles it (kv.c note 2;
+	               * layout 2.4). Its checksum as a LIVE slot's */
 };
 
 #define KV_SEQ_MASK 0xffffffull

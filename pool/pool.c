@@ -45,6 +45,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crashpt.h"
 #include "devscan.h"
 #include "err.h"
 #include "log.h"
@@ -174,22 +175,30 @@ static int
 rebuild(struct pool *p, bool repair)
 {
 	uint64_t reap;
+	bool pending;
 	int rc;
 
 	memset(p->damage, 0, sizeof(*p->damage));
+	/* a commit cut short (kv.c note 2): settled by repair, and its
+	 * recovery's writes are crash points of CXLP_CRASH_COMMIT */
+	pending = kv_commit_mode(p);
+	p->damage->torn += pending;
+	crashpt_scope(pending && repair);
 	if ((rc = evict_init(p)) != 0 ||
 	    (rc = regtab_rebuild(p, repair)) != 0 ||
 	    (rc = sesstab_rebuild(p, repair)) != 0 ||
 	    (rc = damage_index_recover(p, repair)) != 0 ||
 	    (rc = kv_rebuild(p, repair)) != 0 ||
 	    (rc = pintab_rebuild(p, repair)) != 0) {
+		crashpt_scope(0);
 		return rc;
 	}
 	reap = regtab_reap(p, repair);
 	p->damage->torn += reap;
 	if (repair) {
-		pool_commit_recover(p);
+		kv_commit_settle(p);
 	}
+	crashpt_scope(0);
 	p->damage->dropped = repair && p->damage->nrec > 0;
 	return 0;
 }

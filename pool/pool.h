@@ -147,17 +147,40 @@ int pool_kv_insert(struct pool *p, uint64_t owner, const void *key,
  * page holds no key (CXLP_E_BUSY). Changes nothing. */
 int pool_kv_check(const struct pool *p, uint64_t owner, const void *key,
     size_t klen, uint32_t region, uint64_t off, uint64_t len);
-/* pool_commit_begin / pool_commit_end -- bracket the inserts of a request
- * group, so that a reader of many keys from shared memory can tell it
- * read across one (the superblock's commit_seq, odd in between; kv.c).
- * No persist: the word is for live readers only. */
+/* A request group's commit (kv.c note 2), all under exclusive access:
+ *   pool_commit_begin; pool_kv_stage of each key; then either
+ *   pool_commit_publish (the commit point, then each key visible) or
+ *   pool_commit_rollback (each key out again); pool_commit_end.
+ * After a crash anywhere in it, open completes the commit if it passed
+ * its commit point and rolls it back if not, so no reader ever sees
+ * part of it; a reader of many keys from shared memory that finds the
+ * superblock's commit_seq even and unchanged around its reads read
+ * across none (it is odd from begin to end). */
+/* pool_commit_begin -- commit_seq odd, persisted. */
 void pool_commit_begin(struct pool *p);
+/* pool_kv_stage -- pool_kv_insert for a commit: a new key goes in durable
+ * but absent to every reader (a KV_PEND slot) until pool_commit_publish;
+ * a key already in the index, or staged before in this commit, is
+ * answered as pool_kv_insert answers a present one (*inserted false). */
+int pool_kv_stage(struct pool *p, uint64_t owner, const void *key,
+    size_t klen, uint32_t region, uint64_t off, uint64_t len,
+    struct pool_kv *out, bool *inserted);
+/* pool_commit_publish -- the commit point (one persisted store of
+ * commit_done), then the keys that pool_kv_stage put in at slots[0..n)
+ * become visible (a slot named twice, or not staged, is skipped). */
+void pool_commit_publish(struct pool *p, const uint64_t *slots, size_t n);
+/* pool_commit_rollback -- the staged keys at slots[0..n) out again. */
+void pool_commit_rollback(struct pool *p, const uint64_t *slots, size_t n);
+/* pool_commit_end -- commit_seq even again, persisted. */
 void pool_commit_end(struct pool *p);
 /* pool_commit_step -- between two inserts of a commit: nothing, or the
  * test hook's pause (crashpt.h, CXLP_COMMIT_PAUSE_US). */
 void pool_commit_step(struct pool *p);
-/* pool_commit_recover -- even again after a crash in between (open). */
-void pool_commit_recover(struct pool *p);
+/* pool_commit_pending -- a commit cut short, not yet settled (a pool
+ * opened read-only after a crash): true, with *keys its staged keys and
+ * *complete whether recovery completes it (else it rolls it back). */
+bool pool_commit_pending(const struct pool *p, uint64_t *keys,
+    bool *complete);
 /* pool_kv_hash -- the index hash of key, for pool_kv_prefetch. */
 uint64_t pool_kv_hash(const void *key, size_t klen);
 /* pool_kv_prefetch -- warm the index for a batch of n keys whose hashes

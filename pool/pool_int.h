@@ -209,6 +209,12 @@ void lease_fini(struct pool *p);
  * does (*out: where it was), freeing an ORPHAN region it was the last
  * key of. */
 void kv_drop_slot(struct pool *p, uint64_t slot, struct pool_kv *out);
+/* kv_commit_mode -- before recovery: what PEND slots mean (kv.c note 2;
+ * kv->pend from the superblock); true if a commit was cut short. */
+bool kv_commit_mode(struct pool *p);
+/* kv_commit_settle -- after recovery wrote the PEND slots back: the
+ * commit is over (commit_seq even, persisted). Repair only. */
+void kv_commit_settle(struct pool *p);
 /* kv_rebuild -- link every live index entry to its region (page bitmap,
  * nkeys, sums); with repair, entries that do not link are removed. */
 int kv_rebuild(struct pool *p, bool repair);
@@ -250,6 +256,10 @@ kvindex_store_word(struct kvindex *kv, struct kv_slot *s, uint64_t w,
 /* kvindex_slot_valid -- slot i is LIVE and valid as in kvindex.c design
  * note 1: true and its key (*key, *klen point into the key heap). */
 bool kvindex_slot_valid(const struct kvindex *kv, uint64_t i,
+    const void **key, size_t *klen);
+/* kvindex_slot_held -- slot i is LIVE or PEND (design note 11) and
+ * valid: true and its key. */
+bool kvindex_slot_held(const struct kvindex *kv, uint64_t i,
     const void **key, size_t *klen);
 /* kvindex_slot_reachable -- the key in slot i is found by a probe
  * (design note 2). */

@@ -96,6 +96,30 @@ Test(dispatch_group, staged_keys_are_found_only_after_the_commit)
 	    CXLP_E_NOTFOUND, "a committed group is gone");
 }
 
+/* A commit whose second key cannot go in (its page is the first one's)
+ * takes the first out again: none of it was ever visible, the index
+ * holds none of it, and the page is free for a key again
+ * (pool_commit_rollback, pool/kv.c note 2). */
+Test(dispatch_group, a_commit_that_fails_midway_leaves_nothing)
+{
+	struct proto_result res;
+	uint64_t seq0 = commit_seq();
+	struct dfx_cl a;
+
+	dfx_client(&a, 1);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "f", 2, 0, NULL, NULL), 0);
+	cr_assert_eq(stage(&a, "f", "f0", 0, &res), 0);
+	cr_assert_eq(stage(&a, "f", "f1", 0, &res), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_COMMIT, "f", 0, 0, NULL, NULL),
+	    CXLP_E_BUSY);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_LOOKUP, 0, "f0"), CXLP_E_NOTFOUND);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_KEYS), 0);
+	cr_assert_eq(commit_seq(), seq0 + 2, "bracketed, and ended");
+	cr_assert_eq(pool_check(dfx_ms.pool, NULL, NULL), 0);
+	cr_assert_eq(dfx_reg_page(&a, 0, "f2", 0, &res), 0, "page 0 is free");
+	cr_assert_eq(res.status, 0);
+}
+
 Test(dispatch_group, only_its_owner_may_use_it_and_anyone_may_cancel_it)
 {
 	struct proto_result res;

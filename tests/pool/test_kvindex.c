@@ -2,8 +2,9 @@
  * test_kvindex.c -- pool/kvindex.c over malloc'ed memory: insert, lookup,
  * remove, tombstone reuse and sweeping (also under churn and at open),
  * NOSPACE, recovery from a slot
- * caught mid-write or damaged, and a differential test against a naive
- * array model under random operations.
+ * caught mid-write or damaged, a request group's PEND slots (note 11:
+ * unseen until published, settled by recovery as kv->pend says), and a
+ * differential test against a naive array model under random operations.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -363,6 +364,114 @@ Test(kvindex, recovery_drops_a_slot_with_a_bad_checksum)
 	cr_assert_eq(kvindex_check(&kv, NULL, 0), 0);
 	cr_assert_eq(kv.live, 1);
 	cr_assert_eq(heap.used, keyheap_rec_gran(4), "bad key's record freed");
+}
+
+/* a PEND slot for key (note 11), with kv.pend KEEP */
+static uint64_t
+put_pend(const char *key, uint32_t page)
+{
+	struct kv_val v = { 1, 1, page, 100 };
+	struct kv_probe pr;
+	uint64_t slot;
+
+	kv.pend = KV_PEND_KEEP;
+	cr_assert_eq(kvindex_probe(&kv, key, strlen(key), &pr), 0);
+	cr_assert_eq(kvindex_put_pend(&kv, &pr, key, strlen(key), &v, &slot),
+	    0);
+	return slot;
+}
+
+Test(kvindex, a_pending_key_is_unseen_until_published_but_taken)
+{
+	struct kv_probe pr;
+	uint64_t slot, s2, cursor = 0;
+	bool ins;
+
+	setup(64, 4096);
+	slot = put_pend("p", 1);
+	cr_assert_eq(kvindex_lookup(&kv, "p", 1, NULL, NULL), CXLP_E_NOTFOUND);
+	cr_assert_eq(kvindex_get(&kv, slot, NULL, NULL, NULL),
+	    CXLP_E_NOTFOUND);
+	cr_assert_eq(kvindex_next(&kv, &cursor, &s2), 0);
+	cr_assert_eq(kvindex_probe(&kv, "p", 1, &pr), 1, "the writer's probe "
+	    "finds it");
+	cr_assert(pr.pend);
+	cr_assert_eq(put("p", 2, &ins), 0);
+	cr_assert(!ins, "a key named twice in a commit goes in once");
+	cr_assert_eq(kvindex_check(&kv, NULL, 0), 0);
+	kvindex_publish(&kv, slot);
+	cr_assert_eq(kvindex_lookup(&kv, "p", 1, NULL, &s2), 0);
+	cr_assert_eq(s2, slot);
+	kv.pend = KV_PEND_NONE;
+	cr_assert_eq(kvindex_check(&kv, NULL, 0), 0);
+	/* one rolled back: a tombstone, its record free */
+	slot = put_pend("q", 2);
+	kvindex_drop(&kv, slot);
+	kv.pend = KV_PEND_NONE;
+	cr_assert_eq(kvindex_lookup(&kv, "q", 1, NULL, NULL), CXLP_E_NOTFOUND);
+	cr_assert_eq(kv.live, 1);
+	cr_assert_eq(heap.used, keyheap_rec_gran(1));
+	cr_assert_eq(kvindex_check(&kv, NULL, 0), 0);
+}
+
+/* two keys put in as PEND, then recovered (with repair) in mode m: what
+ * recovery dropped in *dropped and its report in *rec */
+static void
+recover_pending(enum kv_pend m, uint64_t *dropped, struct kv_recovery *rec)
+{
+	setup(64, 4096);
+	(void)put_pend("a", 1);
+	(void)put_pend("b", 2);
+	kv.pend = m;
+	/* read-only, as pool-inspect opens it: the check finds the slots
+	 * consistent with what recovery will make of them */
+	memset(rec, 0, sizeof(*rec));
+	cr_assert_eq(kvindex_recover_report(&kv, false, rec), 0);
+	cr_assert_eq(kvindex_check(&kv, NULL, 0) == 0, m != KV_PEND_NONE,
+	    "mode %d: the check before recovery", m);
+	memset(rec, 0, sizeof(*rec));
+	cr_assert_eq(kvindex_recover_report(&kv, true, rec), 0);
+	*dropped = rec->torn + rec->damaged;
+}
+
+Test(kvindex, recovery_publishes_the_pending_slots_of_a_decided_commit)
+{
+	struct kv_recovery rec;
+	uint64_t dropped;
+
+	recover_pending(KV_PEND_KEEP, &dropped, &rec);
+	cr_assert_eq(dropped, 0);
+	cr_assert_eq(rec.pend, 2);
+	cr_assert_eq(kvindex_lookup(&kv, "a", 1, NULL, NULL), 0);
+	cr_assert_eq(kvindex_lookup(&kv, "b", 1, NULL, NULL), 0);
+	kv.pend = KV_PEND_NONE;
+	cr_assert_eq(kvindex_check(&kv, NULL, 0), 0);
+	cr_assert_eq(kv.live, 2);
+}
+
+Test(kvindex, recovery_drops_the_pending_slots_of_an_undecided_commit)
+{
+	struct kv_recovery rec;
+	uint64_t dropped;
+
+	recover_pending(KV_PEND_DROP, &dropped, &rec);
+	cr_assert_eq(rec.pend, 2);
+	cr_assert_eq(kvindex_lookup(&kv, "a", 1, NULL, NULL), CXLP_E_NOTFOUND);
+	kv.pend = KV_PEND_NONE;
+	cr_assert_eq(kvindex_check(&kv, NULL, 0), 0);
+	cr_assert_eq(kv.live, 0);
+	cr_assert_eq(heap.used, 0, "their records are free");
+}
+
+Test(kvindex, a_pending_slot_with_no_commit_under_way_is_damage)
+{
+	struct kv_recovery rec;
+	uint64_t dropped;
+
+	recover_pending(KV_PEND_NONE, &dropped, &rec);
+	cr_assert_eq(rec.damaged, 2);
+	cr_assert_eq(kvindex_lookup(&kv, "a", 1, NULL, NULL), CXLP_E_NOTFOUND);
+	cr_assert_eq(kvindex_check(&kv, NULL, 0), 0);
 }
 
 Test(kvindex, recovery_without_repair_writes_nothing)

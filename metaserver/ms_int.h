@@ -148,8 +148,9 @@ struct ms_sess {
 	struct ms_sess *next; /* hash chain */
 	uint64_t id;
 	uint64_t token;
-	uint32_t pid;         /* as the client said in HELLO */
-	uint64_t start_time;  /* clock ticks since boot, from HELLO */
+	uint32_t pid;         /* its process (hello.c: ipc peer, or HELLO) */
+	uint64_t start_time;  /* clock ticks since boot, of that process */
+	uint64_t flags;       /* POOL_SESS_*: where pid came from */
 	uint64_t hello_nonce; /* the creating HELLO's nonce; 0 = none */
 	uint64_t pipe;        /* pipe it last spoke on; 0 = none */
 	uint64_t peer_pid;    /* detached: pid behind the lost pipe, or 0 */
@@ -172,7 +173,9 @@ struct ms_sess {
 
 struct ms_pipe {
 	uint64_t id;
-	uint64_t pid; /* peer pid (ipc), 0 unknown */
+	uint64_t pid;   /* peer pid (ipc), 0 unknown */
+	uint64_t start; /* that peer's start time (/proc, read when the pipe
+	                 * came), clock ticks since boot; 0 unknown */
 };
 
 /* Eviction settings (evict.c), from the config. */
@@ -365,6 +368,9 @@ const struct ms_pipe *ms_pipe_gone(const struct ms *ms, uint64_t pipe_id);
  * the server's own pid namespace), live or lately gone; 0 unknown.
  * sess_lock held. */
 uint64_t ms_pipe_pid(const struct ms *ms, uint64_t pipe_id);
+/* ms_pipe_find -- the entry of pipe_id (its peer pid and start time),
+ * live or lately gone, or NULL. sess_lock held. */
+const struct ms_pipe *ms_pipe_find(const struct ms *ms, uint64_t pipe_id);
 /* ms_pid_checkable -- pid names a process of this host whose life the
  * server can look at (kill, /proc): nonzero, and a pid_t. */
 bool ms_pid_checkable(uint64_t pid);
@@ -461,11 +467,11 @@ void ms_silence_clock(struct ms *ms, uint64_t now_ms);
  * started or the last stall. sess_lock held. */
 bool ms_sess_silent(const struct ms *ms, const struct ms_sess *s,
     uint64_t now_ms);
-/* ms_sess_admit -- a new session for (pid, start_time, host) is within
+/* ms_sess_admit -- a new session for the process r names (its pid,
+ * start_time, flags and host: hello.c) is within
  * --max-sessions-per-process; else CXLP_E_NOSPACE naming that limit.
  * sess_lock held. */
-int ms_sess_admit(const struct ms *ms, uint32_t pid, uint64_t start_time,
-    const char *host);
+int ms_sess_admit(const struct ms *ms, const struct pool_session *r);
 /* ms_sess_table_full -- the message for a full pool session table. */
 int ms_sess_table_full(const struct ms *ms);
 

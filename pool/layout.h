@@ -24,12 +24,14 @@
 #define POOL_MAGIC "CXLPOOL" /* 8 bytes with its NUL */
 #define POOL_MAJOR 2u        /* bump on incompatible layout changes; 2:
                               * pin table area, region request stamp */
-#define POOL_MINOR 3u        /* 1: owner record in the superblock
+#define POOL_MINOR 4u        /* 1: owner record in the superblock
                               * (struct pool_orec); a 2.0 pool reads as
                               * one without an owner (its bytes are 0).
                               * 2: the access area (POOL_COMPAT_ACCESS)
                               * 3: commit_seq (a 2.2 reader refuses a
-                              * pool whose commit_seq is not 0) */
+                              * pool whose commit_seq is not 0)
+                              * 4: session record flags (was reserved;
+                              * POOL_SESS_*) */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
@@ -194,7 +196,8 @@ struct pool_srec {
 	                        * none promised (and in records of old
 	                        * pools, where this word was reserved) */
 	char host[64];        /* NUL-terminated */
-	uint64_t reserved[2]; /* zero */
+	uint64_t flags;       /* POOL_SESS_* (layout 2.4; zero before) */
+	uint64_t reserved;    /* zero */
 	uint64_t checksum;    /* XXH64 of bytes 0..119 (id included) */
 };
 static_assert(sizeof(struct pool_srec) == 128, "session record size");

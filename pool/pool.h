@@ -190,7 +190,16 @@ struct pool_session {
 	uint64_t instance;   /* client-chosen instance id */
 	uint32_t keepalive_ms; /* heartbeat period its HELLO promised; 0 none */
 	char host[64];       /* NUL-terminated, truncated */
+	uint64_t flags;      /* POOL_SESS_* */
 };
+
+/* Session flags: how the server knows the process behind a session. */
+#define POOL_SESS_PEERCRED 0x1ull /* pid and start_time are the server's
+                                   * own reading of its ipc peer (peer
+                                   * credentials, /proc), not the HELLO's */
+#define POOL_SESS_RELAYED 0x2ull  /* that peer is not the handler (a relay
+                                   * on the ipc socket): its life says
+                                   * nothing of the handler's */
 
 /* pool_session_add -- record a new session; assigns s->id. Returns 0 or
  * CXLP_E_NOSPACE when the session table is full. */

@@ -17,10 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
+#include "procstat.h"
 
 static int
 new_token(uint64_t *token)
@@ -200,6 +202,12 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	if (m->flags & PROTO_HELLO_REATTACH) {
 		return hello_reattach(ms, h, m, pipe_id, out);
 	}
+	if (__atomic_load_n(&ms->pool_replaced, __ATOMIC_ACQUIRE)) {
+		return cxlp_fail(CXLP_E_STALE, "%s no longer names the pool "
+		    "file this metaserver serves (removed or replaced under "
+		    "it): no new handlers; restart the metaserver",
+		    pool_path(ms->pool));
+	}
 	if (hello_repeated(ms, h, m, pipe_id, out)) {
 		return 0;
 	}
@@ -225,6 +233,43 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	}
 	*out = s;
 	return 0;
+}
+
+/* ms_pool_id -- see ms_int.h */
+void
+ms_pool_id(const struct ms *ms, struct proto_poolid *id)
+{
+	id->nonce = pool_open_nonce(ms->pool);
+	id->boot = procstat_boot_hash();
+	pool_file_id(ms->pool, &id->dev, &id->ino);
+}
+
+/* ms_pool_watch -- see ms_int.h */
+bool
+ms_pool_watch(struct ms *ms)
+{
+	const char *path = pool_path(ms->pool);
+	bool was = __atomic_load_n(&ms->pool_replaced, __ATOMIC_ACQUIRE);
+	uint64_t dev, ino;
+	struct stat st;
+	bool now;
+
+	pool_file_id(ms->pool, &dev, &ino);
+	now = stat(path, &st) != 0 || (uint64_t)st.st_dev != dev ||
+	    (uint64_t)st.st_ino != ino;
+	if (now && !was) {
+		log_err("op=pool_watch path=%s rc=%d msg=\"%s: the path names "
+		    "%s, not the pool this metaserver serves (dev %llu ino "
+		    "%llu): refusing new handlers, serving the sessions it "
+		    "has; restart the metaserver\"", path, CXLP_E_STALE, path,
+		    stat(path, &st) != 0 ? "no file" : "another file",
+		    (unsigned long long)dev, (unsigned long long)ino);
+	} else if (!now && was) {
+		log_err("op=pool_watch path=%s rc=0 msg=\"%s names the "
+		    "served pool again: new handlers are taken\"", path, path);
+	}
+	__atomic_store_n(&ms->pool_replaced, now, __ATOMIC_RELEASE);
+	return now;
 }
 
 /* Constant-time equality of the HELLO's secret with the server's: every

@@ -286,6 +286,8 @@ struct ms_metrics {
 
 struct ms {
 	struct pool *pool;
+	bool pool_replaced; /* atomic: its path names another file or none
+	                     * (ms_pool_watch); no new sessions */
 	struct ms_metrics metrics; /* metrics.c */
 	struct ms_groups groups; /* group.c; ms->lock */
 	struct ms_evict evict;
@@ -351,6 +353,16 @@ bool ms_errlog_admit(struct ms *ms, uint64_t pipe);
 /* ms_errlog_flush -- write the summaries of pipes whose window ended with
  * lines suppressed (cheap when there are none: one atomic load). */
 void ms_errlog_flush(struct ms *ms);
+
+/* ---- the pool's file (hello.c) ------------------------------------------ */
+
+/* ms_pool_id -- what a WELCOME tells of the file this server serves. */
+void ms_pool_id(const struct ms *ms, struct proto_poolid *id);
+/* ms_pool_watch -- does the pool's path still name the file the server
+ * mapped? Logs once when it stops (or starts again) doing so and sets
+ * ms->pool_replaced; a HELLO for a new session is then refused. Cheap (a
+ * stat): the reaper's tick calls it. Returns ms->pool_replaced. */
+bool ms_pool_watch(struct ms *ms);
 
 /* ---- pipes (pipes.c): the peer pipes and their pids -------------------- */
 

@@ -142,8 +142,8 @@ layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
 }
 
 /* layout_sb_checksum -- XXH64 of the superblock, next_session_id,
- * lease_until_ns, commit_seq and the owner record as 0 (so a 2.0 pool,
- * whose owner bytes are zero, keeps its checksum) */
+ * lease_until_ns, commit_seq, open_nonce and the owner record as 0 (so a
+ * 2.0 pool, whose owner bytes are zero, keeps its checksum) */
 static uint64_t
 layout_sb_checksum(const struct pool_sb *sb)
 {
@@ -153,6 +153,7 @@ layout_sb_checksum(const struct pool_sb *sb)
 	tmp.next_session_id = 0;
 	tmp.lease_until_ns = 0;
 	tmp.commit_seq = 0;
+	tmp.open_nonce = 0;
 	memset(&tmp.owner, 0, sizeof(tmp.owner));
 	return XXH64(&tmp, offsetof(struct pool_sb, checksum), 0);
 }

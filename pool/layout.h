@@ -31,7 +31,8 @@
                               * 3: commit_seq (a 2.2 reader refuses a
                               * pool whose commit_seq is not 0)
                               * 4: session record flags (was reserved;
-                              * POOL_SESS_*) */
+                              * POOL_SESS_*); open_nonce (a 2.3 reader
+                              * refuses a pool a 2.4 writer opened) */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
@@ -131,12 +132,18 @@ struct pool_sb {
 	                           * around its reads saw none or all of a
 	                           * group (layout 2.3; 0 before). One
 	                           * 8-byte store, not covered by checksum */
-	uint8_t reserved[3280];   /* zero */
+	uint64_t open_nonce;      /* random, nonzero, written by each opening
+	                           * writer (the metaserver, at every start):
+	                           * which open of which file a handler maps
+	                           * (WELCOME carries it; handler/poolid.c).
+	                           * 0 in pools before 2.4. One 8-byte store,
+	                           * not covered by checksum */
+	uint8_t reserved[3272];   /* zero */
 	struct pool_orec owner;   /* who serves the pool; its own rules,
 	                           * above (layout 2.1; zero in 2.0) */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id,
-	                           * lease_until_ns, commit_seq and owner
-	                           * read as 0 */
+	                           * lease_until_ns, commit_seq, open_nonce
+	                           * and owner read as 0 */
 };
 static_assert(sizeof(struct pool_sb) == POOL_SB_SIZE, "superblock size");
 static_assert(offsetof(struct pool_sb, owner) % 64 == 0,
@@ -145,6 +152,8 @@ static_assert(offsetof(struct pool_sb, lease_until_ns) % 8 == 0,
     "lease_until_ns is published by an aligned 8-byte store");
 static_assert(offsetof(struct pool_sb, commit_seq) % 8 == 0,
     "commit_seq is published by an aligned 8-byte store");
+static_assert(offsetof(struct pool_sb, open_nonce) % 8 == 0,
+    "open_nonce is published by an aligned 8-byte store");
 static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
     "next_session_id is published by an aligned 8-byte store");
 

@@ -36,6 +36,9 @@ void pmap_close(struct pmap **m);
 
 void *pmap_addr(const struct pmap *m);
 uint64_t pmap_len(const struct pmap *m);
+/* pmap_file_id -- st_dev and st_ino of the file or device mapped, as
+ * fstat of the descriptor the mapping was made from gave them. */
+void pmap_file_id(const struct pmap *m, uint64_t *dev, uint64_t *ino);
 /* pmap_file_size -- size of the whole file or device behind the mapping. */
 uint64_t pmap_file_size(const struct pmap *m);
 /* pmap_alignment -- offset/length granule of mappings of this file or

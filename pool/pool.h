@@ -60,6 +60,12 @@ int pool_open(struct pool **out, const char *path, unsigned flags,
 void pool_close(struct pool **p);
 
 const char *pool_path(const struct pool *p);
+/* pool_open_nonce -- the superblock's open_nonce: the one this open wrote
+ * (a writer's), or the last writer's (read-only; 0 before layout 2.4). */
+uint64_t pool_open_nonce(const struct pool *p);
+/* pool_file_id -- st_dev and st_ino of the file or device p mapped at
+ * open (the path may name another by now). */
+void pool_file_id(const struct pool *p, uint64_t *dev, uint64_t *ino);
 uint64_t pool_size(const struct pool *p);
 uint64_t pool_align(const struct pool *p);
 

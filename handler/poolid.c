@@ -8,8 +8,9 @@
  * another server's bytes under its own keys. So the WELCOME (to a HELLO
  * with PROTO_HELLO_POOLID) says which file the server serves: its open
  * nonce, written into the superblock at each open by a writer, and the
- * device and inode it mapped, which mean something only on the server's
- * kernel (the boot hash tells). After each new mapping the handler
+ * device and inode it mapped (a devdax device's number: pmap_stat_id),
+ * which mean something only on the server's kernel (the boot hash
+ * tells). After each new mapping the handler
  * checks both: dev and ino of the mapping (fstat of the descriptor it
  * was made from), where its kernel is the server's, and the nonce in
  * the superblock of that same inode (read through a descriptor whose
@@ -51,6 +52,15 @@ h_poolid_set(struct cxlp_handler *h, const struct proto_poolid *id)
 	pthread_mutex_unlock(&h->poolid_lock);
 }
 
+static bool
+same_id(const struct stat *st, uint64_t dev, uint64_t ino)
+{
+	uint64_t d, i;
+
+	pmap_stat_id(st, &d, &i);
+	return d == dev && i == ino;
+}
+
 /* The open nonce in the superblock of the file at path, if path still
  * names the inode (dev, ino): 0 and *nonce; 1 when it cannot be read
  * (devdax: no read(2)); -1 when path names another file now. */
@@ -64,8 +74,7 @@ file_nonce(const char *path, uint64_t dev, uint64_t ino, uint64_t *nonce)
 	if (fd < 0) {
 		return -1;
 	}
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != dev ||
-	    (uint64_t)st.st_ino != ino) {
+	if (fstat(fd, &st) != 0 || !same_id(&st, dev, ino)) {
 		rc = -1;
 	} else if (!S_ISCHR(st.st_mode) && pread(fd, nonce, sizeof(*nonce),
 	    (off_t)offsetof(struct pool_sb, open_nonce)) ==

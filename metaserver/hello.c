@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 
 #include "err.h"
 #include "log.h"
@@ -248,22 +247,18 @@ ms_pool_id(const struct ms *ms, struct proto_poolid *id)
 bool
 ms_pool_watch(struct ms *ms)
 {
-	const char *path = pool_path(ms->pool);
+	const char *path = pool_path(ms->pool), *what = "";
 	bool was = __atomic_load_n(&ms->pool_replaced, __ATOMIC_ACQUIRE);
+	bool now = pool_path_changed(ms->pool, &what);
 	uint64_t dev, ino;
-	struct stat st;
-	bool now;
 
 	pool_file_id(ms->pool, &dev, &ino);
-	now = stat(path, &st) != 0 || (uint64_t)st.st_dev != dev ||
-	    (uint64_t)st.st_ino != ino;
 	if (now && !was) {
 		log_err("op=pool_watch path=%s rc=%d msg=\"%s: the path names "
 		    "%s, not the pool this metaserver serves (dev %llu ino "
 		    "%llu): refusing new handlers, serving the sessions it "
 		    "has; restart the metaserver\"", path, CXLP_E_STALE, path,
-		    stat(path, &st) != 0 ? "no file" : "another file",
-		    (unsigned long long)dev, (unsigned long long)ino);
+		    what, (unsigned long long)dev, (unsigned long long)ino);
 	} else if (!now && was) {
 		log_err("op=pool_watch path=%s rc=0 msg=\"%s names the "
 		    "served pool again: new handlers are taken\"", path, path);

@@ -444,6 +444,23 @@ pool_file_id(const struct pool *p, uint64_t *dev, uint64_t *ino)
 	pmap_file_id(p->map, dev, ino);
 }
 
+/* pool_path_changed -- see pool.h */
+bool
+pool_path_changed(const struct pool *p, const char **what)
+{
+	uint64_t dev, ino, now_dev, now_ino;
+	struct stat st;
+
+	if (stat(p->path, &st) != 0) {
+		*what = "no file";
+		return true;
+	}
+	pmap_file_id(p->map, &dev, &ino);
+	pmap_stat_id(&st, &now_dev, &now_ino);
+	*what = "another file";
+	return now_dev != dev || now_ino != ino;
+}
+
 int
 pool_open(struct pool **out, const char *path, unsigned flags,
     const struct pool_params *params)

@@ -63,9 +63,12 @@ const char *pool_path(const struct pool *p);
 /* pool_open_nonce -- the superblock's open_nonce: the one this open wrote
  * (a writer's), or the last writer's (read-only; 0 before layout 2.4). */
 uint64_t pool_open_nonce(const struct pool *p);
-/* pool_file_id -- st_dev and st_ino of the file or device p mapped at
- * open (the path may name another by now). */
+/* pool_file_id -- which file or device p mapped at open (st_dev and
+ * st_ino; a device's st_rdev and 0): the path may name another by now. */
 void pool_file_id(const struct pool *p, uint64_t *dev, uint64_t *ino);
+/* pool_path_changed -- the path p was opened by names another file or
+ * device now, or none (*what: "no file" or "another file"). */
+bool pool_path_changed(const struct pool *p, const char **what);
 uint64_t pool_size(const struct pool *p);
 uint64_t pool_align(const struct pool *p);
 

@@ -21,13 +21,16 @@ TestSuite(replaced, .timeout = 120);
 
 static struct test_server a, b;
 static struct proxy *far;
-static char far_url[160];
+static char far_url[160], away[160];
 
 static void
 stop_all(void)
 {
 	proxy_stop(&far);
 	unlink(far_url + strlen("ipc://"));
+	if (away[0] != '\0') {
+		unlink(away);
+	}
 	if (b.pid > 0) {
 		(void)test_server_stop(&b);
 	}
@@ -147,7 +150,7 @@ Test(replaced, a_second_server_on_a_recreated_path_gets_no_bytes_of_the_first, .
 
 Test(replaced, a_copy_in_place_of_the_served_file_takes_no_store, .fini = stop_all)
 {
-	char away[160], cmd[400];
+	char cmd[400];
 	struct cxlp_handler *h1, *other;
 
 	cr_assert_eq(test_server_start(&a, 256 * MiB, NULL), 0);

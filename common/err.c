@@ -43,7 +43,8 @@ static const char *const names[] = {
 	[-(CXLP_E_CLOSED) - 1000] = "CXLP_E_CLOSED: handler closed",
 	[-(CXLP_E_CONN) - 1000] = "CXLP_E_CONN: cannot reach the metaserver",
 	[-(CXLP_E_BADPAGE) - 1000] = "CXLP_E_BADPAGE: page not allocated here",
-	[-(CXLP_E_STALE) - 1000] = "CXLP_E_STALE: pool from an earlier boot",
+	[-(CXLP_E_STALE) - 1000] = "CXLP_E_STALE: pool from an earlier boot, or "
+	    "not the file the metaserver serves",
 	[-(CXLP_E_BUSY) - 1000] = "CXLP_E_BUSY: page already registered",
 	[-(CXLP_E_TOOBIG) - 1000] = "CXLP_E_TOOBIG: value larger than page",
 	[-(CXLP_E_UNKNOWN) - 1000] = "CXLP_E_UNKNOWN: outcome unknown",

@@ -8,7 +8,8 @@
  * live handler would be taken for dead, or a dead one never found out.
  * So both call this file. Fields are counted from the last ')', since
  * comm, in parentheses, may hold spaces and parentheses itself, and each
- * field is stepped over as a word, whatever its type.
+ * field is stepped over as a word, whatever its type. The boot's id is
+ * here too: with a pid, what names a process or a file on one host.
  */
 #include <stdio.h>
 #include <string.h>
@@ -61,4 +62,27 @@ procstat_read(uint64_t pid, char *state, uint64_t *start_time)
 	fclose(f);
 	buf[n] = '\0';
 	return procstat_parse(buf, state, start_time);
+}
+
+/* procstat_boot_hash -- see procstat.h */
+uint64_t
+procstat_boot_hash(void)
+{
+	char buf[64];
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t n;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	if (f == NULL) {
+		return 0;
+	}
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	if (n == 0) {
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		h = (h ^ (uint8_t)buf[i]) * 0x100000001b3ull;
+	}
+	return h != 0 ? h : 1;
 }

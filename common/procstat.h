@@ -20,4 +20,10 @@ bool procstat_parse(const char *buf, char *state, uint64_t *start_time);
  * process, /proc/self/stat). Returns false if it cannot be read. */
 bool procstat_read(uint64_t pid, char *state, uint64_t *start_time);
 
+/* procstat_boot_hash -- a 64-bit hash (FNV-1a) of this boot's id
+ * (/proc/sys/kernel/random/boot_id), never 0; 0 if it cannot be read.
+ * Two processes with the same value run on one kernel, where st_dev and
+ * st_ino name the same files. */
+uint64_t procstat_boot_hash(void);
+
 #endif /* CXLP_PROCSTAT_H */

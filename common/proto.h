@@ -54,8 +54,13 @@
  *                    A HELLO with neither flag is the original layout;
  *                    a server that predates them refuses the flags, so
  *                    upgrade the metaserver before its handlers.
+ *                    PROTO_HELLO_POOLID: the handler reads the pool's
+ *                    identity in the reply.
  *               rep: u64 session, u64 token, u64 pool_size (bytes),
- *                    u64 align (bytes), u16 len + pool path (<= 4095)
+ *                    u64 align (bytes), u16 len + pool path (<= 4095),
+ *                    then, only to a HELLO with PROTO_HELLO_POOLID,
+ *                    u64 open nonce, u64 boot hash, u64 st_dev,
+ *                    u64 st_ino (struct proto_poolid)
  *   REGION_ALLOC req: u64 len (bytes), u64 page_size (bytes)
  *               rep: loc (region id, gen, region_off, region_len; off=len=0)
  *   REGION_FREE req: u32 region, u32 gen          rep: empty
@@ -171,9 +176,11 @@ enum proto_op {
 #define PROTO_HELLO_ERRMSG 0x4u    /* HELLO: error reply may carry text */
 #define PROTO_HELLO_GIVEBACK 0x8u  /* HELLO: gives regions back if asked */
 #define PROTO_HELLO_LEASE 0x10u    /* HELLO: u32 lease_ms follows */
+#define PROTO_HELLO_POOLID 0x20u   /* HELLO: WELCOME carries the pool's
+                                    * identity (struct proto_poolid) */
 #define PROTO_HELLO_FLAGS                                                  \
 	(PROTO_HELLO_REATTACH | PROTO_HELLO_KEEPALIVE | PROTO_HELLO_ERRMSG | \
-	PROTO_HELLO_GIVEBACK | PROTO_HELLO_LEASE)
+	PROTO_HELLO_GIVEBACK | PROTO_HELLO_LEASE | PROTO_HELLO_POOLID)
 #define PROTO_REP_F_MSG 0x1u       /* reply: reason text follows */
 #define PROTO_REP_F_ASK 0x2u       /* reply: regions are asked back */
 #define PROTO_ERRMSG_MAX 255       /* bytes of a reply's reason text */
@@ -273,6 +280,16 @@ struct proto_hello {
 	uint32_t lease_ms;     /* ms; sent (and > 0) iff PROTO_HELLO_LEASE */
 };
 
+/* Which file the server serves, so a handler can tell that what it
+ * mapped by the path is that file (handler/poolid.c). */
+struct proto_poolid {
+	uint64_t nonce; /* the pool's open_nonce: this server's open */
+	uint64_t boot;  /* procstat_boot_hash() of the server's host: dev
+	                 * and ino mean something where it is the handler's */
+	uint64_t dev;   /* st_dev of the file the server mapped */
+	uint64_t ino;   /* st_ino of it */
+};
+
 struct proto_welcome {
 	uint64_t session;
 	uint64_t token;
@@ -280,6 +297,9 @@ struct proto_welcome {
 	uint64_t align;
 	const char *path; /* points into the frame, not NUL-terminated */
 	uint16_t path_len;
+	bool has_id;      /* id follows the path (PROTO_HELLO_POOLID;
+	                   * proto_get_welcome_id) */
+	struct proto_poolid id;
 };
 
 /* One entry of a SESSIONS reply. */
@@ -351,6 +371,9 @@ void proto_put_hello(struct pbuf *b, const struct proto_hello *m);
 int proto_get_hello(struct preader *r, struct proto_hello *m);
 void proto_put_welcome(struct pbuf *b, const struct proto_welcome *m);
 int proto_get_welcome(struct preader *r, struct proto_welcome *m);
+/* proto_get_welcome_id -- a WELCOME to a HELLO with PROTO_HELLO_POOLID:
+ * m->has_id and m->id set. 0 or CXLP_E_PROTO. */
+int proto_get_welcome_id(struct preader *r, struct proto_welcome *m);
 
 /* REGION_ALLOC / REGION_FREE bodies. */
 void proto_put_region_req(struct pbuf *b, uint64_t len, uint64_t page_size);

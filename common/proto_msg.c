@@ -100,12 +100,18 @@ proto_put_welcome(struct pbuf *b, const struct proto_welcome *m)
 	pbuf_put_u64(b, m->align);
 	pbuf_put_u16(b, m->path_len);
 	pbuf_put_bytes(b, m->path, m->path_len);
+	if (m->has_id) {
+		pbuf_put_u64(b, m->id.nonce);
+		pbuf_put_u64(b, m->id.boot);
+		pbuf_put_u64(b, m->id.dev);
+		pbuf_put_u64(b, m->id.ino);
+	}
 }
 
-/* proto_get_welcome -- decode a HELLO reply body; m->path points into the
- * frame. Returns 0 or CXLP_E_PROTO. */
-int
-proto_get_welcome(struct preader *r, struct proto_welcome *m)
+/* Decode a HELLO reply body, with the pool identity after the path when
+ * with_id. */
+static int
+get_welcome(struct preader *r, struct proto_welcome *m, bool with_id)
 {
 	int rc;
 
@@ -118,7 +124,33 @@ proto_get_welcome(struct preader *r, struct proto_welcome *m)
 	}
 	rc = pr_get_string(r, &m->path, &m->path_len, PROTO_PATH_MAX,
 	    "welcome.path");
+	if (rc == 0 && with_id) {
+		m->has_id = true;
+		if (!pr_get_u64(r, &m->id.nonce, "welcome.nonce") ||
+		    !pr_get_u64(r, &m->id.boot, "welcome.boot") ||
+		    !pr_get_u64(r, &m->id.dev, "welcome.dev") ||
+		    !pr_get_u64(r, &m->id.ino, "welcome.ino")) {
+			return pr_reject(r, CXLP_E_PROTO);
+		}
+	}
 	return rc != 0 ? rc : pr_body_end(r, "welcome");
+}
+
+/* proto_get_welcome -- decode a HELLO reply body (to a HELLO without
+ * PROTO_HELLO_POOLID); m->path points into the frame. Returns 0 or
+ * CXLP_E_PROTO. */
+int
+proto_get_welcome(struct preader *r, struct proto_welcome *m)
+{
+	return get_welcome(r, m, false);
+}
+
+/* proto_get_welcome_id -- the same, to a HELLO with PROTO_HELLO_POOLID:
+ * the pool identity follows the path. */
+int
+proto_get_welcome_id(struct preader *r, struct proto_welcome *m)
+{
+	return get_welcome(r, m, true);
 }
 
 /* ---- REGION_ALLOC / REGION_FREE ---- */

@@ -43,7 +43,7 @@ welcome_take(struct cxlp_handler *h, struct creply *rep)
 {
 	struct proto_welcome w;
 
-	if (proto_get_welcome(&rep->body, &w) != 0 ||
+	if (proto_get_welcome_id(&rep->body, &w) != 0 ||
 	    preader_end(&rep->body) != 0) {
 		return cxlp_fail(CXLP_E_PROTO, "HELLO: bad welcome body");
 	}
@@ -67,6 +67,7 @@ welcome_take(struct cxlp_handler *h, struct creply *rep)
 		return cxlp_fail(CXLP_E_PROTO, "HELLO: pool moved from %s",
 		    h->pool_path);
 	}
+	h_poolid_set(h, &w.id);
 	client_set_session(h->cl, w.session, w.token);
 	return 0;
 }
@@ -100,7 +101,7 @@ h_hello(struct cxlp_handler *h, uint32_t flags)
 	struct proto_hello m = {.pid = (uint32_t)getpid(),
 	    .flags = flags | PROTO_HELLO_ERRMSG |
 	    (h->cfg.keepalive_ms > 0 ? PROTO_HELLO_KEEPALIVE : 0) |
-	    PROTO_HELLO_LEASE | PROTO_HELLO_GIVEBACK,
+	    PROTO_HELLO_LEASE | PROTO_HELLO_GIVEBACK | PROTO_HELLO_POOLID,
 	    .keepalive_ms = h->cfg.keepalive_ms,
 	    .lease_ms = h->cfg.lease_ms,
 	    .start_time = proc_start_time(),

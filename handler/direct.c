@@ -143,6 +143,10 @@ meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
 	if ((rc = pmap_open(&d->map, h->pool_path, 0, meta_len, false)) != 0) {
 		return rc;
 	}
+	if ((rc = h_poolid_check(h, d->map)) != 0) {
+		pmap_close(&d->map); /* another file's index: not read */
+		return rc;
+	}
 	live = pmap_addr(d->map);
 	/* the same pool as the copy we validated (not reformatted since) */
 	if (memcmp(live->uuid, sb->uuid, sizeof(sb->uuid)) != 0 ||
@@ -175,7 +179,7 @@ access_map(struct cxlp_handler *h, const struct pool_sb *sb,
 		return;
 	}
 	if (a->count != d->kr.nslots || pmap_open(&d->amap, h->pool_path,
-	    a->off, a->len, true) != 0) {
+	    a->off, a->len, true) != 0 || h_poolid_check(h, d->amap) != 0) {
 		log_err("direct reads are not counted by eviction: cannot map "
 		    "the access area: %s", cxlp_errormsg());
 		pmap_close(&d->amap);

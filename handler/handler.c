@@ -64,6 +64,7 @@ handler_new(struct cxlp_handler **out, const struct cxlp_config *cfg)
 		return rc;
 	}
 	pthread_mutex_init(&h->reattach_lock, NULL);
+	pthread_mutex_init(&h->poolid_lock, NULL);
 	pthread_mutex_init(&h->expand_lock, NULL);
 	pthread_mutex_init(&h->page_lock, NULL);
 	regions_state_init(&h->regions);
@@ -91,6 +92,7 @@ handler_free(struct cxlp_handler *h)
 	pthread_mutex_destroy(&h->page_lock);
 	pthread_mutex_destroy(&h->expand_lock);
 	pthread_mutex_destroy(&h->reattach_lock);
+	pthread_mutex_destroy(&h->poolid_lock);
 	free(h->pool_path);
 	explicit_bzero(h->cfg.secret, sizeof(h->cfg.secret));
 	free(h);

@@ -291,6 +291,10 @@ struct cxlp_handler {
 	struct client *cl;
 	char *pool_path; /* owned; from WELCOME */
 	uint64_t pool_size, align;
+	pthread_mutex_t poolid_lock;
+	struct proto_poolid poolid; /* the served file, from the last WELCOME
+	                             * (poolid.c); poolid_lock */
+	bool poolid_known;  /* the WELCOME carried it; poolid_lock */
 	int closing;      /* atomic */
 	int session_lost; /* atomic: the metaserver refused to reattach */
 
@@ -350,6 +354,18 @@ int store_group_batch(struct cxlp_handler *h, const void *id,
     bool stored[], int status[], bool kept[], int *reg_rc);
 
 /* ---- call.c ------------------------------------------------------------- */
+
+/* ---- poolid.c ---------------------------------------------------------- */
+
+/* h_poolid_set -- remember the WELCOME's pool identity (NULL: none). */
+void h_poolid_set(struct cxlp_handler *h, const struct proto_poolid *id);
+/* h_poolid_check -- m, mapped from h->pool_path, is of the file the
+ * metaserver serves: same device and inode where the server runs on
+ * this kernel, and the server's open nonce in the file's superblock.
+ * On a mismatch the identity is asked again once (a reattaching HELLO:
+ * the server may have restarted, or moved to a copy), then
+ * CXLP_E_STALE naming the path. 0 when the server sent no identity. */
+int h_poolid_check(struct cxlp_handler *h, const struct pmap *m);
 
 /* h_hello -- HELLO (flags 0, or PROTO_HELLO_REATTACH with the session's
  * token), taking the session and the pool from the WELCOME. 0 or an

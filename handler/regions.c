@@ -107,7 +107,7 @@ own_open(struct cxlp_handler *h, const struct proto_loc *loc,
 {
 	struct own_region *r = calloc(1, sizeof(*r));
 	struct rmap_ent *e = calloc(1, sizeof(*e));
-	int rc;
+	int rc = 0;
 
 	if (r == NULL || e == NULL) {
 		rc = cxlp_fail(-ENOMEM, "region: out of memory");
@@ -115,9 +115,12 @@ own_open(struct cxlp_handler *h, const struct proto_loc *loc,
 	}
 	r->loc = *loc;
 	r->map = giveback_reuse(h, loc);
-	rc = r->map != NULL ? 0 : pmap_open(&r->map, h->pool_path,
-	    loc->region_off, loc->region_len, true);
-	if (rc != 0) {
+	if (r->map == NULL && (rc = pmap_open(&r->map, h->pool_path,
+	    loc->region_off, loc->region_len, true)) == 0 &&
+	    (rc = h_poolid_check(h, r->map)) != 0) {
+		pmap_close(&r->map);
+	}
+	if (r->map == NULL) {
 		log_err("region %u: cannot map %s: %s", loc->region,
 		    h->pool_path, cxlp_errormsg());
 		goto err_free;

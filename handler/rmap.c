@@ -155,6 +155,9 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
 	}
 	rc = pmap_open(&e->map, h->pool_path, loc->region_off,
 	    loc->region_len, false);
+	if (rc == 0 && (rc = h_poolid_check(h, e->map)) != 0) {
+		pmap_close(&e->map);
+	}
 	if (rc != 0) {
 		free(e);
 		return rc;

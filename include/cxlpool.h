@@ -64,7 +64,9 @@ enum cxlp_error {
 	CXLP_E_CLOSED = -1016,   /* handler closed or closing */
 	CXLP_E_CONN = -1017,     /* cannot reach the metaserver */
 	CXLP_E_BADPAGE = -1018,  /* page not allocated by this handler */
-	CXLP_E_STALE = -1019,    /* volatile pool from an earlier boot */
+	CXLP_E_STALE = -1019,    /* volatile pool from an earlier boot, or
+	                          * the pool file replaced under its
+	                          * metaserver (cxlp_errormsg() names it) */
 	CXLP_E_BUSY = -1020,     /* page already holds a registered key */
 	CXLP_E_TOOBIG = -1021,   /* value longer than the page */
 	CXLP_E_UNKNOWN = -1022,  /* outcome unknown: reply lost, or a retry

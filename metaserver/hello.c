@@ -9,8 +9,8 @@
  * to its pipe (sess_bind), under ms->sess_lock, and the pool records the
  * new session (pool_session_add) before its shadow exists. A resent
  * HELLO is recognised by its nonce (the header's token, chosen by the
- * handler), its pid and its start time, so a lost WELCOME never makes a
- * second session (session.c design notes 1 and 4 for what a fenced or
+ * handler) and its process (hello_ident), so a lost WELCOME never makes
+ * a second session (session.c design notes 1 and 4 for what a fenced or
  * dead session is never found by).
  */
 #include <errno.h>
@@ -21,6 +21,7 @@
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
+#include "procstat.h"
 
 static int
 new_token(uint64_t *token)
@@ -36,17 +37,60 @@ new_token(uint64_t *token)
 	return 0;
 }
 
-/* The pid to keep for a HELLO that came on pipe_id (sess_lock held): the
- * one the server saw behind an ipc pipe, which its liveness checks (kill,
- * /proc) can look up after a restart too -- a handler in another pid
- * namespace gives its own namespace's pid, which names another process
- * here or none -- else the one the HELLO gives. */
-static uint32_t
-hello_pid(const struct ms *ms, const struct proto_hello *m, uint64_t pipe_id)
+/* Who a HELLO on pipe_id comes from (sess_lock held): pid, start_time
+ * and flags of r. Behind an ipc pipe the server knows its peer's pid
+ * (peer credentials) and start time (/proc, read when the pipe came:
+ * pipes.c), and takes those, never the HELLO's claim, for the
+ * per-process bound and for liveness (POOL_SESS_PEERCRED). The HELLO's
+ * own pid may differ from the peer's: in another pid namespace the
+ * handler gives its namespace's pid, but its start time is the peer's.
+ * When neither matches, the peer is not the handler (a relay, socat on
+ * the ipc socket): the peer's life says nothing of the handler's, so the
+ * session is kept like one of another host, by its connection and the
+ * grace period (POOL_SESS_RELAYED). A HELLO without a start time (0) is
+ * the peer's. Elsewhere (tcp) the HELLO's claim is all there is. */
+static void
+hello_ident(const struct ms *ms, const struct proto_hello *m,
+    uint64_t pipe_id, struct pool_session *r)
 {
-	uint64_t seen = ms_pipe_pid(ms, pipe_id);
+	const struct ms_pipe *p = ms_pipe_find(ms, pipe_id);
 
-	return seen != 0 && seen <= UINT32_MAX ? (uint32_t)seen : m->pid;
+	r->pid = m->pid;
+	r->start_time = m->start_time;
+	r->flags = 0;
+	if (p == NULL || !ms_pid_checkable(p->pid)) {
+		return;
+	}
+	r->pid = (uint32_t)p->pid;
+	if (p->start == 0) {
+		return; /* gone already: its pid still ends the session */
+	}
+	r->start_time = p->start;
+	r->flags = POOL_SESS_PEERCRED;
+	if (m->pid != p->pid && m->start_time != 0 &&
+	    m->start_time != p->start) {
+		r->flags |= POOL_SESS_RELAYED;
+	}
+}
+
+/* A reattaching HELLO on pipe_id: the process s names is the one this
+ * pipe's peer is -- unless the peer is a relay and s already names its
+ * handler's own process, which the relay does not replace. */
+static void
+reattach_ident(const struct ms *ms, const struct proto_hello *m,
+    uint64_t pipe_id, struct ms_sess *s)
+{
+	struct pool_session r;
+
+	hello_ident(ms, m, pipe_id, &r);
+	if ((r.flags & POOL_SESS_RELAYED) &&
+	    (s->flags & POOL_SESS_PEERCRED) &&
+	    !(s->flags & POOL_SESS_RELAYED)) {
+		return;
+	}
+	s->pid = r.pid;
+	s->start_time = r.start_time;
+	s->flags = r.flags;
 }
 
 static int
@@ -63,8 +107,7 @@ hello_reattach(struct ms *ms, const struct proto_req_hdr *h,
 		    "with that token%s", (unsigned long long)h->session,
 		    s != NULL && s->fenced ? " (ended: silent too long)" : "");
 	}
-	s->pid = hello_pid(ms, m, pipe_id);
-	s->start_time = m->start_time;
+	reattach_ident(ms, m, pipe_id, s);
 	s->giveback = (m->flags & PROTO_HELLO_GIVEBACK) != 0;
 	s->lease_ms = m->lease_ms;
 	sess_bind(ms, s, pipe_id);
@@ -81,16 +124,17 @@ static struct ms_sess *
 hello_find(struct ms *ms, uint64_t nonce, const struct proto_hello *m,
     uint64_t pipe_id)
 {
-	uint32_t pid = hello_pid(ms, m, pipe_id);
+	struct pool_session r;
 
 	if (nonce == 0) {
 		return NULL;
 	}
+	hello_ident(ms, m, pipe_id, &r);
 	for (size_t b = 0; b < MS_SESS_BUCKETS; b++) {
 		for (struct ms_sess *s = ms->sess[b]; s != NULL; s = s->next) {
 			if (s->hello_nonce == nonce && !s->dead &&
-			    !s->fenced && s->pid == pid &&
-			    s->start_time == m->start_time) {
+			    !s->fenced && s->pid == r.pid &&
+			    s->start_time == r.start_time) {
 				return s;
 			}
 		}
@@ -127,15 +171,14 @@ hello_record(struct ms *ms, const struct proto_hello *m, uint64_t pipe_id,
 	if (rc != 0) {
 		return rc;
 	}
-	r->start_time = m->start_time;
 	r->instance = m->instance_id;
 	r->keepalive_ms = (m->flags & PROTO_HELLO_KEEPALIVE) ?
 	    m->keepalive_ms : 0;
 	memcpy(r->host, m->host,
 	    m->host_len < sizeof(r->host) ? m->host_len : sizeof(r->host) - 1);
 	ms_sess_lock(ms);
-	r->pid = hello_pid(ms, m, pipe_id);
-	rc = ms_sess_admit(ms, r->pid, r->start_time, r->host);
+	hello_ident(ms, m, pipe_id, r);
+	rc = ms_sess_admit(ms, r);
 	ms_sess_unlock(ms);
 	return rc;
 }
@@ -157,6 +200,12 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	*out = NULL;
 	if (m->flags & PROTO_HELLO_REATTACH) {
 		return hello_reattach(ms, h, m, pipe_id, out);
+	}
+	if (__atomic_load_n(&ms->pool_replaced, __ATOMIC_ACQUIRE)) {
+		return cxlp_fail(CXLP_E_STALE, "%s no longer names the pool "
+		    "file this metaserver serves (removed or replaced under "
+		    "it): no new handlers; restart the metaserver",
+		    pool_path(ms->pool));
 	}
 	if (hello_repeated(ms, h, m, pipe_id, out)) {
 		return 0;
@@ -183,6 +232,39 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 	}
 	*out = s;
 	return 0;
+}
+
+/* ms_pool_id -- see ms_int.h */
+void
+ms_pool_id(const struct ms *ms, struct proto_poolid *id)
+{
+	id->nonce = pool_open_nonce(ms->pool);
+	id->boot = procstat_boot_hash();
+	pool_file_id(ms->pool, &id->dev, &id->ino);
+}
+
+/* ms_pool_watch -- see ms_int.h */
+bool
+ms_pool_watch(struct ms *ms)
+{
+	const char *path = pool_path(ms->pool), *what = "";
+	bool was = __atomic_load_n(&ms->pool_replaced, __ATOMIC_ACQUIRE);
+	bool now = pool_path_changed(ms->pool, &what);
+	uint64_t dev, ino;
+
+	pool_file_id(ms->pool, &dev, &ino);
+	if (now && !was) {
+		log_err("op=pool_watch path=%s rc=%d msg=\"%s: the path names "
+		    "%s, not the pool this metaserver serves (dev %llu ino "
+		    "%llu): refusing new handlers, serving the sessions it "
+		    "has; restart the metaserver\"", path, CXLP_E_STALE, path,
+		    what, (unsigned long long)dev, (unsigned long long)ino);
+	} else if (!now && was) {
+		log_err("op=pool_watch path=%s rc=0 msg=\"%s names the "
+		    "served pool again: new handlers are taken\"", path, path);
+	}
+	__atomic_store_n(&ms->pool_replaced, now, __ATOMIC_RELEASE);
+	return now;
 }
 
 /* Constant-time equality of the HELLO's secret with the server's: every

@@ -4,7 +4,10 @@
  *
  * nng tells server.c when a pipe (one connection) comes and goes; server.c
  * records a new one with its peer's pid (ipc only) in the pipe table
- * (pipes.c) and passes its removal here. When the pipe a
+ * (pipes.c) and passes its removal here. The process a session's life is
+ * that of is the one its HELLO's peer was (hello.c, sess_pid): a relay
+ * between handler and server (socat on the ipc socket) is no such
+ * process, and its session is kept as one of another host is. When the pipe a
  * session last spoke on goes away, the session ends at once if its process
  * is gone (kill(pid, 0) says ESRCH, or /proc/<pid>/stat shows another
  * start time than the HELLO's: the pid was reused), since nothing can come
@@ -65,10 +68,24 @@ peer_gone(uint64_t pid, uint64_t start_time)
 	    (start_time != 0 && st != start_time);
 }
 
+/* The process whose life is the session's, seen on pipe pid: the one
+ * its HELLO's peer credentials named (the pipe's peer may be a relay it
+ * reattached through), none when that was a relay itself (the session
+ * is kept like one of another host), else the pipe's peer. */
+static uint64_t
+sess_pid(const struct ms_sess *s, uint64_t pid)
+{
+	if (s->flags & POOL_SESS_RELAYED) {
+		return 0;
+	}
+	return (s->flags & POOL_SESS_PEERCRED) ? s->pid : pid;
+}
+
 /* Detach or end one session whose pipe is gone; both locks held. */
 static void
 pipe_lost(struct ms *ms, struct ms_sess *s, uint64_t pid, uint64_t now_ms)
 {
+	pid = sess_pid(s, pid);
 	if (peer_gone(pid, s->start_time)) {
 		sess_end_locked(ms, s, "peer_exited");
 		return;
@@ -132,7 +149,8 @@ end_reason(const struct ms *ms, const struct ms_sess *s, uint64_t now_ms)
 static uint64_t
 local_pid(const struct ms *ms, const struct ms_sess *s)
 {
-	uint64_t pid = s->detached ? s->peer_pid : ms_pipe_pid(ms, s->pipe);
+	uint64_t pid = s->detached ? s->peer_pid :
+	    sess_pid(s, ms_pipe_pid(ms, s->pipe));
 
 	return ms_pid_checkable(pid) ? pid : 0;
 }

@@ -280,6 +280,9 @@ pool_figures(FILE *f, struct ms *ms)
 	since_format(f, &ev);
 	one(f, "cxlpool_request_groups", "gauge", "Request groups open.",
 	    groups);
+	one(f, "cxlpool_pool_replaced", "gauge", "1: the pool's path names "
+	    "another file or none; no new handlers are taken.",
+	    __atomic_load_n(&ms->pool_replaced, __ATOMIC_ACQUIRE) ? 1 : 0);
 }
 
 /* ms_metrics_text -- see ms_int.h */

@@ -148,8 +148,9 @@ struct ms_sess {
 	struct ms_sess *next; /* hash chain */
 	uint64_t id;
 	uint64_t token;
-	uint32_t pid;         /* as the client said in HELLO */
-	uint64_t start_time;  /* clock ticks since boot, from HELLO */
+	uint32_t pid;         /* its process (hello.c: ipc peer, or HELLO) */
+	uint64_t start_time;  /* clock ticks since boot, of that process */
+	uint64_t flags;       /* POOL_SESS_*: where pid came from */
 	uint64_t hello_nonce; /* the creating HELLO's nonce; 0 = none */
 	uint64_t pipe;        /* pipe it last spoke on; 0 = none */
 	uint64_t peer_pid;    /* detached: pid behind the lost pipe, or 0 */
@@ -172,7 +173,9 @@ struct ms_sess {
 
 struct ms_pipe {
 	uint64_t id;
-	uint64_t pid; /* peer pid (ipc), 0 unknown */
+	uint64_t pid;   /* peer pid (ipc), 0 unknown */
+	uint64_t start; /* that peer's start time (/proc, read when the pipe
+	                 * came), clock ticks since boot; 0 unknown */
 };
 
 /* Eviction settings (evict.c), from the config. */
@@ -283,6 +286,8 @@ struct ms_metrics {
 
 struct ms {
 	struct pool *pool;
+	bool pool_replaced; /* atomic: its path names another file or none
+	                     * (ms_pool_watch); no new sessions */
 	struct ms_metrics metrics; /* metrics.c */
 	struct ms_groups groups; /* group.c; ms->lock */
 	struct ms_evict evict;
@@ -349,6 +354,16 @@ bool ms_errlog_admit(struct ms *ms, uint64_t pipe);
  * lines suppressed (cheap when there are none: one atomic load). */
 void ms_errlog_flush(struct ms *ms);
 
+/* ---- the pool's file (hello.c) ------------------------------------------ */
+
+/* ms_pool_id -- what a WELCOME tells of the file this server serves. */
+void ms_pool_id(const struct ms *ms, struct proto_poolid *id);
+/* ms_pool_watch -- does the pool's path still name the file the server
+ * mapped? Logs once when it stops (or starts again) doing so and sets
+ * ms->pool_replaced; a HELLO for a new session is then refused. Cheap (a
+ * stat): the reaper's tick calls it. Returns ms->pool_replaced. */
+bool ms_pool_watch(struct ms *ms);
+
 /* ---- pipes (pipes.c): the peer pipes and their pids -------------------- */
 
 /* ms_pipe_added -- remember a new pipe and its peer pid (0: unknown);
@@ -365,6 +380,9 @@ const struct ms_pipe *ms_pipe_gone(const struct ms *ms, uint64_t pipe_id);
  * the server's own pid namespace), live or lately gone; 0 unknown.
  * sess_lock held. */
 uint64_t ms_pipe_pid(const struct ms *ms, uint64_t pipe_id);
+/* ms_pipe_find -- the entry of pipe_id (its peer pid and start time),
+ * live or lately gone, or NULL. sess_lock held. */
+const struct ms_pipe *ms_pipe_find(const struct ms *ms, uint64_t pipe_id);
 /* ms_pid_checkable -- pid names a process of this host whose life the
  * server can look at (kill, /proc): nonzero, and a pid_t. */
 bool ms_pid_checkable(uint64_t pid);
@@ -461,11 +479,11 @@ void ms_silence_clock(struct ms *ms, uint64_t now_ms);
  * started or the last stall. sess_lock held. */
 bool ms_sess_silent(const struct ms *ms, const struct ms_sess *s,
     uint64_t now_ms);
-/* ms_sess_admit -- a new session for (pid, start_time, host) is within
+/* ms_sess_admit -- a new session for the process r names (its pid,
+ * start_time, flags and host: hello.c) is within
  * --max-sessions-per-process; else CXLP_E_NOSPACE naming that limit.
  * sess_lock held. */
-int ms_sess_admit(const struct ms *ms, uint32_t pid, uint64_t start_time,
-    const char *host);
+int ms_sess_admit(const struct ms *ms, const struct pool_session *r);
 /* ms_sess_table_full -- the message for a full pool session table. */
 int ms_sess_table_full(const struct ms *ms);
 

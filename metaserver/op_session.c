@@ -36,6 +36,10 @@ op_hello(struct req *rq)
 	w.align = pool_align(p);
 	w.path = path;
 	w.path_len = (uint16_t)(plen < PROTO_PATH_MAX ? plen : PROTO_PATH_MAX);
+	if (rq->hello.flags & PROTO_HELLO_POOLID) {
+		w.has_id = true;
+		ms_pool_id(rq->ms, &w.id);
+	}
 	op_put_hdr(rq, 0);
 	proto_put_welcome(rq->reply, &w);
 	return 0;

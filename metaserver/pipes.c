@@ -22,11 +22,22 @@
 
 #include "log.h"
 #include "ms_int.h"
+#include "procstat.h"
 
-/* ms_pipe_added -- remember a new pipe and its peer pid (0: unknown). */
+/* ms_pipe_added -- remember a new pipe, its peer pid (0: unknown) and
+ * that peer's start time, read here from /proc while the peer is sure to
+ * be the one that connected: with the pid, what identifies the process
+ * (hello.c), where a HELLO's own claim could be anything. */
 void
 ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid)
 {
+	uint64_t start = 0;
+	char state;
+
+	if (!ms_pid_checkable(peer_pid) ||
+	    !procstat_read(peer_pid, &state, &start)) {
+		start = 0;
+	}
 	ms_sess_lock(ms);
 	if (ms->npipes == ms->cap_pipes) {
 		size_t cap = ms->cap_pipes == 0 ? 16 : ms->cap_pipes * 2;
@@ -43,6 +54,7 @@ ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid)
 	}
 	ms->pipes[ms->npipes].id = pipe_id;
 	ms->pipes[ms->npipes].pid = peer_pid;
+	ms->pipes[ms->npipes].start = start;
 	ms->npipes++;
 	ms_sess_unlock(ms);
 	/* rate-limited: a port prober opens thousands a minute */
@@ -68,18 +80,25 @@ ms_pipe_forget(struct ms *ms, uint64_t pipe_id)
 	return 0;
 }
 
+/* ms_pipe_find -- see ms_int.h */
+const struct ms_pipe *
+ms_pipe_find(const struct ms *ms, uint64_t pipe_id)
+{
+	for (size_t i = 0; i < ms->npipes; i++) {
+		if (ms->pipes[i].id == pipe_id) {
+			return &ms->pipes[i];
+		}
+	}
+	return ms_pipe_gone(ms, pipe_id);
+}
+
 /* ms_pipe_pid -- see ms_int.h */
 uint64_t
 ms_pipe_pid(const struct ms *ms, uint64_t pipe_id)
 {
-	const struct ms_pipe *gone = ms_pipe_gone(ms, pipe_id);
+	const struct ms_pipe *p = ms_pipe_find(ms, pipe_id);
 
-	for (size_t i = 0; i < ms->npipes; i++) {
-		if (ms->pipes[i].id == pipe_id) {
-			return ms->pipes[i].pid;
-		}
-	}
-	return gone != NULL ? gone->pid : 0;
+	return p != NULL ? p->pid : 0;
 }
 
 /* ms_pipe_gone -- see ms_int.h. A request can still be in a worker's

@@ -190,6 +190,7 @@ reaper_main(void *arg)
 		pthread_cond_timedwait(&srv->stop_cond, &srv->stop_lock, &ts);
 		pthread_mutex_unlock(&srv->stop_lock);
 		ms_reap(&srv->ms, cxlp_now_ms());
+		(void)ms_pool_watch(&srv->ms);
 		ms_leases_expire(&srv->ms);
 		ms_evict_background(&srv->ms);
 		cxlp_log_flush(); /* counts of rate-limited lines */

@@ -102,6 +102,7 @@ sess_track(struct ms *ms, const struct pool_session *r)
 	s->token = r->token;
 	s->pid = r->pid;
 	s->start_time = r->start_time;
+	s->flags = r->flags;
 	s->keepalive_ms = r->keepalive_ms;
 	s->heard_ms = cxlp_now_ms();
 	memcpy(s->host, r->host, sizeof(s->host));
@@ -172,8 +173,10 @@ ms_sess_load(struct ms *ms, uint64_t now_ms)
 		s->detached = true;
 		s->deadline_ms = now_ms + ms->grace_ms;
 		/* a handler of this host whose process is gone ends at the
-		 * first reaper pass; others get the grace period */
-		s->peer_pid = same_host(r.host) ? r.pid : 0;
+		 * first reaper pass; others, and one that came through a
+		 * relay (its pid is the relay's), get the grace period */
+		s->peer_pid = same_host(r.host) &&
+		    !(r.flags & POOL_SESS_RELAYED) ? r.pid : 0;
 		log_info("op=session_load session=%llu pid=%u host=%s",
 		    (unsigned long long)r.id, r.pid, r.host);
 	}

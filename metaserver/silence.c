@@ -50,9 +50,13 @@
  * --max-sessions-per-process sessions (default 64; fenced ones count,
  * they hold a table slot), so that one process cannot fill the pool's
  * session table and lock every other one out. Processes are told apart
- * by pid, start time and host: the pid the server saw on the ipc pipe, or
- * what a non-ipc HELLO claims (a bound on mistakes, not on an attacker
- * holding the shared secret).
+ * by what the server reads itself where it can: on ipc the peer's pid
+ * (peer credentials) and that pid's start time in /proc, whatever the
+ * HELLO claims, so a client sending a new start time (or host) in each
+ * HELLO is still one process. Over tcp nothing the peer sends names a
+ * process, and its address names a host, not a process: there the HELLO's
+ * pid, start time and host are taken as they come (a bound on mistakes,
+ * not on an attacker holding the shared secret; hello.c).
  *
  * What is left here are rules that change nothing: the clock of silence,
  * the test of it and the per-process bound. liveness.c asks the first
@@ -102,18 +106,31 @@ ms_sess_silent(const struct ms *ms, const struct ms_sess *s,
 	return now_ms >= since && now_ms - since >= silence_limit(ms, s);
 }
 
+/* s is a session of the process r names: by the identity the server
+ * read itself (POOL_SESS_PEERCRED: pid and start time of the ipc peer;
+ * the HELLO's host is only a claim there), else by what the HELLO said */
+static bool
+same_process(const struct ms_sess *s, const struct pool_session *r)
+{
+	bool cred = (r->flags & POOL_SESS_PEERCRED) != 0;
+
+	if (((s->flags & POOL_SESS_PEERCRED) != 0) != cred ||
+	    s->pid != r->pid || s->start_time != r->start_time) {
+		return false;
+	}
+	return cred || strcmp(s->host, r->host) == 0;
+}
+
 /* ms_sess_admit -- see ms_int.h */
 int
-ms_sess_admit(const struct ms *ms, uint32_t pid, uint64_t start_time,
-    const char *host)
+ms_sess_admit(const struct ms *ms, const struct pool_session *r)
 {
 	unsigned n = 0, fenced = 0;
 
 	for (size_t b = 0; b < MS_SESS_BUCKETS; b++) {
 		for (const struct ms_sess *s = ms->sess[b]; s != NULL;
 		    s = s->next) {
-			if (s->pid == pid && s->start_time == start_time &&
-			    strcmp(s->host, host) == 0) {
+			if (same_process(s, r)) {
 				n++;
 				fenced += s->fenced;
 			}

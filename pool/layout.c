@@ -142,9 +142,9 @@ layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
 }
 
 /* layout_sb_checksum -- XXH64 of the superblock, next_session_id,
- * lease_until_ns, commit_seq, commit_done, the eviction totals and the
- * owner record as 0 (so a 2.0 pool, whose owner bytes are zero, keeps
- * its checksum) */
+ * lease_until_ns, commit_seq, commit_done, the eviction totals,
+ * open_nonce and the owner record as 0 (so a 2.0 pool, whose owner bytes
+ * are zero, keeps its checksum) */
 static uint64_t
 layout_sb_checksum(const struct pool_sb *sb)
 {
@@ -157,6 +157,7 @@ layout_sb_checksum(const struct pool_sb *sb)
 	tmp.commit_done = 0;
 	memset(tmp.evict_keys, 0, sizeof(tmp.evict_keys));
 	memset(tmp.evict_bytes, 0, sizeof(tmp.evict_bytes));
+	tmp.open_nonce = 0;
 	memset(&tmp.owner, 0, sizeof(tmp.owner));
 	return XXH64(&tmp, offsetof(struct pool_sb, checksum), 0);
 }

@@ -35,7 +35,10 @@
                               * is not 0, drops a PEND slot as damage);
                               * evict_keys, evict_bytes (eviction totals
                               * since format; a 2.3 reader refuses a pool
-                              * that has evicted) */
+                              * that has evicted); session record flags
+                              * (was reserved; POOL_SESS_*); open_nonce
+                              * (a 2.3 reader refuses a pool a 2.4
+                              * writer opened) */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
@@ -151,12 +154,19 @@ struct pool_sb {
 	                           * layout 2.4, 0 before). 8-byte stores, not
 	                           * covered by checksum */
 	uint64_t evict_bytes[3];  /* their value bytes, likewise */
-	uint8_t reserved[3224];   /* zero */
+	uint64_t open_nonce;      /* random, nonzero, written by each opening
+	                           * writer (the metaserver, at every start):
+	                           * which open of which file a handler maps
+	                           * (WELCOME carries it; handler/poolid.c).
+	                           * 0 in pools before 2.4. One 8-byte store,
+	                           * not covered by checksum */
+	uint8_t reserved[3216];   /* zero */
 	struct pool_orec owner;   /* who serves the pool; its own rules,
 	                           * above (layout 2.1; zero in 2.0) */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id,
 	                           * lease_until_ns, commit_seq, commit_done,
-	                           * the eviction totals and owner read as 0 */
+	                           * the eviction totals, open_nonce and owner
+	                           * read as 0 */
 };
 static_assert(sizeof(struct pool_sb) == POOL_SB_SIZE, "superblock size");
 static_assert(offsetof(struct pool_sb, owner) % 64 == 0,
@@ -170,6 +180,8 @@ static_assert(offsetof(struct pool_sb, commit_done) % 8 == 0,
 static_assert(offsetof(struct pool_sb, evict_keys) % 8 == 0 &&
     offsetof(struct pool_sb, evict_bytes) % 8 == 0,
     "eviction totals are published by aligned 8-byte stores");
+static_assert(offsetof(struct pool_sb, open_nonce) % 8 == 0,
+    "open_nonce is published by an aligned 8-byte store");
 static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
     "next_session_id is published by an aligned 8-byte store");
 
@@ -221,7 +233,8 @@ struct pool_srec {
 	                        * none promised (and in records of old
 	                        * pools, where this word was reserved) */
 	char host[64];        /* NUL-terminated */
-	uint64_t reserved[2]; /* zero */
+	uint64_t flags;       /* POOL_SESS_* (layout 2.4; zero before) */
+	uint64_t reserved;    /* zero */
 	uint64_t checksum;    /* XXH64 of bytes 0..119 (id included) */
 };
 static_assert(sizeof(struct pool_srec) == 128, "session record size");

@@ -78,6 +78,7 @@ struct pmap {
 	pmem2_persist_fn persist;
 	uint64_t off;       /* file offset of addr */
 	dev_t dev;          /* st_dev of the file: finds its tmpfs mount */
+	uint64_t id_dev, id_ino; /* pmap_file_id */
 	enum pmap_huge huge; /* last pmap_advise_huge choice */
 	char huge_setting[64]; /* what decided it */
 };
@@ -232,6 +233,7 @@ pmap_open(struct pmap **out, const char *path, uint64_t off, uint64_t len,
 	m->devdax = S_ISCHR(st.st_mode);
 	m->off = off;
 	m->dev = st.st_dev;
+	pmap_stat_id(&st, &m->id_dev, &m->id_ino);
 	m->is_volatile = m->devdax || sfs.f_type == TMPFS_MAGIC;
 	m->fence_only = !m->devdax && sfs.f_type == TMPFS_MAGIC;
 	if ((rc = map_source(m, path, fd, off, len)) != 0) {
@@ -246,6 +248,24 @@ err_close:
 	}
 	free(m);
 	return rc;
+}
+
+/* pmap_stat_id -- see map.h */
+void
+pmap_stat_id(const struct stat *st, uint64_t *dev, uint64_t *ino)
+{
+	bool chr = S_ISCHR(st->st_mode);
+
+	*dev = (uint64_t)(chr ? st->st_rdev : st->st_dev);
+	*ino = chr ? 0 : (uint64_t)st->st_ino;
+}
+
+/* pmap_file_id -- see map.h */
+void
+pmap_file_id(const struct pmap *m, uint64_t *dev, uint64_t *ino)
+{
+	*dev = m->id_dev;
+	*ino = m->id_ino;
 }
 
 /* pmap_close -- see map.h */

@@ -36,6 +36,14 @@ void pmap_close(struct pmap **m);
 
 void *pmap_addr(const struct pmap *m);
 uint64_t pmap_len(const struct pmap *m);
+/* pmap_file_id -- which file or device is mapped, as fstat of the
+ * descriptor the mapping was made from gave it (pmap_stat_id). */
+void pmap_file_id(const struct pmap *m, uint64_t *dev, uint64_t *ino);
+/* pmap_stat_id -- the identity of the file st describes: st_dev and
+ * st_ino, or for a character device (devdax) st_rdev and 0, since a
+ * container's node for the same device is another inode. */
+struct stat;
+void pmap_stat_id(const struct stat *st, uint64_t *dev, uint64_t *ino);
 /* pmap_file_size -- size of the whole file or device behind the mapping. */
 uint64_t pmap_file_size(const struct pmap *m);
 /* pmap_alignment -- offset/length granule of mappings of this file or

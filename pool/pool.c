@@ -420,6 +420,56 @@ open_new(struct pool *p, const struct pool_params *pp)
 }
 
 /* pool_open -- see pool.h */
+/* A new open_nonce for this open by a writer (layout.h): which open of
+ * which file the handlers of this server map. */
+static int
+open_nonce_new(struct pool *p)
+{
+	uint64_t v = 0;
+
+	while (v == 0) {
+		if (getrandom(&v, sizeof(v), 0) != sizeof(v)) {
+			return cxlp_fail(-EIO, "%s: getrandom failed", p->path);
+		}
+	}
+	/* a quiet store, as the owner record's: no state to recover, so no
+	 * crash point (tests/crash counts those from the first request) */
+	pool_set8(&p->sb->open_nonce, v);
+	pool_persist_quiet(p, &p->sb->open_nonce, sizeof(v));
+	return 0;
+}
+
+/* pool_open_nonce -- see pool.h */
+uint64_t
+pool_open_nonce(const struct pool *p)
+{
+	return p->sb->open_nonce;
+}
+
+/* pool_file_id -- see pool.h */
+void
+pool_file_id(const struct pool *p, uint64_t *dev, uint64_t *ino)
+{
+	pmap_file_id(p->map, dev, ino);
+}
+
+/* pool_path_changed -- see pool.h */
+bool
+pool_path_changed(const struct pool *p, const char **what)
+{
+	uint64_t dev, ino, now_dev, now_ino;
+	struct stat st;
+
+	if (stat(p->path, &st) != 0) {
+		*what = "no file";
+		return true;
+	}
+	pmap_file_id(p->map, &dev, &ino);
+	pmap_stat_id(&st, &now_dev, &now_ino);
+	*what = "another file";
+	return now_dev != dev || now_ino != ino;
+}
+
 int
 pool_open(struct pool **out, const char *path, unsigned flags,
     const struct pool_params *params)
@@ -477,6 +527,9 @@ pool_open_owned(struct pool **out, const char *path, unsigned flags,
 		p->damage = dmg != NULL ? dmg : &local;
 		rc = attach(p, fresh, flags);
 		p->damage = NULL;
+	}
+	if (rc == 0 && !p->rdonly) {
+		rc = open_nonce_new(p);
 	}
 	if (rc != 0) {
 		pool_close(&p);

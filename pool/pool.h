@@ -60,6 +60,15 @@ int pool_open(struct pool **out, const char *path, unsigned flags,
 void pool_close(struct pool **p);
 
 const char *pool_path(const struct pool *p);
+/* pool_open_nonce -- the superblock's open_nonce: the one this open wrote
+ * (a writer's), or the last writer's (read-only; 0 before layout 2.4). */
+uint64_t pool_open_nonce(const struct pool *p);
+/* pool_file_id -- which file or device p mapped at open (st_dev and
+ * st_ino; a device's st_rdev and 0): the path may name another by now. */
+void pool_file_id(const struct pool *p, uint64_t *dev, uint64_t *ino);
+/* pool_path_changed -- the path p was opened by names another file or
+ * device now, or none (*what: "no file" or "another file"). */
+bool pool_path_changed(const struct pool *p, const char **what);
 uint64_t pool_size(const struct pool *p);
 uint64_t pool_align(const struct pool *p);
 
@@ -213,7 +222,16 @@ struct pool_session {
 	uint64_t instance;   /* client-chosen instance id */
 	uint32_t keepalive_ms; /* heartbeat period its HELLO promised; 0 none */
 	char host[64];       /* NUL-terminated, truncated */
+	uint64_t flags;      /* POOL_SESS_* */
 };
+
+/* Session flags: how the server knows the process behind a session. */
+#define POOL_SESS_PEERCRED 0x1ull /* pid and start_time are the server's
+                                   * own reading of its ipc peer (peer
+                                   * credentials, /proc), not the HELLO's */
+#define POOL_SESS_RELAYED 0x2ull  /* that peer is not the handler (a relay
+                                   * on the ipc socket): its life says
+                                   * nothing of the handler's */
 
 /* pool_session_add -- record a new session; assigns s->id. Returns 0 or
  * CXLP_E_NOSPACE when the session table is full. */

@@ -88,6 +88,7 @@ pool_session_add(struct pool *p, struct pool_session *s)
 	rec.instance = s->instance;
 	rec.pid = s->pid;
 	rec.keepalive_ms = s->keepalive_ms;
+	rec.flags = s->flags;
 	memcpy(rec.host, s->host, strnlen(s->host, sizeof(rec.host) - 1));
 	rec.checksum = layout_srec_checksum(&rec);
 	memcpy((uint8_t *)r + 8, (uint8_t *)&rec + 8, sizeof(rec) - 8);
@@ -109,6 +110,7 @@ srec_out(const struct pool_srec *r, struct pool_session *out)
 	out->start_time = r->start_time;
 	out->instance = r->instance;
 	out->keepalive_ms = r->keepalive_ms;
+	out->flags = r->flags;
 	memcpy(out->host, r->host, sizeof(out->host));
 	out->host[sizeof(out->host) - 1] = '\0';
 }

@@ -85,7 +85,19 @@ static void
 build_welcome(struct pbuf *b)
 {
 	struct proto_welcome m = { rnd(), rnd(), rnd(), rnd(),
-		(const char *)keybytes, (uint16_t)rnd_below(300) };
+		(const char *)keybytes, (uint16_t)rnd_below(300), false,
+		{ 0, 0, 0, 0 } };
+
+	put_rep(b, PROTO_OP_HELLO);
+	proto_put_welcome(b, &m);
+}
+
+static void
+build_welcome_id(struct pbuf *b)
+{
+	struct proto_welcome m = { rnd(), rnd(), rnd(), rnd(),
+		(const char *)keybytes, (uint16_t)rnd_below(300), true,
+		{ rnd(), rnd(), rnd(), rnd() } };
 
 	put_rep(b, PROTO_OP_HELLO);
 	proto_put_welcome(b, &m);
@@ -266,6 +278,17 @@ dec_welcome(const uint8_t *f, size_t len)
 
 	return rc != 0 ? rc : proto_get_welcome(&r, &m);
 }
+
+static int
+dec_welcome_id(const uint8_t *f, size_t len)
+{
+	struct preader r;
+	struct proto_welcome m;
+	int rc = decode_rep(f, len, &r);
+
+	return rc != 0 ? rc : proto_get_welcome_id(&r, &m);
+}
+
 
 static int
 dec_region_req(const uint8_t *f, size_t len)
@@ -556,6 +579,7 @@ dec_rep_empty(const uint8_t *f, size_t len)
 const struct msg_type msg_types[] = {
 	{ "hello", true, build_hello, dec_hello },
 	{ "welcome", false, build_welcome, dec_welcome },
+	{ "welcome_id", false, build_welcome_id, dec_welcome_id },
 	{ "region_req", true, build_region_req, dec_region_req },
 	{ "region_free", true, build_region_free, dec_region_free },
 	{ "loc", false, build_loc, dec_loc },

@@ -53,7 +53,7 @@ struct msg_type {
 	int (*decode)(const uint8_t *f, size_t len); /* 0 or a cxlp error */
 };
 
-enum { MSG_NTYPES = 18 };
+enum { MSG_NTYPES = 19 };
 /* Every message type once (its length is checked where it is defined). */
 extern const struct msg_type msg_types[MSG_NTYPES];
 

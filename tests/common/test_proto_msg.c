@@ -26,7 +26,8 @@ Test(proto_msg, hello_and_welcome_round_trip)
 			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0, 0 }, hm;
 		struct proto_welcome w = { rnd(), rnd(), rnd(), rnd(),
 			(const char *)keybytes + i,
-			(uint16_t)rnd_below(PROTO_PATH_MAX + 1) }, wm;
+			(uint16_t)rnd_below(PROTO_PATH_MAX + 1), i % 2 != 0,
+			{ rnd(), rnd(), rnd(), rnd() } }, wm;
 		struct preader r;
 		struct pbuf b;
 
@@ -46,13 +47,42 @@ Test(proto_msg, hello_and_welcome_round_trip)
 		pbuf_reset(&b);
 		proto_put_welcome(&b, &w);
 		preader_init(&r, b.data, b.len);
-		cr_assert_eq(proto_get_welcome(&r, &wm), 0);
+		cr_assert_eq(w.has_id ? proto_get_welcome_id(&r, &wm) :
+		    proto_get_welcome(&r, &wm), 0);
 		cr_assert(wm.session == w.session && wm.token == w.token &&
 		    wm.pool_size == w.pool_size && wm.align == w.align);
 		cr_assert_eq(wm.path_len, w.path_len);
 		cr_assert_arr_eq(wm.path, w.path, w.path_len);
+		cr_assert_eq(wm.has_id, w.has_id);
+		cr_assert(!w.has_id || (wm.id.nonce == w.id.nonce &&
+		    wm.id.boot == w.id.boot && wm.id.dev == w.id.dev &&
+		    wm.id.ino == w.id.ino));
 		pbuf_fini(&b);
 	}
+}
+
+/* A WELCOME to a HELLO that asked for the pool identity must carry it,
+ * and one to a HELLO that did not (an old handler's) must not. */
+Test(proto_msg, a_welcome_has_the_pool_identity_iff_it_was_asked_for)
+{
+	struct proto_welcome w = { 1, 2, 3, 4096, "/p", 2, true,
+		{ 5, 6, 7, 8 } }, wm;
+	struct preader r;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_welcome(&b, &w);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_welcome(&r, &wm), CXLP_E_PROTO);
+	preader_init(&r, b.data, b.len - 32);
+	cr_assert_eq(proto_get_welcome_id(&r, &wm), CXLP_E_PROTO);
+	preader_init(&r, b.data, b.len - 32);
+	cr_assert_eq(proto_get_welcome(&r, &wm), 0);
+	cr_assert(!wm.has_id);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_welcome_id(&r, &wm), 0);
+	cr_assert(wm.has_id && wm.id.nonce == 5 && wm.id.ino == 8);
+	pbuf_fini(&b);
 }
 
 Test(proto_msg, region_bodies_and_loc_round_trip)
@@ -271,7 +301,7 @@ Test(proto_msg, every_message_with_a_trailing_byte_is_rejected)
 
 Test(proto_msg, reserved_flag_bits_are_rejected)
 {
-	struct proto_hello m = { .flags = 0x20 }, hm;
+	struct proto_hello m = { .flags = 0x40 }, hm;
 	struct proto_key *k;
 	struct proto_reg *g;
 	uint32_t flags, n;

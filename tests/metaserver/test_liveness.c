@@ -6,6 +6,7 @@
  * and hand-called pipe events (dispatch_fixture.h), no sockets.
  */
 #include "dispatch_fixture.h"
+#include "procstat.h"
 
 TestSuite(liveness, .init = dfx_setup, .fini = dfx_teardown);
 
@@ -201,6 +202,87 @@ Test(liveness, a_session_keeps_the_pid_the_server_saw_on_its_pipe)
 	    "live handler's session ended after the restart");
 	a.pipe = 2;
 	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+}
+
+/* A stand-in for a relay on the ipc socket (socat): another process,
+ * running until relay_end. */
+static pid_t
+relay_start(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		for (;;) {
+			pause();
+		}
+	}
+	cr_assert_gt(pid, 0);
+	return pid;
+}
+
+static void
+relay_end(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+}
+
+/* A handler reached through a relay: the pipe's peer (the relay) is
+ * another process than the HELLO's (pid and start time both differ). The
+ * relay's exit (with its connection, or at a metaserver restart) says
+ * nothing of the handler: its session is kept like one of another host,
+ * by its connection and the grace period. It used to be ended at the
+ * first of these (why=peer_exited): the session held the relay's pid and
+ * the handler's start time, which no process has. */
+Test(liveness, a_handler_behind_a_relay_keeps_its_session_past_the_relays_exit_and_restarts)
+{
+	struct pool_session r;
+	struct dfx_cl a, b;
+	struct proto_result res;
+	uint64_t start = 0;
+	pid_t relay = relay_start();
+	char host[64] = "", state;
+
+	cr_assert_eq(gethostname(host, sizeof(host) - 1), 0);
+	cr_assert(procstat_read(0, &state, &start));
+	ms_pipe_added(&dfx_ms, 1, (uint64_t)relay);
+	memset(&a, 0, sizeof(a));
+	cr_assert_eq(dfx_hello_from(&a, 1, 0, (uint32_t)getpid(), start,
+	    host), 0);
+	cr_assert_eq(dfx_region_alloc(&a, REGION_LEN, PAGE, &a.region), 0);
+	cr_assert_eq(dfx_reg_page(&a, PROTO_F_PIN, "k", 0, &res), 0);
+	cr_assert_eq(pool_session_get(dfx_ms.pool, a.session, &r), 0);
+	cr_assert_eq(r.pid, (uint32_t)relay, "the record names the peer");
+	cr_assert_eq(r.flags, POOL_SESS_PEERCRED | POOL_SESS_RELAYED);
+	relay_end(relay);
+	ms_pipe_removed(&dfx_ms, 1, cxlp_now_ms());
+	dfx_hello(&b, 2);
+	cr_assert_eq(dfx_stat_of(&b, PROTO_STAT_PINS), 1, "the session ended "
+	    "with its relay");
+	relay = relay_start(); /* the handler redials: a new relay process */
+	ms_pipe_added(&dfx_ms, 3, (uint64_t)relay);
+	a.pipe = 3;
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL), 0);
+	for (int i = 0; i < 3; i++) { /* restarts: the relay goes each time */
+		relay_end(relay);
+		ms_fini(&dfx_ms);
+		dfx_ms_open();
+		cr_assert_eq(ms_reap(&dfx_ms, cxlp_now_ms() + GRACE_MS / 2), 0,
+		    "restart %d ended it", i);
+		relay = relay_start();
+		ms_pipe_added(&dfx_ms, 4 + (uint64_t)i, (uint64_t)relay);
+		a.pipe = 4 + (uint64_t)i;
+		cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL,
+		    NULL), 0, "restart %d", i);
+	}
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_PINS), 1);
+	cr_assert_eq(dfx_key1(&a, PROTO_OP_UNPIN, 0, "k"), 0, "its pin");
+	/* and like one of another host, it ends by its grace */
+	relay_end(relay);
+	ms_pipe_removed(&dfx_ms, a.pipe, cxlp_now_ms());
+	cr_assert_geq(ms_reap(&dfx_ms, cxlp_now_ms() + GRACE_MS + 1), 1);
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
 }
 
 Test(liveness, sessions_survive_a_restart_and_reattach_with_their_regions)

@@ -294,6 +294,37 @@ Test(silence, one_process_is_bounded_and_told_which_limit_it_hit)
 	cr_assert_eq(hello_ka(&c[3], 1, KA_MS, 1, "testhost", NULL, 0), 0);
 }
 
+/* The bound counts processes as the server sees them: on ipc the peer's
+ * pid and its start time in /proc, not what a HELLO claims. A client that
+ * sends a new start time (and host) in each HELLO used to count as a new
+ * process each time, and could take the whole session table. */
+Test(silence, forged_start_times_in_hellos_are_one_process)
+{
+	struct dfx_cl c, other;
+	char host[16];
+	int st = 0;
+
+	dfx_ms.sess_per_proc = 3;
+	ms_pipe_added(&dfx_ms, 1, (uint64_t)getpid());
+	for (int i = 0; i < 3; i++) {
+		snprintf(host, sizeof(host), "h%d", i);
+		cr_assert_eq(dfx_hello_from(&c, 1, 0, (uint32_t)getpid(),
+		    1000 + (uint64_t)i, host), 0);
+	}
+	for (int i = 3; i < 10 && st == 0; i++) {
+		snprintf(host, sizeof(host), "h%d", i);
+		memset(&c, 0, sizeof(c));
+		st = dfx_hello_from(&c, 1, PROTO_HELLO_ERRMSG,
+		    (uint32_t)getpid() + (uint32_t)i, 1000 + (uint64_t)i,
+		    host);
+	}
+	cr_assert_eq(st, CXLP_E_NOSPACE, "a fourth session was admitted");
+	ms_pipe_added(&dfx_ms, 2, (uint64_t)getppid());
+	memset(&other, 0, sizeof(other));
+	cr_assert_eq(dfx_hello_from(&other, 2, 0, (uint32_t)getppid(), 0,
+	    "testhost"), 0, "another process is refused too");
+}
+
 Test(silence, a_full_session_table_says_so, .timeout = 120)
 {
 	struct dfx_cl c;

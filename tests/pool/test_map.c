@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
 #include <unistd.h>
@@ -45,6 +46,28 @@ TestSuite(map, .init = setup, .fini = teardown);
 Test(map, create_refuses_an_existing_file)
 {
 	cr_assert_eq(pmap_file_create(path, 4096), -EEXIST);
+}
+
+/* A mapping knows which file it is of (the descriptor's fstat), also
+ * after the path names another; a device is known by its number, not by
+ * the node naming it. */
+Test(map, a_mapping_keeps_the_identity_of_the_file_it_was_made_from)
+{
+	uint64_t dev, ino, dev2, ino2;
+	struct stat st;
+
+	cr_assert_eq(pmap_open(&m, path, 0, 0, false), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	pmap_file_id(m, &dev, &ino);
+	cr_assert(dev == (uint64_t)st.st_dev && ino == (uint64_t)st.st_ino);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(pmap_file_create(path, 1 << 20), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	pmap_stat_id(&st, &dev2, &ino2);
+	cr_assert(dev2 != dev || ino2 != ino, "a new file, the same identity");
+	cr_assert_eq(stat("/dev/null", &st), 0);
+	pmap_stat_id(&st, &dev2, &ino2);
+	cr_assert(dev2 == (uint64_t)st.st_rdev && ino2 == 0);
 }
 
 Test(map, writes_persist_and_are_seen_by_a_readonly_mapping)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cxlpool.h"
@@ -129,6 +130,34 @@ Test(pool, regions_keys_and_sessions_survive_close_and_reopen)
 	    "the page bitmap was rebuilt too");
 	reopen(POOL_RDONLY);
 	cr_assert_eq(pool_kv_lookup(p, "alpha", 5, &kv), 0);
+	cr_assert_eq(pool_check(p, NULL, NULL), 0);
+}
+
+/* Each open by a writer leaves a new open nonce in the superblock (what
+ * a handler checks its mappings against, handler/poolid.c); a reader's
+ * open changes nothing. The session record's flags come back as stored. */
+Test(pool, each_writer_open_leaves_a_new_open_nonce_and_session_flags_stay)
+{
+	struct pool_session s = { .pid = 1,
+		.flags = POOL_SESS_PEERCRED | POOL_SESS_RELAYED }, got;
+	uint64_t n1, n2, dev, ino;
+	struct stat st;
+
+	create();
+	cr_assert_eq(pool_session_add(p, &s), 0);
+	n1 = pool_open_nonce(p);
+	cr_assert_neq(n1, 0);
+	reopen(0);
+	n2 = pool_open_nonce(p);
+	cr_assert(n2 != 0 && n2 != n1, "%llx after %llx",
+	    (unsigned long long)n2, (unsigned long long)n1);
+	reopen(POOL_RDONLY);
+	cr_assert_eq(pool_open_nonce(p), n2);
+	cr_assert_eq(pool_session_get(p, s.id, &got), 0);
+	cr_assert_eq(got.flags, POOL_SESS_PEERCRED | POOL_SESS_RELAYED);
+	pool_file_id(p, &dev, &ino);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert(dev == (uint64_t)st.st_dev && ino == (uint64_t)st.st_ino);
 	cr_assert_eq(pool_check(p, NULL, NULL), 0);
 }
 

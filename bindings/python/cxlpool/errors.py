@@ -125,7 +125,8 @@ ConnectError = _cls("ConnectError", "CXLP_E_CONN",
 BadPageError = _cls("BadPageError", "CXLP_E_BADPAGE",
                     "page not allocated by this handler")
 StaleError = _cls("StaleError", "CXLP_E_STALE",
-                  "volatile pool from an earlier boot")
+                  "volatile pool from an earlier boot, or the pool file "
+                  "replaced under its metaserver")
 BusyError = _cls("BusyError", "CXLP_E_BUSY",
                  "page already holds a registered key")
 TooBigError = _cls("TooBigError", "CXLP_E_TOOBIG",

@@ -1,7 +1,7 @@
 /*
  * lease.c -- leases from the handler's side: hold keys out of eviction
  * (and delete) for a while, without having to release them (the server's
- * op_lease.c keeps them). A leased retrieve or store uses the handler's
+ * metaserver/lease.c keeps them). A leased retrieve or store uses the handler's
  * lease_ms (cxlp_config_set_lease_ms), named in its HELLO; cxlp_lease
  * takes any time per call, renews, or with 0 releases.
  */

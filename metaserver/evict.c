@@ -30,7 +30,7 @@
  *    [ms_evict_background]. Those keys count as evicted for the mark
  *    (POOL_EVICT_WATERMARK), those a region asked for took as orphans.
  *
- * 4. Leases (op_lease.c) hold their keys like pins while they run; after
+ * 4. Leases (lease.c) hold their keys like pins while they run; after
  *    a restart nothing is evicted until leases the previous server may
  *    have granted have run out (ms_evict_held).
  *
@@ -45,9 +45,24 @@
  */
 #include <stdlib.h>
 
+#include "clock.h"
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
+
+/* ms_evict_held -- see ms_int.h */
+int
+ms_evict_held(const struct ms *ms)
+{
+	uint64_t now = cxlp_now_real_ns();
+
+	if (now >= ms->evict.hold_ns) {
+		return 0;
+	}
+	return cxlp_fail(CXLP_E_BUSY, "pool full: no eviction for %llu ms "
+	    "more, while leases granted before this server started may run",
+	    (unsigned long long)((ms->evict.hold_ns - now) / 1000000u + 1));
+}
 
 /* the ORPHAN region with the fewest keys that eviction can still empty
  * (not in tried), or UINT32_MAX */

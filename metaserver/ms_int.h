@@ -496,6 +496,9 @@ int ms_sess_table_full(const struct ms *ms);
  * pool granted (the lease horizon it found at start); 0, or CXLP_E_BUSY
  * saying until when. */
 int ms_evict_held(const struct ms *ms);
+
+/* ---- leases (lease.c) -------------------------------------------------- */
+
 /* ms_lease_keys -- lease (lease_ms > 0, cut to --lease-max-ms) or
  * release (0) the key of every good result in rq's res[0..m) for its
  * session; a refusal becomes that key's result. ms->lock held for

@@ -109,8 +109,6 @@ int op_bye(struct req *rq);
 int op_region_alloc(struct req *rq);
 int op_region_free(struct req *rq);
 int op_reclaim(struct req *rq);
-/* op_lease.c */
-int op_lease(struct req *rq);
 /* What op_pin_results does with a change pool_pin_change refuses (an unpin
  * without a pin, or a pin past PIN_COUNT_MAX on one key). */
 enum refused {
@@ -142,9 +140,7 @@ int op_lookup(struct req *rq);
 int op_pin(struct req *rq);
 int op_unpin(struct req *rq);
 int op_delete(struct req *rq);
-/* op_lookup_keys -- rq->res[0..n) := each key's location or error (no
- * stop at a miss); returns n, 0 when the batch could not be prepared. */
-uint32_t op_lookup_keys(struct req *rq);
+int op_lease(struct req *rq);
 /* op_group.c */
 int op_group(struct req *rq);
 int op_group_register(struct req *rq);

@@ -1,5 +1,6 @@
 /*
- * op_kv.c -- the key ops: REGISTER, LOOKUP, EXISTS, PIN, UNPIN, DELETE.
+ * op_kv.c -- the key ops: REGISTER, LOOKUP, EXISTS, PIN, UNPIN, DELETE,
+ * LEASE (a lookup that leases what it finds: lease.c).
  *
  * Each takes a batch of keys, decoded with their index hashes and the
  * per-key result arrays before any lock (dispatch.c), and answers one
@@ -226,9 +227,10 @@ op_register(struct req *rq)
  * many entries were filled. */
 static uint32_t lookup_keys(struct req *rq, bool stop_at_miss);
 
-/* op_lookup_keys -- see op.h */
-uint32_t
-op_lookup_keys(struct req *rq)
+/* lookup_all -- rq->res[0..n) := each key's location or error (no stop
+ * at a miss); returns n, 0 when the batch could not be prepared. */
+static uint32_t
+lookup_all(struct req *rq)
 {
 	int rc = op_results_new(rq, false, false);
 
@@ -287,6 +289,20 @@ op_lookup(struct req *rq)
 		ms_lease_keys(rq, rq->n, lease_ms);
 	}
 	op_put_results(rq, rq->n);
+	return 0;
+}
+
+/* op_lease -- LEASE: lease, renew or release each key found. */
+int
+op_lease(struct req *rq)
+{
+	uint32_t n = lookup_all(rq);
+
+	ms_lease_keys(rq, n, rq->want);
+	log_dbg("op=lease session=%llu n=%u lease_ms=%u",
+	    (unsigned long long)op_sess_id(rq), rq->n, rq->want);
+	op_put_hdr(rq, 0);
+	proto_put_results(rq->reply, n, rq->res);
 	return 0;
 }
 

@@ -29,20 +29,6 @@ struct ck {
 	int problems;
 };
 
-/* check_vreport -- see pool_int.h */
-void
-check_vreport(void (*report)(void *arg, const char *problem), void *arg,
-    int *problems, const char *fmt, va_list ap)
-{
-	char msg[256];
-
-	(*problems)++;
-	if (report != NULL) {
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		report(arg, msg);
-	}
-}
-
 static void
 problem(struct ck *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -53,7 +39,7 @@ problem(struct ck *c, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	check_vreport(c->report, c->arg, &c->problems, fmt, ap);
+	problem_vreport(c->report, c->arg, &c->problems, fmt, ap);
 	va_end(ap);
 }
 
@@ -411,6 +397,6 @@ pool_check(const struct pool *p,
 	check_sessions(&c);
 	check_index(&c);
 	check_pins(&c);
-	evict_check(p, bad_list, &c);
+	evlist_check(p, bad_list, &c);
 	return c.problems;
 }

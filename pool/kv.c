@@ -33,7 +33,7 @@
  *    during the commit; after a crash only LIVE slots are linked (so a
  *    rolled-back group's pages hold no key and go with their region as
  *    any unregistered page does). Eviction meets a key only once LIVE
- *    (evict_link at d). Readers: a lock-free reader of one key sees it
+ *    (evlist_link at d). Readers: a lock-free reader of one key sees it
  *    at d at the earliest, after the commit point; a reader of many
  *    checks s around its reads (even and unchanged: none of b..d ran);
  *    the server's LOOKUP runs under the lock the whole commit holds.
@@ -76,7 +76,7 @@ kv_rebuild(struct pool *p, bool repair)
 	while (kvindex_next(&p->kv, &cursor, &slot) == 1) {
 		kvindex_get(&p->kv, slot, &v, &key, &klen);
 		if (regtab_link(p, &v) == 0) {
-			evict_link(p, slot, v.region);
+			evlist_link(p, slot, v.region);
 			p->keys++;
 			p->key_bytes += klen;
 			p->value_bytes += v.len;
@@ -162,7 +162,7 @@ kv_insert_as(struct pool *p, uint64_t owner, const void *key, size_t klen,
 	}
 	cxlp_assert(regtab_link(p, &v) == 0);
 	if (!pend) {
-		evict_link(p, slot, region);
+		evlist_link(p, slot, region);
 	}
 	p->keys++;
 	p->key_bytes += klen;
@@ -251,7 +251,7 @@ pool_commit_publish(struct pool *p, const uint64_t *slots, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (slot_pend(p, slots[i], &v)) {
 			kvindex_publish(&p->kv, slots[i]);
-			evict_link(p, slots[i], v.region);
+			evlist_link(p, slots[i], v.region);
 			crashpt_commit_pause();
 		}
 	}
@@ -418,7 +418,7 @@ kv_drop_slot(struct pool *p, uint64_t slot, struct pool_kv *out)
 	p->keys--;
 	p->key_bytes -= kl;
 	p->value_bytes -= v.len;
-	evict_unlink(p, slot, v.region);
+	evlist_unlink(p, slot, v.region);
 	regtab_unlink(p, &v);
 }
 

@@ -274,7 +274,7 @@ problem(struct pck *c, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	check_vreport(c->report, c->arg, &c->problems, fmt, ap);
+	problem_vreport(c->report, c->arg, &c->problems, fmt, ap);
 	va_end(ap);
 }
 

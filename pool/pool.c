@@ -184,7 +184,7 @@ rebuild(struct pool *p, bool repair)
 	pending = kv_commit_mode(p);
 	p->damage->torn += pending;
 	crashpt_scope(pending && repair);
-	if ((rc = evict_init(p)) != 0 ||
+	if ((rc = evlist_init(p)) != 0 ||
 	    (rc = regtab_rebuild(p, repair)) != 0 ||
 	    (rc = sesstab_rebuild(p, repair)) != 0 ||
 	    (rc = damage_index_recover(p, repair)) != 0 ||
@@ -246,7 +246,7 @@ attach(struct pool *p, bool fresh, unsigned flags)
 	}
 	pintab_fini(p);
 	regtab_fini(p);
-	evict_fini(p);
+	evlist_fini(p);
 	lease_fini(p);
 	return rebuild(p, true);
 }
@@ -552,7 +552,7 @@ pool_close(struct pool **pp)
 	owner_release(p);
 	pintab_fini(p);
 	regtab_fini(p);
-	evict_fini(p);
+	evlist_fini(p);
 	lease_fini(p);
 	keyheap_fini(&p->heap);
 	pmap_close(&p->map);

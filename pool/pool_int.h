@@ -59,6 +59,8 @@ struct pin_dram {
 };
 
 /* DRAM state of eviction (evict.c), rebuilt at open. */
+#define EV_NIL UINT32_MAX /* the end of a region's key list (evlist.c) */
+
 struct evict_dram {
 	uint8_t *access;   /* one byte per index slot: the access area in
 	                    * the mapping, or DRAM (note 5) */
@@ -179,25 +181,25 @@ void rmirror_fini(struct pool *p);
  * their checksum and raise next_session_id above every live id. */
 int sesstab_rebuild(struct pool *p, bool repair);
 
-/* check.c */
-/* check_vreport -- count a problem in *problems and, with a reporter,
+/* problem.c */
+/* problem_vreport -- count a problem in *problems and, with a reporter,
  * say it (formatted, at most 255 bytes): the checks of every module. */
-void check_vreport(void (*report)(void *arg, const char *problem),
+void problem_vreport(void (*report)(void *arg, const char *problem),
     void *arg, int *problems, const char *fmt, va_list ap);
 
-/* evict.c */
-/* evict_init -- the access bytes and empty region lists (before
+/* evlist.c */
+/* evlist_init -- the access bytes and empty region lists (before
  * kv_rebuild links the keys). 0 or -ENOMEM. */
-int evict_init(struct pool *p);
-/* evict_fini -- free them; NULL-safe on a pool whose init failed. */
-void evict_fini(struct pool *p);
-/* evict_link -- the key at slot now points into region. */
-void evict_link(struct pool *p, uint64_t slot, uint32_t region);
-/* evict_unlink -- the key at slot, in region, is going. */
-void evict_unlink(struct pool *p, uint64_t slot, uint32_t region);
-/* evict_check -- bad(arg, region, listed) per region whose key list does
- * not hold exactly its nkeys keys (note 4). */
-void evict_check(const struct pool *p, void (*bad)(void *arg,
+int evlist_init(struct pool *p);
+/* evlist_fini -- free them; NULL-safe on a pool whose init failed. */
+void evlist_fini(struct pool *p);
+/* evlist_link -- the key at slot now points into region. */
+void evlist_link(struct pool *p, uint64_t slot, uint32_t region);
+/* evlist_unlink -- the key at slot, in region, is going. */
+void evlist_unlink(struct pool *p, uint64_t slot, uint32_t region);
+/* evlist_check -- bad(arg, region, listed) per region whose key list
+ * does not hold exactly its nkeys keys (evict.c note 4). */
+void evlist_check(const struct pool *p, void (*bad)(void *arg,
     uint32_t region, uint64_t listed), void *arg);
 
 /* lease.c */

@@ -25,8 +25,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .maru import MaruHandler
+    from typing import Protocol
+
     from .regions import RegionInfo
+
+    class _Owner(Protocol):
+        """What these views read of the handler that made them (the
+        MaruHandler of cxlpool.maru, which this module does not import:
+        it sits below it)."""
+
+        handler: Any
+
+        def _pages_used(self, region_id: int) -> int: ...
+
+        def _own_regions(self) -> List[Any]: ...
+
+        def get_chunk_size(self) -> int: ...
+
+        def get_buffer_view(self, region_id: int, offset: int,
+                            size: int) -> Any: ...
 
 
 class RegionAllocator:
@@ -34,7 +51,7 @@ class RegionAllocator:
     region id, chunk size, page count, pool size (the region's bytes) and
     the live counts num_allocated and num_free_pages."""
 
-    def __init__(self, owner: "MaruHandler", info: "RegionInfo") -> None:
+    def __init__(self, owner: "_Owner", info: "RegionInfo") -> None:
         self._owner = owner
         self._region_id = int(info.region)
         self._pool_size = int(info.length)
@@ -89,7 +106,7 @@ class OwnedRegion:
     """Maru's OwnedRegion: the region's handle (cxlpool's RegionInfo:
     region, length, addr ...) and its allocator."""
 
-    def __init__(self, owner: "MaruHandler", info: "RegionInfo") -> None:
+    def __init__(self, owner: "_Owner", info: "RegionInfo") -> None:
         self.region_id = int(info.region)
         self.handle = info
         self.allocator = RegionAllocator(owner, info)
@@ -101,7 +118,7 @@ class OwnedRegionManager:
     when the handler is not connected); every call reads the regions the
     handler holds now."""
 
-    def __init__(self, owner: "MaruHandler") -> None:
+    def __init__(self, owner: "_Owner") -> None:
         self._owner = owner
 
     def _regions(self) -> List["RegionInfo"]:
@@ -170,7 +187,7 @@ class Mapper:
     doc): its views then turn read-only and a write faults. A pool with
     room to spare never asks."""
 
-    def __init__(self, owner: "MaruHandler") -> None:
+    def __init__(self, owner: "_Owner") -> None:
         self._owner = owner
 
     def get_buffer_view(self, region_id: int, offset: int,

@@ -1,5 +1,9 @@
 /*
- * op_lease.c -- leases: pins with a time limit (pool/lease.c keeps them).
+ * lease.c -- leases: pins with a time limit (pool/lease.c keeps them):
+ * taking them for a request's keys [ms_lease_keys] and ending them when
+ * their time runs out [ms_leases_expire]. The LEASE op itself is a lookup
+ * that leases what it finds (op_kv.c, op_lease); whether a restarted
+ * server may evict yet is eviction's rule (evict.c, ms_evict_held).
  *
  * A pin holds a key until its holder releases it, and is never evicted;
  * a reader that dies releases it with its session, but one that only
@@ -13,30 +17,15 @@
  *
  * The durable part is one word (pool/lease.c): a server restarted after a
  * kill -9 evicts nothing until every lease its predecessor may have
- * granted has run out [ms_evict_held], so a lease survives the server as
+ * granted has run out (evict.c, ms_evict_held), so a lease survives the server as
  * a promise even though its entry does not.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
-#include "err.h"
 #include "log.h"
 #include "op.h"
-
-/* ms_evict_held -- see ms_int.h */
-int
-ms_evict_held(const struct ms *ms)
-{
-	uint64_t now = cxlp_now_real_ns();
-
-	if (now >= ms->evict.hold_ns) {
-		return 0;
-	}
-	return cxlp_fail(CXLP_E_BUSY, "pool full: no eviction for %llu ms "
-	    "more, while leases granted before this server started may run",
-	    (unsigned long long)((ms->evict.hold_ns - now) / 1000000u + 1));
-}
 
 /* ms_lease_keys -- see ms_int.h */
 void
@@ -61,20 +50,6 @@ ms_lease_keys(struct req *rq, uint32_t m, uint32_t lease_ms)
 			rq->res[i].status = rc;
 		}
 	}
-}
-
-/* op_lease -- LEASE: lease, renew or release each key found. */
-int
-op_lease(struct req *rq)
-{
-	uint32_t n = op_lookup_keys(rq);
-
-	ms_lease_keys(rq, n, rq->want);
-	log_dbg("op=lease session=%llu n=%u lease_ms=%u",
-	    (unsigned long long)op_sess_id(rq), rq->n, rq->want);
-	op_put_hdr(rq, 0);
-	proto_put_results(rq->reply, n, rq->res);
-	return 0;
 }
 
 /* ms_leases_expire -- see ms_int.h */

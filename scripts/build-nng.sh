@@ -84,7 +84,7 @@ build() {
 		-DNNG_ENABLE_TLS=ON -DNNG_TESTS=OFF -DNNG_TOOLS=OFF \
 		-DNNG_ENABLE_NNGCAT=OFF -DCMAKE_INSTALL_PREFIX="$prefix" \
 		>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log" >&2; exit 1; }
-	ninja -C "$work/b" >"$work/ninja.log" || {
+	ninja -C "$work/b" -j "${CXLP_NNG_JOBS:-2}" >"$work/ninja.log" || {
 		tail -n 40 "$work/ninja.log" >&2; exit 1; }
 	rm -rf "$prefix"
 	ninja -C "$work/b" install >/dev/null

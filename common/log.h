@@ -9,6 +9,9 @@
 
 void cxlp_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* cxlp_log_atfork_child -- in a child of fork(): a new lock for the sink
+ * (one of the parent's threads may have held it). */
+void cxlp_log_atfork_child(void);
 /* cxlp_log_level -- the current level (CXLP_LOG env read once). */
 int cxlp_log_level(void);
 

@@ -69,6 +69,14 @@ cxlp_log_level(void)
 }
 
 void
+cxlp_log_atfork_child(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+	log_lock = fresh;
+}
+
+void
 cxlp_set_log_fn(cxlp_log_fn fn, void *arg, int level)
 {
 	pthread_mutex_lock(&log_lock);

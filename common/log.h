@@ -45,6 +45,9 @@ void cxlp_log_flush(void);
 /* cxlp_log_set_clock -- tests: read now_ms from fn (NULL: the monotonic
  * clock again). */
 void cxlp_log_set_clock(uint64_t (*fn)(void));
+/* cxlp_log_atfork_child -- in a child of fork(): a new lock for the sink
+ * (one of the parent's threads may have held it). */
+void cxlp_log_atfork_child(void);
 /* cxlp_log_level -- the current level (CXLP_LOG env read once). */
 int cxlp_log_level(void);
 

@@ -205,6 +205,18 @@ static struct async closed_state = {
 	.closing = true,
 };
 
+/* async_atfork_child -- see handler_int.h */
+void
+async_atfork_child(void)
+{
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+
+	closed_state.lock = lock;
+	closed_state.work_cv = cv;
+	closed_state.slot_cv = cv;
+}
+
 /* h's async state, made on first use (two first submits race through a
  * compare-and-swap); NULL when out of memory. */
 static struct async *

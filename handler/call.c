@@ -274,6 +274,11 @@ h_check_open(const struct cxlp_handler *h)
 	if (h == NULL) {
 		return cxlp_fail(-EINVAL, "handler is NULL");
 	}
+	if (h_forked(h)) {
+		return cxlp_fail(CXLP_E_CLOSED, "handler was connected before "
+		    "this process forked: in the child it is closed (connect a "
+		    "handler in this process)");
+	}
 	if (__atomic_load_n(&h->closing, __ATOMIC_ACQUIRE)) {
 		return cxlp_fail(CXLP_E_CLOSED, "handler is closing");
 	}

@@ -26,6 +26,39 @@
 #include "handler_int.h"
 #include "log.h"
 
+/* An nng without deps/nng/fork-child-starts-afresh.patch (the system's,
+ * with -Dnng=system or where it is 1.6 or newer: upstream is not
+ * fork-safe) aborts the process at its first call in a child of a
+ * process that had used it. With one, such a child's connect is refused
+ * before any nng call (fork.c note 4); nng_used_gen is the fork
+ * generation nng was first used in, -1 before. */
+#ifdef NNG_CXLP_FORK_AFRESH
+static const bool nng_afresh = true;
+#else
+static const bool nng_afresh = false;
+#endif
+static int nng_used_gen = -1; /* atomic */
+
+static int
+nng_fork_check(void)
+{
+	int gen = (int)fork_gen_now();
+	int used = __atomic_load_n(&nng_used_gen, __ATOMIC_RELAXED);
+
+	if (nng_afresh) {
+		return 0;
+	}
+	if (used >= 0 && used != gen) {
+		return cxlp_fail(-ENOTSUP, "connect: this process forked after "
+		    "it used nng, and this build's nng (%s, without cxlpool's "
+		    "fork patch: deps/nng/README.md) aborts in such a child; "
+		    "start the child with exec (multiprocessing's spawn) or "
+		    "build with cxlpool's nng", nng_version());
+	}
+	__atomic_store_n(&nng_used_gen, gen, __ATOMIC_RELAXED);
+	return 0;
+}
+
 /* Free cl's own memory (not its sockets). */
 static void
 client_free(struct client *cl)
@@ -51,7 +84,7 @@ client_open(struct client **out, const char *url, unsigned timeout_ms,
 	int rc;
 
 	*out = NULL;
-	if ((rc = tls_check(url, tls)) != 0) {
+	if ((rc = nng_fork_check()) != 0 || (rc = tls_check(url, tls)) != 0) {
 		return rc;
 	}
 	cl = calloc(1, sizeof(*cl));

@@ -63,6 +63,7 @@ handler_new(struct cxlp_handler **out, const struct cxlp_config *cfg)
 		free(h);
 		return rc;
 	}
+	h->fork_gen = fork_gen_now();
 	pthread_mutex_init(&h->reattach_lock, NULL);
 	pthread_mutex_init(&h->poolid_lock, NULL);
 	pthread_mutex_init(&h->expand_lock, NULL);
@@ -198,6 +199,14 @@ cxlp_close(struct cxlp_handler **hp)
 		return;
 	}
 	h = *hp;
+	if (h_forked(h)) {
+		/* fork.c note 1: all of it is the parent's */
+		*hp = NULL;
+		log_info("cxlp_close of a handler connected before this process "
+		    "forked: its session and memory are the parent's, left as "
+		    "they are");
+		return;
+	}
 	if (regview_delivering(h)) {
 		/* cxlpool.h: not from h's region callback, whose delivering
 		 * call goes on using h once the callback returns */
@@ -258,6 +267,9 @@ cxlp_counters(const struct cxlp_handler *h, struct cxlp_counters *c,
 
 	if (h == NULL || c == NULL) {
 		return cxlp_fail(-EINVAL, "counters: NULL");
+	}
+	if (h_forked(h)) {
+		return h_check_open(h);
 	}
 	src = (const uint64_t *)(const void *)&h->counters;
 	size = size < sizeof(*c) ? size : sizeof(*c);

@@ -296,6 +296,7 @@ struct cxlp_handler {
 	                             * (poolid.c); poolid_lock */
 	bool poolid_known;  /* the WELCOME carried it; poolid_lock */
 	int closing;      /* atomic */
+	unsigned fork_gen; /* fork_gen_now() at connect (fork.c note 2) */
 	int session_lost; /* atomic: the metaserver refused to reattach */
 
 	pthread_mutex_t reattach_lock;
@@ -390,7 +391,8 @@ int h_ping(struct cxlp_handler *h);
  * reattach this handler's session: its regions may be another's now, so
  * no page of theirs is handed out or registered again. */
 int h_check_session(const struct cxlp_handler *h);
-/* h_check_open -- CXLP_E_CLOSED if h is NULL or closing. */
+/* h_check_open -- CXLP_E_CLOSED if h is closing or was connected before
+ * this process forked (fork.c), -EINVAL if NULL. */
 int h_check_open(const struct cxlp_handler *h);
 /* h_check_keys -- validate a batch of keys (-EINVAL, CXLP_E_BATCH,
  * CXLP_E_KEYLEN). */
@@ -587,6 +589,21 @@ void latebye_add(const char *url, uint64_t session, uint64_t token);
  * other thread may use yet (cxlp_connect, before HELLO); leaves h->cl
  * with no session and clears the error message. */
 void latebye_send(struct cxlp_handler *h);
+/* latebye_atfork_child -- in a child of fork(): a new lock, no BYE kept
+ * (fork.c note 3). */
+void latebye_atfork_child(void);
+
+/* ---- fork.c ------------------------------------------------------------- */
+
+/* fork_gen_now -- how many forks this process is from the one that
+ * loaded the library (0 there); one relaxed load. */
+unsigned fork_gen_now(void);
+/* h_forked -- h was connected before this process forked: in the child
+ * it is closed (fork.c note 1). */
+bool h_forked(const struct cxlp_handler *h);
+/* async_atfork_child -- in a child of fork(): async's closed state gets
+ * new locks (fork.c note 3). */
+void async_atfork_child(void);
 
 /* ---- reclaim.c ----------------------------------------------------------- */
 

@@ -80,6 +80,16 @@ take(const char *url, struct latebye *out)
 	return n;
 }
 
+/* latebye_atfork_child -- see handler_int.h */
+void
+latebye_atfork_child(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+	lb_lock = fresh;
+	lb_n = 0;
+}
+
 /* latebye_unanswered -- see handler_int.h */
 bool
 latebye_unanswered(int rc)

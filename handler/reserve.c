@@ -151,7 +151,7 @@ cxlp_reserve_release(struct cxlp_handler *h, struct cxlp_reservation **rp)
 	if (rp == NULL || *rp == NULL) {
 		return 0;
 	}
-	if (h != NULL) {
+	if (h != NULL && !h_forked(h)) { /* fork.c note 1 */
 		give_back(h, *rp);
 	}
 	reservation_free(*rp);

@@ -249,7 +249,20 @@ struct cxlp_handler;
  * connect: the handler can read, and its first cxlp_alloc asks for a
  * region again (CXLP_E_NOSPACE if there is still none). A region larger
  * than the pool's whole data area fails it with CXLP_E_NOSPACE, and
- * cxlp_errormsg() names a region size or pool size that would fit. */
+ * cxlp_errormsg() names a region size or pool size that would fit.
+ *
+ * Fork: a handler belongs to the process that connected it. In a child
+ * of fork() (Python multiprocessing's fork start method, a connector
+ * that forks workers) every call on a handler connected before the fork
+ * fails with CXLP_E_CLOSED, at once and without a lock, a socket or a
+ * round trip, even while the parent's threads were inside calls on it at
+ * the fork; its cxlp_close in the child ends nothing and frees nothing
+ * (the session, pages and memory stay the parent's, and the parent goes
+ * on using it). The child connects handlers of its own, any number, as
+ * any process does. (With an nng other than the one cxlpool builds,
+ * e.g. -Dnng=system, a child of a process that had connected gets
+ * -ENOTSUP from cxlp_connect instead: that nng would abort it; see
+ * deps/nng/README.md.) */
 CXLP_API int cxlp_connect(struct cxlp_handler **out,
     const struct cxlp_config *cfg);
 
@@ -260,7 +273,8 @@ CXLP_API int cxlp_connect(struct cxlp_handler **out,
  * The caller must ensure no other thread is inside a call on *h. The
  * connection itself is closed by a short-lived background thread, which
  * first waits (up to 60 s) for replies still owed on it after a timeout.
- */
+ * In a child of fork(), a handler connected before the fork is only
+ * forgotten (see cxlp_connect). */
 CXLP_API void cxlp_close(struct cxlp_handler **h);
 
 /*
@@ -315,7 +329,8 @@ CXLP_API int cxlp_reserve_alloc(struct cxlp_handler *h,
 CXLP_API size_t cxlp_reserve_left(const struct cxlp_reservation *r);
 /* cxlp_reserve_release -- free the pages of *r not taken, then *r; *r =
  * NULL. Release before cxlp_close; after it, pass h = NULL to free only
- * the memory (the close freed the pages). */
+ * the memory (the close freed the pages). In a child of fork(), for a
+ * handler connected before the fork, only the memory is freed. */
 CXLP_API int cxlp_reserve_release(struct cxlp_handler *h,
     struct cxlp_reservation **r);
 
@@ -742,7 +757,8 @@ struct cxlp_counters {
 };
 /* cxlp_counters -- copy the first size bytes of this handler's counters
  * into *c (pass sizeof(*c): a newer library fills only what the caller
- * knows). Never fails for a valid h; -EINVAL for NULL. Thread-safe. */
+ * knows). Never fails for a valid h; -EINVAL for NULL, CXLP_E_CLOSED in
+ * a child of fork() for a handler connected before it. Thread-safe. */
 CXLP_API int cxlp_counters(const struct cxlp_handler *h,
     struct cxlp_counters *c, size_t size);
 

@@ -7,13 +7,16 @@
 # Why: nng 1.5.2 stops accepting for good when a peer hangs up during the
 # SP header exchange (nng#1518, fixed upstream in 1.6.0), and its dialer
 # stops redialing for good on the same hang-up from the server's side
-# (deps/nng/README.md). Debian 12 has no newer nng, so cxlpool builds
-# Debian's own source with the fix. Nothing but Debian's archive is used:
+# (deps/nng/README.md); and any nng aborts a child of fork() at its first
+# nng call once the parent used nng (no upstream fix). Debian 12 has no
+# newer nng, so cxlpool builds Debian's own source with the fixes. Nothing but Debian's archive is used:
 # the source comes through apt-get source, with a private source list and
 # private package lists (the system's apt configuration is left alone).
 #
 # Skipped (exit 0, nothing built) when the system's nng is 1.6.0 or newer:
-# meson then links the system's. Idempotent: a prefix already built from
+# meson then links the system's, which has #1518 fixed but not fork (a
+# child of a process that connected is then refused a connect, -ENOTSUP,
+# rather than aborted: deps/nng/README.md). Idempotent: a prefix already built from
 # the same source and patches is kept. Needs root for apt-get (or sudo).
 set -eu
 cd "$(dirname "$0")/.."
@@ -84,7 +87,7 @@ build() {
 		-DNNG_ENABLE_TLS=ON -DNNG_TESTS=OFF -DNNG_TOOLS=OFF \
 		-DNNG_ENABLE_NNGCAT=OFF -DCMAKE_INSTALL_PREFIX="$prefix" \
 		>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log" >&2; exit 1; }
-	ninja -C "$work/b" >"$work/ninja.log" || {
+	ninja -C "$work/b" -j "${CXLP_NNG_JOBS:-2}" >"$work/ninja.log" || {
 		tail -n 40 "$work/ninja.log" >&2; exit 1; }
 	rm -rf "$prefix"
 	ninja -C "$work/b" install >/dev/null

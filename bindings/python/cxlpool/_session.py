@@ -33,9 +33,11 @@ caller) and refuses new ones.
 
 Fork: a session belongs to the process that connected. In a forked child
 every call raises ClosedError and close() forgets the handler without
-calling ``cxlp_close`` (that would end the parent's session). A child is
-told by a fork generation bumped in ``os.register_at_fork``, not by
-calling getpid on every call (a system call per call).
+calling ``cxlp_close`` (the C library would refuse it the same way: see
+cxlpool.h, cxlp_connect). A child is told by a fork generation bumped in
+``os.register_at_fork``, not by calling getpid on every call (a system
+call per call), and it is told before any lock is taken: a thread of the
+parent may have held one at the fork, and is gone in the child.
 
 Cost: every Python-level step of a call is paid per page or per key, and
 in a connector that writes 64 KiB chunks it was more than the copy: a
@@ -136,12 +138,12 @@ class Session:
         submit, released by its callback): close() waits for it as for
         any call, but it is no call of this thread's. Raises as
         __enter__ does; release() ends it."""
+        if self._fork_gen != _FORK_GEN:  # before the lock: see Fork above
+            raise make(ClosedError, f"handler was connected by process "
+                       f"{self.pid}; connect again in this process")
         with self._lock:
             if self._state != _OPEN:
                 raise make(ClosedError, "handler is closed")
-            if self._fork_gen != _FORK_GEN:
-                raise make(ClosedError, f"handler was connected by process "
-                           f"{self.pid}; connect again in this process")
             self._active += 1
         return self._h
 
@@ -156,6 +158,11 @@ class Session:
     def is_open(self) -> bool:
         """True until close() starts."""
         return self._state == _OPEN
+
+    @property
+    def forked(self) -> bool:
+        """True in a child of fork(): the session is the parent's."""
+        return self._fork_gen != _FORK_GEN
 
     # -- views ---------------------------------------------------------
 
@@ -227,15 +234,15 @@ class Session:
         mapped the region), it cannot wait for that call: a thread of
         ours closes the handler once the call has returned.
         """
+        if self._fork_gen != _FORK_GEN:  # the parent's: forget it, no lock
+            self._state = _CLOSED
+            self._h = ctypes.c_void_p()
+            return
         if getattr(self._here, "n", 0) > 0:
             threading.Thread(target=self.close, daemon=True).start()
             return
         with self._cond:
             if self._state != _OPEN:
-                return
-            if self._fork_gen != _FORK_GEN:
-                self._state = _CLOSED
-                self._h = ctypes.c_void_p()
                 return
             self._state = _CLOSING
             while self._active:
@@ -275,6 +282,11 @@ class Session:
 
 def _close_later(handle: ctypes.c_void_p) -> None:
     _lib.lib().cxlp_close(ctypes.byref(handle))
+
+
+def fork_gen() -> int:
+    """How many forks this process is from the one that imported us."""
+    return _FORK_GEN
 
 
 def zombies() -> int:

@@ -28,6 +28,7 @@ from ._keys import key as _key
 from ._keys import key_error as _key_error
 from ._keys import keys as _keys
 from ._session import Session
+from ._session import fork_gen as _fork_gen
 from .config import Config
 from .errors import ClosedError, CxlpError, check, error_from_code, make
 from .leases import Leases
@@ -106,6 +107,15 @@ class Handler(PageCalls, VersionedReads, Leases, Reservations, Groups,
         self.config = config if config is not None else Config()
         self._session: Optional[Session] = None
         self._lock = threading.Lock()
+        self._lock_gen = _fork_gen()
+
+    def _own_lock(self) -> threading.Lock:
+        """self._lock, made anew in a child of fork(): a thread of the
+        parent (gone in the child) may have held it at the fork."""
+        if self._lock_gen != _fork_gen():
+            self._lock = threading.Lock()
+            self._lock_gen = _fork_gen()
+        return self._lock
 
     # -- lifecycle -----------------------------------------------------
 
@@ -113,10 +123,15 @@ class Handler(PageCalls, VersionedReads, Leases, Reservations, Groups,
         """Open a session with the metaserver and take a first region.
 
         No-op if already connected; after close() it opens a new session.
-        Returns self. Raises ConnectError, ServerTimeoutError, ... or
-        InvalidArgumentError for a config value the library refuses.
+        In a child of fork(), a handler the parent had connected connects
+        anew, a session of the child's own (the parent's stays the
+        parent's). Returns self. Raises ConnectError, ServerTimeoutError,
+        ... or InvalidArgumentError for a config value the library
+        refuses.
         """
-        with self._lock:
+        with self._own_lock():
+            if self._session is not None and self._session.forked:
+                self._session.close()  # forgets it: the parent's
             if self._session is not None and self._session.is_open:
                 return self
             handle = c_void_p()
@@ -134,15 +149,17 @@ class Handler(PageCalls, VersionedReads, Leases, Reservations, Groups,
         If a view derived from ours is still referenced, the C handler is
         closed only when the last one dies (see cxlpool._session).
         """
-        with self._lock:
+        with self._own_lock():
             session = self._session
         if session is not None:
             session.close()
 
     @property
     def connected(self) -> bool:
-        """True between connect() and close()."""
-        return self._session is not None and self._session.is_open
+        """True between connect() and close() (False in a child of fork()
+        for the parent's session)."""
+        return (self._session is not None and self._session.is_open
+                and not self._session.forked)
 
     def __enter__(self) -> "Handler":
         return self.connect()

@@ -39,11 +39,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
+#include "secretfile.h"
 
 #define CFG_PAGE_MIN 64u /* = POOL_PAGE_MIN (note 1) */
 
@@ -320,39 +320,17 @@ cxlp_config_set_secret(struct cxlp_config *cfg, const char *secret)
 static int
 secret_read(struct cxlp_config *cfg, const char *path)
 {
-	uint8_t tmp[PROTO_SECRET_MAX + 2];
-	struct stat st;
-	size_t n;
-	FILE *f = fopen(path, "re");
-	int rc = 0;
+	char why[128];
+	bool loose;
+	int rc = cxlp_secret_read(path, cfg->secret, &cfg->secret_len, &loose,
+	    why, sizeof(why));
 
-	if (f == NULL) {
-		return cxlp_fail(-errno, "CXLP_SECRET_FILE=%s: %s", path,
-		    strerror(errno));
-	}
-	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077) != 0) {
+	if (loose) {
 		log_err("CXLP_SECRET_FILE=%s is readable by group or others; "
 		    "chmod 600 it", path);
 	}
-	n = fread(tmp, 1, sizeof(tmp), f);
-	if (ferror(f)) {
-		rc = cxlp_fail(-EIO, "CXLP_SECRET_FILE=%s: read failed",
-		    path);
-		n = 0;
-	}
-	fclose(f);
-	if (n > 0 && tmp[n - 1] == '\n') {
-		n--;
-	}
-	if (rc == 0 && (n == 0 || n > PROTO_SECRET_MAX)) {
-		rc = cxlp_fail(-EINVAL, "CXLP_SECRET_FILE=%s: the secret must "
-		    "be 1..%d bytes", path, PROTO_SECRET_MAX);
-	} else if (rc == 0) {
-		memcpy(cfg->secret, tmp, n);
-		cfg->secret_len = (uint16_t)n;
-	}
-	explicit_bzero(tmp, sizeof(tmp));
-	return rc;
+	return rc == 0 ? 0 : cxlp_fail(rc, "CXLP_SECRET_FILE=%s: %s", path,
+	    why);
 }
 
 /* config_secret_env -- see handler_int.h (note 2) */

@@ -17,12 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
+#include "secretfile.h"
 
 struct flag {
 	const char *name;
@@ -505,33 +505,15 @@ ms_config_parse(struct ms_config *cfg, int argc, char **argv)
 int
 ms_secret_load(const char *path, uint8_t *buf, uint16_t *len)
 {
-	uint8_t tmp[PROTO_SECRET_MAX + 2];
-	struct stat st;
-	size_t n;
-	FILE *f = fopen(path, "r");
-	int rc = 0;
+	char why[128];
+	bool loose;
+	int rc;
 
 	*len = 0;
-	if (f == NULL) {
-		return cxlp_fail(-errno, "secret file %s: %s", path,
-		    strerror(errno));
-	}
-	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077) != 0) {
+	rc = cxlp_secret_read(path, buf, len, &loose, why, sizeof(why));
+	if (loose) {
 		log_err("op=secret path=%s msg=\"readable by group or others; "
 		    "chmod 600 it\"", path);
 	}
-	n = fread(tmp, 1, sizeof(tmp), f);
-	fclose(f);
-	if (n > 0 && tmp[n - 1] == '\n') {
-		n--;
-	}
-	if (n == 0 || n > PROTO_SECRET_MAX) {
-		rc = cxlp_fail(-EINVAL, "secret file %s: the secret must be "
-		    "1..%d bytes", path, PROTO_SECRET_MAX);
-	} else {
-		memcpy(buf, tmp, n);
-		*len = (uint16_t)n;
-	}
-	explicit_bzero(tmp, sizeof(tmp));
-	return rc;
+	return rc == 0 ? 0 : cxlp_fail(rc, "secret file %s: %s", path, why);
 }

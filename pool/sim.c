@@ -371,9 +371,11 @@ line_range(const struct sim *s, uint64_t off, uint64_t len, uint64_t *lo,
 	return len > 0;
 }
 
-/* sim_writeback -- see sim.h */
-void
-sim_writeback(struct sim *s, uint64_t off, uint64_t len)
+/* write back the dirty lines of [off, off + len), then, with reload,
+ * load every one of them from the device again, under the lines' lock
+ * (note 3) */
+static void
+lines_sync(struct sim *s, uint64_t off, uint64_t len, bool reload)
 {
 	uint64_t lo, hi;
 
@@ -383,26 +385,26 @@ sim_writeback(struct sim *s, uint64_t off, uint64_t len)
 	lines_lock(s, lo, hi, F_WRLCK);
 	for (uint64_t o = lo; o < hi; o += CLINE_SIZE) {
 		line_writeback(s, o);
+		if (reload) {
+			memcpy(s->cache + o, s->dev + o, CLINE_SIZE);
+			memcpy(s->twin + o, s->dev + o, CLINE_SIZE);
+		}
 	}
 	lines_lock(s, lo, hi, F_UNLCK);
+}
+
+/* sim_writeback -- see sim.h */
+void
+sim_writeback(struct sim *s, uint64_t off, uint64_t len)
+{
+	lines_sync(s, off, len, false);
 }
 
 /* sim_drop -- see sim.h */
 void
 sim_drop(struct sim *s, uint64_t off, uint64_t len)
 {
-	uint64_t lo, hi;
-
-	if (!line_range(s, off, len, &lo, &hi)) {
-		return;
-	}
-	lines_lock(s, lo, hi, F_WRLCK);
-	for (uint64_t o = lo; o < hi; o += CLINE_SIZE) {
-		line_writeback(s, o);
-		memcpy(s->cache + o, s->dev + o, CLINE_SIZE);
-		memcpy(s->twin + o, s->dev + o, CLINE_SIZE);
-	}
-	lines_lock(s, lo, hi, F_UNLCK);
+	lines_sync(s, off, len, true);
 }
 
 /* sim_forget_hosts -- see sim.h */

@@ -12,19 +12,44 @@
  * others see the new token.
  *
  * It sits below every module that calls the server (handler.c, regions.c,
- * store.c, ops.c, keeper.c) and above client.c and direct.c (whose
- * direct reads it turns off, direct_invalidate, when the session is lost
- * for good); nothing here calls up.
+ * store.c, ops.c, poolid.c) and above client.c; nothing here calls up. A
+ * session lost for good sets h->session_lost, which direct.c reads (its
+ * direct reads turn off); a reply's ASK sets h->asked and pokes the
+ * keeper task that an ASK wakes (keeper.c), which the give-back is.
  */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
 #include "procstat.h"
 #include "trace.h"
+
+/* A reply said PROTO_REP_F_ASK: the server asks regions back
+ * (giveback.c note 7); the keeper's task for it is poked once. */
+static void
+note_ask(struct cxlp_handler *h)
+{
+	if (!__atomic_exchange_n(&h->asked, 1, __ATOMIC_ACQ_REL)) {
+		(void)keeper_poke(h, h->keeper.ask_task);
+	}
+}
+
+/* Remember the WELCOME's pool identity (poolid.c checks mappings
+ * against it). */
+static void
+welcome_poolid(struct cxlp_handler *h, const struct proto_poolid *id)
+{
+	pthread_mutex_lock(&h->poolid_lock);
+	h->poolid_known = id != NULL;
+	if (id != NULL) {
+		h->poolid = *id;
+	}
+	pthread_mutex_unlock(&h->poolid_lock);
+}
 
 /* This process's start time (clock ticks since boot), which the server
  * compares with /proc/<pid>/stat to tell a recycled pid from us;
@@ -67,7 +92,7 @@ welcome_take(struct cxlp_handler *h, struct creply *rep)
 		return cxlp_fail(CXLP_E_PROTO, "HELLO: pool moved from %s",
 		    h->pool_path);
 	}
-	h_poolid_set(h, &w.id);
+	welcome_poolid(h, &w.id);
 	client_set_session(h->cl, w.session, w.token);
 	return 0;
 }
@@ -170,9 +195,8 @@ reattach_or_lose(struct cxlp_handler *h, uint16_t op, uint64_t token)
 		return 0;
 	}
 	if (rc == CXLP_E_SESSION) {
+		/* direct reads see it and turn off (direct.c) */
 		__atomic_store_n(&h->session_lost, 1, __ATOMIC_RELEASE);
-		direct_invalidate(h, "the metaserver no longer knows this "
-		    "session");
 	}
 	return cxlp_fail(CXLP_E_SESSION, "%s: session lost and reattach "
 	    "failed", proto_op_name(op));
@@ -193,7 +217,7 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 	}
 	rc = client_call_id(h->cl, op, id, body, rep);
 	if (rc == 0 && rep->hdr.ask) {
-		giveback_note_ask(h);
+		note_ask(h);
 	}
 	if (rc != CXLP_E_SESSION || op == PROTO_OP_BYE) {
 		return rc;
@@ -208,7 +232,7 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 	rc = client_call_id(h->cl, op, id, body, rep);
 	rep->sends += sends; /* both calls' copies (doubt.c) */
 	if (rc == 0 && rep->hdr.ask) {
-		giveback_note_ask(h);
+		note_ask(h);
 	}
 	return rc;
 }
@@ -228,7 +252,7 @@ h_heartbeat_body(struct cxlp_handler *h, struct creply *rep)
 		    "reply body");
 	}
 	if (n > 0) {
-		giveback_note_ask(h);
+		note_ask(h);
 	}
 	return 0;
 }
@@ -247,13 +271,43 @@ h_ping(struct cxlp_handler *h)
 		rc = reattach_or_lose(h, PROTO_OP_HEARTBEAT, token);
 	} else if (rc == 0) {
 		if (rep.hdr.ask) {
-			giveback_note_ask(h);
+			note_ask(h);
 		}
 		rc = h_heartbeat_body(h, &rep);
 		client_reply_fini(&rep);
 	}
 	return rc;
 }
+
+/* The keepalive's keeper task: due a period after the last reply, and
+ * after the last heartbeat (one that failed at once must not be sent
+ * again at once); never with the keepalive off. */
+static uint64_t
+keepalive_due(struct cxlp_handler *h)
+{
+	uint64_t last = client_last_reply_ms(h->cl);
+
+	if (h->cfg.keepalive_ms == 0) {
+		return UINT64_MAX;
+	}
+	last = last > h->beat_ms ? last : h->beat_ms;
+	return last + h->cfg.keepalive_ms;
+}
+
+/* One heartbeat; false once the session is gone for good: nothing is
+ * left to keep, nor to give back. */
+static bool
+keepalive_run(struct cxlp_handler *h)
+{
+	h->beat_ms = cxlp_now_coarse_ms();
+	if (h_ping(h) != 0) {
+		log_info("keepalive: %s", cxlp_errormsg());
+	}
+	return h_check_session(h) == 0;
+}
+
+/* h_keepalive_task -- see handler_int.h */
+const struct keeper_task h_keepalive_task = { keepalive_due, keepalive_run };
 
 /* h_check_session -- see handler_int.h */
 int

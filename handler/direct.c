@@ -22,7 +22,7 @@
  * leave direct reads answering from the old one for good. So at most every
  * RECHECK_MS a lookup stats the path, and a path that names another file
  * now turns direct reads off; so does a session the metaserver no longer
- * knows (direct_invalidate, from a failed reattach). Lookups then go to
+ * knows (h->session_lost, which a failed reattach sets: call.c). Lookups then go to
  * the metaserver, which answers for the pool it serves.
  *
  * A hit also sets the key's byte in the pool's access area, which the
@@ -64,6 +64,7 @@
 #include "layout.h"
 #include "log.h"
 #include "map.h"
+#include "pool.h"
 
 #define RECHECK_MS 200 /* how stale the pool file's identity may get */
 #define COMMIT_PASSES 4 /* batch passes that may meet a group's commit */
@@ -245,9 +246,9 @@ direct_open(struct cxlp_handler *h)
 	h->direct = d;
 }
 
-/* direct_invalidate -- turn direct reads off for good (the session is
- * gone, or the path names another pool now); lookups go to the server. */
-void
+/* Turn direct reads off for good (the session is gone, or the path names
+ * another pool now); lookups go to the server. */
+static void
 direct_invalidate(struct cxlp_handler *h, const char *why)
 {
 	struct direct *d = h->direct;
@@ -256,6 +257,22 @@ direct_invalidate(struct cxlp_handler *h, const char *why)
 	    __ATOMIC_ACQ_REL)) {
 		log_info("direct reads off: %s", why);
 	}
+}
+
+/* Direct reads turned off, for good: by a path that named another file,
+ * or now by a session the metaserver no longer knows. */
+static bool
+direct_off(struct cxlp_handler *h, struct direct *d)
+{
+	if (__atomic_load_n(&d->off, __ATOMIC_ACQUIRE)) {
+		return true;
+	}
+	if (__atomic_load_n(&h->session_lost, __ATOMIC_ACQUIRE)) {
+		direct_invalidate(h, "the metaserver no longer knows this "
+		    "session");
+		return true;
+	}
+	return false;
 }
 
 /* Still the pool we mapped? Looks at the path at most every RECHECK_MS
@@ -268,7 +285,7 @@ direct_usable(struct cxlp_handler *h, struct direct *d)
 	dev_t dev;
 	ino_t ino;
 
-	if (__atomic_load_n(&d->off, __ATOMIC_ACQUIRE)) {
+	if (direct_off(h, d)) {
 		return false;
 	}
 	now = cxlp_now_coarse_ms();
@@ -340,8 +357,9 @@ direct_chunk(struct direct *d, size_t n, const void *const keys[],
 			    .gen = l[i].gen, .region_off = l[i].region_off,
 			    .region_len = l[i].region_len, .off = l[i].off,
 			    .len = l[i].len };
-			if (vers != NULL) {
-				version_slot(&vers[i], l[i].slot, l[i].word);
+			if (vers != NULL) { /* version_hits makes it a token */
+				vers[i].opaque[0] = l[i].word;
+				vers[i].opaque[1] = l[i].slot;
 			}
 		}
 	}
@@ -414,10 +432,33 @@ direct_reader(struct cxlp_handler *h)
 {
 	struct direct *d = h->direct;
 
-	if (d == NULL || __atomic_load_n(&d->off, __ATOMIC_ACQUIRE)) {
+	if (d == NULL || direct_off(h, d)) {
 		return NULL;
 	}
 	return &d->kr;
+}
+
+/* direct_page_size -- see handler_int.h */
+uint64_t
+direct_page_size(struct cxlp_handler *h, uint32_t region, uint32_t gen)
+{
+	const struct kvread *kr = direct_reader(h);
+	const struct pool_rrec *r;
+	uint64_t word, ps;
+
+	if (kr == NULL || region >= kr->nregions) {
+		return 0;
+	}
+	r = &kr->rtab[region];
+	word = __atomic_load_n(&r->word, __ATOMIC_ACQUIRE);
+	ps = __atomic_load_n(&r->page_size, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&r->word, __ATOMIC_RELAXED) != word ||
+	    rrec_gen(word) != gen || rrec_state(word) == POOL_REGION_FREE ||
+	    ps == 0 || ps > UINT32_MAX) {
+		return 0;
+	}
+	return ps;
 }
 
 /* direct_intact -- see handler_int.h */

@@ -18,10 +18,10 @@
  *    they stay until it exits or execs. A reservation or group of it is
  *    released as after a close (its memory only).
  * 2. How a handler knows, with no system call per call (getpid() is one):
- *    a generation, bumped by the pthread_atfork child hook registered
- *    when the library is loaded, stamped on each handler at connect
+ *    a generation, bumped (fork_child_gen) by the pthread_atfork child
+ *    hook that handler.c registers when the library is loaded, stamped on each handler at connect
  *    (fork_gen) and compared by h_check_open: one load and compare.
- * 3. The hook also makes the library's process-wide state the child's:
+ * 3. The hook (handler.c, above every module it resets) also makes the library's process-wide state the child's:
  *    the locks of the log sink, the kept BYEs and async's closed state
  *    are made new (a thread of the parent may have held one), and the
  *    BYEs kept for the next connect are dropped: they name the parent's
@@ -32,28 +32,15 @@
  *    aborts the process there: with one, a connect in a child of a
  *    process that had used nng is refused (client.c, -ENOTSUP).
  */
-#include <pthread.h>
-
 #include "handler_int.h"
-#include "log.h"
 
 static unsigned fork_gen; /* atomic; bumped in every child */
 
-static void
-fork_child(void)
+/* fork_child_gen -- see handler_int.h */
+void
+fork_child_gen(void)
 {
 	__atomic_add_fetch(&fork_gen, 1, __ATOMIC_RELAXED);
-	cxlp_log_atfork_child();
-	latebye_atfork_child();
-	async_atfork_child();
-}
-
-__attribute__((constructor)) static void
-fork_hook_register(void)
-{
-	/* fails only for lack of memory at load; then every child is taken
-	 * for its parent, as before this module (and nng aborts in it) */
-	(void)pthread_atfork(NULL, NULL, fork_child);
 }
 
 /* fork_gen_now -- see handler_int.h */

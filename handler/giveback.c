@@ -31,7 +31,7 @@
  *    says why a quarantined one must (a late REGISTER copy names region
  *    id and offset, not the region's gen).
  * 3. Unreachable before it is returned. A taken region's own entry
- *    leaves the region map (regions_own_unlink), so no location
+ *    leaves the region map (rmap_own_unlink), so no location
  *    resolves to its read-write mapping, and the mapping is made
  *    read-only (mprotect): a stale buffer pointer of this handler faults
  *    instead of writing into a region that may be another's a moment
@@ -58,7 +58,8 @@
  *    or delete finds it empty past the reserve, it goes back too.
  * 7. Asked back (metaserver/asks.c). When the pool has no region for
  *    another handler, the server asks this one for some of its regions:
- *    a reply carrying PROTO_REP_F_ASK sets `asked` [giveback_note_ask],
+ *    a reply carrying PROTO_REP_F_ASK sets h->asked and pokes the keeper
+ *    task an ASK wakes, this one (call.c),
  *    and the next run fetches the list (a HEARTBEAT's reply) and retires
  *    those regions in the page table (pages.c note 6: no page of them
  *    is handed out again). A retiring region goes back, with the keys
@@ -75,10 +76,13 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "clock.h"
 #include "err.h"
 #include "handler_int.h"
 #include "log.h"
 #include "map.h"
+
+#define GIVEBACK_RETRY_MS 1000 /* after a REGION_FREE went unanswered */
 
 /* giveback_call -- see handler_int.h */
 int
@@ -121,11 +125,11 @@ fetch_asks(struct cxlp_handler *h)
 	uint32_t n = 0;
 	int rc;
 
-	if (!__atomic_exchange_n(&h->giveback.asked, 0, __ATOMIC_ACQ_REL)) {
+	if (!__atomic_exchange_n(&h->asked, 0, __ATOMIC_ACQ_REL)) {
 		return;
 	}
 	if ((rc = h_call(h, PROTO_OP_HEARTBEAT, NULL, &rep)) != 0) {
-		__atomic_store_n(&h->giveback.asked, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&h->asked, 1, __ATOMIC_RELEASE);
 		return; /* asked again at the next run */
 	}
 	if (rep.body.left > 0 && proto_get_asks(&rep.body, v, &n) != 0) {
@@ -136,7 +140,7 @@ fetch_asks(struct cxlp_handler *h)
 	client_reply_fini(&rep);
 	pthread_mutex_lock(&h->page_lock);
 	for (uint32_t i = 0; i < n; i++) {
-		int set = regions_own_find(h, v[i].region, v[i].gen);
+		int set = owntab_find(h, v[i].region, v[i].gen);
 
 		if (set >= 0) {
 			pagetab_retire(&h->pages, (uint32_t)set);
@@ -250,14 +254,14 @@ giveback_run(struct cxlp_handler *h)
 	pthread_mutex_lock(&h->expand_lock);
 	fresh = take_empty(h);
 	for (r = fresh; r != NULL; r = r->next) {
-		regions_own_unlink(h, &r->loc);
+		rmap_own_unlink(h, &r->loc);
 	}
 	if (fresh != NULL) {
 		/* the region callback hears of them (UNMAPPING) while they
 		 * are still ours and as mapped as it knew them: out of the
 		 * page table and the map, nothing hands them out meanwhile */
 		pthread_mutex_unlock(&h->expand_lock);
-		regview_drain(h);
+		rmap_drain(h);
 		pthread_mutex_lock(&h->expand_lock);
 	}
 	while ((r = fresh) != NULL) {
@@ -274,18 +278,30 @@ giveback_run(struct cxlp_handler *h)
 	pthread_mutex_unlock(&h->page_lock);
 	pthread_mutex_unlock(&h->expand_lock);
 	return left != NULL || retiring > 0 ||
-	    __atomic_load_n(&g->asked, __ATOMIC_ACQUIRE);
+	    __atomic_load_n(&h->asked, __ATOMIC_ACQUIRE);
 }
 
-/* giveback_note_ask -- see handler_int.h (note 7) */
-void
-giveback_note_ask(struct cxlp_handler *h)
+/* The give-back's keeper task: due again GIVEBACK_RETRY_MS after a run
+ * that left regions unanswered, else when poked. */
+static uint64_t
+giveback_due(struct cxlp_handler *h)
 {
-	if (!__atomic_exchange_n(&h->giveback.asked, 1, __ATOMIC_ACQ_REL) &&
-	    h->keeper.running) {
-		keeper_poke(h);
-	}
+	return h->giveback.retry_ms != 0 ? h->giveback.retry_ms : UINT64_MAX;
 }
+
+static bool
+giveback_keep(struct cxlp_handler *h)
+{
+	bool again = giveback_run(h);
+
+	rmap_drain(h); /* UNMAPPING of the regions given back */
+	h->giveback.retry_ms = again ?
+	    cxlp_now_coarse_ms() + GIVEBACK_RETRY_MS : 0;
+	return true;
+}
+
+/* giveback_task -- see handler_int.h */
+const struct keeper_task giveback_task = { giveback_due, giveback_keep };
 
 /* giveback_retire -- see handler_int.h */
 void
@@ -323,8 +339,8 @@ giveback_page_unlock(struct cxlp_handler *h)
 	    h->pages.nretiring > 0;
 
 	pthread_mutex_unlock(&h->page_lock);
-	if (over) {
-		keeper_poke(h);
+	if (over && !keeper_poke(h, h->giveback.task)) {
+		(void)giveback_run(h); /* no keeper thread (connect, close) */
 	}
 }
 

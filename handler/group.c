@@ -94,62 +94,6 @@ grow(void **v, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-int
-group_call(struct cxlp_handler *h, struct cxlp_group *g, uint32_t cmd,
-    struct creply *rep)
-{
-	struct proto_group m = {.cmd = cmd, .id = g->id, .id_len = g->id_len,
-	    .total = cmd == PROTO_GROUP_OPEN ? (uint32_t)g->total : 0,
-	    .flags = cmd == PROTO_GROUP_OPEN &&
-	    (g->flags & CXLP_GROUP_PIN) ? PROTO_GF_PIN : 0};
-	struct pbuf body;
-	int rc;
-
-	pbuf_init(&body);
-	proto_put_group(&body, &m);
-	rc = h_call(h, PROTO_OP_GROUP, &body, rep);
-	pbuf_fini(&body);
-	return rc;
-}
-
-/* a GROUP command whose reply has no body */
-int
-group_cmd(struct cxlp_handler *h, struct cxlp_group *g, uint32_t cmd)
-{
-	struct creply rep;
-	int rc = group_call(h, g, cmd, &rep);
-
-	if (rc == 0) {
-		if (preader_end(&rep.body) != 0) {
-			rc = cxlp_fail(CXLP_E_PROTO, "GROUP: a body in its "
-			    "empty reply");
-		}
-		client_reply_fini(&rep);
-	}
-	return rc;
-}
-
-int
-check_group(struct cxlp_handler *h, const struct cxlp_group *g)
-{
-	int rc = h_check_open(h);
-
-	if (rc != 0) {
-		return rc;
-	}
-	if (g == NULL) {
-		return cxlp_fail(-EINVAL, "group: NULL");
-	}
-	if (g->state != G_OPEN) {
-		return cxlp_fail(g->state == G_ROLLED_BACK ? CXLP_E_CANCELED :
-		    CXLP_E_GROUP, "group \"%.*s\" is %s", (int)g->id_len,
-		    (const char *)g->id, g->state == G_ROLLED_BACK ?
-		    "rolled back" : g->state == G_COMMITTED ? "committed" :
-		    "of unknown outcome");
-	}
-	return 0;
-}
-
 /* cxlp_group_open -- see cxlpool.h */
 int
 cxlp_group_open(struct cxlp_handler *h, const void *id, size_t id_len,
@@ -207,7 +151,7 @@ int
 cxlp_group_alloc(struct cxlp_handler *h, struct cxlp_group *g,
     cxlp_page_t *page, void **buf)
 {
-	int rc = check_group(h, g);
+	int rc = group_check(h, g);
 
 	if (rc != 0) {
 		return rc;
@@ -336,7 +280,7 @@ cxlp_group_store(struct cxlp_handler *h, struct cxlp_group *g, size_t n,
     const void *const keys[], const size_t key_lens[],
     const cxlp_page_t pages[], const size_t lens[], bool stored[])
 {
-	int *status, reg_rc = 0, rc = check_group(h, g);
+	int *status, reg_rc = 0, rc = group_check(h, g);
 	bool *kept;
 
 	if (rc == CXLP_E_CANCELED) { /* earlier: this batch's pages stay */
@@ -382,7 +326,7 @@ cxlp_group_skip_present(struct cxlp_handler *h, struct cxlp_group *g,
 	struct proto_result *res;
 	struct creply rep;
 	struct pbuf body;
-	int rc = check_group(h, g);
+	int rc = group_check(h, g);
 
 	if (rc != 0 || (rc = h_check_keys(n, keys, key_lens)) != 0) {
 		return rc;

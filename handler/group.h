@@ -31,16 +31,16 @@ struct cxlp_group {
 	size_t npins, cap_pins;
 };
 
-/* group.c */
+/* group_end.c: the GROUP round trip */
 /* group_call -- one GROUP command of g; the reply is the caller's. */
 int group_call(struct cxlp_handler *h, struct cxlp_group *g, uint32_t cmd,
     struct creply *rep);
 /* group_cmd -- a GROUP command whose reply has no body. */
 int group_cmd(struct cxlp_handler *h, struct cxlp_group *g, uint32_t cmd);
-/* check_group -- 0 if h is open and g open, else why not. */
-int check_group(struct cxlp_handler *h, const struct cxlp_group *g);
+/* group_check -- 0 if h is open and g open, else why not. */
+int group_check(struct cxlp_handler *h, const struct cxlp_group *g);
 
-/* group_end.c */
+/* group_end.c: how a group ends */
 /* group_rollback -- note 4 of group.c: roll g back here, after the server
  * did (server_done) or by asking it to; lost (the server no longer knows
  * g): release its pins too. Returns CXLP_E_CANCELED with why. */

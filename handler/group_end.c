@@ -2,7 +2,9 @@
  * group_end.c -- how a request group ends (group.c has the design
  * notes): its commit, its rollback (abort, a failed batch, a cancel, a
  * restart the handler finds), a cancel of another handler's group, and
- * the close of the handle.
+ * the close of the handle; and the GROUP round trip both ends use
+ * (group_call). Below group.c, which opens groups and stores their
+ * batches: nothing here calls it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +14,64 @@
 #include "group.h"
 #include "handler_int.h"
 #include "log.h"
+
+/* group_call -- see group.h */
+int
+group_call(struct cxlp_handler *h, struct cxlp_group *g, uint32_t cmd,
+    struct creply *rep)
+{
+	struct proto_group m = {.cmd = cmd, .id = g->id, .id_len = g->id_len,
+	    .total = cmd == PROTO_GROUP_OPEN ? (uint32_t)g->total : 0,
+	    .flags = cmd == PROTO_GROUP_OPEN &&
+	    (g->flags & CXLP_GROUP_PIN) ? PROTO_GF_PIN : 0};
+	struct pbuf body;
+	int rc;
+
+	pbuf_init(&body);
+	proto_put_group(&body, &m);
+	rc = h_call(h, PROTO_OP_GROUP, &body, rep);
+	pbuf_fini(&body);
+	return rc;
+}
+
+/* group_cmd -- see group.h */
+int
+group_cmd(struct cxlp_handler *h, struct cxlp_group *g, uint32_t cmd)
+{
+	struct creply rep;
+	int rc = group_call(h, g, cmd, &rep);
+
+	if (rc == 0) {
+		if (preader_end(&rep.body) != 0) {
+			rc = cxlp_fail(CXLP_E_PROTO, "GROUP: a body in its "
+			    "empty reply");
+		}
+		client_reply_fini(&rep);
+	}
+	return rc;
+}
+
+/* group_check -- see group.h */
+int
+group_check(struct cxlp_handler *h, const struct cxlp_group *g)
+{
+	int rc = h_check_open(h);
+
+	if (rc != 0) {
+		return rc;
+	}
+	if (g == NULL) {
+		return cxlp_fail(-EINVAL, "group: NULL");
+	}
+	if (g->state != G_OPEN) {
+		return cxlp_fail(g->state == G_ROLLED_BACK ? CXLP_E_CANCELED :
+		    CXLP_E_GROUP, "group \"%.*s\" is %s", (int)g->id_len,
+		    (const char *)g->id, g->state == G_ROLLED_BACK ?
+		    "rolled back" : g->state == G_COMMITTED ? "committed" :
+		    "of unknown outcome");
+	}
+	return 0;
+}
 
 /* the staged pages go back to the free list (REGISTERED -> FREE), but
  * those already settled (commit_lost) */
@@ -147,7 +207,7 @@ settle_commit(struct cxlp_handler *h, struct cxlp_group *g,
 	for (size_t i = 0; i < g->nstaged; i++) {
 		cxlp_page_t at;
 		bool mine = res[i].status == 0 &&
-		    regions_page_of(h, &res[i].loc, &at) == 0 &&
+		    owntab_page_of(h, &res[i].loc, &at) == 0 &&
 		    at == g->staged[i];
 
 		if (!mine) {
@@ -250,7 +310,7 @@ commit_lost(struct cxlp_handler *h, struct cxlp_group *g,
 	for (size_t i = 0; i < g->nstaged; i++) {
 		cxlp_page_t at;
 
-		if (res[i].status != 0 || regions_page_of(h, &res[i].loc,
+		if (res[i].status != 0 || owntab_page_of(h, &res[i].loc,
 		    &at) != 0 || at != g->staged[i]) {
 			continue; /* not in at this page: free_staged's */
 		}
@@ -274,7 +334,7 @@ cxlp_group_commit(struct cxlp_handler *h, struct cxlp_group *g)
 	struct proto_result *res;
 	struct creply rep;
 	int rc = g != NULL && g->state == G_UNKNOWN ? h_check_open(h) :
-	    check_group(h, g);
+	    group_check(h, g);
 
 	if (rc != 0) {
 		return rc;
@@ -325,7 +385,7 @@ cxlp_group_commit(struct cxlp_handler *h, struct cxlp_group *g)
 int
 cxlp_group_abort(struct cxlp_handler *h, struct cxlp_group *g)
 {
-	int rc = check_group(h, g);
+	int rc = group_check(h, g);
 
 	if (rc != 0) {
 		return rc;

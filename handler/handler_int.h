@@ -190,7 +190,7 @@ struct rmap_ent {
 #define RMAP_BUCKETS 256
 
 /* The regions' state (regions.c, rmap.c), embedded in the handler:
- * regions_state_init at handler_new, regions_state_fini at handler_free;
+ * owntab_state_init at handler_new, owntab_state_fini at handler_free;
  * between them regions_init (connect) takes the first region and
  * regions_fini (close) unmaps every region. */
 struct regions {
@@ -237,18 +237,29 @@ struct store_state {
 /* The keeper's state, embedded in the handler: keeper_init at
  * handler_new, keeper_fini at handler_free; between them the thread runs
  * from keeper_start to keeper_stop. */
+/* One task of the keeper's (keeper.c): due -- when it is due unasked
+ * (cxlp_now_coarse_ms time; UINT64_MAX: only when poked), called by the
+ * keeper thread with its lock held; run -- run it (no keeper lock held),
+ * false when the session is gone for good and the thread must end. */
+struct keeper_task {
+	uint64_t (*due)(struct cxlp_handler *h);
+	bool (*run)(struct cxlp_handler *h);
+};
+
+#define KEEPER_TASKS_MAX 8
+
 struct keeper {
-	pthread_mutex_t lock; /* guards stop, work, refill, tried_ms,
-	                       * retry_ms */
+	pthread_mutex_t lock; /* guards stop, poked, running's reads */
 	pthread_cond_t cond;  /* CLOCK_MONOTONIC; signalled by keeper_stop
 	                       * and keeper_poke */
 	bool stop;
-	bool work;        /* poked: run giveback_run */
-	bool refill;      /* poked: run reclaim_refill */
 	bool running;     /* the thread runs; set by connect/close, read by
 	                   * keeper_poke */
-	uint64_t tried_ms; /* the last heartbeat's start, cxlp_now_coarse_ms */
-	uint64_t retry_ms; /* 0, or when to run giveback_run again */
+	unsigned poked;   /* bit i: task i poked */
+	unsigned ntasks;
+	struct keeper_task task[KEEPER_TASKS_MAX]; /* by priority, filled
+	                   * before keeper_start (keeper_add) */
+	int ask_task;     /* the task a reply's ASK pokes, or -1 */
 	pthread_t tid;
 };
 
@@ -270,6 +281,7 @@ struct reclaimer {
 	bool full;             /* the last RECLAIM answered with pages: the
 	                        * pool has no free region (atomic) */
 	uint32_t low;          /* refill below this many free pages (atomic) */
+	int refill_task;       /* its keeper task (keeper_add) */
 };
 
 /* ---- giveback.c (its state; the functions are below) -------------------- */
@@ -280,8 +292,9 @@ struct giveback {
 	struct own_region *leaving; /* unreachable, REGION_FREE unanswered */
 	struct own_region *retired; /* given back: read-only, kept for
 	                             * stale readers and for reuse */
-	int asked;                  /* atomic: the server asks regions back
-	                             * (note 7) */
+	int task;                   /* its keeper task (keeper_add) */
+	uint64_t retry_ms;          /* 0, or when the task is due again
+	                             * (the keeper thread's alone) */
 };
 
 /* ---- handler.c ---------------------------------------------------------- */
@@ -298,6 +311,10 @@ struct cxlp_handler {
 	int closing;      /* atomic */
 	unsigned fork_gen; /* fork_gen_now() at connect (fork.c note 2) */
 	int session_lost; /* atomic: the metaserver refused to reattach */
+	int asked;        /* atomic: a reply's ASK, the server asks regions
+	                   * back (giveback.c note 7) */
+	uint64_t beat_ms; /* the last heartbeat's start (call.c keepalive;
+	                   * the keeper thread's alone) */
 
 	pthread_mutex_t reattach_lock;
 
@@ -320,7 +337,7 @@ struct cxlp_handler {
 	struct cxlp_counters counters; /* cxlp_counters; relaxed atomics */
 	struct regview *regview; /* regview.c; NULL until the first
 	                      * cxlp_set_region_fn (set once, atomic), freed
-	                      * by regview_fini */
+	                      * by rmap_events_fini */
 };
 
 /* h_count -- add v to one of h->counters (relaxed, any thread). */
@@ -358,8 +375,6 @@ int store_group_batch(struct cxlp_handler *h, const void *id,
 
 /* ---- poolid.c ---------------------------------------------------------- */
 
-/* h_poolid_set -- remember the WELCOME's pool identity (NULL: none). */
-void h_poolid_set(struct cxlp_handler *h, const struct proto_poolid *id);
 /* h_poolid_check -- m, mapped from h->pool_path, is of the file the
  * metaserver serves: same device and inode where the server runs on
  * this kernel, and the server's open nonce in the file's superblock.
@@ -387,6 +402,9 @@ int h_pool_stats(struct cxlp_handler *h, uint64_t v[PROTO_STATS_MAX]);
 /* h_ping -- one HEARTBEAT, one try (keeper.c); reattaches, or loses the
  * session, as h_call does. 0 or an error. */
 int h_ping(struct cxlp_handler *h);
+/* h_keepalive_task -- the keepalive as a keeper task: a HEARTBEAT
+ * (h_ping) keepalive_ms after the last reply and the last heartbeat. */
+extern const struct keeper_task h_keepalive_task;
 /* h_check_session -- CXLP_E_SESSION once the metaserver has refused to
  * reattach this handler's session: its regions may be another's now, so
  * no page of theirs is handed out or registered again. */
@@ -399,7 +417,7 @@ int h_check_open(const struct cxlp_handler *h);
 int h_check_keys(size_t n, const void *const keys[],
     const size_t key_lens[]);
 /* h_heartbeat_body -- check a HEARTBEAT reply's body: empty, or the
- * regions the server asks back (then giveback_note_ask). 0 or
+ * regions the server asks back (then h->asked, note_ask). 0 or
  * CXLP_E_PROTO. */
 int h_heartbeat_body(struct cxlp_handler *h, struct creply *rep);
 /* h_get_results -- decode a result list of exactly n entries (or at most
@@ -409,29 +427,29 @@ int h_get_results(struct creply *rep, struct proto_result *res, size_t n,
 
 /* ---- regions.c, continued (its structs are above) ---------------------- */
 
-/* regions_state_init -- set up rg: no region, no mapping, no
+/* owntab_state_init -- set up rg: no region, no mapping, no
  * prefaulter. */
-void regions_state_init(struct regions *rg);
-/* regions_state_fini -- tear rg down, after regions_fini. */
-void regions_state_fini(struct regions *rg);
+void owntab_state_init(struct regions *rg);
+/* owntab_state_fini -- tear rg down, after regions_fini. */
+void owntab_state_fini(struct regions *rg);
 int regions_init(struct cxlp_handler *h);
 void regions_fini(struct cxlp_handler *h);
-/* regions_loc_ok -- loc's region extent is not empty, 4096-aligned and
+/* owntab_loc_ok -- loc's region extent is not empty, 4096-aligned and
  * inside the pool. */
-bool regions_loc_ok(const struct cxlp_handler *h,
+bool owntab_loc_ok(const struct cxlp_handler *h,
     const struct proto_loc *loc);
 
-/* regions_own_find -- local index of my region (id, gen) or -1. Caller
+/* owntab_find -- local index of my region (id, gen) or -1. Caller
  * holds page_lock. */
-int regions_own_find(const struct cxlp_handler *h, uint32_t region,
+int owntab_find(const struct cxlp_handler *h, uint32_t region,
     uint32_t gen);
-/* regions_page_of -- the page at loc in one of my regions (page_lock
+/* owntab_page_of -- the page at loc in one of my regions (page_lock
  * held): 0 and *pg, or CXLP_E_NOTFOUND. */
-int regions_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
+int owntab_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
     cxlp_page_t *pg);
-/* regions_page_addr -- RW address and pool offset of an own page
+/* owntab_page_addr -- RW address and pool offset of an own page
  * (page_lock held; pg valid). */
-uint8_t *regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
+uint8_t *owntab_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
     uint64_t *pool_off);
 
 /* ---- rmap.c: the region map (its structs are above) --------------------- */
@@ -443,13 +461,13 @@ void rmap_put(struct cxlp_handler *h, struct rmap_ent *e);
 /* rmap_fini -- unmap and free every entry, and the retired mappings (at
  * close, prefaulter stopped). */
 void rmap_fini(struct cxlp_handler *h);
-int regions_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
+int rmap_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
     const void **data);
-uint64_t regions_foreign_count(struct cxlp_handler *h);
-/* regions_own_unlink -- take my region (loc's id and gen) out of the
+uint64_t rmap_foreign_count(struct cxlp_handler *h);
+/* rmap_own_unlink -- take my region (loc's id and gen) out of the
  * region map, so that no location resolves to its mapping any more (a
  * no-op when it is not there). Takes map_lock. */
-void regions_own_unlink(struct cxlp_handler *h, const struct proto_loc *loc);
+void rmap_own_unlink(struct cxlp_handler *h, const struct proto_loc *loc);
 
 /* ---- prefaulter.c ------------------------------------------------------- */
 
@@ -467,9 +485,9 @@ void prefaulter_stop(struct cxlp_handler *h);
 /* giveback_page_unlock -- release page_lock after pages went FREE; pokes
  * the keeper when more sets are empty than the reserve. */
 void giveback_page_unlock(struct cxlp_handler *h);
-/* giveback_note_ask -- a reply said PROTO_REP_F_ASK: have the keeper
- * fetch and honour the server's asks (giveback.c note 7). */
-void giveback_note_ask(struct cxlp_handler *h);
+/* giveback_task -- the give-back as a keeper task (giveback_run, and
+ * again GIVEBACK_RETRY_MS after a run that left regions unanswered). */
+extern const struct keeper_task giveback_task;
 /* giveback_run -- take the empty regions past the reserve out of use and
  * return them (REGION_FREE), and ask again for those whose REGION_FREE
  * went unanswered. Takes expand_lock and page_lock (caller holds none).
@@ -505,29 +523,32 @@ void doubt_note(struct cxlp_handler *h);
 
 /* ---- regfit.c ----------------------------------------------------------- */
 
-/* regions_may_grow -- max_regions allows one more region (takes
+/* owntab_may_grow -- max_regions allows one more region (takes
  * page_lock). */
-bool regions_may_grow(struct cxlp_handler *h);
-/* regions_len -- the length of the regions this handler asks for. */
-uint64_t regions_len(const struct cxlp_handler *h);
-/* regions_grant_check -- a region the server granted fits the pool and
+bool owntab_may_grow(struct cxlp_handler *h);
+/* owntab_region_len -- the length of the regions this handler asks for. */
+uint64_t owntab_region_len(const struct cxlp_handler *h);
+/* owntab_grant_check -- a region the server granted fits the pool and
  * the page size: 0, or CXLP_E_PROTO. */
-int regions_grant_check(const struct cxlp_handler *h,
+int owntab_grant_check(const struct cxlp_handler *h,
     const struct proto_loc *loc);
-/* regions_alloc -- cxlp_alloc with a wait of wait_ms for room (reclaim.c
+/* alloc_wait -- cxlp_alloc with a wait of wait_ms for room (reclaim.c
  * note 6) instead of the configured one, for a caller that needs need
  * pages in all (reserve.c's, per call; 1 for cxlp_alloc). */
-int regions_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
+int alloc_wait(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
     unsigned wait_ms, uint32_t need);
+/* regions_add -- ask the server for one more region and enter it (expand_lock
+ * held); with pg, hand out its first page. */
+int regions_add(struct cxlp_handler *h, cxlp_page_t *pg);
 /* regions_enter -- map the region the server granted at loc and enter it
  * in the page table, taking its first page into *pg (pg NULL: none);
  * on failure it is given back. Caller holds expand_lock. */
 int regions_enter(struct cxlp_handler *h, const struct proto_loc *loc,
     cxlp_page_t *pg);
-/* regions_key_gone -- a key of mine at loc went (deleted, or evicted):
+/* pagelife_key_gone -- a key of mine at loc went (deleted, or evicted):
  * its page is free again, or settles as its store decides (ops.c).
  * Takes page_lock. */
-void regions_key_gone(struct cxlp_handler *h, const struct proto_loc *loc);
+void pagelife_key_gone(struct cxlp_handler *h, const struct proto_loc *loc);
 
 /* regfit_why -- the metaserver had no room for a region of len bytes:
  * CXLP_E_NOSPACE with a message giving the data area, its free bytes, a
@@ -542,14 +563,13 @@ int regfit_why(struct cxlp_handler *h, uint64_t len);
  * (after HELLO: needs pool_path, pool_size, align). Never fails: on any
  * problem it logs why and leaves h->direct NULL (lookups use RPC). */
 void direct_open(struct cxlp_handler *h);
-/* direct_invalidate -- direct reads off for good, logged with why. */
-void direct_invalidate(struct cxlp_handler *h, const char *why);
 /* direct_close -- end the metadata walker, unmap; NULL-safe. */
 void direct_close(struct cxlp_handler *h);
 /* direct_lookup_batch -- answer unpinned LOOKUP/EXISTS for keys (already
  * validated) from shared memory: res[i] (status 0 and loc, or
  * CXLP_E_NOTFOUND) with ask[i] false, or ask[i] true where the server
- * must answer; vers[i] (vers may be NULL) is set for each key found.
+ * must answer; vers[i] (vers may be NULL) gets the slot's word and
+ * slot for each key found, which version_hits makes a token of.
  * Returns how many are left to ask (n when direct reads are off).
  * Thread-safe. */
 size_t direct_lookup_batch(struct cxlp_handler *h, size_t n,
@@ -565,9 +585,11 @@ bool direct_intact(struct cxlp_handler *h);
 
 /* ---- version.c ---------------------------------------------------------- */
 
-/* version_slot -- *v names index slot `slot` as seen with word `word`
- * (a direct read's hit). */
-void version_slot(cxlp_version_t *v, uint64_t slot, uint64_t word);
+/* version_hits -- turn the (word, slot) that direct_lookup_batch left in
+ * vers[i] of each key it found (ask[i] false, status 0) into its
+ * version token (note 1). */
+void version_hits(size_t n, const bool ask[], const struct proto_result res[],
+    cxlp_version_t vers[]);
 /* version_settle -- versions for the keys the server answered with status
  * 0 in res (those with asked[i], or all n when asked is NULL; pinned:
  * the server pinned them): each read back from the index (version.c note
@@ -598,6 +620,8 @@ void latebye_atfork_child(void);
 /* fork_gen_now -- how many forks this process is from the one that
  * loaded the library (0 there); one relaxed load. */
 unsigned fork_gen_now(void);
+/* fork_child_gen -- in a child of fork(): one generation more. */
+void fork_child_gen(void);
 /* h_forked -- h was connected before this process forked: in the child
  * it is closed (fork.c note 1). */
 bool h_forked(const struct cxlp_handler *h);
@@ -624,9 +648,10 @@ int reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow,
 /* reclaim_low_locked -- the pool is full and this handler's free pages
  * are below the refill mark (reclaim.c note 7). Caller holds page_lock. */
 bool reclaim_low_locked(const struct cxlp_handler *h);
-/* reclaim_refill -- the keeper's RECLAIM ahead of need (note 7), unless
- * an alloc holds expand_lock. */
-void reclaim_refill(struct cxlp_handler *h);
+/* reclaim_refill_task -- the keeper's RECLAIM ahead of need (note 7),
+ * unless an alloc holds expand_lock; run when poked only. */
+extern const struct keeper_task reclaim_refill_task;
+/* reclaim_low_locked and a poke of the refill task (alloc_wait) */
 /* reclaim_gate_lock/unlock -- store_resolve's exclusive hold (note 2). */
 void reclaim_gate_lock(struct cxlp_handler *h);
 void reclaim_gate_unlock(struct cxlp_handler *h);
@@ -642,12 +667,14 @@ void keeper_fini(struct keeper *k);
 int keeper_start(struct cxlp_handler *h);
 /* keeper_stop -- stop and join it; a no-op when none runs. */
 void keeper_stop(struct cxlp_handler *h);
-/* keeper_poke -- have the keeper run giveback_run soon; without a keeper
- * thread, run it here. Caller holds none of h's locks. */
-void keeper_poke(struct cxlp_handler *h);
-/* keeper_poke_refill -- have the keeper run reclaim_refill soon (none
- * without a keeper thread: the next alloc that needs room makes it). */
-void keeper_poke_refill(struct cxlp_handler *h);
+/* keeper_add -- append task t to k's table (before keeper_start);
+ * returns its number, for keeper_poke. */
+int keeper_add(struct keeper *k, const struct keeper_task *t);
+/* keeper_poke -- have the keeper run task soon: true; false when no
+ * keeper thread runs (or task < 0), and the caller decides (run it
+ * itself, or leave it to the next that needs it). Caller holds none of
+ * h's locks. */
+bool keeper_poke(struct cxlp_handler *h, int task);
 
 /* ---- store.c, resolve.c ------------------------------------------------ */
 
@@ -655,9 +682,9 @@ int store_resolve(struct cxlp_handler *h);
 /* store_unres_push -- append u to h->store.unres (page_lock held; the
  * entry's key is then the list's). resolve.c */
 void store_unres_push(struct cxlp_handler *h, const struct unresolved *u);
-/* store_forget -- drop page pg's unresolved entry (page_lock held): true
+/* pagelife_forget -- drop page pg's unresolved entry (page_lock held): true
  * if it was there, false if store_resolve has it in hand. */
-bool store_forget(struct cxlp_handler *h, cxlp_page_t pg);
+bool pagelife_forget(struct cxlp_handler *h, cxlp_page_t pg);
 void store_fini(struct cxlp_handler *h);
 /* store_claimed -- cxlp_batch_store_status of pages that are INFLIGHT
  * already, an asynchronous request's (async.c note 3): the same returns;
@@ -669,16 +696,13 @@ int store_claimed(struct cxlp_handler *h, size_t n, const void *const keys[],
 /* ---- async.c ------------------------------------------------------------ */
 
 /* async_close_deferred -- cxlp_close of h called from one of h's own
- * callbacks: hand the close to a new detached thread (which runs it once
- * the callback returned) and return true; false when called from any
- * other thread (close here). */
+ * callbacks: refuse new submits and return true (the caller hands the
+ * close to a new detached thread, which runs it once the callback
+ * returned); false when called from any other thread (close here). */
 bool async_close_deferred(struct cxlp_handler *h);
-/* regview_delivering -- this thread is running one of h's region
+/* rmap_delivering -- this thread is running one of h's region
  * callbacks (regview.c note 3). */
-bool regview_delivering(const struct cxlp_handler *h);
-/* h_close_later -- cxlp_close of h from a thread of its own (a close
- * from one of h's callbacks, which the close would wait for). */
-void h_close_later(struct cxlp_handler *h);
+bool rmap_delivering(const struct cxlp_handler *h);
 /* async_stop -- at close, before h->closing is set: refuse new submits
  * (for good: h->async stays a state that refuses them), let every request
  * submitted run to its callback, and join the threads. */
@@ -688,20 +712,27 @@ void async_fini(struct cxlp_handler *h);
 
 /* ---- regview.c ---------------------------------------------------------- */
 
-/* regview_note -- the region map entry e was put (CXLP_REGION_MAPPED) or
+/* rmap_note -- the region map entry e was put (CXLP_REGION_MAPPED) or
  * is taken out (CXLP_REGION_UNMAPPING): queue the event for the region
  * callback, if one is set. map_lock held for writing (or the handler
  * closing, single-threaded). Takes only the queue's leaf lock. */
-void regview_note(struct cxlp_handler *h, const struct rmap_ent *e,
+void rmap_note(struct cxlp_handler *h, const struct rmap_ent *e,
     int kind);
-/* regview_drain -- deliver the queued events to the region callback.
+/* rmap_drain -- deliver the queued events to the region callback.
  * Caller holds none of h's locks (regview.c note 1). */
-void regview_drain(struct cxlp_handler *h);
-/* regview_fini -- free the callback's state (handler_free). */
-void regview_fini(struct cxlp_handler *h);
-/* regview_page_size -- the page size of foreign region (id, gen) from the
+void rmap_drain(struct cxlp_handler *h);
+/* rmap_events_fini -- free the callback's state (handler_free). */
+/* rmap_ent_info -- what the region callback and the views say of e. */
+void rmap_ent_info(const struct cxlp_handler *h, const struct rmap_ent *e,
+    struct cxlp_region_info *out);
+/* rmap_collect -- every entry of the region map into out[0..cap), sorted
+ * by id; returns how many there are. map_lock held. */
+size_t rmap_collect(struct cxlp_handler *h, struct cxlp_region_info *out,
+    size_t cap);
+void rmap_events_fini(struct cxlp_handler *h);
+/* direct_page_size -- the page size of foreign region (id, gen) from the
  * pool's region table, or 0 when it cannot be read (direct reads off). */
-uint64_t regview_page_size(struct cxlp_handler *h, uint32_t region,
+uint64_t direct_page_size(struct cxlp_handler *h, uint32_t region,
     uint32_t gen);
 
 #endif /* CXLP_HANDLER_INT_H */

@@ -1,8 +1,12 @@
 /*
- * keeper.c -- the handler's background thread: its keepalive, which
- * sends a HEARTBEAT when the handler has heard nothing from the
- * metaserver for keepalive_ms, and the round trips of the give-back of
- * emptied regions (giveback.c).
+ * keeper.c -- the handler's background thread, a scheduler of a table of
+ * tasks that it knows none of by name (as Redis's ae.c runs its time
+ * events, and nng its ops tables): the table is filled at connect
+ * (handler.c), in the order of priority; each task says when it is due
+ * unasked (due) and is run (run) when due or poked (keeper_poke). Today
+ * the tasks are the give-back (giveback.c), the refill (reclaim.c) and
+ * the keepalive (call.c), which sends a HEARTBEAT when the handler has
+ * heard nothing from the metaserver for keepalive_ms.
  *
  * A session is bound to the connection it last spoke on. When that
  * connection goes (the metaserver restarted, a network path failed, nng
@@ -21,15 +25,19 @@
  * for its BYE.
  *
  * The give-back. A free or delete that leaves the handler more empty
- * regions than its reserve pokes the keeper (keeper_poke), which then
- * runs giveback_run, so the REGION_FREE round trips are made here and no
- * caller waits for them; a run that got no answer for some region is
- * repeated a second later. So the thread runs in every handler, with
- * the keepalive off too, and then sleeps until poked.
+ * regions than its reserve pokes its task, which then runs giveback_run,
+ * so the REGION_FREE round trips are made here and no caller waits for
+ * them; a run that got no answer for some region is due again a second
+ * later. So the thread runs in every handler, with the keepalive off
+ * too, and then sleeps until poked. A reply's ASK pokes the task that
+ * h->keeper.ask_task names (the give-back's).
  *
  * The refill. On a full pool, an alloc that leaves few free pages pokes
- * it too (keeper_poke_refill), and it makes the RECLAIM that the next
- * allocs would otherwise wait for (reclaim.c note 7).
+ * its task, which makes the RECLAIM that the next allocs would otherwise
+ * wait for (reclaim.c note 7).
+ *
+ * A task's run returns false when the session is gone for good: the
+ * thread then ends (nothing is left to keep, nor to give back).
  *
  * Its state is its own struct keeper, embedded in the handler and set up
  * and torn down with it (keeper_init/keeper_fini, nng's way for a
@@ -44,24 +52,6 @@
 #include "deadline.h"
 #include "err.h"
 #include "handler_int.h"
-#include "log.h"
-
-#define GIVEBACK_RETRY_MS 1000 /* after a REGION_FREE went unanswered */
-
-/* When the next heartbeat is due (cxlp_now_coarse_ms time): a period
- * after the last reply, and after the last heartbeat (one that failed at
- * once must not be sent again at once); never with the keepalive off. */
-static uint64_t
-heartbeat_at(const struct cxlp_handler *h, const struct keeper *k)
-{
-	uint64_t last = client_last_reply_ms(h->cl);
-
-	if (h->cfg.keepalive_ms == 0) {
-		return UINT64_MAX;
-	}
-	last = last > k->tried_ms ? last : k->tried_ms;
-	return last + h->cfg.keepalive_ms;
-}
 
 /* Sleep until at (UINT64_MAX: until signalled); k->lock held. */
 static void
@@ -77,33 +67,23 @@ sleep_until(struct keeper *k, uint64_t at, uint64_t now)
 	(void)pthread_cond_timedwait(&k->cond, &k->lock, &until);
 }
 
-/* One heartbeat, k->lock released around it. False once the session is
- * gone for good: nothing is left to keep, nor to give back. */
-static bool
-heartbeat(struct cxlp_handler *h, struct keeper *k)
+/* The first task poked or due by now, in the table's order, or -1; *next
+ * is then when the first one falls due. k->lock held. */
+static int
+task_due(struct cxlp_handler *h, struct keeper *k, uint64_t now,
+    uint64_t *next)
 {
-	k->tried_ms = cxlp_now_coarse_ms();
-	pthread_mutex_unlock(&k->lock);
-	if (h_ping(h) != 0) {
-		log_info("keepalive: %s", cxlp_errormsg());
+	*next = UINT64_MAX;
+	for (unsigned i = 0; i < k->ntasks; i++) {
+		uint64_t at = (k->poked & 1u << i) != 0 ? 0 :
+		    k->task[i].due(h);
+
+		if (at <= now) {
+			return (int)i;
+		}
+		*next = at < *next ? at : *next;
 	}
-	pthread_mutex_lock(&k->lock);
-	return h_check_session(h) == 0;
-}
-
-/* One giveback_run, k->lock released around it; a run that leaves
- * regions unanswered is repeated GIVEBACK_RETRY_MS later. */
-static void
-giveback(struct cxlp_handler *h, struct keeper *k)
-{
-	bool again;
-
-	k->work = false;
-	pthread_mutex_unlock(&k->lock);
-	again = giveback_run(h);
-	regview_drain(h); /* UNMAPPING of the regions given back */
-	pthread_mutex_lock(&k->lock);
-	k->retry_ms = again ? cxlp_now_coarse_ms() + GIVEBACK_RETRY_MS : 0;
+	return -1;
 }
 
 static void *
@@ -114,25 +94,20 @@ keeper_main(void *arg)
 
 	pthread_mutex_lock(&k->lock);
 	while (!k->stop) {
-		uint64_t now = cxlp_now_coarse_ms();
-		uint64_t beat = heartbeat_at(h, k);
-		uint64_t retry = k->retry_ms != 0 ? k->retry_ms : UINT64_MAX;
+		uint64_t now = cxlp_now_coarse_ms(), next;
+		int i = task_due(h, k, now, &next);
+		bool more;
 
-		if (k->work || retry <= now) { /* before a refill: what the
-			                               * server asked back first */
-			giveback(h, k);
-		} else if (k->refill) {
-			k->refill = false;
-			pthread_mutex_unlock(&k->lock);
-			reclaim_refill(h);
-			regview_drain(h);
-			pthread_mutex_lock(&k->lock);
-		} else if (beat <= now) {
-			if (!heartbeat(h, k)) {
-				break;
-			}
-		} else {
-			sleep_until(k, beat < retry ? beat : retry, now);
+		if (i < 0) {
+			sleep_until(k, next, now);
+			continue;
+		}
+		k->poked &= ~(1u << i);
+		pthread_mutex_unlock(&k->lock);
+		more = k->task[i].run(h);
+		pthread_mutex_lock(&k->lock);
+		if (!more) {
+			break;
 		}
 	}
 	pthread_mutex_unlock(&k->lock);
@@ -146,11 +121,21 @@ keeper_init(struct keeper *k)
 	pthread_condattr_t ca;
 
 	memset(k, 0, sizeof(*k));
+	k->ask_task = -1;
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&k->cond, &ca);
 	pthread_condattr_destroy(&ca);
+}
+
+/* keeper_add -- see handler_int.h */
+int
+keeper_add(struct keeper *k, const struct keeper_task *t)
+{
+	cxlp_assert(!k->running && k->ntasks < KEEPER_TASKS_MAX);
+	k->task[k->ntasks] = *t;
+	return (int)k->ntasks++;
 }
 
 /* keeper_fini -- see handler_int.h */
@@ -197,31 +182,20 @@ keeper_stop(struct cxlp_handler *h)
 }
 
 /* keeper_poke -- see handler_int.h */
-void
-keeper_poke(struct cxlp_handler *h)
+bool
+keeper_poke(struct cxlp_handler *h, int task)
 {
 	struct keeper *k = &h->keeper;
+	bool running;
 
-	if (!k->running) {
-		(void)giveback_run(h);
-		return;
+	if (task < 0) {
+		return false;
 	}
 	pthread_mutex_lock(&k->lock);
-	k->work = true;
-	pthread_cond_signal(&k->cond);
-	pthread_mutex_unlock(&k->lock);
-}
-
-/* keeper_poke_refill -- see handler_int.h */
-void
-keeper_poke_refill(struct cxlp_handler *h)
-{
-	struct keeper *k = &h->keeper;
-
-	pthread_mutex_lock(&k->lock);
-	if (k->running && !k->refill) {
-		k->refill = true;
+	if ((running = k->running)) {
+		k->poked |= 1u << task;
 		pthread_cond_signal(&k->cond);
 	}
 	pthread_mutex_unlock(&k->lock);
+	return running;
 }

@@ -163,6 +163,9 @@ lookup_call(struct cxlp_handler *h, uint16_t op, size_t n,
 		goto out;
 	}
 	nask = direct_lookup_batch(h, n, keys, key_lens, r->res, ask, vers);
+	if (vers != NULL) {
+		version_hits(n, ask, r->res, vers);
+	}
 	h_count(h, direct_reads, n - nask);
 	if (nask > 0) {
 		rc = ask_server(r, op, n, keys, key_lens, ask, nask);
@@ -205,7 +208,7 @@ retrieve_resolve(struct cxlp_handler *h, size_t n,
 		if (status[i] != 0) {
 			continue;
 		}
-		status[i] = regions_resolve_ptr(h, &res[i].loc, &data[i]);
+		status[i] = rmap_resolve_ptr(h, &res[i].loc, &data[i]);
 		if (status[i] == 0) {
 			lens[i] = res[i].loc.len;
 		} else {
@@ -310,7 +313,7 @@ batch_retrieve(struct cxlp_handler *h, size_t n, const void *const keys[],
 	}
 	nbad = retrieve_resolve(h, n, r.res, data, lens, status);
 	count_lookups(h, n, status);
-	regview_drain(h); /* a region mapped for them: MAPPED first */
+	rmap_drain(h); /* a region mapped for them: MAPPED first */
 	if (nbad > 0 && (flags & CXLP_RETRIEVE_PIN)) {
 		retrieve_unpin_failed(h, n, keys, key_lens, r.res, status,
 		    nbad);
@@ -519,46 +522,6 @@ cxlp_unpin(struct cxlp_handler *h, const void *key, size_t key_len)
 	return rc;
 }
 
-/* A deleted key was at loc: if that is my page, it is free again (or
- * quarantined, if a copy of its REGISTER may still land: doubt.c). A
- * store of it may still be settling (another thread): the store frees it
- * (INFLIGHT_DELETED). One whose outcome was lost was registered after
- * all: it is free, and must not be registered again by store_resolve --
- * unless store_resolve has it in hand right now, and then its answer
- * decides (store.c). */
-void
-regions_key_gone(struct cxlp_handler *h, const struct proto_loc *loc)
-{
-	cxlp_page_t pg;
-	int rc = 0;
-
-	pthread_mutex_lock(&h->page_lock);
-	if (regions_page_of(h, loc, &pg) != 0) {
-		pthread_mutex_unlock(&h->page_lock);
-		return;
-	}
-	switch (pagetab_state(&h->pages, pg)) {
-	case PAGE_REGISTERED:
-		rc = pagetab_move(&h->pages, pg, PAGE_REGISTERED, PAGE_FREE);
-		break;
-	case PAGE_INFLIGHT:
-		rc = pagetab_move(&h->pages, pg, PAGE_INFLIGHT,
-		    PAGE_INFLIGHT_DELETED);
-		break;
-	case PAGE_UNRESOLVED:
-		if (store_forget(h, pg)) {
-			rc = pagetab_move(&h->pages, pg, PAGE_UNRESOLVED,
-			    PAGE_FREE);
-		}
-		break;
-	default:
-		break;
-	}
-	cxlp_assert(rc == 0);
-	doubt_note(h); /* a tainted page went QUARANTINED, not FREE */
-	giveback_page_unlock(h);
-}
-
 /* cxlp_batch_delete -- see cxlpool.h. */
 int
 cxlp_batch_delete(struct cxlp_handler *h, size_t n, const void *const keys[],
@@ -577,7 +540,7 @@ cxlp_batch_delete(struct cxlp_handler *h, size_t n, const void *const keys[],
 	for (size_t i = 0; i < n; i++) {
 		status[i] = r.res[i].status;
 		if (status[i] == 0) {
-			regions_key_gone(h, &r.res[i].loc);
+			pagelife_key_gone(h, &r.res[i].loc);
 		}
 	}
 	results_fini(&r);

@@ -40,18 +40,6 @@
 #include "map.h"
 #include "procstat.h"
 
-/* h_poolid_set -- see handler_int.h */
-void
-h_poolid_set(struct cxlp_handler *h, const struct proto_poolid *id)
-{
-	pthread_mutex_lock(&h->poolid_lock);
-	h->poolid_known = id != NULL;
-	if (id != NULL) {
-		h->poolid = *id;
-	}
-	pthread_mutex_unlock(&h->poolid_lock);
-}
-
 static bool
 same_id(const struct stat *st, uint64_t dev, uint64_t ino)
 {

@@ -10,7 +10,7 @@
  *
  * 1. A page that comes back held a key of mine that is now durably gone
  *    from the index, so it is free again exactly as after a delete of that
- *    key (regions_key_gone): REGISTERED -> FREE, and a store still settling
+ *    key (pagelife_key_gone): REGISTERED -> FREE, and a store still settling
  *    (INFLIGHT) or unresolved settles as its own rules say.
  *
  * 2. The gate. store_resolve registers again keys whose first register's
@@ -113,7 +113,7 @@ reclaim_gate_unlock(struct cxlp_handler *h)
 static uint32_t
 want_pages(struct cxlp_handler *h)
 {
-	uint64_t per_region = regions_len(h) / h->cfg.page_size;
+	uint64_t per_region = owntab_region_len(h) / h->cfg.page_size;
 	uint64_t mine;
 
 	pthread_mutex_lock(&h->page_lock);
@@ -157,7 +157,7 @@ reclaim_call(struct cxlp_handler *h, uint64_t len, uint32_t want,
 		return cxlp_fail(CXLP_E_PROTO, "RECLAIM: bad reply body");
 	}
 	return m->kind == PROTO_RECLAIM_REGION ?
-	    regions_grant_check(h, &m->loc) : 0;
+	    owntab_grant_check(h, &m->loc) : 0;
 }
 
 /* note 1: each page back is free again; returns how many were mine */
@@ -172,7 +172,7 @@ pages_back(struct cxlp_handler *h, const struct proto_reclaimed *m)
 		int set;
 
 		pthread_mutex_lock(&h->page_lock);
-		set = regions_own_find(h, pp->region, pp->gen);
+		set = owntab_find(h, pp->region, pp->gen);
 		if (set >= 0) {
 			loc.region_off = h->regions.own[set]->loc.region_off;
 			loc.off = loc.region_off +
@@ -184,7 +184,7 @@ pages_back(struct cxlp_handler *h, const struct proto_reclaimed *m)
 			    "mine; ignored", pp->page, pp->region, pp->gen);
 			continue;
 		}
-		regions_key_gone(h, &loc);
+		pagelife_key_gone(h, &loc);
 		mine++;
 	}
 	return mine;
@@ -237,9 +237,9 @@ reclaim_once(struct cxlp_handler *h, cxlp_page_t *pg, bool grow,
 	if (need > want) { /* a reservation's pages in one round trip */
 		want = need < PROTO_RECLAIM_MAX ? need : PROTO_RECLAIM_MAX;
 	}
-	grow = grow && regions_may_grow(h);
+	grow = grow && owntab_may_grow(h);
 	cxlp_assert(pthread_rwlock_rdlock(&h->reclaim.gate) == 0);
-	rc = reclaim_call(h, grow ? regions_len(h) : 0, want,
+	rc = reclaim_call(h, grow ? owntab_region_len(h) : 0, want,
 	    wait_slice(h, room_until), &m);
 	if (rc == 0 && m.kind == PROTO_RECLAIM_PAGES) {
 		__atomic_add_fetch(&h->reclaim.pages, pages_back(h, &m),
@@ -340,8 +340,8 @@ reclaim_low_locked(const struct cxlp_handler *h)
 	    __atomic_load_n(&h->reclaim.low, __ATOMIC_RELAXED);
 }
 
-/* reclaim_refill -- see handler_int.h (note 7) */
-void
+/* The keeper's RECLAIM ahead of need (note 7). */
+static void
 reclaim_refill(struct cxlp_handler *h)
 {
 	bool low;
@@ -367,3 +367,21 @@ reclaim_refill(struct cxlp_handler *h)
 	}
 	pthread_mutex_unlock(&h->expand_lock);
 }
+
+static uint64_t
+refill_due(struct cxlp_handler *h)
+{
+	(void)h;
+	return UINT64_MAX; /* when poked only */
+}
+
+static bool
+refill_run(struct cxlp_handler *h)
+{
+	reclaim_refill(h);
+	rmap_drain(h);
+	return true;
+}
+
+/* reclaim_refill_task -- see handler_int.h */
+const struct keeper_task reclaim_refill_task = { refill_due, refill_run };

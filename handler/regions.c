@@ -1,18 +1,17 @@
 /*
  * regions.c -- the regions a handler owns, mapped read-write: asked for,
- * mapped, entered in the page table and the region map; plus
- * cxlp_alloc/cxlp_free over them. Other handlers' regions, mapped
- * read-only, are the region map's (rmap.c).
+ * mapped, entered in the page table, the own-region table (owntab.c) and
+ * the region map; cxlp_alloc/cxlp_free over them are alloc.c's. Other
+ * handlers' regions, mapped read-only, are the region map's (rmap.c).
  *
  * Every mapping, own or foreign, sits in one hash keyed by region id,
  * the region map (rmap.c), through which retrieve turns a location into
  * a pointer without the page lock; own regions are entered there too, as
  * they are mapped here.
  *
- * Own regions are also indexed by local index (the high half of a page
- * handle) in h->regions.own, guarded by h->page_lock with the page table;
- * a slot is NULL while no region fills it (its region went back to the
- * pool: giveback.c, which also retires the mapping). New regions are requested
+ * Own regions are also indexed by local index in the own-region table
+ * (owntab.c); a region that goes back to the pool leaves it (giveback.c,
+ * which also retires the mapping). New regions are requested
  * under h->expand_lock so that two threads finding every region full
  * make one REGION_ALLOC, not two. cxlp_connect asks for a first region,
  * and a pool with no room for one now does not fail it: a handler
@@ -38,28 +37,10 @@
 #include "log.h"
 #include "map.h"
 
-/* regions_loc_ok -- see handler_int.h */
-bool
-regions_loc_ok(const struct cxlp_handler *h, const struct proto_loc *loc)
-{
-	return loc->region_len > 0 && loc->region_off % 4096 == 0 &&
-	    loc->region_len % 4096 == 0 && loc->region_off < h->pool_size &&
-	    loc->region_len <= h->pool_size - loc->region_off;
-}
-
-/* regions_len -- see handler_int.h */
-uint64_t
-regions_len(const struct cxlp_handler *h)
-{
-	uint64_t align = h->align ? h->align : 4096;
-
-	return (h->cfg.region_size + align - 1) / align * align;
-}
-
 static int
 region_request(struct cxlp_handler *h, struct proto_loc *loc)
 {
-	uint64_t len = regions_len(h);
+	uint64_t len = owntab_region_len(h);
 	uint64_t id = h->regions.req ? h->regions.req : client_new_id(h->cl);
 	struct creply rep;
 	struct pbuf b;
@@ -84,21 +65,7 @@ region_request(struct cxlp_handler *h, struct proto_loc *loc)
 	if (rc != 0) {
 		return cxlp_fail(CXLP_E_PROTO, "REGION_ALLOC: bad reply body");
 	}
-	return regions_grant_check(h, loc);
-}
-
-/* regions_grant_check -- see handler_int.h */
-int
-regions_grant_check(const struct cxlp_handler *h, const struct proto_loc *loc)
-{
-	if (!regions_loc_ok(h, loc) || loc->region_len < h->cfg.page_size ||
-	    loc->region_len / h->cfg.page_size >= PAGE_NONE) {
-		return cxlp_fail(CXLP_E_PROTO, "region %u granted at "
-		    "%llu+%llu does not fit", loc->region,
-		    (unsigned long long)loc->region_off,
-		    (unsigned long long)loc->region_len);
-	}
-	return 0;
+	return owntab_grant_check(h, loc);
 }
 
 static int
@@ -184,29 +151,18 @@ own_add_locked(struct cxlp_handler *h, struct own_region *r,
 	return 0;
 }
 
-/* Regions this handler holds (page_lock taken). */
-static uint32_t
-own_live(struct cxlp_handler *h)
-{
-	uint32_t n;
-
-	pthread_mutex_lock(&h->page_lock);
-	n = h->pages.nlive;
-	pthread_mutex_unlock(&h->page_lock);
-	return n;
-}
-
 /* regions_add -- request, map and enter one more own region; with pg not
  * NULL, take its first page. Returns 0 or an error (CXLP_E_NOSPACE when
  * max_regions is reached or the pool is full). Caller holds expand_lock,
  * not page_lock. */
-static int
+/* regions_add -- see handler_int.h */
+int
 regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
 {
 	struct proto_loc loc;
 	int rc;
 
-	if (!regions_may_grow(h)) {
+	if (!owntab_may_grow(h)) {
 		return cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
 		    "(max_regions)", h->cfg.max_regions);
 	}
@@ -214,13 +170,6 @@ regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
 		return rc;
 	}
 	return regions_enter(h, &loc, pg);
-}
-
-/* regions_may_grow -- see handler_int.h */
-bool
-regions_may_grow(struct cxlp_handler *h)
-{
-	return h->cfg.max_regions == 0 || own_live(h) < h->cfg.max_regions;
 }
 
 /* regions_enter -- see handler_int.h */
@@ -256,27 +205,11 @@ regions_enter(struct cxlp_handler *h, const struct proto_loc *lp,
 	    (unsigned long long)loc.region_off);
 	return 0;
 err_unmap:
-	regions_own_unlink(h, &loc);
+	rmap_own_unlink(h, &loc);
 	giveback_retire(h, r); /* unmapped at close, after its UNMAPPING */
 err_giveback:
 	(void)giveback_call(h, &loc);
 	return rc;
-}
-
-/* regions_state_init -- see handler_int.h */
-void
-regions_state_init(struct regions *rg)
-{
-	memset(rg, 0, sizeof(*rg));
-	pthread_rwlock_init(&rg->map_lock, NULL);
-}
-
-/* regions_state_fini -- see handler_int.h */
-void
-regions_state_fini(struct regions *rg)
-{
-	cxlp_assert(rg->own == NULL && rg->prefaulter == NULL);
-	pthread_rwlock_destroy(&rg->map_lock);
 }
 
 /* regions_init -- empty tables, then the first region; a pool with no
@@ -318,153 +251,3 @@ regions_fini(struct cxlp_handler *h)
 	pagetab_fini(&h->pages);
 }
 
-/* regions_own_find -- local index of my region (id, gen) or -1. */
-int
-regions_own_find(const struct cxlp_handler *h, uint32_t region, uint32_t gen)
-{
-	for (uint32_t i = 0; i < h->regions.nown; i++) {
-		if (h->regions.own[i] != NULL &&
-		    h->regions.own[i]->loc.region == region &&
-		    h->regions.own[i]->loc.gen == gen) {
-			return (int)i;
-		}
-	}
-	return -1;
-}
-
-/* regions_page_of -- my page at loc (page_lock held): 0 and *pg, or
- * CXLP_E_NOTFOUND when loc is not the start of a page of mine. */
-int
-regions_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
-    cxlp_page_t *pg)
-{
-	int set = regions_own_find(h, loc->region, loc->gen);
-	const struct own_region *r;
-	uint64_t rel;
-
-	if (set < 0) {
-		return CXLP_E_NOTFOUND;
-	}
-	r = h->regions.own[set];
-	if (loc->off < r->loc.region_off) {
-		return CXLP_E_NOTFOUND;
-	}
-	rel = loc->off - r->loc.region_off;
-	if (rel % h->cfg.page_size != 0 ||
-	    rel / h->cfg.page_size >= h->pages.sets[set].npages) {
-		return CXLP_E_NOTFOUND;
-	}
-	*pg = page_make((uint32_t)set, (uint32_t)(rel / h->cfg.page_size));
-	return 0;
-}
-
-/* regions_page_addr -- RW address of own page pg and its pool offset
- * (page_lock held; pg valid). */
-uint8_t *
-regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
-    uint64_t *pool_off)
-{
-	const struct own_region *r = h->regions.own[page_set(pg)];
-	uint64_t rel = (uint64_t)page_idx(pg) * h->cfg.page_size;
-
-	if (pool_off != NULL) {
-		*pool_off = r->loc.region_off + rel;
-	}
-	return r->base + rel;
-}
-
-/* cxlp_page_size -- the handler's page size in bytes (0 for NULL). */
-size_t
-cxlp_page_size(const struct cxlp_handler *h)
-{
-	return h == NULL ? 0 : h->cfg.page_size;
-}
-
-/* Every region is full (or there is none): once more under expand_lock,
- * then a new region when auto-expand is on or the handler holds none
- * (connect found no room, or its regions went back: giveback.c). */
-static int
-alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg, unsigned wait_ms,
-    uint32_t need)
-{
-	uint32_t nlive;
-	int rc;
-
-	pthread_mutex_lock(&h->expand_lock);
-	pthread_mutex_lock(&h->page_lock);
-	rc = pagetab_alloc(&h->pages, pg);
-	nlive = h->pages.nlive;
-	pthread_mutex_unlock(&h->page_lock);
-	if (rc == CXLP_E_NOSPACE) {
-		rc = reclaim(h, pg, h->cfg.auto_expand || nlive == 0,
-		    wait_ms, need);
-	}
-	if (rc == CXLP_E_BADOP && (h->cfg.auto_expand || nlive == 0)) {
-		/* a metaserver without RECLAIM */
-		rc = regions_add(h, pg);
-	} else if (rc == CXLP_E_BADOP) {
-		rc = cxlp_fail(CXLP_E_NOSPACE, "alloc: all %u regions full "
-		    "and auto-expand is off", nlive);
-	}
-	pthread_mutex_unlock(&h->expand_lock);
-	return rc;
-}
-
-/* regions_alloc -- see handler_int.h */
-int
-regions_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
-    unsigned wait_ms, uint32_t need)
-{
-	cxlp_page_t pg;
-	bool low;
-	int rc;
-
-	if (page == NULL || buf == NULL) {
-		return cxlp_fail(-EINVAL, "alloc: NULL argument");
-	}
-	if ((rc = h_check_open(h)) != 0 || (rc = h_check_session(h)) != 0) {
-		return rc;
-	}
-	pthread_mutex_lock(&h->page_lock);
-	rc = pagetab_alloc(&h->pages, &pg);
-	low = reclaim_low_locked(h);
-	pthread_mutex_unlock(&h->page_lock);
-	if (rc == CXLP_E_NOSPACE) {
-		rc = alloc_expand(h, &pg, wait_ms, need);
-	}
-	if (rc != 0) {
-		return rc;
-	}
-	if (low) {
-		keeper_poke_refill(h); /* reclaim.c note 7 */
-	}
-	pthread_mutex_lock(&h->page_lock);
-	*buf = regions_page_addr(h, pg, NULL);
-	pthread_mutex_unlock(&h->page_lock);
-	*page = pg;
-	regview_drain(h); /* a new region's MAPPED before its page */
-	return 0;
-}
-
-/* cxlp_alloc -- take a free page (O(1)); see cxlpool.h. */
-int
-cxlp_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf)
-{
-	return regions_alloc(h, page, buf, h == NULL ? 0 :
-	    h->cfg.alloc_wait_ms, 1);
-}
-
-/* cxlp_free -- give back an allocated, unregistered page. */
-int
-cxlp_free(struct cxlp_handler *h, cxlp_page_t page)
-{
-	int rc;
-
-	if ((rc = h_check_open(h)) != 0) {
-		return rc;
-	}
-	pthread_mutex_lock(&h->page_lock);
-	rc = pagetab_move(&h->pages, page, PAGE_ALLOCATED, PAGE_FREE);
-	giveback_page_unlock(h);
-	return rc;
-}

@@ -92,7 +92,7 @@ cxlp_reserve(struct cxlp_handler *h, size_t n, unsigned wait_ms,
 	for (; r->n < n; r->n++) {
 		uint64_t now = cxlp_now_ms();
 
-		rc = regions_alloc(h, &r->pages[r->n], &r->bufs[r->n],
+		rc = alloc_wait(h, &r->pages[r->n], &r->bufs[r->n],
 		    now < until ? (unsigned)(until - now) : 0,
 		    (uint32_t)(n - r->n));
 		if (rc != 0) {

@@ -2,7 +2,7 @@
  * resolve.c -- pages whose REGISTER outcome was lost (store.c parks them
  * UNRESOLVED, with their keys in h->store.unres): store_resolve registers
  * them again and settles each from the answer; a delete of such a key
- * takes its entry away (store_forget).
+ * takes its entry away (pagelife_forget).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -66,7 +66,7 @@ unres_settle(struct cxlp_handler *h, const struct unresolved *u,
 	if (r->status == CXLP_E_SESSION || r->status == CXLP_E_PROTO) {
 		return false; /* not an answer about this key: try again */
 	}
-	here = r->status == 0 && regions_page_of(h, &r->loc, &at) == 0 &&
+	here = r->status == 0 && owntab_page_of(h, &r->loc, &at) == 0 &&
 	    at == u->page;
 	rc = pagetab_move(&h->pages, u->page, PAGE_UNRESOLVED,
 	    here ? PAGE_REGISTERED : PAGE_FREE); /* tainted: not FREE */
@@ -146,20 +146,6 @@ store_resolve(struct cxlp_handler *h)
 	free(res);
 	free(u);
 	return rc;
-}
-
-/* store_forget -- see handler_int.h */
-bool
-store_forget(struct cxlp_handler *h, cxlp_page_t pg)
-{
-	for (size_t i = 0; i < h->store.nunres; i++) {
-		if (h->store.unres[i].page == pg) {
-			free(h->store.unres[i].key);
-			h->store.unres[i] = h->store.unres[--h->store.nunres];
-			return true;
-		}
-	}
-	return false;
 }
 
 /* store_fini -- forget unresolved entries (at close). */

@@ -172,7 +172,7 @@ store_take(struct cxlp_handler *h, struct batch *b, const void *const keys[],
 		b->regs[i].len = lens[i];
 		b->gens[i] = r->loc.gen;
 		b->maps[i] = r->map;
-		b->addr[i] = regions_page_addr(h, pages[i], &b->regs[i].off);
+		b->addr[i] = owntab_page_addr(h, pages[i], &b->regs[i].off);
 	}
 	bad = i;
 	while (rc != 0 && !claimed && i-- > 0) {

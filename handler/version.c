@@ -17,7 +17,7 @@
  * DESIGN NOTES
  *
  * 1. Token (cxlp_version_t, opaque): opaque[0] the slot word seen,
- *    opaque[1] kind << 56 | slot. Kinds, made by [version_slot,
+ *    opaque[1] kind << 56 | slot. Kinds, made by [version_hits,
  *    version_settle] and read by [version_check]:
  *      SLOT  (slot, word) from a read of the index: 0 while the slot's
  *            word is still word, else CXLP_E_CHANGED
@@ -119,11 +119,17 @@ version_slot_of(const cxlp_version_t *v)
 	return v->opaque[1] & VER_SLOT_MASK;
 }
 
-/* version_slot -- see handler_int.h */
+/* version_hits -- see handler_int.h */
 void
-version_slot(cxlp_version_t *v, uint64_t slot, uint64_t word)
+version_hits(size_t n, const bool ask[], const struct proto_result res[],
+    cxlp_version_t vers[])
 {
-	version_set(v, VER_SLOT, slot, word);
+	for (size_t i = 0; i < n; i++) {
+		if (!ask[i] && res[i].status == 0) {
+			version_set(&vers[i], VER_SLOT, vers[i].opaque[1],
+			    vers[i].opaque[0]);
+		}
+	}
 }
 
 /* ---- read back [version_settle], note 3 --------------------------------- */
@@ -188,6 +194,7 @@ version_settle(struct cxlp_handler *h, struct scratch *s, size_t n,
 		}
 	}
 	direct_lookup_batch(h, m, b.keys, b.key_lens, b.res, b.ask, b.vers);
+	version_hits(m, b.ask, b.res, b.vers);
 	for (size_t j = 0; j < m; j++) {
 		size_t i = b.idx[j];
 

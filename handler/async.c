@@ -79,7 +79,7 @@
 #include <string.h>
 
 #include "err.h"
-#include "handler_int.h"
+#include "handler.h"
 #include "log.h"
 
 struct areq {

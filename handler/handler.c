@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "err.h"
-#include "handler_int.h"
+#include "handler.h"
 #include "log.h"
 
 /* In a child of fork(): the library's process-wide state made the

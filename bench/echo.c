@@ -4,7 +4,7 @@
  * with four context workers, each a thread waiting on callback-less recv
  * and send aios, as metaserver/server.c; a req0 client sending and
  * receiving on a context with
- * nng_aio_wait, resend timer off, as handler/client.c). A store or
+ * nng_aio_wait, resend timer off, as handler/net/client.c). A store or
  * retrieve cannot be faster than this, so the latency section reports its
  * ops against it. A second shape has the frame sizes of a REGISTER of 256
  * BENCH_KEY_LEN-byte keys and its reply: the floor under the batch

@@ -206,7 +206,7 @@ ev_round(struct ev *e, struct ev_round *r)
 	r->free_kps = ev_store_run(e, e->sz->n);
 	ev_single(e, e->sz->m, &r->free_p50, &r->free_p99);
 	(void)ev_store_run(e, e->pages); /* full: nothing but my keys */
-	/* counted from here: the handler's refills (handler/reclaim.c note
+	/* counted from here: the handler's refills (handler/region/reclaim.c note
 	 * 7) evict ahead of the stores, from the first RECLAIM on */
 	ev0 = ev_evicted(e);
 	(void)ev_store_run(e, ev_pages_free(e)); /* and no page left */

@@ -281,7 +281,7 @@ struct proto_hello {
 };
 
 /* Which file the server serves, so a handler can tell that what it
- * mapped by the path is that file (handler/poolid.c). */
+ * mapped by the path is that file (handler/session/poolid.c). */
 struct proto_poolid {
 	uint64_t nonce; /* the pool's open_nonce: this server's open */
 	uint64_t boot;  /* procstat_boot_hash() of the server's host: dev

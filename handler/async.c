@@ -44,7 +44,7 @@
  *    worker moves them back INFLIGHT -> ALLOCATED [pages_unclaim]
  *    before the callback says so: the caller's again. No page of a
  *    queued request has a key, so nothing else moves it meanwhile (a
- *    delete's regions_key_gone concerns pages whose key was
+ *    delete's pagelife_key_gone concerns pages whose key was
  *    registered).
  *
  * 4. Threads. At most max_inflight, started on demand [async_enqueue]:
@@ -79,7 +79,7 @@
 #include <string.h>
 
 #include "err.h"
-#include "handler_int.h"
+#include "handler.h"
 #include "log.h"
 
 struct areq {
@@ -260,7 +260,7 @@ slot_take(struct cxlp_handler *h, struct async *a, struct areq *r,
     bool nowait)
 {
 	bool in_callback = in_cb.h == h;
-	bool no_wait = nowait || in_callback || regview_delivering(h);
+	bool no_wait = nowait || in_callback || rmap_delivering(h);
 
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
@@ -640,6 +640,5 @@ async_close_deferred(struct cxlp_handler *h)
 		return false;
 	}
 	async_refuse(h);
-	h_close_later(h);
 	return true;
 }

@@ -13,14 +13,45 @@
  * connect) and frees the rest.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include "err.h"
-#include "handler_int.h"
+#include "handler.h"
 #include "log.h"
+
+/* In a child of fork(): the library's process-wide state made the
+ * child's (fork.c notes 2, 3). Here, above every module it resets. */
+static void
+fork_child(void)
+{
+	fork_child_gen();
+	cxlp_log_atfork_child();
+	latebye_atfork_child();
+	async_atfork_child();
+}
+
+__attribute__((constructor)) static void
+fork_hook_register(void)
+{
+	/* fails only for lack of memory at load; then every child is taken
+	 * for its parent, as before fork.c (and nng aborts in it) */
+	(void)pthread_atfork(NULL, NULL, fork_child);
+}
+
+/* The keeper's table, by priority: what the server asked back first,
+ * then the refill, then the keepalive (keeper.c). */
+static void
+keeper_tasks(struct cxlp_handler *h)
+{
+	h->giveback.task = keeper_add(&h->keeper, &giveback_task);
+	h->reclaim.refill_task = keeper_add(&h->keeper, &reclaim_refill_task);
+	(void)keeper_add(&h->keeper, &h_keepalive_task);
+	h->keeper.ask_task = h->giveback.task;
+}
 
 /* The first HELLO goes out with a random nonce in the header's token, so
  * that a copy resent after a lost reply gets the same session back. */
@@ -68,11 +99,12 @@ handler_new(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	pthread_mutex_init(&h->poolid_lock, NULL);
 	pthread_mutex_init(&h->expand_lock, NULL);
 	pthread_mutex_init(&h->page_lock, NULL);
-	regions_state_init(&h->regions);
+	owntab_state_init(&h->regions);
 	pagetab_init(&h->pages);
 	scratch_cache_init(&h->scratch);
 	keeper_init(&h->keeper);
 	reclaim_init(&h->reclaim);
+	keeper_tasks(h);
 	*out = h;
 	return 0;
 }
@@ -88,8 +120,8 @@ handler_free(struct cxlp_handler *h)
 	scratch_cache_fini(&h->scratch);
 	keeper_fini(&h->keeper);
 	reclaim_fini(&h->reclaim);
-	regions_state_fini(&h->regions);
-	regview_fini(h);
+	owntab_state_fini(&h->regions);
+	rmap_events_fini(h);
 	pthread_mutex_destroy(&h->page_lock);
 	pthread_mutex_destroy(&h->expand_lock);
 	pthread_mutex_destroy(&h->reattach_lock);
@@ -171,9 +203,10 @@ closer_main(void *arg)
 	return NULL;
 }
 
-/* h_close_later -- see handler_int.h */
-void
-h_close_later(struct cxlp_handler *h)
+/* cxlp_close of h from a thread of its own (a close called from one of
+ * h's callbacks, which h's close would wait for). */
+static void
+close_later(struct cxlp_handler *h)
 {
 	pthread_attr_t attr;
 	pthread_t t;
@@ -207,7 +240,7 @@ cxlp_close(struct cxlp_handler **hp)
 		    "they are");
 		return;
 	}
-	if (regview_delivering(h)) {
+	if (rmap_delivering(h)) {
 		/* cxlpool.h: not from h's region callback, whose delivering
 		 * call goes on using h once the callback returns */
 		log_err("cxlp_close from the handler's own region callback is "
@@ -217,7 +250,8 @@ cxlp_close(struct cxlp_handler **hp)
 	}
 	*hp = NULL;
 	if (async_close_deferred(h)) {
-		return; /* from one of h's callbacks: closed by a thread */
+		close_later(h); /* from one of h's callbacks */
+		return;
 	}
 	async_stop(h); /* every request submitted runs to its callback */
 	__atomic_store_n(&h->closing, 1, __ATOMIC_RELEASE);
@@ -248,7 +282,7 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 	    st->pages_quarantined;
 	pthread_mutex_unlock(&h->page_lock);
 	pthread_mutex_unlock(&h->reclaim.refill_lock);
-	st->foreign_maps = regions_foreign_count(h);
+	st->foreign_maps = rmap_foreign_count(h);
 	st->redials = client_redials(h->cl);
 	st->pages_reclaimed = __atomic_load_n(&h->reclaim.pages,
 	    __ATOMIC_RELAXED);

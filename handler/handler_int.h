@@ -1,29 +1,31 @@
 /*
- * handler_int.h -- the handler's private structures and the internal API
- * between its modules:
+ * handler_int.h -- the handler's struct (struct cxlp_handler) and the
+ * state it embeds, for every layer; the functions are declared by the
+ * layers' headers, each a folder that calls only the layers below it:
  *
- *   config.c   struct cxlp_config and its range-checked setters
- *   client.c   the nng REQ client (with csock.c, its sockets, the only
- *              nng users; client_int.h): client_call
- *   pages.c    pure page tables: per-region O(1) free list + page states
- *   regions.c  own regions (RW); cxlp_alloc / cxlp_free
- *   rmap.c     the region map of every mapping, and the foreign regions
- *              mapped into it (RO)
- *   prefaulter.c  the thread that prefaults regions mapped after connect
- *   giveback.c the return of emptied regions past the reserve
- *   call.c     HELLO, reattach and h_call, below every module that
- *              calls the server; the checks and decoders they share
- *   handler.c  connect, close, stats, healthcheck (the top)
- *   store.c    store / batch_store (and group batches)
- *   resolve.c  resolving registers whose reply was lost
- *   ops.c      retrieve, exists, pin, unpin, delete (+ batches)
- *   direct.c   unpinned lookups read straight from the pool's index
- *   version.c  versions of retrieved values; cxlp_validate (+ batch)
- *   keeper.c   the background thread: keepalive, and the give-back's
- *              round trips
- *   async.c    batch_store / batch_retrieve submitted without waiting:
- *              their threads, the bound on them, their callbacks
- *   regview.c  region views, value locations, the region callback
+ *   handler.h  handler.c (connect, close, stats, healthcheck) and
+ *              async.c (submits that do not wait): the top
+ *   kv.h       kv/: store, resolve (registers whose reply was lost),
+ *              ops (retrieve, exists, pin, unpin, delete), version,
+ *              lease, group, group_end
+ *   region.h   region/: owntab (the own-region table), rmap (the region
+ *              map and its queue of events), direct (the pool's index
+ *              and region table read in place), giveback, pagelife (the
+ *              page transitions several modules share), regions (asking
+ *              for and mapping own regions), reclaim, alloc (cxlp_alloc,
+ *              cxlp_free), reserve, regfit, prefaulter, regview
+ *   session.h  session/: call (HELLO, reattach, h_call, the checks and
+ *              decoders every call shares, the keepalive), poolid,
+ *              latebye
+ *   net.h      net/: client, csock, tls (the only nng users;
+ *              client_int.h), tlsprobe (the only mbedTLS user)
+ *   core.h     core/: config, pages (pure page tables), scratch, doubt,
+ *              trace, fork (the fork generation), keeper (the thread
+ *              that runs a table of tasks, knowing none by name)
+ *
+ * A file includes its own layer's header, which includes the one below
+ * (tests/handler/check_layers.py checks it); this file includes core
+ * headers only.
  *
  * Locks (never taken in the other order):
  *   h->expand_lock  serializes REGION_ALLOC and REGION_FREE round trips
@@ -48,8 +50,6 @@
 #include "scratch.h"
 
 struct kvread;
-
-/* ---- config.c ----------------------------------------------------------- */
 
 #define CFG_SERVER_MAX 512
 #define CFG_REGION_MAX (1ull << 40) /* region size cap, bytes */
@@ -85,17 +85,6 @@ struct cxlp_config {
 	struct cfg_tls tls;    /* tls+tcp:// only (tls.c) */
 };
 
-/* config_defaults -- fill *cfg with the documented defaults. */
-void config_defaults(struct cxlp_config *cfg);
-/* config_check -- 0 if cfg is usable for connect, else -EINVAL. */
-int config_check(const struct cxlp_config *cfg);
-/* config_secret_env -- cfg without a secret takes the one in the file
- * CXLP_SECRET_FILE names, if set (config.c note 2). 0, or -errno /
- * -EINVAL with the file named (cfg's secret left empty). */
-int config_secret_env(struct cxlp_config *cfg);
-
-/* ---- client.c ----------------------------------------------------------- */
-
 struct client;
 
 /* A validated reply: header decoded, op and req_id matched, status 0.
@@ -108,37 +97,6 @@ struct creply {
 	                 * the call succeeded: more than one means a copy
 	                 * may still reach the server later (doubt.c) */
 };
-
-/* client_open -- see client.c; tls: the TLS options (a tls+tcp:// url
- * needs a CA; any other url none), copied. */
-int client_open(struct client **out, const char *url, unsigned timeout_ms,
-    unsigned retries, const struct cfg_tls *tls);
-void client_close(struct client **cl);
-void client_set_session(struct client *cl, uint64_t session,
-    uint64_t token);
-void client_get_session(const struct client *cl, uint64_t *session,
-    uint64_t *token);
-uint64_t client_new_id(struct client *cl);
-/* client_last_reply_ms -- cxlp_now_coarse_ms() when the last reply arrived (or
- * when the client opened). */
-uint64_t client_last_reply_ms(const struct client *cl);
-int client_call_id(struct client *cl, uint16_t op, uint64_t id,
-    const struct pbuf *body, struct creply *rep);
-int client_call(struct client *cl, uint16_t op, const struct pbuf *body,
-    struct creply *rep);
-uint64_t client_redials(const struct client *cl);
-int client_call_once(struct client *cl, uint16_t op, const struct pbuf *body,
-    struct creply *rep);
-void client_reply_fini(struct creply *rep);
-
-/* ---- tls.c, tlsprobe.c: tls+tcp:// ------------------------------------ */
-
-/* tls_url -- url names a TLS transport (tls+tcp://, tls+tcp4/6://). */
-bool tls_url(const char *url);
-/* tls_check -- the TLS options fit url: a tls+tcp:// url has a CA, a
- * cert and a key come together, and no other url has any. 0 or -EINVAL
- * with cxlp_errormsg() set. */
-int tls_check(const char *url, const struct cfg_tls *tls);
 
 /* What a probe of a server that refused a handshake found (tlsprobe.c). */
 struct tlsprobe {
@@ -162,8 +120,6 @@ struct tlsprobe {
  * Never fails: *out says what was seen. */
 void tlsprobe_run(const char *url, const struct cfg_tls *tls,
     unsigned timeout_ms, struct tlsprobe *out);
-
-/* ---- regions.c, rmap.c ------------------------------------------------- */
 
 struct pmap;
 
@@ -190,7 +146,7 @@ struct rmap_ent {
 #define RMAP_BUCKETS 256
 
 /* The regions' state (regions.c, rmap.c), embedded in the handler:
- * regions_state_init at handler_new, regions_state_fini at handler_free;
+ * owntab_state_init at handler_new, owntab_state_fini at handler_free;
  * between them regions_init (connect) takes the first region and
  * regions_fini (close) unmaps every region. */
 struct regions {
@@ -232,27 +188,34 @@ struct store_state {
 	uint64_t quar_logged; /* quarantined pages when last logged */
 };
 
-/* ---- keeper.c (its state; the functions are below) ---------------------- */
+/* One task of the keeper's (keeper.c): due -- when it is due unasked
+ * (cxlp_now_coarse_ms time; UINT64_MAX: only when poked), called by the
+ * keeper thread with its lock held; run -- run it (no keeper lock held),
+ * false when the session is gone for good and the thread must end. */
+struct keeper_task {
+	uint64_t (*due)(struct cxlp_handler *h);
+	bool (*run)(struct cxlp_handler *h);
+};
+
+#define KEEPER_TASKS_MAX 8
 
 /* The keeper's state, embedded in the handler: keeper_init at
  * handler_new, keeper_fini at handler_free; between them the thread runs
  * from keeper_start to keeper_stop. */
 struct keeper {
-	pthread_mutex_t lock; /* guards stop, work, refill, tried_ms,
-	                       * retry_ms */
+	pthread_mutex_t lock; /* guards stop, poked, running's reads */
 	pthread_cond_t cond;  /* CLOCK_MONOTONIC; signalled by keeper_stop
 	                       * and keeper_poke */
 	bool stop;
-	bool work;        /* poked: run giveback_run */
-	bool refill;      /* poked: run reclaim_refill */
 	bool running;     /* the thread runs; set by connect/close, read by
 	                   * keeper_poke */
-	uint64_t tried_ms; /* the last heartbeat's start, cxlp_now_coarse_ms */
-	uint64_t retry_ms; /* 0, or when to run giveback_run again */
+	unsigned poked;   /* bit i: task i poked */
+	unsigned ntasks;
+	struct keeper_task task[KEEPER_TASKS_MAX]; /* by priority, filled
+	                   * before keeper_start (keeper_add) */
+	int ask_task;     /* the task a reply's ASK pokes, or -1 */
 	pthread_t tid;
 };
-
-/* ---- reclaim.c (its state; the functions are below) --------------------- */
 
 /* Room from a full pool (reclaim.c), embedded in the handler:
  * reclaim_init at handler_new, reclaim_fini at handler_free. */
@@ -270,9 +233,8 @@ struct reclaimer {
 	bool full;             /* the last RECLAIM answered with pages: the
 	                        * pool has no free region (atomic) */
 	uint32_t low;          /* refill below this many free pages (atomic) */
+	int refill_task;       /* its keeper task (keeper_add) */
 };
-
-/* ---- giveback.c (its state; the functions are below) -------------------- */
 
 /* The regions taken out of the page table (giveback.c note 2), both
  * lists guarded by expand_lock; emptied at regions_fini. */
@@ -280,11 +242,10 @@ struct giveback {
 	struct own_region *leaving; /* unreachable, REGION_FREE unanswered */
 	struct own_region *retired; /* given back: read-only, kept for
 	                             * stale readers and for reuse */
-	int asked;                  /* atomic: the server asks regions back
-	                             * (note 7) */
+	int task;                   /* its keeper task (keeper_add) */
+	uint64_t retry_ms;          /* 0, or when the task is due again
+	                             * (the keeper thread's alone) */
 };
-
-/* ---- handler.c ---------------------------------------------------------- */
 
 struct cxlp_handler {
 	struct cxlp_config cfg;
@@ -298,6 +259,10 @@ struct cxlp_handler {
 	int closing;      /* atomic */
 	unsigned fork_gen; /* fork_gen_now() at connect (fork.c note 2) */
 	int session_lost; /* atomic: the metaserver refused to reattach */
+	int asked;        /* atomic: a reply's ASK, the server asks regions
+	                   * back (giveback.c note 7) */
+	uint64_t beat_ms; /* the last heartbeat's start (call.c keepalive;
+	                   * the keeper thread's alone) */
 
 	pthread_mutex_t reattach_lock;
 
@@ -320,388 +285,12 @@ struct cxlp_handler {
 	struct cxlp_counters counters; /* cxlp_counters; relaxed atomics */
 	struct regview *regview; /* regview.c; NULL until the first
 	                      * cxlp_set_region_fn (set once, atomic), freed
-	                      * by regview_fini */
+	                      * by rmap_events_fini */
 };
 
 /* h_count -- add v to one of h->counters (relaxed, any thread). */
 #define h_count(h, field, v)                                               \
 	__atomic_fetch_add(&(h)->counters.field, (uint64_t)(v),            \
 	    __ATOMIC_RELAXED)
-
-/* ---- store.c, for group.c ---------------------------------------------- */
-
-/* store_check_call -- the checks a store makes before it touches a page:
- * h open, its session alive, 1..CXLP_BATCH_MAX keys, arrays (and the
- * caller's result array or callback: have_out) given, flags within
- * flags_ok, then store_check_keys. */
-int store_check_call(struct cxlp_handler *h, size_t n,
-    const void *const keys[], const size_t key_lens[],
-    const cxlp_page_t pages[], const size_t lens[], bool have_out,
-    unsigned flags, unsigned flags_ok);
-/* store_check_keys -- the checks of a store's keys and value lengths:
- * 0, -EINVAL, CXLP_E_KEYLEN or CXLP_E_TOOBIG. */
-int store_check_keys(const struct cxlp_handler *h, size_t n,
-    const void *const keys[], const size_t key_lens[], const size_t lens[]);
-/* store_group_batch -- one GROUP_REGISTER of group id: the contracts of
- * cxlp_batch_store_status (every page consumed once, stored[], status[])
- * but for a lost outcome, whose pages are freed (store.c, store_batch).
- * kept[i]: key i was staged at its page, which stays REGISTERED until
- * the group commits or rolls back. *reg_rc: the request's own error, 0
- * when results came. Returns as cxlp_batch_store_status, and
- * CXLP_E_UNKNOWN when the outcome was lost. */
-int store_group_batch(struct cxlp_handler *h, const void *id,
-    uint16_t id_len, size_t n, const void *const keys[],
-    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
-    bool stored[], int status[], bool kept[], int *reg_rc);
-
-/* ---- call.c ------------------------------------------------------------- */
-
-/* ---- poolid.c ---------------------------------------------------------- */
-
-/* h_poolid_set -- remember the WELCOME's pool identity (NULL: none). */
-void h_poolid_set(struct cxlp_handler *h, const struct proto_poolid *id);
-/* h_poolid_check -- m, mapped from h->pool_path, is of the file the
- * metaserver serves: same device and inode where the server runs on
- * this kernel, and the server's open nonce in the file's superblock.
- * On a mismatch the identity is asked again once (a reattaching HELLO:
- * the server may have restarted, or moved to a copy), then
- * CXLP_E_STALE naming the path. 0 when the server sent no identity. */
-int h_poolid_check(struct cxlp_handler *h, const struct pmap *m);
-
-/* h_hello -- HELLO (flags 0, or PROTO_HELLO_REATTACH with the session's
- * token), taking the session and the pool from the WELCOME. 0 or an
- * error; CXLP_E_PERM says which secret was lacking. */
-int h_hello(struct cxlp_handler *h, uint32_t flags);
-/* h_call -- client_call that reattaches once on CXLP_E_SESSION and
- * repeats the call. Same returns as client_call. */
-int h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
-    struct creply *rep);
-/* h_call_id -- h_call under request id id (0: a new one), repeated under
- * the same id after a reattach. */
-int h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
-    const struct pbuf *body, struct creply *rep);
-/* h_pool_stats -- the metaserver's STATS, decoded into v (indexed by
- * enum proto_stat; zero where the server sent none): cxlp_stats, and
- * regfit.c below it. 0 or an error. */
-int h_pool_stats(struct cxlp_handler *h, uint64_t v[PROTO_STATS_MAX]);
-/* h_ping -- one HEARTBEAT, one try (keeper.c); reattaches, or loses the
- * session, as h_call does. 0 or an error. */
-int h_ping(struct cxlp_handler *h);
-/* h_check_session -- CXLP_E_SESSION once the metaserver has refused to
- * reattach this handler's session: its regions may be another's now, so
- * no page of theirs is handed out or registered again. */
-int h_check_session(const struct cxlp_handler *h);
-/* h_check_open -- CXLP_E_CLOSED if h is closing or was connected before
- * this process forked (fork.c), -EINVAL if NULL. */
-int h_check_open(const struct cxlp_handler *h);
-/* h_check_keys -- validate a batch of keys (-EINVAL, CXLP_E_BATCH,
- * CXLP_E_KEYLEN). */
-int h_check_keys(size_t n, const void *const keys[],
-    const size_t key_lens[]);
-/* h_heartbeat_body -- check a HEARTBEAT reply's body: empty, or the
- * regions the server asks back (then giveback_note_ask). 0 or
- * CXLP_E_PROTO. */
-int h_heartbeat_body(struct cxlp_handler *h, struct creply *rep);
-/* h_get_results -- decode a result list of exactly n entries (or at most
- * n when exact is false) and the end of the reply. */
-int h_get_results(struct creply *rep, struct proto_result *res, size_t n,
-    bool exact, uint32_t *got);
-
-/* ---- regions.c, continued (its structs are above) ---------------------- */
-
-/* regions_state_init -- set up rg: no region, no mapping, no
- * prefaulter. */
-void regions_state_init(struct regions *rg);
-/* regions_state_fini -- tear rg down, after regions_fini. */
-void regions_state_fini(struct regions *rg);
-int regions_init(struct cxlp_handler *h);
-void regions_fini(struct cxlp_handler *h);
-/* regions_loc_ok -- loc's region extent is not empty, 4096-aligned and
- * inside the pool. */
-bool regions_loc_ok(const struct cxlp_handler *h,
-    const struct proto_loc *loc);
-
-/* regions_own_find -- local index of my region (id, gen) or -1. Caller
- * holds page_lock. */
-int regions_own_find(const struct cxlp_handler *h, uint32_t region,
-    uint32_t gen);
-/* regions_page_of -- the page at loc in one of my regions (page_lock
- * held): 0 and *pg, or CXLP_E_NOTFOUND. */
-int regions_page_of(const struct cxlp_handler *h, const struct proto_loc *loc,
-    cxlp_page_t *pg);
-/* regions_page_addr -- RW address and pool offset of an own page
- * (page_lock held; pg valid). */
-uint8_t *regions_page_addr(const struct cxlp_handler *h, cxlp_page_t pg,
-    uint64_t *pool_off);
-
-/* ---- rmap.c: the region map (its structs are above) --------------------- */
-
-/* rmap_put -- enter e (new) in the region map, replacing any entry for
- * its region id (a foreign one is retired, an own one freed). map_lock
- * held for writing. */
-void rmap_put(struct cxlp_handler *h, struct rmap_ent *e);
-/* rmap_fini -- unmap and free every entry, and the retired mappings (at
- * close, prefaulter stopped). */
-void rmap_fini(struct cxlp_handler *h);
-int regions_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
-    const void **data);
-uint64_t regions_foreign_count(struct cxlp_handler *h);
-/* regions_own_unlink -- take my region (loc's id and gen) out of the
- * region map, so that no location resolves to its mapping any more (a
- * no-op when it is not there). Takes map_lock. */
-void regions_own_unlink(struct cxlp_handler *h, const struct proto_loc *loc);
-
-/* ---- prefaulter.c ------------------------------------------------------- */
-
-/* prefault_queue -- queue a prefault of m (own regions ahead of foreign
- * ones). Best effort: without memory or a thread, m is faulted in on
- * first use. m must stay mapped until prefaulter_stop. Takes none of h's
- * locks, so callers may hold any of them. */
-void prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own);
-/* prefaulter_stop -- end h's prefaulter, if any; before any mapping is
- * closed. */
-void prefaulter_stop(struct cxlp_handler *h);
-
-/* ---- giveback.c ---------------------------------------------------------- */
-
-/* giveback_page_unlock -- release page_lock after pages went FREE; pokes
- * the keeper when more sets are empty than the reserve. */
-void giveback_page_unlock(struct cxlp_handler *h);
-/* giveback_note_ask -- a reply said PROTO_REP_F_ASK: have the keeper
- * fetch and honour the server's asks (giveback.c note 7). */
-void giveback_note_ask(struct cxlp_handler *h);
-/* giveback_run -- take the empty regions past the reserve out of use and
- * return them (REGION_FREE), and ask again for those whose REGION_FREE
- * went unanswered. Takes expand_lock and page_lock (caller holds none).
- * Returns true when some are left to ask again. */
-bool giveback_run(struct cxlp_handler *h);
-/* giveback_retire -- keep r, out of use and still mapped, until close
- * (a region whose entry failed after the region callback may have heard
- * of it: its UNMAPPING comes before the munmap). expand_lock held. */
-void giveback_retire(struct cxlp_handler *h, struct own_region *r);
-/* giveback_reuse -- the retired mapping of a region at loc's extent, made
- * writable again and no longer the give-back's (caller owns it), or NULL.
- * expand_lock held. */
-struct pmap *giveback_reuse(struct cxlp_handler *h,
-    const struct proto_loc *loc);
-/* giveback_call -- REGION_FREE of (loc->region, loc->gen): 0 or the
- * call's error. */
-int giveback_call(struct cxlp_handler *h, const struct proto_loc *loc);
-/* giveback_fini -- unmap and free the give-back's regions (at close). */
-void giveback_fini(struct cxlp_handler *h);
-
-/* ---- doubt.c ------------------------------------------------------------ */
-
-/* doubt_taint -- the REGISTER of pages[0..n) may still land later (sent
- * more than once, or no answer): taint each (pagetab_taint), so that it
- * is quarantined instead of freed. page_lock held; pages in flight,
- * unresolved or registered. */
-void doubt_taint(struct cxlp_handler *h, const cxlp_page_t pages[],
-    size_t n);
-/* doubt_note -- after pages may have gone QUARANTINED (page_lock held):
- * log at err level when the quarantined pages pass a quarter of the
- * handler's pages, and again at every doubling. */
-void doubt_note(struct cxlp_handler *h);
-
-/* ---- regfit.c ----------------------------------------------------------- */
-
-/* regions_may_grow -- max_regions allows one more region (takes
- * page_lock). */
-bool regions_may_grow(struct cxlp_handler *h);
-/* regions_len -- the length of the regions this handler asks for. */
-uint64_t regions_len(const struct cxlp_handler *h);
-/* regions_grant_check -- a region the server granted fits the pool and
- * the page size: 0, or CXLP_E_PROTO. */
-int regions_grant_check(const struct cxlp_handler *h,
-    const struct proto_loc *loc);
-/* regions_alloc -- cxlp_alloc with a wait of wait_ms for room (reclaim.c
- * note 6) instead of the configured one, for a caller that needs need
- * pages in all (reserve.c's, per call; 1 for cxlp_alloc). */
-int regions_alloc(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
-    unsigned wait_ms, uint32_t need);
-/* regions_enter -- map the region the server granted at loc and enter it
- * in the page table, taking its first page into *pg (pg NULL: none);
- * on failure it is given back. Caller holds expand_lock. */
-int regions_enter(struct cxlp_handler *h, const struct proto_loc *loc,
-    cxlp_page_t *pg);
-/* regions_key_gone -- a key of mine at loc went (deleted, or evicted):
- * its page is free again, or settles as its store decides (ops.c).
- * Takes page_lock. */
-void regions_key_gone(struct cxlp_handler *h, const struct proto_loc *loc);
-
-/* regfit_why -- the metaserver had no room for a region of len bytes:
- * CXLP_E_NOSPACE with a message giving the data area, its free bytes, a
- * region size that would fit and the --size that would (asks for the
- * pool's stats; caller holds no handler lock but expand_lock). Sets
- * h->regions.unfit when the region is larger than the whole data area. */
-int regfit_why(struct cxlp_handler *h, uint64_t len);
-
-/* ---- direct.c ----------------------------------------------------------- */
-
-/* direct_open -- map the pool's metadata area read-only for direct reads
- * (after HELLO: needs pool_path, pool_size, align). Never fails: on any
- * problem it logs why and leaves h->direct NULL (lookups use RPC). */
-void direct_open(struct cxlp_handler *h);
-/* direct_invalidate -- direct reads off for good, logged with why. */
-void direct_invalidate(struct cxlp_handler *h, const char *why);
-/* direct_close -- end the metadata walker, unmap; NULL-safe. */
-void direct_close(struct cxlp_handler *h);
-/* direct_lookup_batch -- answer unpinned LOOKUP/EXISTS for keys (already
- * validated) from shared memory: res[i] (status 0 and loc, or
- * CXLP_E_NOTFOUND) with ask[i] false, or ask[i] true where the server
- * must answer; vers[i] (vers may be NULL) is set for each key found.
- * Returns how many are left to ask (n when direct reads are off).
- * Thread-safe. */
-size_t direct_lookup_batch(struct cxlp_handler *h, size_t n,
-    const void *const keys[], const size_t key_lens[],
-    struct proto_result res[], bool ask[], cxlp_version_t vers[]);
-/* direct_reader -- the reader of the mapped index, or NULL when direct
- * reads are off (at connect, or turned off since). No system call. */
-const struct kvread *direct_reader(struct cxlp_handler *h);
-/* direct_intact -- the mapped pool still carries its magic and the uuid
- * it had at connect (a pool being reformatted in place clears the magic
- * first and gets a new uuid); false with direct reads off. */
-bool direct_intact(struct cxlp_handler *h);
-
-/* ---- version.c ---------------------------------------------------------- */
-
-/* version_slot -- *v names index slot `slot` as seen with word `word`
- * (a direct read's hit). */
-void version_slot(cxlp_version_t *v, uint64_t slot, uint64_t word);
-/* version_settle -- versions for the keys the server answered with status
- * 0 in res (those with asked[i], or all n when asked is NULL; pinned:
- * the server pinned them): each read back from the index (version.c note
- * 3). Arrays come from s; out of memory, the fallback kinds are used. */
-void version_settle(struct cxlp_handler *h, struct scratch *s, size_t n,
-    const void *const keys[], const size_t key_lens[],
-    const struct proto_result res[], const bool asked[], bool pinned,
-    cxlp_version_t vers[]);
-
-/* ---- latebye.c ---------------------------------------------------------- */
-
-/* latebye_unanswered -- rc (of a BYE) says it got no answer (timeout, no
- * connection), so the server may still hold the session. */
-bool latebye_unanswered(int rc);
-/* latebye_add -- remember an unanswered BYE of (session, token) at url,
- * process-wide (thread-safe), for the next connect to url. */
-void latebye_add(const char *url, uint64_t session, uint64_t token);
-/* latebye_send -- send the BYEs kept for h's url over h->cl, which no
- * other thread may use yet (cxlp_connect, before HELLO); leaves h->cl
- * with no session and clears the error message. */
-void latebye_send(struct cxlp_handler *h);
-/* latebye_atfork_child -- in a child of fork(): a new lock, no BYE kept
- * (fork.c note 3). */
-void latebye_atfork_child(void);
-
-/* ---- fork.c ------------------------------------------------------------- */
-
-/* fork_gen_now -- how many forks this process is from the one that
- * loaded the library (0 there); one relaxed load. */
-unsigned fork_gen_now(void);
-/* h_forked -- h was connected before this process forked: in the child
- * it is closed (fork.c note 1). */
-bool h_forked(const struct cxlp_handler *h);
-/* async_atfork_child -- in a child of fork(): async's closed state gets
- * new locks (fork.c note 3). */
-void async_atfork_child(void);
-
-/* ---- reclaim.c ----------------------------------------------------------- */
-
-/* reclaim_init -- set up r. */
-void reclaim_init(struct reclaimer *r);
-/* reclaim_fini -- tear it down. */
-void reclaim_fini(struct reclaimer *r);
-/* reclaim -- the regions are full: one RECLAIM round trip for a region
- * (only if grow, and max_regions allows) or pages of this handler's own
- * that eviction freed (need of them at least, when more than one batch:
- * a reservation's), waiting up to wait_ms for room when none can be
- * made (note 6), then take one into *pg. Returns 0, CXLP_E_NOSPACE (with
- * the reason), CXLP_E_BADOP (the metaserver predates RECLAIM: ask for a
- * region the old way) or another error. Caller holds expand_lock, not
- * page_lock. */
-int reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow,
-    unsigned wait_ms, uint32_t need);
-/* reclaim_low_locked -- the pool is full and this handler's free pages
- * are below the refill mark (reclaim.c note 7). Caller holds page_lock. */
-bool reclaim_low_locked(const struct cxlp_handler *h);
-/* reclaim_refill -- the keeper's RECLAIM ahead of need (note 7), unless
- * an alloc holds expand_lock. */
-void reclaim_refill(struct cxlp_handler *h);
-/* reclaim_gate_lock/unlock -- store_resolve's exclusive hold (note 2). */
-void reclaim_gate_lock(struct cxlp_handler *h);
-void reclaim_gate_unlock(struct cxlp_handler *h);
-
-/* ---- keeper.c ------------------------------------------------------------ */
-
-/* keeper_init -- set up k, with no thread running. */
-void keeper_init(struct keeper *k);
-/* keeper_fini -- tear down k (its thread stopped, or never started). */
-void keeper_fini(struct keeper *k);
-/* keeper_start -- start the keeper thread: 0, or the error (the connect
- * fails: without it there is no keepalive). */
-int keeper_start(struct cxlp_handler *h);
-/* keeper_stop -- stop and join it; a no-op when none runs. */
-void keeper_stop(struct cxlp_handler *h);
-/* keeper_poke -- have the keeper run giveback_run soon; without a keeper
- * thread, run it here. Caller holds none of h's locks. */
-void keeper_poke(struct cxlp_handler *h);
-/* keeper_poke_refill -- have the keeper run reclaim_refill soon (none
- * without a keeper thread: the next alloc that needs room makes it). */
-void keeper_poke_refill(struct cxlp_handler *h);
-
-/* ---- store.c, resolve.c ------------------------------------------------ */
-
-int store_resolve(struct cxlp_handler *h);
-/* store_unres_push -- append u to h->store.unres (page_lock held; the
- * entry's key is then the list's). resolve.c */
-void store_unres_push(struct cxlp_handler *h, const struct unresolved *u);
-/* store_forget -- drop page pg's unresolved entry (page_lock held): true
- * if it was there, false if store_resolve has it in hand. */
-bool store_forget(struct cxlp_handler *h, cxlp_page_t pg);
-void store_fini(struct cxlp_handler *h);
-/* store_claimed -- cxlp_batch_store_status of pages that are INFLIGHT
- * already, an asynchronous request's (async.c note 3): the same returns;
- * on the errors before any page is consumed they stay INFLIGHT. */
-int store_claimed(struct cxlp_handler *h, size_t n, const void *const keys[],
-    const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
-    unsigned flags, bool stored[], int status[]);
-
-/* ---- async.c ------------------------------------------------------------ */
-
-/* async_close_deferred -- cxlp_close of h called from one of h's own
- * callbacks: hand the close to a new detached thread (which runs it once
- * the callback returned) and return true; false when called from any
- * other thread (close here). */
-bool async_close_deferred(struct cxlp_handler *h);
-/* regview_delivering -- this thread is running one of h's region
- * callbacks (regview.c note 3). */
-bool regview_delivering(const struct cxlp_handler *h);
-/* h_close_later -- cxlp_close of h from a thread of its own (a close
- * from one of h's callbacks, which the close would wait for). */
-void h_close_later(struct cxlp_handler *h);
-/* async_stop -- at close, before h->closing is set: refuse new submits
- * (for good: h->async stays a state that refuses them), let every request
- * submitted run to its callback, and join the threads. */
-void async_stop(struct cxlp_handler *h);
-/* async_fini -- free h->async (handler_free, after async_stop). */
-void async_fini(struct cxlp_handler *h);
-
-/* ---- regview.c ---------------------------------------------------------- */
-
-/* regview_note -- the region map entry e was put (CXLP_REGION_MAPPED) or
- * is taken out (CXLP_REGION_UNMAPPING): queue the event for the region
- * callback, if one is set. map_lock held for writing (or the handler
- * closing, single-threaded). Takes only the queue's leaf lock. */
-void regview_note(struct cxlp_handler *h, const struct rmap_ent *e,
-    int kind);
-/* regview_drain -- deliver the queued events to the region callback.
- * Caller holds none of h's locks (regview.c note 1). */
-void regview_drain(struct cxlp_handler *h);
-/* regview_fini -- free the callback's state (handler_free). */
-void regview_fini(struct cxlp_handler *h);
-/* regview_page_size -- the page size of foreign region (id, gen) from the
- * pool's region table, or 0 when it cannot be read (direct reads off). */
-uint64_t regview_page_size(struct cxlp_handler *h, uint32_t region,
-    uint32_t gen);
 
 #endif /* CXLP_HANDLER_INT_H */

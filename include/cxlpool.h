@@ -435,7 +435,7 @@ CXLP_API int cxlp_store(struct cxlp_handler *h, const void *key,
  *   serves, so no reader ever sees part of a group, whether the writer
  *   lives or not. The writer, retrying (within the call, or at a
  *   cxlp_group_commit again after CXLP_E_UNKNOWN), looks the keys up and
- *   reports the commit if all are in, or rolls back. handler/group.c
+ *   reports the commit if all are in, or rolls back. handler/kv/group.c
  *   notes 5 and 6 list what else a restart can leave.
  * - A group is used by one thread at a time; a handler may have many.
  */

@@ -87,7 +87,7 @@
  *    (unless 2^23 writes of the slot wrapped seq round to w). The page
  *    of a value is written again only after its key's removal changed
  *    w, so a reader that copied the value and then loads w again, after
- *    an acquire fence, copied that value whole (handler/version.c).
+ *    an acquire fence, copied that value whole (handler/kv/version.c).
  */
 #include <errno.h>
 #include <string.h>

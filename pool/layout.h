@@ -157,7 +157,7 @@ struct pool_sb {
 	uint64_t open_nonce;      /* random, nonzero, written by each opening
 	                           * writer (the metaserver, at every start):
 	                           * which open of which file a handler maps
-	                           * (WELCOME carries it; handler/poolid.c).
+	                           * (WELCOME carries it; handler/session/poolid.c).
 	                           * 0 in pools before 2.4. One 8-byte store,
 	                           * not covered by checksum */
 	uint8_t reserved[3216];   /* zero */

@@ -466,7 +466,7 @@ Test(handler, a_lost_register_reply_keeps_the_page_until_resolved)
 
 /* nng 1.5.2 wedges its reaper, and with it every later nng_close in the
  * process, when a socket is closed just as a message arrives on it
- * (handler/client.c, csock_retire). Late replies from a stalled server are
+ * (handler/net/client.c, csock_retire). Late replies from a stalled server are
  * such messages: each round here lets calls time out against a stopped
  * server (one: the socket stays; two: the close redials), wakes it and
  * closes the handler at once, as the late replies come in. nng must still

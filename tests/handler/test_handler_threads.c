@@ -175,7 +175,7 @@ Test(handler, many_threads_share_one_handler)
 
 /* Threads sharing one handler, each storing, reading back, checking and
  * deleting batches of its own keys whose sizes change every round: the
- * batch calls' reusable memory (handler/scratch.c) is taken and grown by
+ * batch calls' reusable memory (handler/core/scratch.c) is taken and grown by
  * many threads at once, and a request built in memory another thread also
  * uses would store or read the wrong keys or bytes. */
 #define BT_THREADS 12

@@ -132,7 +132,7 @@ itest_connect_via_proxy(unsigned timeout_ms, unsigned retries)
 
 /* itest_assert_pool_checks -- see itest.h. pool-inspect reads the live
  * pool without the server's lock, so a change in flight (a handler's
- * keeper refilling in the background: handler/reclaim.c note 7) can be
+ * keeper refilling in the background: handler/region/reclaim.c note 7) can be
  * read half made; such a reading is taken again, a few times: damage
  * that is really there stays. */
 void

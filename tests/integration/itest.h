@@ -70,7 +70,7 @@ uint32_t itest_get_check(struct cxlp_handler *h, const char *prefix,
 
 /*
  * Children are itest-worker processes (worker.c), exec'd fresh (a forked
- * child may connect a handler too: test_fork.c, handler/fork.c). A child
+ * child may connect a handler too: test_fork.c, handler/core/fork.c). A child
  * blocks until itest_go, plays
  * its role, and writes results that the parent reads with test_child_read
  * (proc.h).

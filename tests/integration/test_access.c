@@ -275,7 +275,7 @@ Test(access, secret_longer_than_the_protocol_bound_is_refused)
 }
 
 /* issue 29: CXLP_SECRET_FILE gives the handler its secret when the
- * config sets none (handler/config.c note 2), for integrations that
+ * config sets none (handler/core/config.c note 2), for integrations that
  * build the config from their own settings: right, wrong, missing,
  * unreadable (a directory: the tests run as root, whom modes do not
  * stop), empty; a secret on the config wins; unset, nothing is sent */

@@ -202,7 +202,7 @@ Test(faults, unknown_register_outcome_keeps_pages_until_resolved)
  * registered again when the handler later resolves what it had in doubt
  * (it came back, and its page stayed registered with no key the user
  * knew of). The page is quarantined, not freed: a copy of the lost
- * REGISTER may still land (handler/doubt.c, test_late.c). */
+ * REGISTER may still land (handler/core/doubt.c, test_late.c). */
 Test(faults, a_key_deleted_while_its_store_is_unresolved_stays_deleted)
 {
 	/* 4 tries of 300 ms: the calls after the lost replies must not time

@@ -1,6 +1,6 @@
 /*
  * test_fork.c -- a process that forks after it used the library
- * (handler/fork.c): the child connects a handler of its own, stores and
+ * (handler/core/fork.c): the child connects a handler of its own, stores and
  * reads; the parent's handler fails every call in the child with
  * CXLP_E_CLOSED and its close there ends nothing; the parent's handler
  * goes on in the parent. Children in a row, at once, a grandchild, and

@@ -1,7 +1,7 @@
 /*
  * test_giveback.c -- issue 17 over a real metaserver: a live handler
  * that deleted all its keys holds no more than its reserve of empty
- * regions (handler/giveback.c), and a handler connects to a full pool
+ * regions (handler/region/giveback.c), and a handler connects to a full pool
  * and gets space once another gives some back. The threads of one
  * handler churning regions are in test_giveback_threads.c.
  *
@@ -189,7 +189,7 @@ Test(giveback, a_full_pool_takes_a_new_handler_and_gives_it_space_reserve_2)
 }
 
 /* A region larger than the whole data area can never be had: connect
- * still fails, saying so (tests/handler/test_regfit.c has the numbers). */
+ * still fails, saying so (tests/handler/region/test_regfit.c has the numbers). */
 Test(giveback, a_region_larger_than_the_data_area_still_fails_connect)
 {
 	struct cxlp_handler *h = kv_connect(srv.url, PAGE, 64 * MiB, true);

@@ -1,7 +1,7 @@
 /*
  * test_giveback_threads.c -- issue 17 under load and under doubt: the
  * threads of one handler allocate, free, store and delete while its
- * regions come and go (handler/giveback.c), and nothing leaks or mixes;
+ * regions come and go (handler/region/giveback.c), and nothing leaks or mixes;
  * a page whose REGISTER may still land keeps its region. One-thread
  * cases are in test_giveback.c.
  */
@@ -274,7 +274,7 @@ TestSuite(giveback_doubt, .init = doubt_start, .fini = itest_proxy_stop,
     .timeout = 90);
 
 /* A page whose REGISTER reply was lost, then whose key was deleted, is
- * quarantined (handler/doubt.c): a late copy of that REGISTER could
+ * quarantined (handler/core/doubt.c): a late copy of that REGISTER could
  * bring the key back into it, so its region is never empty and never
  * given back, though every other page of it is free. */
 Test(giveback_doubt, a_region_with_a_quarantined_page_is_kept)

@@ -1,5 +1,5 @@
 /*
- * test_group.c -- request groups (handler/group.c, metaserver/group.c):
+ * test_group.c -- request groups (handler/kv/group.c, metaserver/group.c):
  * admission by reservation, staging that no reader sees, the commit of
  * the last batch, rollback (past the total, an alloc timeout, abort,
  * cancel from another process, a killed writer, a metaserver restart)

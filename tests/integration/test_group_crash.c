@@ -29,7 +29,7 @@
  * decided.
  *
  * Also here (issue 25 item 6b), the bracket that batch reads from shared
- * memory keep (handler/direct.c, commit_seq): a commit made slow (a
+ * memory keep (handler/region/direct.c, commit_seq): a commit made slow (a
  * pause after each key it stages and each it publishes) is caught by
  * the test's own lock-free reader (pool/kvread.c over the pool file)
  * with its first key published and its second not yet; a batch_exists

@@ -1,6 +1,6 @@
 /*
  * test_group_unknown.c -- a request group's commit that gets no answer
- * (handler/group_end.c, cxlp_group_commit): the call reports
+ * (handler/kv/group_end.c, cxlp_group_commit): the call reports
  * CXLP_E_UNKNOWN, and cxlp_group_commit again finds out what happened,
  * whether the metaserver had committed (the answer was lost) or never
  * saw the commit (the request was lost), or answered in a way that cannot

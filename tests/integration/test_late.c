@@ -3,7 +3,7 @@
  * relay holds the copy across a metaserver restart, the server forgets
  * its request id, and the copy lands after its key was deleted and its
  * page could have been handed out again. The handler's guard
- * (handler/doubt.c) keeps such a page out of the free list, so the late
+ * (handler/core/doubt.c) keeps such a page out of the free list, so the late
  * copy brings the key back with its own bytes at worst, and never binds
  * it to another key's bytes.
  *

@@ -1,7 +1,7 @@
 /*
  * test_regview.c -- issue 19 over a real metaserver: value locations
  * (cxlp_locate), the region listing, region views by id, page handles
- * from (region, index), and the region callback (handler/regview.c):
+ * from (region, index), and the region callback (handler/region/regview.c):
  * replayed, fired for own and foreign regions before the pointer is
  * handed out, fired before unmap with exactly the mapped range, and safe
  * to call back into the library from.

@@ -1,6 +1,6 @@
 /*
  * test_regview_order.c -- the region callback's order and re-entry
- * (handler/regview.c notes 2-4): a given-back region's UNMAPPING comes
+ * (handler/region/regview.c notes 2-4): a given-back region's UNMAPPING comes
  * while the region is still this handler's and as mapped as the callback
  * knew it; callbacks of two handlers nested on one thread do not wait
  * for themselves; a callback swapped while another thread maps regions

@@ -1,6 +1,6 @@
 /*
  * test_regview_reentry.c -- what a region callback may and may not call
- * on its own handler (cxlpool.h, "The region callback"; handler/regview.c
+ * on its own handler (cxlpool.h, "The region callback"; handler/region/regview.c
  * note 3, async.c note 2), from a review:
  *   - cxlp_close of the handler is refused: the call delivering the
  *     event goes on using the handler once the callback returns (it was

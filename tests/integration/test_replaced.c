@@ -3,7 +3,7 @@
  * (issue 25, item 1). Its handlers map regions by path: after `rm P` and
  * a second metaserver on P, or `mv P away; cp away P`, a new mapping
  * would be of another file than the one the server serves, and a store
- * would land there. A handler checks each new mapping (handler/poolid.c)
+ * would land there. A handler checks each new mapping (handler/session/poolid.c)
  * and refuses it with CXLP_E_STALE; the server sees its path name
  * another file and takes no new handler; what was mapped before goes on.
  * A restart on the same file is no replacement: its new open nonce is

@@ -1,5 +1,5 @@
 /*
- * test_reserve.c -- reservations (handler/reserve.c): n pages held at
+ * test_reserve.c -- reservations (handler/region/reserve.c): n pages held at
  * once, taken without a wait or a round trip, all or nothing on a pool
  * that cannot give them, waited for when the call allows, and given back
  * by release.

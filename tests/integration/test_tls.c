@@ -1,6 +1,6 @@
 /*
  * test_tls.c -- tls+tcp:// between handlers and the metaserver
- * (handler/tls.c, handler/tlsprobe.c, metaserver/tls.c, the access rules
+ * (handler/net/tls.c, handler/net/tlsprobe.c, metaserver/tls.c, the access rules
  * of metaserver/config.c).
  *
  *   - a handler with the right CA stores and reads over TLS, and the

@@ -1,5 +1,5 @@
 /*
- * test_wait.c -- backpressure (metaserver/waitq.c, handler/reclaim.c
+ * test_wait.c -- backpressure (metaserver/waitq.c, handler/region/reclaim.c
  * note 6): an alloc on a pool where nothing can be evicted waits, up to
  * the handler's alloc wait, and gets room as soon as something makes it;
  * waiting handlers are served in the order they came; a wait that runs

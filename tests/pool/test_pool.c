@@ -134,7 +134,7 @@ Test(pool, regions_keys_and_sessions_survive_close_and_reopen)
 }
 
 /* Each open by a writer leaves a new open nonce in the superblock (what
- * a handler checks its mappings against, handler/poolid.c); a reader's
+ * a handler checks its mappings against, handler/session/poolid.c); a reader's
  * open changes nothing. The session record's flags come back as stored. */
 Test(pool, each_writer_open_leaves_a_new_open_nonce_and_session_flags_stay)
 {

@@ -1,7 +1,7 @@
 """Python processes forked after the parent connected (multiprocessing's
 fork start method, Linux's default before Python 3.14): each child
 connects, stores and reads; the parent's handler raises ClosedError in a
-child; an inherited Handler connects anew there (handler/fork.c and
+child; an inherited Handler connects anew there (handler/core/fork.c and
 cxlpool._session). Before the fix the children died by SIGABRT in nng
 (exit codes -6, -6, -6)."""
 

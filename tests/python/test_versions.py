@@ -1,6 +1,6 @@
 """cxlpool.versions: versioned retrieves and validate through the binding,
 against a real metaserver (the C behaviour in full is
-tests/handler/test_version.c)."""
+tests/handler/kv/test_version.c)."""
 
 from __future__ import annotations
 

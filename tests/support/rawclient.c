@@ -73,7 +73,7 @@ raw_close(struct raw_client *c)
 /* Sockets raw_redial replaced, kept open to the end of the process: a
  * reply owed on one may still arrive, and nng 1.5.2 wedges every later
  * close in the process if a socket is closed as a message arrives
- * (handler/client.c, csock_retire). Their dialers are slowed down to one
+ * (handler/net/client.c, csock_retire). Their dialers are slowed down to one
  * attempt a minute, so that a test redialing many times does not keep
  * hundreds of connections reaching each server it restarts. */
 static void **retired;

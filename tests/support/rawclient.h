@@ -65,7 +65,7 @@ int raw_hello(struct raw_client *c);
 /* raw_nng_usable -- whether nng still works in this process: a req/rep
  * pair over inproc exchanges a message and both sockets close within
  * deadline_ms (a close needs nng's reaper thread, which nng 1.5.2 can
- * wedge for good; handler/client.c csock_retire). 0, or -ETIMEDOUT (the
+ * wedge for good; handler/net/client.c csock_retire). 0, or -ETIMEDOUT (the
  * helper thread is left behind), or another negative error. */
 int raw_nng_usable(unsigned deadline_ms);
 /* raw_region -- REGION_ALLOC of len bytes with page_size pages. */

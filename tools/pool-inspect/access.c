@@ -7,7 +7,7 @@
  *
  * Why this shape: the pool's API keeps the access bytes to itself (only
  * touch and the eviction read them), so the summary reads them here from
- * the media, as a handler maps them (handler/direct.c): the superblock
+ * the media, as a handler maps them (handler/region/direct.c): the superblock
  * from the pool's first align bytes, then the area alone, both read-only.
  * On a pool a metaserver serves the count is a snapshot that readers and
  * the hand change under it.

@@ -14,7 +14,7 @@ from .config import Config
 
 KiB = 1024
 MiB = 1024 * KiB
-_PAGE_MIN = 64  # the smallest page libcxlpool takes (handler/config.c)
+_PAGE_MIN = 64  # the smallest page libcxlpool takes (handler/core/config.c)
 _DIGEST = 32  # bytes of the blake2b digest of an over-long key
 
 
@@ -102,7 +102,7 @@ class MaruConfig:
             # no region is given back when its pages are freed (Maru
             # keeps its regions); the metaserver can still ask regions
             # back under pool pressure (PROTO_HELLO_GIVEBACK,
-            # handler/giveback.c note 7), whatever this says: such a
+            # handler/region/giveback.c note 7), whatever this says: such a
             # region goes once no page of it is in use, and
             # set_on_region_removed tells of it
             reserve_regions=0xFFFFFFFF)

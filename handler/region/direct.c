@@ -1,0 +1,479 @@
+/*
+ * direct.c -- direct reads: unpinned retrieve and exists answered from the
+ * pool's KV index in shared memory, without a round trip to the
+ * metaserver.
+ *
+ * Why this shape: a LOOKUP costs an nng round trip (~100 us, mostly
+ * thread hand-offs) and metaserver CPU for every key, while the index it
+ * consults sits in the same pool file the handler already maps regions
+ * of. So at connect the handler maps the pool's metadata area read-only
+ * (superblock, region table, index, key heap: [0, data area offset)),
+ * checks the superblock, and from then on looks keys up itself with
+ * kvread.c's seqlock protocol; the metaserver stays the only writer. Only
+ * what needs the server's word goes to it: pinned retrieves (the pin is
+ * the server's), and keys the direct read could not settle (KVREAD_ASK: a
+ * write that would not finish, or values that do not add up). Anything
+ * unexpected at connect (another pool behind the path, an unknown layout
+ * version, a mapping failure) leaves direct reads off for this handler,
+ * logged, and every lookup goes through RPC as before.
+ *
+ * The mapping outlives the file it maps: a pool file deleted and created
+ * anew under the same path (a metaserver restarted on a fresh pool) would
+ * leave direct reads answering from the old one for good. So at most every
+ * RECHECK_MS a lookup stats the path, and a path that names another file
+ * now turns direct reads off; so does a session the metaserver no longer
+ * knows (h->session_lost, which a failed reattach sets: call.c). Lookups then go to
+ * the metaserver, which answers for the pool it serves.
+ *
+ * A hit also sets the key's byte in the pool's access area, which the
+ * handler maps writable on its own (access_map): that is how reads that
+ * never reach the metaserver count in the eviction order. A handler can
+ * change only that order through it (pool/evict.c note 1).
+ *
+ * The mapping covers the session table too; a handler can already map
+ * the whole pool file (foreign regions are read through it), so this
+ * opens nothing new. The handler's own config switch is
+ * cxlp_config_set_direct_reads (default on).
+ *
+ * A first lookup would fault on each metadata page it meets (two per key
+ * at first; ~10 us each under a shadow-paging hypervisor). So a walker
+ * thread maps in, after connect, the pages the pool file already backs
+ * (pmap_prefault_walk with backed_only: the key heap's holes stay holes).
+ * It runs at normal priority: at SCHED_IDLE it would cost the
+ * application nothing on a busy box, but a starved thread inside
+ * madvise or a fault holds the process's mmap lock, and every mmap,
+ * munmap and thread start of the application would wait for it.
+ * direct_close stops it before unmapping.
+ *
+ * The same mapping checks versions (version.c): a lookup that finds a key
+ * returns its slot and word, and cxlp_validate reads that slot's word
+ * again through direct_reader. Validate does not look at the pool path
+ * (no system call on its path); once a lookup has found the path
+ * replaced, direct_reader says no and validate reports a change.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "clock.h"
+#include "err.h"
+#include "region.h"
+#include "kvread.h"
+#include "layout.h"
+#include "log.h"
+#include "map.h"
+#include "pool.h"
+
+#define RECHECK_MS 200 /* how stale the pool file's identity may get */
+#define COMMIT_PASSES 4 /* batch passes that may meet a group's commit */
+
+struct direct {
+	struct pmap *map;  /* [0, meta_len) of the pool, read-only */
+	struct pmap *amap; /* the access area, writable; NULL: none */
+	uint8_t *access;   /* one reference byte per index slot, or NULL */
+	struct kvread kr;  /* views into map */
+	uint64_t magic;    /* the superblock's first 8 bytes when valid */
+	uint64_t uuid[2];  /* its uuid, new at every format */
+	dev_t dev;         /* the pool file mapped */
+	ino_t ino;
+	uint64_t check_ms; /* atomic: next identity check, monotonic ms */
+	bool off;          /* atomic: turned off after open */
+	pthread_t walker;  /* prefaults map; valid if walking */
+	bool walking;
+	int stop;          /* atomic: end the walk */
+};
+
+/* The file behind the pool path now; false if it cannot be stat'ed. */
+static bool
+path_identity(const char *path, dev_t *dev, ino_t *ino)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0) {
+		return false;
+	}
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return true;
+}
+
+/* copy and validate the superblock through a mapping of the pool head */
+static int
+sb_read(struct cxlp_handler *h, struct pool_sb *sb)
+{
+	struct pmap *head;
+	char why[200];
+	int rc;
+
+	rc = pmap_open(&head, h->pool_path, 0, h->align, false);
+	if (rc != 0) {
+		return rc;
+	}
+	memcpy(sb, pmap_addr(head), sizeof(*sb));
+	rc = layout_validate(sb, pmap_file_size(head), why, sizeof(why));
+	pmap_close(&head);
+	if (rc != 0) {
+		return cxlp_fail(rc, "%s: %s", h->pool_path, why);
+	}
+	if (sb->size != h->pool_size || sb->align != h->align) {
+		return cxlp_fail(CXLP_E_CORRUPT, "%s: pool of %llu bytes, "
+		    "align %llu; the metaserver serves %llu, align %llu",
+		    h->pool_path, (unsigned long long)sb->size,
+		    (unsigned long long)sb->align,
+		    (unsigned long long)h->pool_size,
+		    (unsigned long long)h->align);
+	}
+	return 0;
+}
+
+/* map the metadata area and attach the reader; 0 or an error */
+static int
+meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
+{
+	uint64_t meta_len = sb->area[POOL_AREA_DATA].off;
+	const struct pool_sb *live;
+	char why[200];
+	int rc;
+
+	if (meta_len == 0 || meta_len % sb->align != 0) {
+		return cxlp_fail(CXLP_E_CORRUPT, "%s: data area at %llu",
+		    h->pool_path, (unsigned long long)meta_len);
+	}
+	if ((rc = pmap_open(&d->map, h->pool_path, 0, meta_len, false)) != 0) {
+		return rc;
+	}
+	if ((rc = h_poolid_check(h, d->map)) != 0) {
+		pmap_close(&d->map); /* another file's index: not read */
+		return rc;
+	}
+	live = pmap_addr(d->map);
+	/* the same pool as the copy we validated (not reformatted since) */
+	if (memcmp(live->uuid, sb->uuid, sizeof(sb->uuid)) != 0 ||
+	    live->checksum != sb->checksum) {
+		return cxlp_fail(CXLP_E_CORRUPT, "%s: superblock changed "
+		    "while mapping", h->pool_path);
+	}
+	if ((rc = kvread_init(&d->kr, sb, live, meta_len, why,
+	    sizeof(why))) != 0) {
+		return cxlp_fail(rc, "%s: %s", h->pool_path, why);
+	}
+	memcpy(&d->magic, sb->magic, sizeof(d->magic));
+	memcpy(d->uuid, sb->uuid, sizeof(d->uuid));
+	return 0;
+}
+
+/* Map the access area writable (evict.c in pool/: a hit sets the key's
+ * byte, which the eviction order counts). Optional: without it (a pool
+ * before layout 2.2, a mapping refused) direct reads go uncounted and
+ * the order sees only the server's lookups. */
+static void
+access_map(struct cxlp_handler *h, const struct pool_sb *sb,
+    struct direct *d)
+{
+	const struct pool_area *a = &sb->access;
+
+	if (!(sb->compat & POOL_COMPAT_ACCESS)) {
+		log_info("direct reads are not counted by eviction: the pool "
+		    "predates its access area (layout 2.2)");
+		return;
+	}
+	if (a->count != d->kr.nslots || pmap_open(&d->amap, h->pool_path,
+	    a->off, a->len, true) != 0 || h_poolid_check(h, d->amap) != 0) {
+		log_err("direct reads are not counted by eviction: cannot map "
+		    "the access area: %s", cxlp_errormsg());
+		pmap_close(&d->amap);
+		return;
+	}
+	d->access = pmap_addr(d->amap);
+}
+
+/* a hit on slot: set its reference byte unless it is set (a store only
+ * when it changes something, so readers do not bounce the line) */
+static inline void
+access_touch(const struct direct *d, uint64_t slot)
+{
+	if (d->access != NULL && slot < d->kr.nslots &&
+	    __atomic_load_n(&d->access[slot], __ATOMIC_RELAXED) == 0) {
+		__atomic_store_n(&d->access[slot], 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void *
+walker_main(void *arg)
+{
+	struct direct *d = arg;
+
+	pmap_prefault_walk(d->map, true, &d->stop);
+	return NULL;
+}
+
+/* direct_open -- see handler_int.h */
+void
+direct_open(struct cxlp_handler *h)
+{
+	struct direct *d;
+	struct pool_sb sb;
+	int rc;
+
+	h->direct = NULL;
+	if (!h->cfg.direct_reads) {
+		return;
+	}
+	if ((d = calloc(1, sizeof(*d))) == NULL) {
+		log_err("direct reads off: out of memory");
+		return;
+	}
+	if (!path_identity(h->pool_path, &d->dev, &d->ino)) {
+		rc = cxlp_fail(-errno, "%s: %s", h->pool_path,
+		    strerror(errno));
+	} else if ((rc = sb_read(h, &sb)) == 0) {
+		rc = meta_map(h, &sb, d);
+	}
+	if (rc != 0) {
+		log_err("direct reads off, lookups go through the metaserver: "
+		    "%s", cxlp_errormsg());
+		pmap_close(&d->map);
+		free(d);
+		return;
+	}
+	access_map(h, &sb, d);
+	log_info("direct reads on: %s, %llu index slots",
+	    h->pool_path, (unsigned long long)d->kr.nslots);
+	d->check_ms = cxlp_now_coarse_ms() + RECHECK_MS;
+	d->walking = pthread_create(&d->walker, NULL, walker_main, d) == 0;
+	h->direct = d;
+}
+
+/* Turn direct reads off for good (the session is gone, or the path names
+ * another pool now); lookups go to the server. */
+static void
+direct_invalidate(struct cxlp_handler *h, const char *why)
+{
+	struct direct *d = h->direct;
+
+	if (d != NULL && !__atomic_exchange_n(&d->off, true,
+	    __ATOMIC_ACQ_REL)) {
+		log_info("direct reads off: %s", why);
+	}
+}
+
+/* Direct reads turned off, for good: by a path that named another file,
+ * or now by a session the metaserver no longer knows. */
+static bool
+direct_off(struct cxlp_handler *h, struct direct *d)
+{
+	if (__atomic_load_n(&d->off, __ATOMIC_ACQUIRE)) {
+		return true;
+	}
+	if (__atomic_load_n(&h->session_lost, __ATOMIC_ACQUIRE)) {
+		direct_invalidate(h, "the metaserver no longer knows this "
+		    "session");
+		return true;
+	}
+	return false;
+}
+
+/* Still the pool we mapped? Looks at the path at most every RECHECK_MS
+ * (one thread of those that find the check due does it). */
+static bool
+direct_usable(struct cxlp_handler *h, struct direct *d)
+{
+	uint64_t due = __atomic_load_n(&d->check_ms, __ATOMIC_RELAXED);
+	uint64_t now;
+	dev_t dev;
+	ino_t ino;
+
+	if (direct_off(h, d)) {
+		return false;
+	}
+	now = cxlp_now_coarse_ms();
+	if (now < due || !__atomic_compare_exchange_n(&d->check_ms, &due,
+	    now + RECHECK_MS, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		return true;
+	}
+	if (!path_identity(h->pool_path, &dev, &ino) || dev != d->dev ||
+	    ino != d->ino) {
+		direct_invalidate(h, "the pool path names another file now");
+		return false;
+	}
+	return true;
+}
+
+/* direct_close -- see handler_int.h */
+void
+direct_close(struct cxlp_handler *h)
+{
+	if (h->direct != NULL) {
+		if (h->direct->walking) {
+			__atomic_store_n(&h->direct->stop, 1,
+			    __ATOMIC_RELAXED);
+			pthread_join(h->direct->walker, NULL);
+		}
+		pmap_close(&h->direct->map);
+		pmap_close(&h->direct->amap);
+		free(h->direct);
+		h->direct = NULL;
+	}
+}
+
+/* the pool is still the one formatted when we mapped it (a pool being
+ * reformatted in place clears its magic first) */
+static bool
+magic_intact(const struct direct *d)
+{
+	const uint64_t *magic = pmap_addr(d->map);
+
+	return __atomic_load_n(magic, __ATOMIC_ACQUIRE) == d->magic;
+}
+
+/* res and ask (and vers, unless NULL) of keys[0..n), n <= KVREAD_BATCH,
+ * from the index: answers are kept only if the magic held before and
+ * after the lookups */
+static void
+direct_chunk(struct direct *d, size_t n, const void *const keys[],
+    const size_t key_lens[], struct proto_result res[], bool ask[],
+    cxlp_version_t vers[])
+{
+	struct kvread_loc l[KVREAD_BATCH];
+	int rc[KVREAD_BATCH];
+	bool intact = magic_intact(d);
+
+	if (intact) {
+		kvread_lookup_batch(&d->kr, n, keys, key_lens, l, rc);
+		intact = magic_intact(d);
+	}
+	for (size_t i = 0; i < n; i++) {
+		ask[i] = !intact || rc[i] == KVREAD_ASK;
+		if (ask[i]) {
+			continue;
+		}
+		memset(&res[i], 0, sizeof(res[i]));
+		res[i].status = rc[i];
+		if (rc[i] == 0) {
+			access_touch(d, l[i].slot);
+			res[i].loc = (struct proto_loc){ .region = l[i].region,
+			    .gen = l[i].gen, .region_off = l[i].region_off,
+			    .region_len = l[i].region_len, .off = l[i].off,
+			    .len = l[i].len };
+			if (vers != NULL) { /* version_hits makes it a token */
+				vers[i].opaque[0] = l[i].word;
+				vers[i].opaque[1] = l[i].slot;
+			}
+		}
+	}
+}
+
+/* the pool's commit_seq (pool_commit_begin), acquire: even between the
+ * commits of request groups */
+static uint64_t
+commit_seq(const struct direct *d)
+{
+	const struct pool_sb *sb = pmap_addr(d->map);
+
+	return __atomic_load_n(&sb->commit_seq, __ATOMIC_ACQUIRE);
+}
+
+/* One pass over keys[0..n); true if no request group's commit ran
+ * during it (commit_seq even and unchanged around it), so that the
+ * answers hold none or all of each group's keys: a commit's keys turn
+ * visible one by one after its commit point (pool/kv.c note 2), and a
+ * pass that met that would hold part of them. */
+static bool
+direct_pass(struct direct *d, size_t n, const void *const keys[],
+    const size_t key_lens[], struct proto_result res[], bool ask[],
+    cxlp_version_t vers[])
+{
+	uint64_t seq = commit_seq(d);
+
+	for (size_t i = 0; i < n; i += KVREAD_BATCH) {
+		size_t k = n - i < KVREAD_BATCH ? n - i : KVREAD_BATCH;
+
+		direct_chunk(d, k, keys + i, key_lens + i, res + i, ask + i,
+		    vers == NULL ? NULL : vers + i);
+	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return (seq & 1u) == 0 && commit_seq(d) == seq;
+}
+
+/* direct_lookup_batch -- see handler_int.h. A batch that keeps meeting
+ * commits, or that the index could not answer whole, is asked of the
+ * metaserver whole: its LOOKUP runs under the lock that commits take,
+ * and a mix of both answers could hold half a group. */
+size_t
+direct_lookup_batch(struct cxlp_handler *h, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    struct proto_result res[], bool ask[], cxlp_version_t vers[])
+{
+	struct direct *d = h->direct;
+	size_t nask = 0;
+	bool whole = false;
+
+	for (unsigned pass = 0; d != NULL && direct_usable(h, d) && !whole &&
+	    pass < COMMIT_PASSES; pass++) {
+		whole = direct_pass(d, n, keys, key_lens, res, ask, vers);
+	}
+	for (size_t i = 0; whole && i < n; i++) {
+		nask += ask[i];
+	}
+	if (!whole || (nask > 0 && n > 1)) {
+		for (size_t i = 0; i < n; i++) {
+			ask[i] = true;
+		}
+		return n;
+	}
+	return nask;
+}
+
+/* direct_reader -- see handler_int.h */
+const struct kvread *
+direct_reader(struct cxlp_handler *h)
+{
+	struct direct *d = h->direct;
+
+	if (d == NULL || direct_off(h, d)) {
+		return NULL;
+	}
+	return &d->kr;
+}
+
+/* direct_page_size -- see handler_int.h */
+uint64_t
+direct_page_size(struct cxlp_handler *h, uint32_t region, uint32_t gen)
+{
+	const struct kvread *kr = direct_reader(h);
+	const struct pool_rrec *r;
+	uint64_t word, ps;
+
+	if (kr == NULL || region >= kr->nregions) {
+		return 0;
+	}
+	r = &kr->rtab[region];
+	word = __atomic_load_n(&r->word, __ATOMIC_ACQUIRE);
+	ps = __atomic_load_n(&r->page_size, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&r->word, __ATOMIC_RELAXED) != word ||
+	    rrec_gen(word) != gen || rrec_state(word) == POOL_REGION_FREE ||
+	    ps == 0 || ps > UINT32_MAX) {
+		return 0;
+	}
+	return ps;
+}
+
+/* direct_intact -- see handler_int.h */
+bool
+direct_intact(struct cxlp_handler *h)
+{
+	const struct direct *d = h->direct;
+	const struct pool_sb *sb;
+
+	if (d == NULL || !magic_intact(d)) {
+		return false;
+	}
+	sb = pmap_addr(d->map);
+	return __atomic_load_n((const uint64_t *)(const void *)sb->uuid,
+	    __ATOMIC_RELAXED) == d->uuid[0] &&
+	    __atomic_load_n((const uint64_t *)(const void *)sb->uuid + 1,
+	    __ATOMIC_RELAXED) == d->uuid[1];
+}

@@ -1,0 +1,66 @@
+/*
+ * pagelife.c -- the page transitions that several modules share: a key
+ * of mine that went (deleted by ops.c, evicted as reclaim.c learns), and
+ * the unresolved entry such a key's page leaves behind (resolve.c parks
+ * them, store.c fills them). Below the key-value layer, above the page
+ * table (pages.c), the own-region table (owntab.c) and the give-back
+ * (giveback_page_unlock).
+ */
+#include <stdlib.h>
+
+#include "err.h"
+#include "region.h"
+
+/* pagelife_forget -- see handler_int.h */
+bool
+pagelife_forget(struct cxlp_handler *h, cxlp_page_t pg)
+{
+	for (size_t i = 0; i < h->store.nunres; i++) {
+		if (h->store.unres[i].page == pg) {
+			free(h->store.unres[i].key);
+			h->store.unres[i] = h->store.unres[--h->store.nunres];
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A deleted key was at loc: if that is my page, it is free again (or
+ * quarantined, if a copy of its REGISTER may still land: doubt.c). A
+ * store of it may still be settling (another thread): the store frees it
+ * (INFLIGHT_DELETED). One whose outcome was lost was registered after
+ * all: it is free, and must not be registered again by store_resolve --
+ * unless store_resolve has it in hand right now, and then its answer
+ * decides (store.c). See handler_int.h. */
+void
+pagelife_key_gone(struct cxlp_handler *h, const struct proto_loc *loc)
+{
+	cxlp_page_t pg;
+	int rc = 0;
+
+	pthread_mutex_lock(&h->page_lock);
+	if (owntab_page_of(h, loc, &pg) != 0) {
+		pthread_mutex_unlock(&h->page_lock);
+		return;
+	}
+	switch (pagetab_state(&h->pages, pg)) {
+	case PAGE_REGISTERED:
+		rc = pagetab_move(&h->pages, pg, PAGE_REGISTERED, PAGE_FREE);
+		break;
+	case PAGE_INFLIGHT:
+		rc = pagetab_move(&h->pages, pg, PAGE_INFLIGHT,
+		    PAGE_INFLIGHT_DELETED);
+		break;
+	case PAGE_UNRESOLVED:
+		if (pagelife_forget(h, pg)) {
+			rc = pagetab_move(&h->pages, pg, PAGE_UNRESOLVED,
+			    PAGE_FREE);
+		}
+		break;
+	default:
+		break;
+	}
+	cxlp_assert(rc == 0);
+	doubt_note(h); /* a tainted page went QUARANTINED, not FREE */
+	giveback_page_unlock(h);
+}

@@ -1,0 +1,404 @@
+/*
+ * call.c -- the call layer every operation goes through: HELLO and
+ * reattach, h_call, and the checks and decoders the operations share.
+ *
+ * HELLO tells the server who we are (pid plus process start time, so a
+ * recycled pid is not mistaken for us; hostname; instance id) and returns
+ * the session id, its token and where the pool is. Every later call goes
+ * through h_call, which is where a lost session is noticed: if the server
+ * answers CXLP_E_SESSION (it restarted and forgot us, or dropped us), the
+ * handler reattaches once with its token (PROTO_HELLO_REATTACH) and
+ * repeats the call, keeping its regions. Only one thread reattaches; the
+ * others see the new token.
+ *
+ * It sits below every module that calls the server (handler.c, regions.c,
+ * store.c, ops.c, poolid.c) and above client.c; nothing here calls up. A
+ * session lost for good sets h->session_lost, which direct.c reads (its
+ * direct reads turn off); a reply's ASK sets h->asked and pokes the
+ * keeper task that an ASK wakes (keeper.c), which the give-back is.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "err.h"
+#include "session.h"
+#include "log.h"
+#include "procstat.h"
+#include "trace.h"
+
+/* A reply said PROTO_REP_F_ASK: the server asks regions back
+ * (giveback.c note 7); the keeper's task for it is poked once. */
+static void
+note_ask(struct cxlp_handler *h)
+{
+	if (!__atomic_exchange_n(&h->asked, 1, __ATOMIC_ACQ_REL)) {
+		(void)keeper_poke(h, h->keeper.ask_task);
+	}
+}
+
+/* Remember the WELCOME's pool identity (poolid.c checks mappings
+ * against it). */
+static void
+welcome_poolid(struct cxlp_handler *h, const struct proto_poolid *id)
+{
+	pthread_mutex_lock(&h->poolid_lock);
+	h->poolid_known = id != NULL;
+	if (id != NULL) {
+		h->poolid = *id;
+	}
+	pthread_mutex_unlock(&h->poolid_lock);
+}
+
+/* This process's start time (clock ticks since boot), which the server
+ * compares with /proc/<pid>/stat to tell a recycled pid from us;
+ * 0 when unknown. */
+static uint64_t
+proc_start_time(void)
+{
+	uint64_t st;
+	char state;
+
+	return procstat_read(0, &state, &st) ? st : 0;
+}
+
+static int
+welcome_take(struct cxlp_handler *h, struct creply *rep)
+{
+	struct proto_welcome w;
+
+	if (proto_get_welcome_id(&rep->body, &w) != 0 ||
+	    preader_end(&rep->body) != 0) {
+		return cxlp_fail(CXLP_E_PROTO, "HELLO: bad welcome body");
+	}
+	if (w.session == 0 || w.pool_size == 0 || w.path_len == 0 ||
+	    w.align == 0 || w.align % 4096 != 0) {
+		return cxlp_fail(CXLP_E_PROTO, "HELLO: welcome with session "
+		    "%llu, pool %llu bytes, align %llu",
+		    (unsigned long long)w.session,
+		    (unsigned long long)w.pool_size,
+		    (unsigned long long)w.align);
+	}
+	if (h->pool_path == NULL) {
+		h->pool_path = strndup(w.path, w.path_len);
+		if (h->pool_path == NULL) {
+			return cxlp_fail(-ENOMEM, "HELLO: out of memory");
+		}
+		h->pool_size = w.pool_size;
+		h->align = w.align;
+	} else if (strlen(h->pool_path) != w.path_len ||
+	    memcmp(h->pool_path, w.path, w.path_len) != 0) {
+		return cxlp_fail(CXLP_E_PROTO, "HELLO: pool moved from %s",
+		    h->pool_path);
+	}
+	welcome_poolid(h, &w.id);
+	client_set_session(h->cl, w.session, w.token);
+	return 0;
+}
+
+/* A HELLO is refused with CXLP_E_PERM for one reason only: a non-ipc
+ * endpoint of a metaserver with a --secret-file, and a HELLO without
+ * that secret. Which of the two it lacked, the handler knows. */
+static int
+hello_refused(const struct cxlp_handler *h)
+{
+	if (h->cfg.secret_len == 0) {
+		return cxlp_fail(CXLP_E_PERM, "HELLO refused: secret required "
+		    "(the metaserver at %s takes handlers on this endpoint "
+		    "only with the secret of its --secret-file; "
+		    "cxlp_config_set_secret, or a file named by "
+		    "CXLP_SECRET_FILE)", h->cfg.server);
+	}
+	return cxlp_fail(CXLP_E_PERM, "HELLO refused: wrong secret (the "
+	    "metaserver at %s has another in its --secret-file)",
+	    h->cfg.server);
+}
+
+/* h_hello -- see handler_int.h. The HELLO asks for the reason of a
+ * refusal, and promises heartbeats every keepalive_ms when the keeper
+ * runs (metaserver/silence.c ends a session that breaks the promise: its
+ * handler closed unheard). */
+int
+h_hello(struct cxlp_handler *h, uint32_t flags)
+{
+	char host[PROTO_HOST_MAX + 1] = "";
+	struct proto_hello m = {.pid = (uint32_t)getpid(),
+	    .flags = flags | PROTO_HELLO_ERRMSG |
+	    (h->cfg.keepalive_ms > 0 ? PROTO_HELLO_KEEPALIVE : 0) |
+	    PROTO_HELLO_LEASE | PROTO_HELLO_GIVEBACK | PROTO_HELLO_POOLID,
+	    .keepalive_ms = h->cfg.keepalive_ms,
+	    .lease_ms = h->cfg.lease_ms,
+	    .start_time = proc_start_time(),
+	    .instance_id = h->cfg.instance_id, .host = host,
+	    .secret = h->cfg.secret, .secret_len = h->cfg.secret_len};
+	struct creply rep;
+	struct pbuf b;
+	int rc;
+
+	(void)gethostname(host, sizeof(host) - 1);
+	m.host_len = (uint16_t)strnlen(host, PROTO_HOST_MAX);
+	pbuf_init(&b);
+	proto_put_hello(&b, &m);
+	rc = client_call(h->cl, PROTO_OP_HELLO, &b, &rep);
+	pbuf_fini(&b);
+	if (rc == CXLP_E_PERM) {
+		return hello_refused(h);
+	}
+	if (rc != 0) {
+		return rc;
+	}
+	rc = welcome_take(h, &rep);
+	client_reply_fini(&rep);
+	return rc;
+}
+
+static int
+reattach(struct cxlp_handler *h, uint64_t old_token)
+{
+	uint64_t session, token;
+	int rc = 0;
+
+	pthread_mutex_lock(&h->reattach_lock);
+	client_get_session(h->cl, &session, &token);
+	if (token == old_token) {
+		rc = h_hello(h, PROTO_HELLO_REATTACH);
+		if (rc == 0) {
+			log_info("reattached session %llu",
+			    (unsigned long long)session);
+		} else {
+			log_err("reattach of session %llu failed: %s",
+			    (unsigned long long)session, cxlp_errormsg());
+		}
+	}
+	pthread_mutex_unlock(&h->reattach_lock);
+	return rc;
+}
+
+/* h_call -- see handler_int.h */
+int
+h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
+    struct creply *rep)
+{
+	return h_call_id(h, op, 0, body, rep);
+}
+
+/* The metaserver answered op with CXLP_E_SESSION for the session whose
+ * token was token: reattach (0), or CXLP_E_SESSION when it refuses, and
+ * then the session is lost for good. */
+static int
+reattach_or_lose(struct cxlp_handler *h, uint16_t op, uint64_t token)
+{
+	int rc = reattach(h, token);
+
+	if (rc == 0) {
+		return 0;
+	}
+	if (rc == CXLP_E_SESSION) {
+		/* direct reads see it and turn off (direct.c) */
+		__atomic_store_n(&h->session_lost, 1, __ATOMIC_RELEASE);
+	}
+	return cxlp_fail(CXLP_E_SESSION, "%s: session lost and reattach "
+	    "failed", proto_op_name(op));
+}
+
+/* h_call_id -- see handler_int.h */
+int
+h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
+    const struct pbuf *body, struct creply *rep)
+{
+	uint64_t session, token;
+	unsigned sends;
+	int rc;
+
+	client_get_session(h->cl, &session, &token);
+	if (op == PROTO_OP_REGISTER) {
+		trace_register(body); /* contract 1's test (trace.h) */
+	}
+	rc = client_call_id(h->cl, op, id, body, rep);
+	if (rc == 0 && rep->hdr.ask) {
+		note_ask(h);
+	}
+	if (rc != CXLP_E_SESSION || op == PROTO_OP_BYE) {
+		return rc;
+	}
+	if ((rc = reattach_or_lose(h, op, token)) != 0) {
+		return rc;
+	}
+	if (op == PROTO_OP_REGISTER) {
+		trace_register(body);
+	}
+	sends = rep->sends;
+	rc = client_call_id(h->cl, op, id, body, rep);
+	rep->sends += sends; /* both calls' copies (doubt.c) */
+	if (rc == 0 && rep->hdr.ask) {
+		note_ask(h);
+	}
+	return rc;
+}
+
+/* h_heartbeat_body -- see handler_int.h */
+int
+h_heartbeat_body(struct cxlp_handler *h, struct creply *rep)
+{
+	struct proto_region_ref v[PROTO_ASKS_MAX];
+	uint32_t n = 0;
+
+	if (rep->body.left == 0) {
+		return 0; /* a server that asks nothing back */
+	}
+	if (proto_get_asks(&rep->body, v, &n) != 0) {
+		return cxlp_fail(CXLP_E_PROTO, "HEARTBEAT: bad asks in the "
+		    "reply body");
+	}
+	if (n > 0) {
+		note_ask(h);
+	}
+	return 0;
+}
+
+/* h_ping -- see handler_int.h */
+int
+h_ping(struct cxlp_handler *h)
+{
+	uint64_t session, token;
+	struct creply rep;
+	int rc;
+
+	client_get_session(h->cl, &session, &token);
+	rc = client_call_once(h->cl, PROTO_OP_HEARTBEAT, NULL, &rep);
+	if (rc == CXLP_E_SESSION) {
+		rc = reattach_or_lose(h, PROTO_OP_HEARTBEAT, token);
+	} else if (rc == 0) {
+		if (rep.hdr.ask) {
+			note_ask(h);
+		}
+		rc = h_heartbeat_body(h, &rep);
+		client_reply_fini(&rep);
+	}
+	return rc;
+}
+
+/* The keepalive's keeper task: due a period after the last reply, and
+ * after the last heartbeat (one that failed at once must not be sent
+ * again at once); never with the keepalive off. */
+static uint64_t
+keepalive_due(struct cxlp_handler *h)
+{
+	uint64_t last = client_last_reply_ms(h->cl);
+
+	if (h->cfg.keepalive_ms == 0) {
+		return UINT64_MAX;
+	}
+	last = last > h->beat_ms ? last : h->beat_ms;
+	return last + h->cfg.keepalive_ms;
+}
+
+/* One heartbeat; false once the session is gone for good: nothing is
+ * left to keep, nor to give back. */
+static bool
+keepalive_run(struct cxlp_handler *h)
+{
+	h->beat_ms = cxlp_now_coarse_ms();
+	if (h_ping(h) != 0) {
+		log_info("keepalive: %s", cxlp_errormsg());
+	}
+	return h_check_session(h) == 0;
+}
+
+/* h_keepalive_task -- see handler_int.h */
+const struct keeper_task h_keepalive_task = { keepalive_due, keepalive_run };
+
+/* h_check_session -- see handler_int.h */
+int
+h_check_session(const struct cxlp_handler *h)
+{
+	if (__atomic_load_n(&h->session_lost, __ATOMIC_ACQUIRE)) {
+		return cxlp_fail(CXLP_E_SESSION, "the metaserver ended this "
+		    "handler's session (its regions may be another's now): "
+		    "close the handler and connect again");
+	}
+	return 0;
+}
+
+/* h_check_open -- CXLP_E_CLOSED if h is NULL or closing. */
+int
+h_check_open(const struct cxlp_handler *h)
+{
+	if (h == NULL) {
+		return cxlp_fail(-EINVAL, "handler is NULL");
+	}
+	if (h_forked(h)) {
+		return cxlp_fail(CXLP_E_CLOSED, "handler was connected before "
+		    "this process forked: in the child it is closed (connect a "
+		    "handler in this process)");
+	}
+	if (__atomic_load_n(&h->closing, __ATOMIC_ACQUIRE)) {
+		return cxlp_fail(CXLP_E_CLOSED, "handler is closing");
+	}
+	return 0;
+}
+
+/* h_check_keys -- validate a batch of keys before any I/O. */
+int
+h_check_keys(size_t n, const void *const keys[], const size_t key_lens[])
+{
+	if (n == 0 || n > CXLP_BATCH_MAX) {
+		return cxlp_fail(CXLP_E_BATCH, "batch of %zu keys (1..%d)", n,
+		    CXLP_BATCH_MAX);
+	}
+	if (keys == NULL || key_lens == NULL) {
+		return cxlp_fail(-EINVAL, "keys or key_lens is NULL");
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (key_lens[i] == 0 || key_lens[i] > CXLP_KEY_MAX) {
+			return cxlp_fail(CXLP_E_KEYLEN, "key %zu: length %zu "
+			    "(1..%d)", i, key_lens[i], CXLP_KEY_MAX);
+		}
+		if (keys[i] == NULL) {
+			return cxlp_fail(-EINVAL, "key %zu is NULL", i);
+		}
+	}
+	return 0;
+}
+
+/* h_get_results -- decode a reply's result list: exactly n entries (exact)
+ * or at most n, and nothing after. Returns 0 and *got, or CXLP_E_PROTO. */
+int
+h_get_results(struct creply *rep, struct proto_result *res, size_t n,
+    bool exact, uint32_t *got)
+{
+	const char *op = proto_op_name(rep->hdr.op);
+
+	*got = 0;
+	if (proto_get_results(&rep->body, res, (uint32_t)n, got) != 0 ||
+	    preader_end(&rep->body) != 0) {
+		*got = 0;
+		return cxlp_fail(CXLP_E_PROTO, "%s: malformed result list", op);
+	}
+	if (exact && *got != n) {
+		return cxlp_fail(CXLP_E_PROTO, "%s: %u results for %zu keys",
+		    op, *got, n);
+	}
+	return 0;
+}
+
+/* h_pool_stats -- see handler_int.h */
+int
+h_pool_stats(struct cxlp_handler *h, uint64_t v[PROTO_STATS_MAX])
+{
+	struct creply rep;
+	uint32_t n = 0;
+	int rc;
+
+	memset(v, 0, PROTO_STATS_MAX * sizeof(*v));
+	if ((rc = h_call(h, PROTO_OP_STATS, NULL, &rep)) != 0) {
+		return rc;
+	}
+	if (proto_get_stats(&rep.body, v, PROTO_STATS_MAX, &n) != 0 ||
+	    preader_end(&rep.body) != 0) {
+		rc = cxlp_fail(CXLP_E_PROTO, "STATS: bad reply body");
+	}
+	client_reply_fini(&rep);
+	return rc;
+}

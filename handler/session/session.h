@@ -1,0 +1,84 @@
+/*
+ * session.h -- the session layer: HELLO, reattach, h_call and the checks
+ * every call makes; the pool identity; the BYEs kept for later.
+ *
+ * A file of handler/session/ includes this header, and through it those of
+ * the layers below (handler_int.h draws them; tests/handler/check_layers.py
+ * checks the rule).
+ */
+#ifndef CXLP_HANDLER_SESSION_H
+#define CXLP_HANDLER_SESSION_H
+
+#include "net.h"
+
+/* ---- poolid.c ----------------------------------------------------------- */
+
+/* h_poolid_check -- m, mapped from h->pool_path, is of the file the
+ * metaserver serves: same device and inode where the server runs on
+ * this kernel, and the server's open nonce in the file's superblock.
+ * On a mismatch the identity is asked again once (a reattaching HELLO:
+ * the server may have restarted, or moved to a copy), then
+ * CXLP_E_STALE naming the path. 0 when the server sent no identity. */
+int h_poolid_check(struct cxlp_handler *h, const struct pmap *m);
+
+/* ---- call.c ------------------------------------------------------------- */
+
+/* h_hello -- HELLO (flags 0, or PROTO_HELLO_REATTACH with the session's
+ * token), taking the session and the pool from the WELCOME. 0 or an
+ * error; CXLP_E_PERM says which secret was lacking. */
+int h_hello(struct cxlp_handler *h, uint32_t flags);
+/* h_call -- client_call that reattaches once on CXLP_E_SESSION and
+ * repeats the call. Same returns as client_call. */
+int h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
+    struct creply *rep);
+/* h_call_id -- h_call under request id id (0: a new one), repeated under
+ * the same id after a reattach. */
+int h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
+    const struct pbuf *body, struct creply *rep);
+/* h_pool_stats -- the metaserver's STATS, decoded into v (indexed by
+ * enum proto_stat; zero where the server sent none): cxlp_stats, and
+ * regfit.c below it. 0 or an error. */
+int h_pool_stats(struct cxlp_handler *h, uint64_t v[PROTO_STATS_MAX]);
+/* h_ping -- one HEARTBEAT, one try (keeper.c); reattaches, or loses the
+ * session, as h_call does. 0 or an error. */
+int h_ping(struct cxlp_handler *h);
+/* h_keepalive_task -- the keepalive as a keeper task: a HEARTBEAT
+ * (h_ping) keepalive_ms after the last reply and the last heartbeat. */
+extern const struct keeper_task h_keepalive_task;
+/* h_check_session -- CXLP_E_SESSION once the metaserver has refused to
+ * reattach this handler's session: its regions may be another's now, so
+ * no page of theirs is handed out or registered again. */
+int h_check_session(const struct cxlp_handler *h);
+/* h_check_open -- CXLP_E_CLOSED if h is closing or was connected before
+ * this process forked (fork.c), -EINVAL if NULL. */
+int h_check_open(const struct cxlp_handler *h);
+/* h_check_keys -- validate a batch of keys (-EINVAL, CXLP_E_BATCH,
+ * CXLP_E_KEYLEN). */
+int h_check_keys(size_t n, const void *const keys[],
+    const size_t key_lens[]);
+/* h_heartbeat_body -- check a HEARTBEAT reply's body: empty, or the
+ * regions the server asks back (then h->asked, note_ask). 0 or
+ * CXLP_E_PROTO. */
+int h_heartbeat_body(struct cxlp_handler *h, struct creply *rep);
+/* h_get_results -- decode a result list of exactly n entries (or at most
+ * n when exact is false) and the end of the reply. */
+int h_get_results(struct creply *rep, struct proto_result *res, size_t n,
+    bool exact, uint32_t *got);
+
+/* ---- latebye.c ---------------------------------------------------------- */
+
+/* latebye_unanswered -- rc (of a BYE) says it got no answer (timeout, no
+ * connection), so the server may still hold the session. */
+bool latebye_unanswered(int rc);
+/* latebye_add -- remember an unanswered BYE of (session, token) at url,
+ * process-wide (thread-safe), for the next connect to url. */
+void latebye_add(const char *url, uint64_t session, uint64_t token);
+/* latebye_send -- send the BYEs kept for h's url over h->cl, which no
+ * other thread may use yet (cxlp_connect, before HELLO); leaves h->cl
+ * with no session and clears the error message. */
+void latebye_send(struct cxlp_handler *h);
+/* latebye_atfork_child -- in a child of fork(): a new lock, no BYE kept
+ * (fork.c note 3). */
+void latebye_atfork_child(void);
+
+#endif /* CXLP_HANDLER_SESSION_H */

@@ -1,8 +1,10 @@
 /*
  * cline_arm64.c -- cline.h on aarch64: DC CVAC writes a line back to the
- * point of coherence, DC CIVAC writes back and invalidates; a DSB ISH
+ * point of coherence, DC CIVAC writes back and invalidates; a DSB
  * completes them before what follows. Both are allowed at EL0 where the
- * kernel sets SCTLR_EL1.UCI, as Linux does. Not built or run here (the
+ * kernel sets SCTLR_EL1.UCI, as Linux does. DSB SY, not ISH: another host
+ * over CXL is outside the inner-shareable domain (Linux's dcache_clean_poc
+ * and its DMA syncs use SY for the same reason). Not built or run here (the
  * project's machines are x86-64); kept so the mode builds where it may.
  */
 #include <stdbool.h>
@@ -37,7 +39,7 @@ each_line(const void *addr, size_t len, bool drop)
 			__asm__ volatile("dc cvac, %0" ::"r"(p) : "memory");
 		}
 	}
-	__asm__ volatile("dsb ish" ::: "memory");
+	__asm__ volatile("dsb sy" ::: "memory");
 }
 
 /* cline_writeback -- see cline.h */

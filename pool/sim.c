@@ -21,7 +21,12 @@
  *    one line, and two processes of one host never tear its twin. Stores
  *    into the cache by the host's other threads are not held off (they
  *    are not on hardware either); an 8-byte aligned store is copied whole.
- * 4. Dirty means "differs from the twin" [line_dirty]: a line stored back
+ *    A write-back copies one snapshot of the line [line_writeback]; a
+ *    store the host makes to a line while one of its processes drops it
+ *    may be lost to the reload (hardware keeps it): the protocol never
+ *    has a host write a line it is dropping, and the model does not
+ *    check that.
+ * 4. Dirty means "differs from the twin" [line_writeback]: a line stored back
  *    to the value it was loaded with is clean, as the hardware cannot tell
  *    either unless it was written; the lost-write case this can hide (A
  *    writes x then restores it while B writes the line) loses nothing of
@@ -345,18 +350,18 @@ lines_lock(const struct sim *s, uint64_t off, uint64_t end, short type)
 	}
 }
 
-static bool
-line_dirty(const struct sim *s, uint64_t o)
-{
-	return memcmp(s->cache + o, s->twin + o, CLINE_SIZE) != 0;
-}
-
+/* the line as one snapshot, so that a store by another process of the
+ * host between the copies leaves the line dirty (cache != twin) rather
+ * than taken for written back */
 static void
 line_writeback(struct sim *s, uint64_t o)
 {
-	if (line_dirty(s, o)) {
-		memcpy(s->dev + o, s->cache + o, CLINE_SIZE);
-		memcpy(s->twin + o, s->cache + o, CLINE_SIZE);
+	uint8_t snap[CLINE_SIZE];
+
+	memcpy(snap, s->cache + o, CLINE_SIZE);
+	if (memcmp(snap, s->twin + o, CLINE_SIZE) != 0) {
+		memcpy(s->dev + o, snap, CLINE_SIZE);
+		memcpy(s->twin + o, snap, CLINE_SIZE);
 	}
 }
 

@@ -28,7 +28,10 @@
  * (a write-back is complete when sim_writeback returns, as after the
  * fence the real one needs), and capacity evictions (hardware may write a
  * dirty line back at any time; here only an explicit write-back or drop
- * does).
+ * does), and a line written with the bytes it held (or changed and
+ * changed back), which the model takes for clean where hardware would
+ * write it back and could so clobber another host's bytes of the line:
+ * a test of false sharing must change the bytes it writes.
  */
 #ifndef CXLP_POOL_SIM_H
 #define CXLP_POOL_SIM_H

@@ -289,7 +289,7 @@ store_settle(struct cxlp_handler *h, const struct batch *b,
 		}
 	}
 	doubt_note(h);
-	giveback_page_unlock(h);
+	pagelife_unlock(h);
 }
 
 /* Outcome unknown: pages INFLIGHT -> UNRESOLVED, keys remembered, and
@@ -319,7 +319,7 @@ store_park(struct cxlp_handler *h, const struct batch *b,
 		store_unres_push(h, &u);
 	}
 	doubt_note(h);
-	giveback_page_unlock(h);
+	pagelife_unlock(h);
 }
 
 /* Step 3: persist every page's [0, len). Pages handed out one after the

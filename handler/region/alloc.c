@@ -98,6 +98,6 @@ cxlp_free(struct cxlp_handler *h, cxlp_page_t page)
 	}
 	pthread_mutex_lock(&h->page_lock);
 	rc = pagetab_move(&h->pages, page, PAGE_ALLOCATED, PAGE_FREE);
-	giveback_page_unlock(h);
+	pagelife_unlock(h);
 	return rc;
 }

@@ -22,8 +22,8 @@
  * leave direct reads answering from the old one for good. So at most every
  * RECHECK_MS a lookup stats the path, and a path that names another file
  * now turns direct reads off; so does a session the metaserver no longer
- * knows (h->session_lost, which a failed reattach sets: call.c). Lookups then go to
- * the metaserver, which answers for the pool it serves.
+ * knows (h->session_lost, which a failed reattach sets: call.c). Lookups
+ * then go to the metaserver, which answers for the pool it serves.
  *
  * A hit also sets the key's byte in the pool's access area, which the
  * handler maps writable on its own (access_map): that is how reads that

@@ -13,7 +13,7 @@
  * DESIGN NOTES
  * 1. When. Pages become free in cxlp_free, in a delete of a key at one
  *    of my pages, and in a store that lost its race or was refused.
- *    Each of those releases the page lock through giveback_page_unlock,
+ *    Each of those releases the page lock through pagelife_unlock,
  *    which pokes the keeper thread (keeper_poke) when the page table
  *    holds more empty sets than the reserve (pages.c note 5, O(1)). The
  *    keeper runs giveback_run, so no caller waits for the round trip,
@@ -329,19 +329,6 @@ giveback_reuse(struct cxlp_handler *h, const struct proto_loc *loc)
 	m = r->map;
 	free(r);
 	return m;
-}
-
-/* giveback_page_unlock -- see handler_int.h */
-void
-giveback_page_unlock(struct cxlp_handler *h)
-{
-	bool over = h->pages.nempty > h->cfg.reserve_regions ||
-	    h->pages.nretiring > 0;
-
-	pthread_mutex_unlock(&h->page_lock);
-	if (over && !keeper_poke(h, h->giveback.task)) {
-		(void)giveback_run(h); /* no keeper thread (connect, close) */
-	}
 }
 
 static void

@@ -2,14 +2,29 @@
  * pagelife.c -- the page transitions that several modules share: a key
  * of mine that went (deleted by ops.c, evicted as reclaim.c learns), and
  * the unresolved entry such a key's page leaves behind (resolve.c parks
- * them, store.c fills them). Below the key-value layer, above the page
- * table (pages.c), the own-region table (owntab.c) and the give-back
- * (giveback_page_unlock).
+ * them, store.c fills them), and the release of the page lock after a
+ * page went back to the free list, which starts the give-back of the
+ * regions left empty (pagelife_unlock: giveback.c note 1). Below the
+ * key-value layer, above the page table (pages.c), the own-region table
+ * (owntab.c) and the give-back.
  */
 #include <stdlib.h>
 
 #include "err.h"
 #include "region.h"
+
+/* pagelife_unlock -- see region.h */
+void
+pagelife_unlock(struct cxlp_handler *h)
+{
+	bool over = h->pages.nempty > h->cfg.reserve_regions ||
+	    h->pages.nretiring > 0;
+
+	pthread_mutex_unlock(&h->page_lock);
+	if (over && !keeper_poke(h, h->giveback.task)) {
+		(void)giveback_run(h); /* no keeper thread (connect, close) */
+	}
+}
 
 /* pagelife_forget -- see handler_int.h */
 bool
@@ -62,5 +77,5 @@ pagelife_key_gone(struct cxlp_handler *h, const struct proto_loc *loc)
 	}
 	cxlp_assert(rc == 0);
 	doubt_note(h); /* a tainted page went QUARANTINED, not FREE */
-	giveback_page_unlock(h);
+	pagelife_unlock(h);
 }

@@ -109,9 +109,6 @@ void prefaulter_stop(struct cxlp_handler *h);
 
 /* ---- giveback.c --------------------------------------------------------- */
 
-/* giveback_page_unlock -- release page_lock after pages went FREE; pokes
- * the keeper when more sets are empty than the reserve. */
-void giveback_page_unlock(struct cxlp_handler *h);
 /* giveback_task -- the give-back as a keeper task (giveback_run, and
  * again GIVEBACK_RETRY_MS after a run that left regions unanswered). */
 extern const struct keeper_task giveback_task;
@@ -145,6 +142,10 @@ int alloc_wait(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
 
 /* ---- pagelife.c --------------------------------------------------------- */
 
+/* pagelife_unlock -- release page_lock after pages went FREE; pokes the
+ * give-back's keeper task (or runs it, with no keeper thread) when more
+ * sets are empty than the reserve. */
+void pagelife_unlock(struct cxlp_handler *h);
 /* pagelife_key_gone -- a key of mine at loc went (deleted, or evicted):
  * its page is free again, or settles as its store decides (ops.c).
  * Takes page_lock. */

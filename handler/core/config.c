@@ -355,7 +355,7 @@ secret_read(struct cxlp_config *cfg, const char *path)
 	return rc;
 }
 
-/* config_secret_env -- see handler_int.h (note 2) */
+/* config_secret_env -- see core.h (note 2) */
 int
 config_secret_env(struct cxlp_config *cfg)
 {

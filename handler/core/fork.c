@@ -38,21 +38,21 @@
 
 static unsigned fork_gen; /* atomic; bumped in every child */
 
-/* fork_child_gen -- see handler_int.h */
+/* fork_child_gen -- see core.h */
 void
 fork_child_gen(void)
 {
 	__atomic_add_fetch(&fork_gen, 1, __ATOMIC_RELAXED);
 }
 
-/* fork_gen_now -- see handler_int.h */
+/* fork_gen_now -- see core.h */
 unsigned
 fork_gen_now(void)
 {
 	return __atomic_load_n(&fork_gen, __ATOMIC_RELAXED);
 }
 
-/* h_forked -- see handler_int.h */
+/* h_forked -- see core.h */
 bool
 h_forked(const struct cxlp_handler *h)
 {

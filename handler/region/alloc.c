@@ -42,7 +42,7 @@ alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg, unsigned wait_ms,
 	return rc;
 }
 
-/* alloc_wait -- see handler_int.h */
+/* alloc_wait -- see region.h */
 int
 alloc_wait(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
     unsigned wait_ms, uint32_t need)

@@ -84,7 +84,7 @@
 
 #define GIVEBACK_RETRY_MS 1000 /* after a REGION_FREE went unanswered */
 
-/* giveback_call -- see handler_int.h */
+/* giveback_call -- see region.h */
 int
 giveback_call(struct cxlp_handler *h, const struct proto_loc *loc)
 {
@@ -243,7 +243,7 @@ push(struct own_region **list, struct own_region *r)
 	*list = r;
 }
 
-/* giveback_run -- see handler_int.h */
+/* giveback_run -- see region.h */
 bool
 giveback_run(struct cxlp_handler *h)
 {
@@ -300,10 +300,10 @@ giveback_keep(struct cxlp_handler *h)
 	return true;
 }
 
-/* giveback_task -- see handler_int.h */
+/* giveback_task -- see region.h */
 const struct keeper_task giveback_task = { giveback_due, giveback_keep };
 
-/* giveback_retire -- see handler_int.h */
+/* giveback_retire -- see region.h */
 void
 giveback_retire(struct cxlp_handler *h, struct own_region *r)
 {
@@ -311,7 +311,7 @@ giveback_retire(struct cxlp_handler *h, struct own_region *r)
 	push(&h->giveback.retired, r);
 }
 
-/* giveback_reuse -- see handler_int.h */
+/* giveback_reuse -- see region.h */
 struct pmap *
 giveback_reuse(struct cxlp_handler *h, const struct proto_loc *loc)
 {
@@ -343,7 +343,7 @@ list_free(struct own_region **list)
 	}
 }
 
-/* giveback_fini -- see handler_int.h */
+/* giveback_fini -- see region.h */
 void
 giveback_fini(struct cxlp_handler *h)
 {

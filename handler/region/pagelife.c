@@ -26,7 +26,7 @@ pagelife_unlock(struct cxlp_handler *h)
 	}
 }
 
-/* pagelife_forget -- see handler_int.h */
+/* pagelife_forget -- see region.h */
 bool
 pagelife_forget(struct cxlp_handler *h, cxlp_page_t pg)
 {
@@ -44,9 +44,9 @@ pagelife_forget(struct cxlp_handler *h, cxlp_page_t pg)
  * quarantined, if a copy of its REGISTER may still land: doubt.c). A
  * store of it may still be settling (another thread): the store frees it
  * (INFLIGHT_DELETED). One whose outcome was lost was registered after
- * all: it is free, and must not be registered again by store_resolve --
- * unless store_resolve has it in hand right now, and then its answer
- * decides (store.c). See handler_int.h. */
+ * all: it is free, and must not be registered again by resolve_run --
+ * unless resolve_run has it in hand right now, and then its answer
+ * decides (store.c). See region.h. */
 void
 pagelife_key_gone(struct cxlp_handler *h, const struct proto_loc *loc)
 {

@@ -151,7 +151,7 @@ void pagelife_unlock(struct cxlp_handler *h);
  * Takes page_lock. */
 void pagelife_key_gone(struct cxlp_handler *h, const struct proto_loc *loc);
 /* pagelife_forget -- drop page pg's unresolved entry (page_lock held): true
- * if it was there, false if store_resolve has it in hand. */
+ * if it was there, false if resolve_run has it in hand. */
 bool pagelife_forget(struct cxlp_handler *h, cxlp_page_t pg);
 
 /* ---- regfit.c ----------------------------------------------------------- */
@@ -216,7 +216,7 @@ bool reclaim_low_locked(const struct cxlp_handler *h);
  * unless an alloc holds expand_lock; run when poked only. */
 extern const struct keeper_task reclaim_refill_task;
 /* reclaim_low_locked and a poke of the refill task (alloc_wait) */
-/* reclaim_gate_lock/unlock -- store_resolve's exclusive hold (note 2). */
+/* reclaim_gate_lock/unlock -- resolve_run's exclusive hold (note 2). */
 void reclaim_gate_lock(struct cxlp_handler *h);
 void reclaim_gate_unlock(struct cxlp_handler *h);
 

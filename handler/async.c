@@ -205,7 +205,7 @@ static struct async closed_state = {
 	.closing = true,
 };
 
-/* async_atfork_child -- see handler_int.h */
+/* async_atfork_child -- see handler.h */
 void
 async_atfork_child(void)
 {
@@ -593,7 +593,7 @@ async_refuse(struct cxlp_handler *h)
 	}
 }
 
-/* async_stop -- see handler_int.h. */
+/* async_stop -- see handler.h. */
 void
 async_stop(struct cxlp_handler *h)
 {
@@ -620,7 +620,7 @@ async_stop(struct cxlp_handler *h)
 	 * still be about to lock it */
 }
 
-/* async_fini -- see handler_int.h. */
+/* async_fini -- see handler.h. */
 void
 async_fini(struct cxlp_handler *h)
 {
@@ -632,7 +632,7 @@ async_fini(struct cxlp_handler *h)
 	h->async = NULL;
 }
 
-/* async_close_deferred -- see handler_int.h. */
+/* async_close_deferred -- see handler.h. */
 bool
 async_close_deferred(struct cxlp_handler *h)
 {

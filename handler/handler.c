@@ -114,7 +114,7 @@ handler_free(struct cxlp_handler *h)
 {
 	async_fini(h);
 	regions_fini(h);
-	store_fini(h);
+	resolve_fini(h);
 	direct_close(h);
 	client_close(&h->cl);
 	scratch_cache_fini(&h->scratch);
@@ -326,7 +326,7 @@ cxlp_stats(struct cxlp_handler *h, struct cxlp_stats *st)
 	if ((rc = h_check_open(h)) != 0 || (rc = h_pool_stats(h, v)) != 0) {
 		return rc;
 	}
-	(void)store_resolve(h);
+	(void)resolve_run(h);
 	memset(st, 0, sizeof(*st));
 	st->pool_bytes = v[PROTO_STAT_POOL_BYTES];
 	st->data_bytes = v[PROTO_STAT_DATA_BYTES];
@@ -367,6 +367,6 @@ cxlp_healthcheck(struct cxlp_handler *h)
 	if (rc != 0) {
 		return rc;
 	}
-	(void)store_resolve(h);
+	(void)resolve_run(h);
 	return 0;
 }

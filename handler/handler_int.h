@@ -181,7 +181,7 @@ struct unresolved {
 };
 
 /* The store module's state (store.c, doubt.c), embedded in the handler;
- * zero is empty, store_fini frees it. */
+ * zero is empty, resolve_fini frees it. */
 struct store_state {
 	struct unresolved *unres; /* registers whose outcome was lost */
 	size_t nunres, cap_unres;
@@ -221,7 +221,7 @@ struct keeper {
  * reclaim_init at handler_new, reclaim_fini at handler_free. */
 struct reclaimer {
 	pthread_rwlock_t gate; /* RECLAIMs hold it shared from request to
-	                        * applied reply; store_resolve exclusive
+	                        * applied reply; resolve_run exclusive
 	                        * (reclaim.c note 2) */
 	uint64_t pages;        /* pages handed back by eviction, in all
 	                        * (atomic) */

@@ -333,7 +333,7 @@ secret_read(struct cxlp_config *cfg, const char *path)
 	    why);
 }
 
-/* config_secret_env -- see handler_int.h (note 2) */
+/* config_secret_env -- see core.h (note 2) */
 int
 config_secret_env(struct cxlp_config *cfg)
 {

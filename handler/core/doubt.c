@@ -22,7 +22,7 @@
  * arises -- store_settle when the REGISTER went out more than once
  * (creply.sends), store_park when no answer came -- and a tainted page
  * that would go FREE (its key deleted, its store refused or lost the
- * race, store_resolve finding the key elsewhere) goes QUARANTINED:
+ * race, resolve_run finding the key elsewhere) goes QUARANTINED:
  * never handed out by cxlp_alloc again while this handler lives. Its
  * bytes stay K's, so the worst a late copy can do is bring K back with
  * K's own bytes, which a cache may do (the key was valid; it is a
@@ -81,7 +81,7 @@
 #include "core.h"
 #include "log.h"
 
-/* doubt_taint -- see handler_int.h */
+/* doubt_taint -- see core.h */
 void
 doubt_taint(struct cxlp_handler *h, const cxlp_page_t pages[], size_t n)
 {
@@ -90,7 +90,7 @@ doubt_taint(struct cxlp_handler *h, const cxlp_page_t pages[], size_t n)
 	}
 }
 
-/* doubt_note -- see handler_int.h */
+/* doubt_note -- see core.h */
 void
 doubt_note(struct cxlp_handler *h)
 {

@@ -19,13 +19,15 @@
  *    released as after a close (its memory only).
  * 2. How a handler knows, with no system call per call (getpid() is one):
  *    a generation, bumped (fork_child_gen) by the pthread_atfork child
- *    hook that handler.c registers when the library is loaded, stamped on each handler at connect
- *    (fork_gen) and compared by h_check_open: one load and compare.
- * 3. The hook (handler.c, above every module it resets) also makes the library's process-wide state the child's:
- *    the locks of the log sink, the kept BYEs and async's closed state
- *    are made new (a thread of the parent may have held one), and the
- *    BYEs kept for the next connect are dropped: they name the parent's
- *    sessions, which the parent's next connect sends.
+ *    hook that handler.c registers when the library is loaded, stamped
+ *    on each handler at connect (fork_gen) and compared by h_check_open:
+ *    one load and compare.
+ * 3. The hook (handler.c, above every module it resets) also makes the
+ *    library's process-wide state the child's: the locks of the log
+ *    sink, the kept BYEs and async's closed state are made new (a thread
+ *    of the parent may have held one), and the BYEs kept for the next
+ *    connect are dropped: they name the parent's sessions, which the
+ *    parent's next connect sends.
  * 4. nng starts afresh in the child at its first call
  *    (deps/nng/fork-child-starts-afresh.patch), so the child connects
  *    handlers of its own, which work as any. An nng without that patch
@@ -36,21 +38,21 @@
 
 static unsigned fork_gen; /* atomic; bumped in every child */
 
-/* fork_child_gen -- see handler_int.h */
+/* fork_child_gen -- see core.h */
 void
 fork_child_gen(void)
 {
 	__atomic_add_fetch(&fork_gen, 1, __ATOMIC_RELAXED);
 }
 
-/* fork_gen_now -- see handler_int.h */
+/* fork_gen_now -- see core.h */
 unsigned
 fork_gen_now(void)
 {
 	return __atomic_load_n(&fork_gen, __ATOMIC_RELAXED);
 }
 
-/* h_forked -- see handler_int.h */
+/* h_forked -- see core.h */
 bool
 h_forked(const struct cxlp_handler *h)
 {

@@ -114,7 +114,7 @@ keeper_main(void *arg)
 	return NULL;
 }
 
-/* keeper_init -- see handler_int.h */
+/* keeper_init -- see core.h */
 void
 keeper_init(struct keeper *k)
 {
@@ -129,7 +129,7 @@ keeper_init(struct keeper *k)
 	pthread_condattr_destroy(&ca);
 }
 
-/* keeper_add -- see handler_int.h */
+/* keeper_add -- see core.h */
 int
 keeper_add(struct keeper *k, const struct keeper_task *t)
 {
@@ -138,7 +138,7 @@ keeper_add(struct keeper *k, const struct keeper_task *t)
 	return (int)k->ntasks++;
 }
 
-/* keeper_fini -- see handler_int.h */
+/* keeper_fini -- see core.h */
 void
 keeper_fini(struct keeper *k)
 {
@@ -147,7 +147,7 @@ keeper_fini(struct keeper *k)
 	pthread_mutex_destroy(&k->lock);
 }
 
-/* keeper_start -- see handler_int.h */
+/* keeper_start -- see core.h */
 int
 keeper_start(struct cxlp_handler *h)
 {
@@ -164,7 +164,7 @@ keeper_start(struct cxlp_handler *h)
 	return 0;
 }
 
-/* keeper_stop -- see handler_int.h */
+/* keeper_stop -- see core.h */
 void
 keeper_stop(struct cxlp_handler *h)
 {
@@ -181,7 +181,7 @@ keeper_stop(struct cxlp_handler *h)
 	k->running = false;
 }
 
-/* keeper_poke -- see handler_int.h */
+/* keeper_poke -- see core.h */
 bool
 keeper_poke(struct cxlp_handler *h, int task)
 {

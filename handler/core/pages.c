@@ -25,10 +25,10 @@
  *      INFLIGHT -> REGISTERED   [store: the key is at this page]
  *      INFLIGHT -> FREE         [store: lost the race, or not confirmed]
  *      INFLIGHT -> UNRESOLVED   [store: no reply after retries]
- *      UNRESOLVED -> REGISTERED [store_resolve: LOOKUP finds it here]
- *      UNRESOLVED -> FREE       [store_resolve: not here; or a delete
+ *      UNRESOLVED -> REGISTERED [resolve_run: LOOKUP finds it here]
+ *      UNRESOLVED -> FREE       [resolve_run: not here; or a delete
  *                                of its key, which shows the register
- *                                was applied, before store_resolve took
+ *                                was applied, before resolve_run took
  *                                it up]
  *      REGISTERED -> FREE       [delete of the key]
  *      INFLIGHT -> INFLIGHT_DELETED [a delete of the key, by another
@@ -238,7 +238,7 @@ pagetab_remove(struct pagetab *t, uint32_t set)
 	return 0;
 }
 
-/* pagetab_retire -- see handler_int.h (note 6). */
+/* pagetab_retire -- see core.h (note 6). */
 void
 pagetab_retire(struct pagetab *t, uint32_t set)
 {
@@ -248,7 +248,7 @@ pagetab_retire(struct pagetab *t, uint32_t set)
 	}
 }
 
-/* pagetab_idle -- see handler_int.h (note 6). */
+/* pagetab_idle -- see core.h (note 6). */
 bool
 pagetab_idle(const struct pagetab *t, uint32_t set)
 {
@@ -265,7 +265,7 @@ pagetab_idle(const struct pagetab *t, uint32_t set)
 	return true;
 }
 
-/* pagetab_remove_idle -- see handler_int.h (note 6). */
+/* pagetab_remove_idle -- see core.h (note 6). */
 int
 pagetab_remove_idle(struct pagetab *t, uint32_t set, uint32_t *registered)
 {
@@ -335,7 +335,7 @@ pagetab_state(const struct pagetab *t, cxlp_page_t pg)
 	return st_of(t->sets[set].state[idx]);
 }
 
-/* pagetab_taint -- see handler_int.h (note 4). */
+/* pagetab_taint -- see core.h (note 4). */
 void
 pagetab_taint(struct pagetab *t, cxlp_page_t pg)
 {
@@ -345,7 +345,7 @@ pagetab_taint(struct pagetab *t, cxlp_page_t pg)
 	t->sets[page_set(pg)].state[page_idx(pg)] |= PAGE_TAINT;
 }
 
-/* pagetab_tainted -- see handler_int.h. */
+/* pagetab_tainted -- see core.h. */
 bool
 pagetab_tainted(const struct pagetab *t, cxlp_page_t pg)
 {

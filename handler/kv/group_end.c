@@ -91,7 +91,7 @@ free_staged(struct cxlp_handler *h, struct cxlp_group *g)
 	}
 	group_forget_staged(g);
 	doubt_note(h);
-	giveback_page_unlock(h);
+	pagelife_unlock(h);
 	if (moved_on > 0) {
 		log_err("group \"%.*s\": %zu of its pages had left it before "
 		    "its rollback (keys of a commit cut short, evicted or "
@@ -222,7 +222,7 @@ settle_commit(struct cxlp_handler *h, struct cxlp_group *g,
 	}
 	group_forget_staged(g);
 	doubt_note(h);
-	giveback_page_unlock(h);
+	pagelife_unlock(h);
 }
 
 /* Where the staged keys are now: res[i] as an EXISTS of g->skeys[i]

@@ -61,10 +61,10 @@ void version_settle(struct cxlp_handler *h, struct scratch *s, size_t n,
 
 /* ---- resolve.c ---------------------------------------------------------- */
 
-int store_resolve(struct cxlp_handler *h);
-/* store_unres_push -- append u to h->store.unres (page_lock held; the
+int resolve_run(struct cxlp_handler *h);
+/* resolve_push -- append u to h->store.unres (page_lock held; the
  * entry's key is then the list's). resolve.c */
-void store_unres_push(struct cxlp_handler *h, const struct unresolved *u);
-void store_fini(struct cxlp_handler *h);
+void resolve_push(struct cxlp_handler *h, const struct unresolved *u);
+void resolve_fini(struct cxlp_handler *h);
 
 #endif /* CXLP_HANDLER_KV_H */

@@ -1,6 +1,6 @@
 /*
  * resolve.c -- pages whose REGISTER outcome was lost (store.c parks them
- * UNRESOLVED, with their keys in h->store.unres): store_resolve registers
+ * UNRESOLVED, with their keys in h->store.unres): resolve_run registers
  * them again and settles each from the answer; a delete of such a key
  * takes its entry away (pagelife_forget).
  */
@@ -12,10 +12,10 @@
 #include "kv.h"
 #include "log.h"
 
-/* store_unres_push -- see handler_int.h. Without memory the entry is
+/* resolve_push -- see kv.h. Without memory the entry is
  * dropped and its page stays UNRESOLVED for good: kept, never freed. */
 void
-store_unres_push(struct cxlp_handler *h, const struct unresolved *u)
+resolve_push(struct cxlp_handler *h, const struct unresolved *u)
 {
 	if (h->store.nunres == h->store.cap_unres) {
 		size_t cap = h->store.cap_unres ? h->store.cap_unres * 2 : 16;
@@ -105,7 +105,7 @@ unres_register(struct cxlp_handler *h, struct unresolved *u, size_t n,
 	return rc;
 }
 
-/* store_resolve -- settle pages whose register outcome was lost, with one
+/* resolve_run -- settle pages whose register outcome was lost, with one
  * REGISTER of them again. Returns 0 (nothing left, or progress made) or
  * the REGISTER's error (entries kept for the next try).
  *
@@ -117,7 +117,7 @@ unres_register(struct cxlp_handler *h, struct unresolved *u, size_t n,
  * (doubt.c, the design note of issue 15, item 5). It holds the reclaim
  * gate exclusive while it registers and settles (reclaim.c note 2). */
 int
-store_resolve(struct cxlp_handler *h)
+resolve_run(struct cxlp_handler *h)
 {
 	struct proto_result *res = NULL;
 	struct unresolved *u;
@@ -138,7 +138,7 @@ store_resolve(struct cxlp_handler *h)
 		if (rc == 0 && unres_settle(h, &u[i], &res[i])) {
 			free(u[i].key);
 		} else {
-			store_unres_push(h, &u[i]);
+			resolve_push(h, &u[i]);
 		}
 	}
 	pthread_mutex_unlock(&h->page_lock);
@@ -148,9 +148,9 @@ store_resolve(struct cxlp_handler *h)
 	return rc;
 }
 
-/* store_fini -- forget unresolved entries (at close). */
+/* resolve_fini -- forget unresolved entries (at close). */
 void
-store_fini(struct cxlp_handler *h)
+resolve_fini(struct cxlp_handler *h)
 {
 	for (size_t i = 0; i < h->store.nunres; i++) {
 		free(h->store.unres[i].key);

@@ -18,7 +18,7 @@
  * When no reply comes (timeout after retries, connection lost while the
  * request may have reached the server) the outcome is unknown: pages go
  * UNRESOLVED and are neither freed nor reported stored (contract 4). Their
- * keys are kept in h->store.unres; store_resolve (resolve.c) registers
+ * keys are kept in h->store.unres; resolve_run (resolve.c) registers
  * them again at the start of the next store (and after stats /
  * healthcheck round trips) and settles each page from the answer: key at this page -> REGISTERED, key
  * elsewhere or refused -> FREE. Registering again, rather than looking the
@@ -66,7 +66,7 @@ struct batch {
 	const struct pmap **maps;   /* each page's region mapping */
 };
 
-/* store_check_call -- see handler_int.h */
+/* store_check_call -- see kv.h */
 int
 store_check_call(struct cxlp_handler *h, size_t n, const void *const keys[],
     const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
@@ -89,7 +89,7 @@ store_check_call(struct cxlp_handler *h, size_t n, const void *const keys[],
 	return store_check_keys(h, n, keys, key_lens, lens);
 }
 
-/* store_check_keys -- see handler_int.h */
+/* store_check_keys -- see kv.h */
 int
 store_check_keys(const struct cxlp_handler *h, size_t n,
     const void *const keys[], const size_t key_lens[], const size_t lens[])
@@ -289,7 +289,7 @@ store_settle(struct cxlp_handler *h, const struct batch *b,
 		}
 	}
 	doubt_note(h);
-	giveback_page_unlock(h);
+	pagelife_unlock(h);
 }
 
 /* Outcome unknown: pages INFLIGHT -> UNRESOLVED, keys remembered, and
@@ -316,10 +316,10 @@ store_park(struct cxlp_handler *h, const struct batch *b,
 			continue;
 		}
 		memcpy(u.key, b->regs[i].key.data, u.key_len);
-		store_unres_push(h, &u);
+		resolve_push(h, &u);
 	}
 	doubt_note(h);
-	giveback_page_unlock(h);
+	pagelife_unlock(h);
 }
 
 /* Step 3: persist every page's [0, len). Pages handed out one after the
@@ -418,7 +418,7 @@ store_batch(struct cxlp_handler *h, size_t n, const void *const keys[],
 		return rc;
 	}
 	b.grp = grp;
-	(void)store_resolve(h);
+	(void)resolve_run(h);
 	if ((rc = store_take(h, &b, keys, key_lens, pages, lens,
 	    claimed)) != 0) {
 		goto out;
@@ -461,7 +461,7 @@ cxlp_batch_store_status(struct cxlp_handler *h, size_t n,
 	    status, NULL, false);
 }
 
-/* store_claimed -- see handler_int.h. */
+/* store_claimed -- see kv.h. */
 int
 store_claimed(struct cxlp_handler *h, size_t n, const void *const keys[],
     const size_t key_lens[], const cxlp_page_t pages[], const size_t lens[],
@@ -471,7 +471,7 @@ store_claimed(struct cxlp_handler *h, size_t n, const void *const keys[],
 	    status, NULL, true);
 }
 
-/* store_group_batch -- see handler_int.h */
+/* store_group_batch -- see kv.h */
 int
 store_group_batch(struct cxlp_handler *h, const void *id, uint16_t id_len,
     size_t n, const void *const keys[], const size_t key_lens[],

@@ -119,7 +119,7 @@ version_slot_of(const cxlp_version_t *v)
 	return v->opaque[1] & VER_SLOT_MASK;
 }
 
-/* version_hits -- see handler_int.h */
+/* version_hits -- see kv.h */
 void
 version_hits(size_t n, const bool ask[], const struct proto_result res[],
     cxlp_version_t vers[])
@@ -166,7 +166,7 @@ loc_same(const struct proto_loc *a, const struct proto_loc *b)
 	    a->off == b->off && a->len == b->len;
 }
 
-/* version_settle -- see handler_int.h */
+/* version_settle -- see kv.h */
 void
 version_settle(struct cxlp_handler *h, struct scratch *s, size_t n,
     const void *const keys[], const size_t key_lens[],

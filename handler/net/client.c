@@ -128,7 +128,7 @@ client_close(struct client **clp)
 	*clp = NULL;
 }
 
-/* client_last_reply_ms -- see handler_int.h */
+/* client_last_reply_ms -- see net.h */
 uint64_t
 client_last_reply_ms(const struct client *cl)
 {

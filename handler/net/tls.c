@@ -29,7 +29,7 @@
 #include "net.h"
 #include "pemfile.h"
 
-/* tls_url -- see handler_int.h */
+/* tls_url -- see net.h */
 bool
 tls_url(const char *url)
 {
@@ -38,7 +38,7 @@ tls_url(const char *url)
 	    strncmp(url, "tls+tcp6://", 11) == 0;
 }
 
-/* tls_check -- see handler_int.h */
+/* tls_check -- see net.h */
 int
 tls_check(const char *url, const struct cfg_tls *tls)
 {

@@ -266,7 +266,7 @@ probe_report(struct probe_tls *t, struct tlsprobe *out)
 	    pc->valid_to.sec % 100);
 }
 
-/* tlsprobe_run -- see handler_int.h */
+/* tlsprobe_run -- see net.h */
 void
 tlsprobe_run(const char *url, const struct cfg_tls *tls,
     unsigned timeout_ms, struct tlsprobe *out)

@@ -42,7 +42,7 @@ alloc_expand(struct cxlp_handler *h, cxlp_page_t *pg, unsigned wait_ms,
 	return rc;
 }
 
-/* alloc_wait -- see handler_int.h */
+/* alloc_wait -- see region.h */
 int
 alloc_wait(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
     unsigned wait_ms, uint32_t need)
@@ -98,6 +98,6 @@ cxlp_free(struct cxlp_handler *h, cxlp_page_t page)
 	}
 	pthread_mutex_lock(&h->page_lock);
 	rc = pagetab_move(&h->pages, page, PAGE_ALLOCATED, PAGE_FREE);
-	giveback_page_unlock(h);
+	pagelife_unlock(h);
 	return rc;
 }

@@ -22,8 +22,8 @@
  * leave direct reads answering from the old one for good. So at most every
  * RECHECK_MS a lookup stats the path, and a path that names another file
  * now turns direct reads off; so does a session the metaserver no longer
- * knows (h->session_lost, which a failed reattach sets: call.c). Lookups then go to
- * the metaserver, which answers for the pool it serves.
+ * knows (h->session_lost, which a failed reattach sets: call.c). Lookups
+ * then go to the metaserver, which answers for the pool it serves.
  *
  * A hit also sets the key's byte in the pool's access area, which the
  * handler maps writable on its own (access_map): that is how reads that
@@ -144,7 +144,7 @@ meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
 	if ((rc = pmap_open(&d->map, h->pool_path, 0, meta_len, false)) != 0) {
 		return rc;
 	}
-	if ((rc = h_poolid_check(h, d->map)) != 0) {
+	if ((rc = poolid_check(h, d->map)) != 0) {
 		pmap_close(&d->map); /* another file's index: not read */
 		return rc;
 	}
@@ -180,7 +180,7 @@ access_map(struct cxlp_handler *h, const struct pool_sb *sb,
 		return;
 	}
 	if (a->count != d->kr.nslots || pmap_open(&d->amap, h->pool_path,
-	    a->off, a->len, true) != 0 || h_poolid_check(h, d->amap) != 0) {
+	    a->off, a->len, true) != 0 || poolid_check(h, d->amap) != 0) {
 		log_err("direct reads are not counted by eviction: cannot map "
 		    "the access area: %s", cxlp_errormsg());
 		pmap_close(&d->amap);
@@ -209,7 +209,7 @@ walker_main(void *arg)
 	return NULL;
 }
 
-/* direct_open -- see handler_int.h */
+/* direct_open -- see region.h */
 void
 direct_open(struct cxlp_handler *h)
 {
@@ -301,7 +301,7 @@ direct_usable(struct cxlp_handler *h, struct direct *d)
 	return true;
 }
 
-/* direct_close -- see handler_int.h */
+/* direct_close -- see region.h */
 void
 direct_close(struct cxlp_handler *h)
 {
@@ -397,7 +397,7 @@ direct_pass(struct direct *d, size_t n, const void *const keys[],
 	return (seq & 1u) == 0 && commit_seq(d) == seq;
 }
 
-/* direct_lookup_batch -- see handler_int.h. A batch that keeps meeting
+/* direct_lookup_batch -- see region.h. A batch that keeps meeting
  * commits, or that the index could not answer whole, is asked of the
  * metaserver whole: its LOOKUP runs under the lock that commits take,
  * and a mix of both answers could hold half a group. */
@@ -426,7 +426,7 @@ direct_lookup_batch(struct cxlp_handler *h, size_t n,
 	return nask;
 }
 
-/* direct_reader -- see handler_int.h */
+/* direct_reader -- see region.h */
 const struct kvread *
 direct_reader(struct cxlp_handler *h)
 {
@@ -438,7 +438,7 @@ direct_reader(struct cxlp_handler *h)
 	return &d->kr;
 }
 
-/* direct_page_size -- see handler_int.h */
+/* direct_page_size -- see region.h */
 uint64_t
 direct_page_size(struct cxlp_handler *h, uint32_t region, uint32_t gen)
 {
@@ -461,7 +461,7 @@ direct_page_size(struct cxlp_handler *h, uint32_t region, uint32_t gen)
 	return ps;
 }
 
-/* direct_intact -- see handler_int.h */
+/* direct_intact -- see region.h */
 bool
 direct_intact(struct cxlp_handler *h)
 {

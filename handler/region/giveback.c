@@ -13,7 +13,7 @@
  * DESIGN NOTES
  * 1. When. Pages become free in cxlp_free, in a delete of a key at one
  *    of my pages, and in a store that lost its race or was refused.
- *    Each of those releases the page lock through giveback_page_unlock,
+ *    Each of those releases the page lock through pagelife_unlock,
  *    which pokes the keeper thread (keeper_poke) when the page table
  *    holds more empty sets than the reserve (pages.c note 5, O(1)). The
  *    keeper runs giveback_run, so no caller waits for the round trip,
@@ -84,7 +84,7 @@
 
 #define GIVEBACK_RETRY_MS 1000 /* after a REGION_FREE went unanswered */
 
-/* giveback_call -- see handler_int.h */
+/* giveback_call -- see region.h */
 int
 giveback_call(struct cxlp_handler *h, const struct proto_loc *loc)
 {
@@ -243,7 +243,7 @@ push(struct own_region **list, struct own_region *r)
 	*list = r;
 }
 
-/* giveback_run -- see handler_int.h */
+/* giveback_run -- see region.h */
 bool
 giveback_run(struct cxlp_handler *h)
 {
@@ -300,10 +300,10 @@ giveback_keep(struct cxlp_handler *h)
 	return true;
 }
 
-/* giveback_task -- see handler_int.h */
+/* giveback_task -- see region.h */
 const struct keeper_task giveback_task = { giveback_due, giveback_keep };
 
-/* giveback_retire -- see handler_int.h */
+/* giveback_retire -- see region.h */
 void
 giveback_retire(struct cxlp_handler *h, struct own_region *r)
 {
@@ -311,7 +311,7 @@ giveback_retire(struct cxlp_handler *h, struct own_region *r)
 	push(&h->giveback.retired, r);
 }
 
-/* giveback_reuse -- see handler_int.h */
+/* giveback_reuse -- see region.h */
 struct pmap *
 giveback_reuse(struct cxlp_handler *h, const struct proto_loc *loc)
 {
@@ -331,19 +331,6 @@ giveback_reuse(struct cxlp_handler *h, const struct proto_loc *loc)
 	return m;
 }
 
-/* giveback_page_unlock -- see handler_int.h */
-void
-giveback_page_unlock(struct cxlp_handler *h)
-{
-	bool over = h->pages.nempty > h->cfg.reserve_regions ||
-	    h->pages.nretiring > 0;
-
-	pthread_mutex_unlock(&h->page_lock);
-	if (over && !keeper_poke(h, h->giveback.task)) {
-		(void)giveback_run(h); /* no keeper thread (connect, close) */
-	}
-}
-
 static void
 list_free(struct own_region **list)
 {
@@ -356,7 +343,7 @@ list_free(struct own_region **list)
 	}
 }
 
-/* giveback_fini -- see handler_int.h */
+/* giveback_fini -- see region.h */
 void
 giveback_fini(struct cxlp_handler *h)
 {

@@ -11,7 +11,7 @@
 #include "err.h"
 #include "region.h"
 
-/* owntab_loc_ok -- see handler_int.h */
+/* owntab_loc_ok -- see region.h */
 bool
 owntab_loc_ok(const struct cxlp_handler *h, const struct proto_loc *loc)
 {
@@ -20,7 +20,7 @@ owntab_loc_ok(const struct cxlp_handler *h, const struct proto_loc *loc)
 	    loc->region_len <= h->pool_size - loc->region_off;
 }
 
-/* owntab_region_len -- see handler_int.h */
+/* owntab_region_len -- see region.h */
 uint64_t
 owntab_region_len(const struct cxlp_handler *h)
 {
@@ -29,7 +29,7 @@ owntab_region_len(const struct cxlp_handler *h)
 	return (h->cfg.region_size + align - 1) / align * align;
 }
 
-/* owntab_grant_check -- see handler_int.h */
+/* owntab_grant_check -- see region.h */
 int
 owntab_grant_check(const struct cxlp_handler *h, const struct proto_loc *loc)
 {
@@ -55,14 +55,14 @@ own_live(struct cxlp_handler *h)
 	return n;
 }
 
-/* owntab_may_grow -- see handler_int.h */
+/* owntab_may_grow -- see region.h */
 bool
 owntab_may_grow(struct cxlp_handler *h)
 {
 	return h->cfg.max_regions == 0 || own_live(h) < h->cfg.max_regions;
 }
 
-/* owntab_state_init -- see handler_int.h */
+/* owntab_state_init -- see region.h */
 void
 owntab_state_init(struct regions *rg)
 {
@@ -70,7 +70,7 @@ owntab_state_init(struct regions *rg)
 	pthread_rwlock_init(&rg->map_lock, NULL);
 }
 
-/* owntab_state_fini -- see handler_int.h */
+/* owntab_state_fini -- see region.h */
 void
 owntab_state_fini(struct regions *rg)
 {

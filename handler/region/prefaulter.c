@@ -120,7 +120,7 @@ prefaulter_get(struct cxlp_handler *h)
 	return pf;
 }
 
-/* prefault_queue -- see handler_int.h */
+/* prefault_queue -- see region.h */
 void
 prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own)
 {
@@ -147,7 +147,7 @@ prefault_queue(struct cxlp_handler *h, const struct pmap *m, bool own)
 	pthread_mutex_unlock(&pf->lock);
 }
 
-/* prefaulter_stop -- see handler_int.h */
+/* prefaulter_stop -- see region.h */
 void
 prefaulter_stop(struct cxlp_handler *h)
 {

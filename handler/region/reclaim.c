@@ -13,13 +13,13 @@
  *    key (pagelife_key_gone): REGISTERED -> FREE, and a store still settling
  *    (INFLIGHT) or unresolved settles as its own rules say.
  *
- * 2. The gate. store_resolve registers again keys whose first register's
+ * 2. The gate. resolve_run registers again keys whose first register's
  *    outcome was lost, at the same pages. If an eviction of such a key
  *    raced with that re-register -- the server evicts the page, the
  *    re-register puts the key back at it and settles it REGISTERED, then
  *    the RECLAIM reply frees the page -- the page would be handed out
  *    while a key points at it. So RECLAIMs hold the gate shared from
- *    request to applied reply, and store_resolve holds it exclusive: each
+ *    request to applied reply, and resolve_run holds it exclusive: each
  *    sees the other's effect whole.
  *
  * 3. CXLP_E_NOSPACE carries the metaserver's reason (what holds the
@@ -76,7 +76,7 @@
                        * region's worth */
 #define WAIT_SLICE_MS 250u /* the longest wait one RECLAIM asks for */
 
-/* reclaim_init -- see handler_int.h */
+/* reclaim_init -- see region.h */
 void
 reclaim_init(struct reclaimer *r)
 {
@@ -87,7 +87,7 @@ reclaim_init(struct reclaimer *r)
 	r->low = 0;
 }
 
-/* reclaim_fini -- see handler_int.h */
+/* reclaim_fini -- see region.h */
 void
 reclaim_fini(struct reclaimer *r)
 {
@@ -95,14 +95,14 @@ reclaim_fini(struct reclaimer *r)
 	cxlp_assert(pthread_mutex_destroy(&r->refill_lock) == 0);
 }
 
-/* reclaim_gate_lock -- see handler_int.h */
+/* reclaim_gate_lock -- see region.h */
 void
 reclaim_gate_lock(struct cxlp_handler *h)
 {
 	cxlp_assert(pthread_rwlock_wrlock(&h->reclaim.gate) == 0);
 }
 
-/* reclaim_gate_unlock -- see handler_int.h */
+/* reclaim_gate_unlock -- see region.h */
 void
 reclaim_gate_unlock(struct cxlp_handler *h)
 {
@@ -282,7 +282,7 @@ local_page(struct cxlp_handler *h, cxlp_page_t *pg)
 	return rc == 0;
 }
 
-/* reclaim -- see handler_int.h (notes 5, 6). expand_lock is let go while
+/* reclaim -- see region.h (notes 5, 6). expand_lock is let go while
  * it naps, so the keeper can give back regions asked of this handler. */
 int
 reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow,
@@ -331,7 +331,7 @@ reclaim(struct cxlp_handler *h, cxlp_page_t *pg, bool grow,
 	return rc;
 }
 
-/* reclaim_low_locked -- see handler_int.h (note 7) */
+/* reclaim_low_locked -- see region.h (note 7) */
 bool
 reclaim_low_locked(const struct cxlp_handler *h)
 {
@@ -383,5 +383,5 @@ refill_run(struct cxlp_handler *h)
 	return true;
 }
 
-/* reclaim_refill_task -- see handler_int.h */
+/* reclaim_refill_task -- see region.h */
 const struct keeper_task reclaim_refill_task = { refill_due, refill_run };

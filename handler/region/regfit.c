@@ -48,7 +48,7 @@ size_that_fits(uint64_t len, uint64_t align)
 	return 0;
 }
 
-/* regfit_why -- see handler_int.h */
+/* regfit_why -- see region.h */
 int
 regfit_why(struct cxlp_handler *h, uint64_t len)
 {

@@ -109,9 +109,6 @@ void prefaulter_stop(struct cxlp_handler *h);
 
 /* ---- giveback.c --------------------------------------------------------- */
 
-/* giveback_page_unlock -- release page_lock after pages went FREE; pokes
- * the keeper when more sets are empty than the reserve. */
-void giveback_page_unlock(struct cxlp_handler *h);
 /* giveback_task -- the give-back as a keeper task (giveback_run, and
  * again GIVEBACK_RETRY_MS after a run that left regions unanswered). */
 extern const struct keeper_task giveback_task;
@@ -145,12 +142,16 @@ int alloc_wait(struct cxlp_handler *h, cxlp_page_t *page, void **buf,
 
 /* ---- pagelife.c --------------------------------------------------------- */
 
+/* pagelife_unlock -- release page_lock after pages went FREE; pokes the
+ * give-back's keeper task (or runs it, with no keeper thread) when more
+ * sets are empty than the reserve. */
+void pagelife_unlock(struct cxlp_handler *h);
 /* pagelife_key_gone -- a key of mine at loc went (deleted, or evicted):
  * its page is free again, or settles as its store decides (ops.c).
  * Takes page_lock. */
 void pagelife_key_gone(struct cxlp_handler *h, const struct proto_loc *loc);
 /* pagelife_forget -- drop page pg's unresolved entry (page_lock held): true
- * if it was there, false if store_resolve has it in hand. */
+ * if it was there, false if resolve_run has it in hand. */
 bool pagelife_forget(struct cxlp_handler *h, cxlp_page_t pg);
 
 /* ---- regfit.c ----------------------------------------------------------- */
@@ -215,7 +216,7 @@ bool reclaim_low_locked(const struct cxlp_handler *h);
  * unless an alloc holds expand_lock; run when poked only. */
 extern const struct keeper_task reclaim_refill_task;
 /* reclaim_low_locked and a poke of the refill task (alloc_wait) */
-/* reclaim_gate_lock/unlock -- store_resolve's exclusive hold (note 2). */
+/* reclaim_gate_lock/unlock -- resolve_run's exclusive hold (note 2). */
 void reclaim_gate_lock(struct cxlp_handler *h);
 void reclaim_gate_unlock(struct cxlp_handler *h);
 

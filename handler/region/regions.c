@@ -84,7 +84,7 @@ own_open(struct cxlp_handler *h, const struct proto_loc *loc,
 	r->map = giveback_reuse(h, loc);
 	if (r->map == NULL && (rc = pmap_open(&r->map, h->pool_path,
 	    loc->region_off, loc->region_len, true)) == 0 &&
-	    (rc = h_poolid_check(h, r->map)) != 0) {
+	    (rc = poolid_check(h, r->map)) != 0) {
 		pmap_close(&r->map);
 	}
 	if (r->map == NULL) {
@@ -155,7 +155,7 @@ own_add_locked(struct cxlp_handler *h, struct own_region *r,
  * NULL, take its first page. Returns 0 or an error (CXLP_E_NOSPACE when
  * max_regions is reached or the pool is full). Caller holds expand_lock,
  * not page_lock. */
-/* regions_add -- see handler_int.h */
+/* regions_add -- see region.h */
 int
 regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
 {
@@ -172,7 +172,7 @@ regions_add(struct cxlp_handler *h, cxlp_page_t *pg)
 	return regions_enter(h, &loc, pg);
 }
 
-/* regions_enter -- see handler_int.h */
+/* regions_enter -- see region.h */
 int
 regions_enter(struct cxlp_handler *h, const struct proto_loc *lp,
     cxlp_page_t *pg)

@@ -106,7 +106,7 @@ rmap_retire(struct cxlp_handler *h, struct rmap_ent *old)
 	h->regions.retired = old;
 }
 
-/* rmap_put -- see handler_int.h */
+/* rmap_put -- see region.h */
 void
 rmap_put(struct cxlp_handler *h, struct rmap_ent *e)
 {
@@ -128,7 +128,7 @@ rmap_put(struct cxlp_handler *h, struct rmap_ent *e)
 	rmap_note(h, e, CXLP_REGION_MAPPED);
 }
 
-/* rmap_fini -- see handler_int.h */
+/* rmap_fini -- see region.h */
 void
 rmap_fini(struct cxlp_handler *h)
 {
@@ -157,7 +157,7 @@ rmap_fini(struct cxlp_handler *h)
 	}
 }
 
-/* rmap_own_unlink -- see handler_int.h */
+/* rmap_own_unlink -- see region.h */
 void
 rmap_own_unlink(struct cxlp_handler *h, const struct proto_loc *loc)
 {
@@ -202,7 +202,7 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
 	}
 	rc = pmap_open(&e->map, h->pool_path, loc->region_off,
 	    loc->region_len, false);
-	if (rc == 0 && (rc = h_poolid_check(h, e->map)) != 0) {
+	if (rc == 0 && (rc = poolid_check(h, e->map)) != 0) {
 		pmap_close(&e->map);
 	}
 	if (rc != 0) {
@@ -301,7 +301,7 @@ struct regview {
 static _Thread_local struct cxlp_handler *in_callback[RV_NEST_MAX];
 static _Thread_local unsigned in_callbacks;
 
-/* rmap_delivering -- see handler_int.h */
+/* rmap_delivering -- see region.h */
 bool
 rmap_delivering(const struct cxlp_handler *h)
 {
@@ -319,7 +319,7 @@ rv_get(struct cxlp_handler *h)
 	return __atomic_load_n(&h->regview, __ATOMIC_ACQUIRE);
 }
 
-/* rmap_ent_info -- see handler_int.h */
+/* rmap_ent_info -- see region.h */
 void
 rmap_ent_info(const struct cxlp_handler *h, const struct rmap_ent *e,
     struct cxlp_region_info *out)
@@ -356,7 +356,7 @@ rv_push(struct regview *rv, int kind, const struct cxlp_region_info *info)
 	rv->tail = &ev->next;
 }
 
-/* rmap_note -- see handler_int.h */
+/* rmap_note -- see region.h */
 void
 rmap_note(struct cxlp_handler *h, const struct rmap_ent *e, int kind)
 {
@@ -411,7 +411,7 @@ drain_locked(struct cxlp_handler *h, struct regview *rv)
 	}
 }
 
-/* rmap_drain -- see handler_int.h */
+/* rmap_drain -- see region.h */
 void
 rmap_drain(struct cxlp_handler *h)
 {
@@ -426,7 +426,7 @@ rmap_drain(struct cxlp_handler *h)
 	pthread_mutex_unlock(&rv->deliver_lock);
 }
 
-/* rmap_events_fini -- see handler_int.h */
+/* rmap_events_fini -- see region.h */
 void
 rmap_events_fini(struct cxlp_handler *h)
 {
@@ -481,7 +481,7 @@ info_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* rmap_collect -- see handler_int.h */
+/* rmap_collect -- see region.h */
 size_t
 rmap_collect(struct cxlp_handler *h, struct cxlp_region_info *out,
     size_t cap)

@@ -115,7 +115,7 @@ hello_refused(const struct cxlp_handler *h)
 	    h->cfg.server);
 }
 
-/* h_hello -- see handler_int.h. The HELLO asks for the reason of a
+/* h_hello -- see session.h. The HELLO asks for the reason of a
  * refusal, and promises heartbeats every keepalive_ms when the keeper
  * runs (metaserver/silence.c ends a session that breaks the promise: its
  * handler closed unheard). */
@@ -175,7 +175,7 @@ reattach(struct cxlp_handler *h, uint64_t old_token)
 	return rc;
 }
 
-/* h_call -- see handler_int.h */
+/* h_call -- see session.h */
 int
 h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
     struct creply *rep)
@@ -202,7 +202,7 @@ reattach_or_lose(struct cxlp_handler *h, uint16_t op, uint64_t token)
 	    "failed", proto_op_name(op));
 }
 
-/* h_call_id -- see handler_int.h */
+/* h_call_id -- see session.h */
 int
 h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
     const struct pbuf *body, struct creply *rep)
@@ -237,7 +237,7 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 	return rc;
 }
 
-/* h_heartbeat_body -- see handler_int.h */
+/* h_heartbeat_body -- see session.h */
 int
 h_heartbeat_body(struct cxlp_handler *h, struct creply *rep)
 {
@@ -257,7 +257,7 @@ h_heartbeat_body(struct cxlp_handler *h, struct creply *rep)
 	return 0;
 }
 
-/* h_ping -- see handler_int.h */
+/* h_ping -- see session.h */
 int
 h_ping(struct cxlp_handler *h)
 {
@@ -306,10 +306,10 @@ keepalive_run(struct cxlp_handler *h)
 	return h_check_session(h) == 0;
 }
 
-/* h_keepalive_task -- see handler_int.h */
+/* h_keepalive_task -- see session.h */
 const struct keeper_task h_keepalive_task = { keepalive_due, keepalive_run };
 
-/* h_check_session -- see handler_int.h */
+/* h_check_session -- see session.h */
 int
 h_check_session(const struct cxlp_handler *h)
 {
@@ -383,7 +383,7 @@ h_get_results(struct creply *rep, struct proto_result *res, size_t n,
 	return 0;
 }
 
-/* h_pool_stats -- see handler_int.h */
+/* h_pool_stats -- see session.h */
 int
 h_pool_stats(struct cxlp_handler *h, uint64_t v[PROTO_STATS_MAX])
 {

@@ -42,7 +42,7 @@ static pthread_mutex_t lb_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct latebye lb[LATEBYE_MAX]; /* oldest first */
 static unsigned lb_n;
 
-/* latebye_add -- see handler_int.h */
+/* latebye_add -- see session.h */
 void
 latebye_add(const char *url, uint64_t session, uint64_t token)
 {
@@ -80,7 +80,7 @@ take(const char *url, struct latebye *out)
 	return n;
 }
 
-/* latebye_atfork_child -- see handler_int.h */
+/* latebye_atfork_child -- see session.h */
 void
 latebye_atfork_child(void)
 {
@@ -90,7 +90,7 @@ latebye_atfork_child(void)
 	lb_n = 0;
 }
 
-/* latebye_unanswered -- see handler_int.h */
+/* latebye_unanswered -- see session.h */
 bool
 latebye_unanswered(int rc)
 {
@@ -115,7 +115,7 @@ send_one(struct cxlp_handler *h, const struct latebye *b)
 	return latebye_unanswered(rc) ? rc : 0;
 }
 
-/* latebye_send -- see handler_int.h */
+/* latebye_send -- see session.h */
 void
 latebye_send(struct cxlp_handler *h)
 {

@@ -119,9 +119,9 @@ poolid_get(struct cxlp_handler *h, struct proto_poolid *id)
 	return known;
 }
 
-/* h_poolid_check -- see handler_int.h */
+/* poolid_check -- see session.h */
 int
-h_poolid_check(struct cxlp_handler *h, const struct pmap *m)
+poolid_check(struct cxlp_handler *h, const struct pmap *m)
 {
 	struct proto_poolid id;
 	int rc;

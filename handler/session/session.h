@@ -13,13 +13,13 @@
 
 /* ---- poolid.c ----------------------------------------------------------- */
 
-/* h_poolid_check -- m, mapped from h->pool_path, is of the file the
+/* poolid_check -- m, mapped from h->pool_path, is of the file the
  * metaserver serves: same device and inode where the server runs on
  * this kernel, and the server's open nonce in the file's superblock.
  * On a mismatch the identity is asked again once (a reattaching HELLO:
  * the server may have restarted, or moved to a copy), then
  * CXLP_E_STALE naming the path. 0 when the server sent no identity. */
-int h_poolid_check(struct cxlp_handler *h, const struct pmap *m);
+int poolid_check(struct cxlp_handler *h, const struct pmap *m);
 
 /* ---- call.c ------------------------------------------------------------- */
 

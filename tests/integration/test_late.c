@@ -85,7 +85,7 @@ restart_server(void)
 	cr_assert_eq(test_server_restart(&srv, NULL), 0, "restart failed");
 }
 
-/* Healthchecks (each one settles parked pages, store_resolve) until no
+/* Healthchecks (each one settles parked pages, resolve_run) until no
  * page is unresolved; loose: the handler reattaches through the proxy
  * to a server that has just come back. */
 static struct cxlp_stats
@@ -182,7 +182,7 @@ Test(late, parked_register_delivered_after_restart_never_binds_reused_page)
 	cr_assert(!ok);
 	cr_assert_eq(proxy_held(px), 1);
 	restart_server();
-	(void)settle(h); /* store_resolve (after the restart, as a stats
+	(void)settle(h); /* resolve_run (after the restart, as a stats
 	                  * call before it would): K registered at P again */
 	late_copy_lands(h, k, k2);
 	assert_quarantined(h, 1);

@@ -608,6 +608,7 @@ ms_serve(const struct ms_config *cfg)
 	if (server_stop(&srv)) {
 		ms_fini(&srv.ms);
 	}
+	cxlp_log_flush_all(); /* counts whose window had not ended */
 	explicit_bzero(srv.ms.secret, sizeof(srv.ms.secret));
 	return rc == 0 ? 0 : 1;
 }

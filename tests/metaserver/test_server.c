@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "rawclient.h"
 #include "proc.h"
 #include "server.h"
@@ -456,4 +457,27 @@ Test(server, a_hello_on_a_pipe_being_recorded_is_the_peers)
 	free(rep);
 	raw_close(&c);
 	cr_assert_eq(test_server_stop(&srv), 0);
+}
+
+/* A stop right after a flood of a rate-limited line (op=pipe_add, one
+ * per connection) still writes the count of the lines suppressed
+ * (cxlp_log_flush_all at the stop; the reaper's flush waits for the
+ * site's window to end). */
+Test(server, a_stop_right_after_a_flood_writes_its_count)
+{
+	struct raw_client c[CXLP_LOG_BURST + 5];
+
+	cr_assert_eq(test_server_start(&srv, POOL_SIZE, NULL), 0);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		cr_assert_eq(raw_open(&c[i], srv.url), 0);
+		cr_assert_eq(raw_hello(&c[i]), 0); /* its pipe was added */
+	}
+	test_server_kill(&srv, SIGTERM);
+	cr_assert(test_server_log_has(&srv, "similar lines suppressed"),
+	    "log %s", srv.log);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		raw_close(&c[i]);
+	}
+	test_server_stop(&srv);
+	unlink(srv.log);
 }

@@ -15,7 +15,10 @@
  * comes with the last line suppressed and counts the others. Sites
  * with a count join a list on their first suppressed line, which
  * cxlp_log_flush walks (only when some count is pending: one atomic load
- * otherwise).
+ * otherwise); cxlp_log_flush_all, at a process's stop, writes every count
+ * whatever its window. A count of a level the log no longer passes (the
+ * level lowered since) is dropped, as its lines would be. A child of
+ * fork starts with no counts: the parent's are the parent's to write.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -72,8 +75,21 @@ void
 cxlp_log_atfork_child(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	struct cxlp_log_site *s = sites;
 
 	log_lock = fresh;
+	/* the parent reports its own counts: none of them is the child's */
+	while (s != NULL) {
+		struct cxlp_log_site *next = s->next;
+
+		s->suppressed = 0;
+		s->lines = 0;
+		s->listed = false;
+		s->next = NULL;
+		s = next;
+	}
+	sites = NULL;
+	__atomic_store_n(&pending, 0, __ATOMIC_RELAXED);
 }
 
 void
@@ -206,9 +222,10 @@ cxlp_log_rl(struct cxlp_log_site *site, int level, const char *fmt, ...)
 	pthread_mutex_unlock(&log_lock);
 }
 
-/* cxlp_log_flush -- see log.h */
-void
-cxlp_log_flush(void)
+/* write the counts of the sites whose window has ended, or (all) of
+ * every site; a count of a level that no longer passes is dropped */
+static void
+flush(bool all)
 {
 	uint64_t now;
 
@@ -222,21 +239,38 @@ cxlp_log_flush(void)
 		char line[CXLP_LOG_SITE_LINE + 64];
 
 		if (s->suppressed == 0 ||
-		    now - s->start_ms < CXLP_LOG_WINDOW_MS) {
+		    (!all && now - s->start_ms < CXLP_LOG_WINDOW_MS)) {
 			continue;
 		}
 		/* the last line suppressed is written now, the rest counted:
 		 * every line is written or counted, once */
 		n = take_count(s) - 1;
+		/* the count closes the window: the next line opens one */
+		s->lines = 0;
+		if (!passes(s->level)) {
+			continue; /* the level was lowered since */
+		}
 		if (n == 0) {
 			snprintf(line, sizeof(line), "%s", s->last);
 		} else {
 			snprintf(line, sizeof(line), "%s (%llu similar lines "
 			    "suppressed)", s->last, (unsigned long long)n);
 		}
-		/* the count closes the window: the next line opens one */
-		s->lines = 0;
 		emit(s->level, line);
 	}
 	pthread_mutex_unlock(&log_lock);
+}
+
+/* cxlp_log_flush -- see log.h */
+void
+cxlp_log_flush(void)
+{
+	flush(false);
+}
+
+/* cxlp_log_flush_all -- see log.h */
+void
+cxlp_log_flush_all(void)
+{
+	flush(true);
 }

@@ -42,11 +42,15 @@ void cxlp_log_rl(struct cxlp_log_site *site, int level, const char *fmt,
 /* cxlp_log_flush -- write the count of every site whose window has
  * ended with lines suppressed (a periodic call; cheap when none has). */
 void cxlp_log_flush(void);
+/* cxlp_log_flush_all -- cxlp_log_flush of every site with a count,
+ * whether or not its window has ended (at a process's stop). */
+void cxlp_log_flush_all(void);
 /* cxlp_log_set_clock -- tests: read now_ms from fn (NULL: the monotonic
  * clock again). */
 void cxlp_log_set_clock(uint64_t (*fn)(void));
 /* cxlp_log_atfork_child -- in a child of fork(): a new lock for the sink
- * (one of the parent's threads may have held it). */
+ * (one of the parent's threads may have held it), and no site's count
+ * (the parent's to report). */
 void cxlp_log_atfork_child(void);
 /* cxlp_log_level -- the current level (CXLP_LOG env read once). */
 int cxlp_log_level(void);

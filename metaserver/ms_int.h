@@ -367,8 +367,9 @@ bool ms_pool_watch(struct ms *ms);
 /* ---- pipes (pipes.c): the peer pipes and their pids -------------------- */
 
 /* ms_pipe_added -- remember a new pipe and its peer pid (0: unknown);
- * server.c calls it from nng's threads. Takes ms->sess_lock. */
-void ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid);
+ * server.c calls it from nng's threads, before the pipe can receive.
+ * Takes ms->sess_lock. 0, or -ENOMEM (not recorded: close the pipe). */
+int ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid);
 /* ms_pipe_forget -- pipe_id is gone: drop it from the live pipes and
  * remember it among the last MS_GONE_PIPES removed. Returns its peer pid
  * (0 unknown). sess_lock held. */

@@ -3,7 +3,8 @@
  * with the peer pid the server saw on it, and the last MS_GONE_PIPES
  * pipes removed.
  *
- * server.c adds a pipe when nng reports it [ms_pipe_added]; liveness.c
+ * server.c adds a pipe when nng reports it, before the pipe can receive
+ * [ms_pipe_added: a failure closes it]; liveness.c
  * forgets it when nng reports it gone [ms_pipe_forget] and then decides
  * what becomes of the sessions that spoke on it. session.c asks the table
  * two questions: the pid behind a pipe (the one a HELLO's session keeps,
@@ -28,7 +29,7 @@
  * that peer's start time, read here from /proc while the peer is sure to
  * be the one that connected: with the pid, what identifies the process
  * (hello.c), where a HELLO's own claim could be anything. */
-void
+int
 ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid)
 {
 	uint64_t start = 0;
@@ -47,7 +48,7 @@ ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid)
 			ms_sess_unlock(ms);
 			log_err("op=pipe_add pipe=%llu rc=%d msg=\"no memory\"",
 			    (unsigned long long)pipe_id, -ENOMEM);
-			return;
+			return -ENOMEM;
 		}
 		ms->pipes = np;
 		ms->cap_pipes = cap;
@@ -61,6 +62,7 @@ ms_pipe_added(struct ms *ms, uint64_t pipe_id, uint64_t peer_pid)
 	log_rl_info("op=pipe_add pipe=%llu pid=%llu",
 	    (unsigned long long)pipe_id,
 	    (unsigned long long)peer_pid);
+	return 0;
 }
 
 /* ms_pipe_forget -- see ms_int.h */

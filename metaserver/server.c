@@ -26,6 +26,14 @@
  * nothing. The transport is read from the pipe's own address for each
  * message, which no pipe event can race.
  *
+ * Pipes: a pipe is recorded (ms_pipe_added: its peer's pid and start
+ * time) at NNG_PIPE_EV_ADD_PRE, which nng 1.5.2 runs before the protocol
+ * starts the pipe (nni_listener_add_pipe: ADD_PRE, then pipe_start, then
+ * ADD_POST), so no request of it reaches a worker before its peer is
+ * known. At ADD_POST a HELLO could come first and be taken on its own
+ * claim of pid and start time (hello.c hello_ident). A pipe that cannot
+ * be recorded is closed there, before it serves anything.
+ *
  * Signals: SIGINT and SIGTERM are blocked in every thread (the mask is set
  * before nng starts any) and taken synchronously by sigwait in the main
  * thread, which then stops the workers (closing their contexts), closes
@@ -58,6 +66,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 
+#include "crashpt.h"
 #include "deadline.h"
 #include "err.h"
 #include "log.h"
@@ -178,11 +187,14 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 	if (id <= 0) {
 		return;
 	}
-	if (ev == NNG_PIPE_EV_ADD_POST) {
+	if (ev == NNG_PIPE_EV_ADD_PRE) { /* before it can receive */
 		if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) != 0) {
 			pid = 0; /* not ipc */
 		}
-		ms_pipe_added(&srv->ms, (uint64_t)id, pid);
+		crashpt_pipe_pause();
+		if (ms_pipe_added(&srv->ms, (uint64_t)id, pid) != 0) {
+			nng_pipe_close(p); /* nng rejects it */
+		}
 	} else if (ev == NNG_PIPE_EV_REM_POST) {
 		ms_pipe_removed(&srv->ms, (uint64_t)id, cxlp_now_ms());
 	}
@@ -279,7 +291,7 @@ socket_open(struct server *srv, const struct ms_config *cfg)
 		    nng_strerror(rv));
 	}
 	if (nng_socket_set_size(srv->sock, NNG_OPT_RECVMAXSZ, RECV_MAX) != 0 ||
-	    nng_pipe_notify(srv->sock, NNG_PIPE_EV_ADD_POST, pipe_cb,
+	    nng_pipe_notify(srv->sock, NNG_PIPE_EV_ADD_PRE, pipe_cb,
 	    srv) != 0 ||
 	    nng_pipe_notify(srv->sock, NNG_PIPE_EV_REM_POST, pipe_cb,
 	    srv) != 0) {
@@ -596,6 +608,7 @@ ms_serve(const struct ms_config *cfg)
 	if (server_stop(&srv)) {
 		ms_fini(&srv.ms);
 	}
+	cxlp_log_flush_all(); /* counts whose window had not ended */
 	explicit_bzero(srv.ms.secret, sizeof(srv.ms.secret));
 	return rc == 0 ? 0 : 1;
 }

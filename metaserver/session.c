@@ -173,9 +173,12 @@ ms_sess_load(struct ms *ms, uint64_t now_ms)
 		s->detached = true;
 		s->deadline_ms = now_ms + ms->grace_ms;
 		/* a handler of this host whose process is gone ends at the
-		 * first reaper pass; others, and one that came through a
-		 * relay (its pid is the relay's), get the grace period */
+		 * first reaper pass; others get the grace period: one that
+		 * came through a relay (its pid is the relay's), and one
+		 * whose pid only the peer claimed (tcp: no peer credentials),
+		 * which another process may have */
 		s->peer_pid = same_host(r.host) &&
+		    (r.flags & POOL_SESS_PEERCRED) &&
 		    !(r.flags & POOL_SESS_RELAYED) ? r.pid : 0;
 		log_info("op=session_load session=%llu pid=%u host=%s",
 		    (unsigned long long)r.id, r.pid, r.host);

@@ -161,6 +161,17 @@ crashpt_commit_pause(void)
 	}
 }
 
+/* crashpt_pipe_pause -- see crashpt.h; as crashpt_commit_pause */
+void
+crashpt_pipe_pause(void)
+{
+	const char *us = getenv("CXLP_PIPE_ADD_PAUSE_US");
+
+	if (us != NULL) {
+		usleep((useconds_t)strtoul(us, NULL, 10));
+	}
+}
+
 /* crashpt_scope -- see crashpt.h */
 void
 crashpt_scope(int on)

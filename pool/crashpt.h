@@ -24,6 +24,10 @@
  *                       commit inserts and after each it publishes
  *                       (crashpt_commit_pause): a commit long enough for
  *                       a test's reader to meet it.
+ *   CXLP_PIPE_ADD_PAUSE_US=u  the metaserver sleeps u us in its pipe-add
+ *                       callback before it records the pipe
+ *                       (crashpt_pipe_pause): a window for a peer's first
+ *                       request to meet a pipe not yet recorded.
  * And a test in the process can record every persist as it completes
  * (crashpt_set_recorder): which bytes were durable when a page was
  * handed out again (contract 9) is read from that record.
@@ -53,6 +57,8 @@ bool crashpt_set_recorder(void (*fn)(void *arg, const void *addr,
 
 /* crashpt_commit_pause -- a commit inserted or published one key (kv.c). */
 void crashpt_commit_pause(void);
+/* crashpt_pipe_pause -- the metaserver is about to record a new pipe. */
+void crashpt_pipe_pause(void);
 /* crashpt_scope -- the points from now on are (on) or are not (off) a
  * commit's or its recovery's, for CXLP_CRASH_COMMIT. */
 void crashpt_scope(int on);

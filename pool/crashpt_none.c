@@ -44,6 +44,11 @@ crashpt_commit_pause(void)
 }
 
 void
+crashpt_pipe_pause(void)
+{
+}
+
+void
 crashpt_scope(int on)
 {
 	(void)on;

@@ -142,7 +142,9 @@ kv_insert_as(struct pool *p, uint64_t owner, const void *key, size_t klen,
 		return rc;
 	}
 	if (kvindex_probe(&p->kv, key, klen, &pr) == 1) {
-		kvindex_get(&p->kv, pr.slot, &v, NULL, NULL);
+		/* LIVE, or PEND: staged earlier in this commit (a key named
+		 * twice in one group); either way the slot's own body */
+		cxlp_assert(kvindex_get_held(&p->kv, pr.slot, &v) == 0);
 		kv_out(p, &v, pr.slot, out);
 		return 0;
 	}

@@ -559,6 +559,20 @@ kvindex_remove(struct kvindex *kv, const void *key, size_t klen,
 	return 0;
 }
 
+/* kvindex_get_held -- see kvindex.h */
+int
+kvindex_get_held(const struct kvindex *kv, uint64_t i, struct kv_val *v)
+{
+	const void *k;
+	size_t kl;
+
+	if (i >= kv->nslots || !kvindex_slot_held(kv, i, &k, &kl)) {
+		return CXLP_E_NOTFOUND;
+	}
+	slot_val(&kv->slots[i], v);
+	return 0;
+}
+
 /* kvindex_get -- see kvindex.h */
 int
 kvindex_get(const struct kvindex *kv, uint64_t i, struct kv_val *v,

@@ -120,6 +120,9 @@ void kvindex_drop(struct kvindex *kv, uint64_t i);
  * (pointing into the heap), else CXLP_E_NOTFOUND. */
 int kvindex_get(const struct kvindex *kv, uint64_t i, struct kv_val *v,
     const void **key, size_t *klen);
+/* kvindex_get_held -- kvindex_get for a valid LIVE or PEND slot i (a key
+ * staged earlier in the same commit): 0 and *v, else CXLP_E_NOTFOUND. */
+int kvindex_get_held(const struct kvindex *kv, uint64_t i, struct kv_val *v);
 /* kvindex_next -- the next valid LIVE slot at or after *cursor: 1 and
  * *slot (cursor advanced past it), or 0 at the end. */
 int kvindex_next(const struct kvindex *kv, uint64_t *cursor,

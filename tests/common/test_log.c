@@ -3,7 +3,9 @@
  * 25 item 7): N identical events write CXLP_LOG_BURST lines per window
  * and one count of the rest, at every level; the count comes with the
  * site's next line after its window or from cxlp_log_flush, exactly once;
- * sites do not share a budget; lines the level filters are not counted.
+ * sites do not share a budget; lines the level filters are not counted;
+ * cxlp_log_flush_all writes counts whose window has not ended; a count of
+ * a level lowered since is not written; a forked child has no counts.
  * The log's clock is the test's (cxlp_log_set_clock): nothing here
  * depends on how fast the machine is.
  */
@@ -11,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -193,4 +197,61 @@ Test(log, plain_lines_are_not_limited)
 		log_err("op=x i=%d", i);
 	}
 	cr_assert_eq(nlines(), 3 * CXLP_LOG_BURST);
+}
+
+/* A stop within a second of a flood: cxlp_log_flush_all writes the
+ * count whatever the window, once. */
+Test(log, the_flush_at_a_stop_writes_a_count_whose_window_has_not_ended)
+{
+	pass_info(100);
+	cxlp_log_flush(); /* the window has not ended */
+	cr_assert_eq(nlines(), CXLP_LOG_BURST);
+	cxlp_log_flush_all();
+	cr_assert_eq(nlines(), CXLP_LOG_BURST + 1);
+	cr_assert_eq(count_in(got.line[CXLP_LOG_BURST]),
+	    100 - CXLP_LOG_BURST - 1);
+	cxlp_log_flush_all();
+	clock_now += CXLP_LOG_WINDOW_MS;
+	cxlp_log_flush();
+	cr_assert_eq(nlines(), CXLP_LOG_BURST + 1, "counted once");
+}
+
+/* The level lowered after a flood: the flush writes no count at the
+ * level that no longer passes, now or later. */
+Test(log, a_count_of_a_level_lowered_since_is_not_written)
+{
+	pass_info(100);
+	cr_assert_eq(nlines(), CXLP_LOG_BURST);
+	cxlp_set_log_fn(capture, NULL, CXLP_LOG_ERR);
+	clock_now += CXLP_LOG_WINDOW_MS;
+	cxlp_log_flush();
+	cxlp_log_flush_all();
+	cr_assert_eq(nlines(), CXLP_LOG_BURST, "%s", got.line[got.n - 1]);
+	cxlp_set_log_fn(capture, NULL, CXLP_LOG_INFO);
+	cxlp_log_flush_all();
+	cr_assert_eq(nlines(), CXLP_LOG_BURST);
+}
+
+/* A child of fork does not report its parent's counts again; the parent
+ * still does. */
+Test(log, a_forked_child_does_not_report_the_parents_counts)
+{
+	int status = 0;
+	pid_t pid;
+
+	pass_info(100);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		cxlp_log_atfork_child();
+		cxlp_log_flush_all();
+		_exit(got.n == CXLP_LOG_BURST && got.overflow == 0 ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "the child wrote the parent's count");
+	cxlp_log_flush_all();
+	cr_assert_eq(nlines(), CXLP_LOG_BURST + 1);
+	cr_assert_eq(count_in(got.line[CXLP_LOG_BURST]),
+	    100 - CXLP_LOG_BURST - 1);
 }

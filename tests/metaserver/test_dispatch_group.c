@@ -96,6 +96,34 @@ Test(dispatch_group, staged_keys_are_found_only_after_the_commit)
 	    CXLP_E_NOTFOUND, "a committed group is gone");
 }
 
+/* A key named twice in one group ([k, x, k]): the second k is answered
+ * with the first's entry (a PEND slot of this commit), never with the
+ * page staged between them (pool/kv.c kv_insert_as). */
+Test(dispatch_group, a_key_named_twice_commits_once_with_its_own_page)
+{
+	struct proto_result res[4];
+	struct dfx_cl a;
+	uint32_t n = 0;
+
+	dfx_client(&a, 1);
+	cr_assert_eq(group(&a, PROTO_GROUP_OPEN, "d", 3, 0, NULL, NULL), 0);
+	cr_assert_eq(stage(&a, "d", "k", 0, &res[0]), 0);
+	cr_assert_eq(stage(&a, "d", "x", 1, &res[0]), 0);
+	cr_assert_eq(stage(&a, "d", "k", 2, &res[0]), 0);
+	cr_assert_eq(group(&a, PROTO_GROUP_COMMIT, "d", 0, 0, res, &n), 0);
+	cr_assert_eq(n, 3, "one result per staged key");
+	cr_assert_eq(res[0].loc.off, dfx_page_off(&a, 0), "k is k's page");
+	cr_assert(res[0].flags & PROTO_R_NEW);
+	cr_assert_eq(res[1].loc.off, dfx_page_off(&a, 1), "x is x's page");
+	cr_assert_eq(res[2].loc.off, dfx_page_off(&a, 0), "k again: k's");
+	cr_assert_eq(res[2].loc.len, res[0].loc.len);
+	cr_assert_eq(res[2].flags & PROTO_R_NEW, 0);
+	cr_assert_eq(dfx_stat_of(&a, PROTO_STAT_KEYS), 2);
+	cr_assert_eq(pool_check(dfx_ms.pool, NULL, NULL), 0);
+	cr_assert_eq(dfx_reg_page(&a, 0, "y", 2, &res[0]), 0);
+	cr_assert_eq(res[0].status, 0, "page 2 was never taken");
+}
+
 /* A commit whose second key cannot go in (its page is the first one's)
  * takes the first out again: none of it was ever visible, the index
  * holds none of it, and the page is free for a key again

@@ -285,6 +285,40 @@ Test(liveness, a_handler_behind_a_relay_keeps_its_session_past_the_relays_exit_a
 	    CXLP_E_SESSION);
 }
 
+/* A session of this host whose pid only its HELLO claimed (a pipe without
+ * peer credentials: tcp) is judged by the grace period after a restart,
+ * not by whatever process has that pid now: a live unrelated one (with
+ * the start time claimed to match) does not keep it, a dead one does not
+ * end it at once. It used to take the claimed pid as the peer's. */
+Test(liveness, a_claimed_pid_is_not_looked_at_after_a_restart)
+{
+	struct pool_session r;
+	struct dfx_cl a, b;
+	uint64_t start = 0;
+	pid_t other = getppid(); /* live, and not the handler */
+	char host[64] = "", state;
+
+	cr_assert_eq(gethostname(host, sizeof(host) - 1), 0);
+	cr_assert(procstat_read((uint64_t)other, &state, &start));
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	cr_assert_eq(dfx_hello_from(&a, 1, 0, (uint32_t)other, start, host),
+	    0);
+	cr_assert_eq(dfx_hello_from(&b, 2, 0, (uint32_t)dead_pid(), 0, host),
+	    0);
+	cr_assert_eq(pool_session_get(dfx_ms.pool, a.session, &r), 0);
+	cr_assert_eq(r.flags & POOL_SESS_PEERCRED, 0, "no peer credentials");
+	ms_fini(&dfx_ms);
+	dfx_ms_open();
+	cr_assert_eq(ms_reap(&dfx_ms, cxlp_now_ms() + GRACE_MS / 2), 0,
+	    "the dead claimed pid ended a session before its grace");
+	cr_assert_eq(ms_reap(&dfx_ms, cxlp_now_ms() + GRACE_MS + 1), 2,
+	    "a live unrelated process kept a session past its grace");
+	a.pipe = 3;
+	cr_assert_eq(dfx_call(&a, PROTO_OP_HEARTBEAT, NULL, NULL, NULL),
+	    CXLP_E_SESSION);
+}
+
 Test(liveness, sessions_survive_a_restart_and_reattach_with_their_regions)
 {
 	struct dfx_cl a;

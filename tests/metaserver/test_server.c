@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "rawclient.h"
 #include "proc.h"
 #include "server.h"
@@ -400,4 +401,83 @@ Test(server, sigterm_of_a_tls_server_exits_0, .timeout = 300)
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	(void)system(cmd);
+}
+
+/* A HELLO that reaches the server while it is still recording its pipe
+ * (CXLP_PIPE_ADD_PAUSE_US holds the pipe-add callback) is taken from the
+ * peer's credentials, not from its own forged pid and start time: the
+ * pipe is recorded before nng lets it receive (server.c, Pipes). */
+Test(server, a_hello_on_a_pipe_being_recorded_is_the_peers)
+{
+	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_HELLO, 1, 0, 0 };
+	struct proto_hello m = { 1, 0, 12345, 0, "rawclient", 9, NULL, 0,
+		0, 0 };
+	struct proto_session_info *v = NULL;
+	struct proto_rep_hdr rh;
+	struct proto_welcome w;
+	struct raw_client c;
+	struct preader r;
+	struct pbuf b;
+	uint8_t *rep = NULL;
+	size_t rep_len;
+	uint32_t n = 0;
+	bool seen = false;
+
+	cr_assert_eq(setenv("CXLP_PIPE_ADD_PAUSE_US", "300000", 1), 0);
+	cr_assert_eq(test_server_start(&srv, POOL_SIZE, NULL), 0);
+	cr_assert_eq(unsetenv("CXLP_PIPE_ADD_PAUSE_US"), 0);
+	cr_assert_eq(raw_open(&c, srv.url), 0);
+	pbuf_init(&b);
+	proto_put_req_hdr(&b, &h);
+	proto_put_hello(&b, &m);
+	cr_assert_eq(raw_call(&c, b.data, b.len, &rep, &rep_len), 0);
+	pbuf_fini(&b);
+	cr_assert_eq(proto_get_rep_hdr(rep, rep_len, &rh, &r), 0);
+	cr_assert_eq(rh.status, 0);
+	cr_assert_eq(proto_get_welcome(&r, &w), 0);
+	free(rep);
+	c.session = w.session;
+	c.token = w.token;
+	raw_frame(&b, &c, PROTO_VERSION, PROTO_OP_SESSIONS, c.token);
+	cr_assert_eq(raw_call(&c, b.data, b.len, &rep, &rep_len), 0);
+	pbuf_fini(&b);
+	cr_assert_eq(raw_reply(PROTO_OP_SESSIONS, rep, rep_len, &r), 0);
+	cr_assert_eq(proto_get_sessions(&r, &v, &n), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		if (v[i].id == c.session) {
+			seen = true;
+			cr_assert_eq(v[i].pid, (uint32_t)getpid(),
+			    "pid %u: the HELLO's claim, not the peer's",
+			    v[i].pid);
+			cr_assert_neq(v[i].start_time, 12345);
+		}
+	}
+	cr_assert(seen);
+	free(v);
+	free(rep);
+	raw_close(&c);
+	cr_assert_eq(test_server_stop(&srv), 0);
+}
+
+/* A stop right after a flood of a rate-limited line (op=pipe_add, one
+ * per connection) still writes the count of the lines suppressed
+ * (cxlp_log_flush_all at the stop; the reaper's flush waits for the
+ * site's window to end). */
+Test(server, a_stop_right_after_a_flood_writes_its_count)
+{
+	struct raw_client c[CXLP_LOG_BURST + 5];
+
+	cr_assert_eq(test_server_start(&srv, POOL_SIZE, NULL), 0);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		cr_assert_eq(raw_open(&c[i], srv.url), 0);
+		cr_assert_eq(raw_hello(&c[i]), 0); /* its pipe was added */
+	}
+	test_server_kill(&srv, SIGTERM);
+	cr_assert(test_server_log_has(&srv, "similar lines suppressed"),
+	    "log %s", srv.log);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		raw_close(&c[i]);
+	}
+	test_server_stop(&srv);
+	unlink(srv.log);
 }

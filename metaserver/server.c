@@ -435,7 +435,7 @@ sock_closer_main(void *arg)
  * blocked in it for good when a pipe closed while one of its messages was
  * half read (seen in 1 of 6 SIGTERMs with three handlers sending):
  * deps/nng/pipe-close-during-transfer.patch fixes that one, and the
- * deadline stays as a net for any other (handler/client.c csock_retire
+ * deadline stays as a net for any other (handler/net/client.c csock_retire
  * has the client side). Returns whether the close finished; if not, its
  * thread is left behind. */
 static bool

@@ -10,7 +10,7 @@
  * regions), holding its pins: nobody could delete those keys.
  *
  * The handler says in its HELLO how often it will speak (keepalive_ms: a
- * heartbeat when idle, handler/keeper.c), and the promise is kept in the
+ * heartbeat when idle, handler/core/keeper.c), and the promise is kept in the
  * session record, so a restarted server knows it too. A session that
  * made the promise and has sent nothing for max(--grace-ms,
  * MS_SILENT_PERIODS periods) -- counted from its last request, the
@@ -30,7 +30,7 @@
  *     still write into pages it took before. A fenced session ends for
  *     good when its process exits (liveness.c end_reason) or when its
  *     handler's late BYE comes (the handler library resends failed BYEs
- *     at its process's next connect, handler/latebye.c): a handler that
+ *     at its process's next connect, handler/session/latebye.c): a handler that
  *     sends BYE has unmapped its regions.
  * A handler with keepalive 0 (or one that predates the promise) keeps
  * the old rule: its session lasts while its process runs.

@@ -17,7 +17,7 @@
  * plaintext client, a client that does not trust this server's
  * certificate, or (with --tls-verify-peer) one without an acceptable
  * certificate; on a plain one, a TLS client. Which of them it was, nng
- * does not say; the handler's own message does (handler/tls.c).
+ * does not say; the handler's own message does (handler/net/tls.c).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -37,7 +37,7 @@
  *    session waits once at a time, and a copy of a waiting request (a
  *    resend under its id) does not wait for it (session.c sess_enter);
  *    past that a RECLAIM is answered CXLP_E_BUSY at once and the handler
- *    asks again after a pause (handler/reclaim.c note 5). A slice never
+ *    asks again after a pause (handler/region/reclaim.c note 5). A slice never
  *    exceeds what the request asks for (the handler keeps it under its
  *    own request timeout) nor MS_WAIT_MAX_MS. A waiter whose session
  *    ends stops at once.

@@ -9,6 +9,7 @@
  * A restart on the same file is no replacement: its new open nonce is
  * asked for and the handler goes on.
  */
+#include <signal.h>
 #include <stdlib.h>
 
 #include "itest.h"
@@ -35,6 +36,7 @@ stop_all(void)
 		(void)test_server_stop(&b);
 	}
 	if (a.pid > 0) {
+		kill(a.pid, SIGCONT); /* a_read_mid_restart_... stops it */
 		(void)test_server_stop(&a);
 	}
 }
@@ -274,6 +276,29 @@ Test(replaced, a_restart_on_the_same_file_is_no_replacement, .fini = stop_all)
 	other = connect_to(&a);
 	check_keys(other, "n", 5, 2);
 	cxlp_close(&other);
+	cxlp_close(&h1);
+}
+
+/* A server restarted on the same file writes its new open nonce at
+ * open, and may take seconds (recovery) before it answers. A direct
+ * read that maps a region in that time finds the nonce changed; the
+ * device and inode say it is the served file, so it reads without
+ * asking (a reattaching HELLO would time out: the server is stopped). */
+Test(replaced, a_read_mid_restart_on_the_same_file_needs_no_hello, .fini = stop_all)
+{
+	struct cxlp_handler *h1, *h2;
+
+	cr_assert_eq(test_server_start(&a, 256 * MiB, NULL), 0);
+	h1 = kv_connect_secret(a.url, PAGE, REGION, 500, 0, NULL);
+	cr_assert_not_null(h1, "connect: %s", cxlp_errormsg());
+	h2 = connect_to(&a);
+	fill_first_region(h2, "f", 6); /* a region h1 has not mapped */
+	test_server_kill(&a, SIGKILL);
+	cr_assert_eq(test_server_restart(&a, NULL), 0);
+	cr_assert_eq(kill(a.pid, SIGSTOP), 0); /* as if in recovery */
+	check_keys(h1, "f", 6, 2);
+	cr_assert_eq(kill(a.pid, SIGCONT), 0);
+	cxlp_close(&h2);
 	cxlp_close(&h1);
 }
 

@@ -97,6 +97,7 @@ handler_new(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	h->fork_gen = fork_gen_now();
 	pthread_mutex_init(&h->reattach_lock, NULL);
 	pthread_mutex_init(&h->poolid_lock, NULL);
+	h->poolid_fd = -1;
 	pthread_mutex_init(&h->expand_lock, NULL);
 	pthread_mutex_init(&h->page_lock, NULL);
 	owntab_state_init(&h->regions);
@@ -126,6 +127,9 @@ handler_free(struct cxlp_handler *h)
 	pthread_mutex_destroy(&h->expand_lock);
 	pthread_mutex_destroy(&h->reattach_lock);
 	pthread_mutex_destroy(&h->poolid_lock);
+	if (h->poolid_fd >= 0) {
+		close(h->poolid_fd);
+	}
 	free(h->pool_path);
 	explicit_bzero(h->cfg.secret, sizeof(h->cfg.secret));
 	free(h);

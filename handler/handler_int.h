@@ -255,7 +255,16 @@ struct cxlp_handler {
 	pthread_mutex_t poolid_lock;
 	struct proto_poolid poolid; /* the served file, from the last WELCOME
 	                             * (poolid.c); poolid_lock */
-	bool poolid_known;  /* the WELCOME carried it; poolid_lock */
+	bool poolid_known;  /* a WELCOME came; poolid_lock */
+	struct proto_poolid poolid_first; /* the first WELCOME's, which the
+	                             * handler's mappings are of; poolid_lock */
+	int poolid_fd;      /* the file the first WELCOME named, kept open to
+	                     * read its nonce at a reattach (-1: none);
+	                     * poolid_lock */
+	uint64_t poolid_fd_dev, poolid_fd_ino; /* its fstat, as this kernel
+	                     * sees it (pmap_stat_id) */
+	int poolid_switched; /* atomic: a reattach found the server on
+	                      * another file (poolid.c): every call STALE */
 	int closing;      /* atomic */
 	unsigned fork_gen; /* fork_gen_now() at connect (fork.c note 2) */
 	int session_lost; /* atomic: the metaserver refused to reattach */

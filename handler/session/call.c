@@ -9,7 +9,10 @@
  * answers CXLP_E_SESSION (it restarted and forgot us, or dropped us), the
  * handler reattaches once with its token (PROTO_HELLO_REATTACH) and
  * repeats the call, keeping its regions. Only one thread reattaches; the
- * others see the new token.
+ * others see the new token. Before each call poolid_recheck asks
+ * whether the server may serve another file now (poolid.c); once a
+ * reattach's WELCOME says it does, the call is not repeated and every
+ * later one fails with CXLP_E_STALE (h_check_open).
  *
  * It sits below every module that calls the server (handler.c, regions.c,
  * store.c, ops.c, poolid.c) and above client.c; nothing here calls up. A
@@ -38,19 +41,6 @@ note_ask(struct cxlp_handler *h)
 	}
 }
 
-/* Remember the WELCOME's pool identity (poolid.c checks mappings
- * against it). */
-static void
-welcome_poolid(struct cxlp_handler *h, const struct proto_poolid *id)
-{
-	pthread_mutex_lock(&h->poolid_lock);
-	h->poolid_known = id != NULL;
-	if (id != NULL) {
-		h->poolid = *id;
-	}
-	pthread_mutex_unlock(&h->poolid_lock);
-}
-
 /* This process's start time (clock ticks since boot), which the server
  * compares with /proc/<pid>/stat to tell a recycled pid from us;
  * 0 when unknown. */
@@ -67,6 +57,7 @@ static int
 welcome_take(struct cxlp_handler *h, struct creply *rep)
 {
 	struct proto_welcome w;
+	bool first = h->pool_path == NULL;
 
 	if (proto_get_welcome_id(&rep->body, &w) != 0 ||
 	    preader_end(&rep->body) != 0) {
@@ -80,7 +71,7 @@ welcome_take(struct cxlp_handler *h, struct creply *rep)
 		    (unsigned long long)w.pool_size,
 		    (unsigned long long)w.align);
 	}
-	if (h->pool_path == NULL) {
+	if (first) {
 		h->pool_path = strndup(w.path, w.path_len);
 		if (h->pool_path == NULL) {
 			return cxlp_fail(-ENOMEM, "HELLO: out of memory");
@@ -92,7 +83,7 @@ welcome_take(struct cxlp_handler *h, struct creply *rep)
 		return cxlp_fail(CXLP_E_PROTO, "HELLO: pool moved from %s",
 		    h->pool_path);
 	}
-	welcome_poolid(h, &w.id);
+	poolid_welcome(h, &w.id, first); /* poolid.c */
 	client_set_session(h->cl, w.session, w.token);
 	return 0;
 }
@@ -183,20 +174,38 @@ h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
 	return h_call_id(h, op, 0, body, rep);
 }
 
-/* The metaserver answered op with CXLP_E_SESSION for the session whose
- * token was token: reattach (0), or CXLP_E_SESSION when it refuses, and
- * then the session is lost for good. */
+/* reattach, and a session the server refuses (CXLP_E_SESSION) is lost
+ * for good: direct reads see it and turn off (direct.c) */
 static int
-reattach_or_lose(struct cxlp_handler *h, uint16_t op, uint64_t token)
+reattach_note(struct cxlp_handler *h, uint64_t token)
 {
 	int rc = reattach(h, token);
 
-	if (rc == 0) {
-		return 0;
-	}
 	if (rc == CXLP_E_SESSION) {
-		/* direct reads see it and turn off (direct.c) */
 		__atomic_store_n(&h->session_lost, 1, __ATOMIC_RELEASE);
+	}
+	return rc;
+}
+
+/* h_reattach -- see session.h */
+int
+h_reattach(struct cxlp_handler *h)
+{
+	uint64_t session, token;
+
+	client_get_session(h->cl, &session, &token);
+	return reattach_note(h, token);
+}
+
+/* The metaserver answered op with CXLP_E_SESSION for the session whose
+ * token was token: reattach (0), or CXLP_E_SESSION when it refuses, and
+ * then the session is lost for good; CXLP_E_STALE when the server it
+ * reattached to serves another file (poolid.c): op is not sent again. */
+static int
+reattach_or_lose(struct cxlp_handler *h, uint16_t op, uint64_t token)
+{
+	if (reattach_note(h, token) == 0) {
+		return poolid_stale(h);
 	}
 	return cxlp_fail(CXLP_E_SESSION, "%s: session lost and reattach "
 	    "failed", proto_op_name(op));
@@ -211,6 +220,10 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 	unsigned sends;
 	int rc;
 
+	if (op != PROTO_OP_BYE && (rc = poolid_recheck(h)) != 0) {
+		memset(rep, 0, sizeof(*rep)); /* nothing sent */
+		return rc;
+	}
 	client_get_session(h->cl, &session, &token);
 	if (op == PROTO_OP_REGISTER) {
 		trace_register(body); /* contract 1's test (trace.h) */
@@ -321,7 +334,8 @@ h_check_session(const struct cxlp_handler *h)
 	return 0;
 }
 
-/* h_check_open -- CXLP_E_CLOSED if h is NULL or closing. */
+/* h_check_open -- CXLP_E_CLOSED if h is NULL or closing, CXLP_E_STALE
+ * once its server serves another file (poolid.c). */
 int
 h_check_open(const struct cxlp_handler *h)
 {
@@ -336,7 +350,7 @@ h_check_open(const struct cxlp_handler *h)
 	if (__atomic_load_n(&h->closing, __ATOMIC_ACQUIRE)) {
 		return cxlp_fail(CXLP_E_CLOSED, "handler is closing");
 	}
-	return 0;
+	return poolid_stale(h);
 }
 
 /* h_check_keys -- validate a batch of keys before any I/O. */

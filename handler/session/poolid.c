@@ -14,16 +14,35 @@
  * checks both: dev and ino of the mapping (fstat of the descriptor it
  * was made from), where its kernel is the server's, and the nonce in
  * the superblock of that same inode (read through a descriptor whose
- * dev and ino are the mapping's). A mapping made before a replacement
- * stays of the old inode, which is right, and is not checked again.
+ * dev and ino are the mapping's).
  *
  * A mismatch can be legitimate: the server restarted (a new nonce in the
  * same file), or restarted on the copy the path names now. So the
  * identity is asked again once, by a reattaching HELLO, before the
- * mapping is refused with CXLP_E_STALE. Limits: on devdax the superblock
- * cannot be read(2), only mapped, and its nonce is not checked (the
- * device and inode still are on the server's host); a server that sends
- * no identity (before PROTO_HELLO_POOLID) is not checked at all.
+ * mapping is refused with CXLP_E_STALE. Where dev and ino match on the
+ * server's kernel the file is the one served, whatever its nonce says:
+ * a server restarting on it writes its new nonce at open, seconds
+ * before it listens (recovery), and a read of bytes that are valid must
+ * not fail for that.
+ *
+ * A mapping made before a replacement is of the old inode, and a
+ * handler whose server restarted on the copy would go on writing its
+ * stores into the free pages of the old file's regions, which the
+ * server no longer reads: lost, though reported stored. So each
+ * reattach's WELCOME is compared with the first (poolid_welcome):
+ * on the server's kernel by dev and ino; elsewhere by the nonce read
+ * through a descriptor of the first file, kept open from the first
+ * WELCOME (a restart on the same file writes its nonce into that inode;
+ * a copy does not). When the server serves another file now, the
+ * handler is switched for good: every call fails with CXLP_E_STALE
+ * (poolid_stale, from h_check_open and after each reattach) until it
+ * is closed and connected again; nothing is remapped.
+ *
+ * Limits: on devdax the superblock cannot be read(2), only mapped, and
+ * its nonce is not checked (the device and inode still are on the
+ * server's host). Every WELCOME carries the identity (the handler always
+ * sends PROTO_HELLO_POOLID, and a server that predates it refuses the
+ * HELLO).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -82,8 +101,10 @@ poolid_match(const struct cxlp_handler *h, const struct pmap *m,
 	int rc;
 
 	pmap_file_id(m, &dev, &ino);
-	if (id->boot != 0 && id->boot == procstat_boot_hash() &&
-	    (dev != id->dev || ino != id->ino)) {
+	if (id->boot != 0 && id->boot == procstat_boot_hash()) {
+		if (dev == id->dev && ino == id->ino) {
+			return 0; /* the served file, even mid-restart */
+		}
 		return cxlp_fail(CXLP_E_STALE, "%s is not the pool file the "
 		    "metaserver serves (it mapped device %llu inode %llu, "
 		    "this is device %llu inode %llu): replaced under it",
@@ -119,6 +140,119 @@ poolid_get(struct cxlp_handler *h, struct proto_poolid *id)
 	return known;
 }
 
+/* The nonce in the first file's superblock, through the descriptor
+ * kept from the first WELCOME: true and *nonce, or false (none kept,
+ * devdax, a read error). poolid_lock held. */
+static bool
+first_nonce(const struct cxlp_handler *h, uint64_t *nonce)
+{
+	return h->poolid_fd >= 0 && pread(h->poolid_fd, nonce,
+	    sizeof(*nonce), (off_t)offsetof(struct pool_sb, open_nonce)) ==
+	    (ssize_t)sizeof(*nonce);
+}
+
+/* The first WELCOME's file, opened by its path and kept when it is the
+ * served one (its nonce is the WELCOME's); poolid_lock held. */
+static void
+first_keep(struct cxlp_handler *h, const struct proto_poolid *id)
+{
+	uint64_t nonce = 0;
+	struct stat st;
+
+	h->poolid_first = *id;
+	h->poolid_fd = open(h->pool_path, O_RDONLY | O_CLOEXEC);
+	if (h->poolid_fd >= 0 && fstat(h->poolid_fd, &st) == 0) {
+		pmap_stat_id(&st, &h->poolid_fd_dev, &h->poolid_fd_ino);
+	}
+	if (h->poolid_fd >= 0 && (!first_nonce(h, &nonce) ||
+	    nonce != id->nonce)) {
+		close(h->poolid_fd); /* devdax, or not the served file */
+		h->poolid_fd = -1;
+	}
+}
+
+/* id (a reattach's) names another file than the first WELCOME did;
+ * poolid_lock held. */
+static bool
+switched(const struct cxlp_handler *h, const struct proto_poolid *id)
+{
+	const struct proto_poolid *f = &h->poolid_first;
+	uint64_t nonce;
+
+	if (id->boot != 0 && id->boot == f->boot &&
+	    id->boot == procstat_boot_hash()) {
+		return id->dev != f->dev || id->ino != f->ino;
+	}
+	return first_nonce(h, &nonce) && nonce != id->nonce;
+}
+
+/* poolid_welcome -- see session.h */
+void
+poolid_welcome(struct cxlp_handler *h, const struct proto_poolid *id,
+    bool first)
+{
+	pthread_mutex_lock(&h->poolid_lock);
+	if (first) {
+		first_keep(h, id);
+	} else if (switched(h, id) &&
+	    !__atomic_exchange_n(&h->poolid_switched, 1, __ATOMIC_ACQ_REL)) {
+		log_err("%s: the metaserver serves another file than the one "
+		    "this handler mapped (replaced, and the server restarted "
+		    "on the new one): every call fails with CXLP_E_STALE; "
+		    "reconnect", h->pool_path);
+	}
+	h->poolid = *id;
+	h->poolid_known = true;
+	pthread_mutex_unlock(&h->poolid_lock);
+}
+
+/* poolid_stale -- see session.h */
+int
+poolid_stale(const struct cxlp_handler *h)
+{
+	if (__atomic_load_n(&h->poolid_switched, __ATOMIC_ACQUIRE)) {
+		return cxlp_fail(CXLP_E_STALE, "%s was replaced and the "
+		    "metaserver now serves another file than the one this "
+		    "handler mapped: nothing more is read or written through "
+		    "it; reconnect (cxlp_close, then cxlp_connect)",
+		    h->pool_path);
+	}
+	return 0;
+}
+
+/* poolid_recheck -- see session.h */
+int
+poolid_recheck(struct cxlp_handler *h)
+{
+	uint64_t nonce = 0, dev = 0, ino = 0;
+	bool restarted = false, kept;
+	struct stat st;
+	int rc;
+
+	if ((rc = poolid_stale(h)) != 0) {
+		return rc;
+	}
+	pthread_mutex_lock(&h->poolid_lock);
+	kept = h->poolid_fd >= 0;
+	if (kept) {
+		restarted = first_nonce(h, &nonce) &&
+		    nonce != h->poolid.nonce;
+		dev = h->poolid_fd_dev;
+		ino = h->poolid_fd_ino;
+	}
+	pthread_mutex_unlock(&h->poolid_lock);
+	if (!kept || (!restarted && stat(h->pool_path, &st) == 0 &&
+	    same_id(&st, dev, ino))) {
+		return 0;
+	}
+	/* a server restarted on the first file, or its path names another
+	 * one now: which file does the server serve? */
+	if ((rc = h_reattach(h)) != 0) {
+		return rc;
+	}
+	return poolid_stale(h);
+}
+
 /* poolid_check -- see session.h */
 int
 poolid_check(struct cxlp_handler *h, const struct pmap *m)
@@ -126,13 +260,14 @@ poolid_check(struct cxlp_handler *h, const struct pmap *m)
 	struct proto_poolid id;
 	int rc;
 
+	if ((rc = poolid_stale(h)) != 0) {
+		return rc;
+	}
 	if (!poolid_get(h, &id) || poolid_match(h, m, &id) == 0) {
 		return 0;
 	}
-	pthread_mutex_lock(&h->reattach_lock);
-	rc = h_hello(h, PROTO_HELLO_REATTACH); /* the server's identity now */
-	pthread_mutex_unlock(&h->reattach_lock);
-	if (rc != 0) {
+	/* the server's identity now; a session it refuses is lost */
+	if ((rc = h_reattach(h)) != 0 || (rc = poolid_stale(h)) != 0) {
 		return rc;
 	}
 	if (!poolid_get(h, &id) || (rc = poolid_match(h, m, &id)) == 0) {

@@ -18,8 +18,25 @@
  * this kernel, and the server's open nonce in the file's superblock.
  * On a mismatch the identity is asked again once (a reattaching HELLO:
  * the server may have restarted, or moved to a copy), then
- * CXLP_E_STALE naming the path. 0 when the server sent no identity. */
+ * CXLP_E_STALE naming the path (at once once poolid_stale says so);
+ * 0 before the first WELCOME. */
 int poolid_check(struct cxlp_handler *h, const struct pmap *m);
+/* poolid_welcome -- take a WELCOME's identity (first: the first
+ * WELCOME, whose file the handler's mappings are of); a later one that
+ * names another file switches the handler to poolid_stale for good. */
+void poolid_welcome(struct cxlp_handler *h, const struct proto_poolid *id,
+    bool first);
+/* poolid_recheck -- before a call: when the first file's nonce is
+ * not the server's last (it restarted) or the path names another file
+ * now, ask the server's identity (h_reattach), so that a server
+ * restarted on a copy is seen before a REGISTER of bytes written into
+ * the old file. 0, CXLP_E_STALE (poolid_stale), or the reattach's
+ * error. Two system calls (pread, stat) when nothing changed. */
+int poolid_recheck(struct cxlp_handler *h);
+/* poolid_stale -- CXLP_E_STALE naming the path once a reattach found
+ * the server on another file than the handler's mappings (poolid.c);
+ * 0 otherwise. */
+int poolid_stale(const struct cxlp_handler *h);
 
 /* ---- call.c ------------------------------------------------------------- */
 
@@ -42,6 +59,10 @@ int h_pool_stats(struct cxlp_handler *h, uint64_t v[PROTO_STATS_MAX]);
 /* h_ping -- one HEARTBEAT, one try (keeper.c); reattaches, or loses the
  * session, as h_call does. 0 or an error. */
 int h_ping(struct cxlp_handler *h);
+/* h_reattach -- a reattaching HELLO with the session's token now (none
+ * if another thread has just reattached), setting h->session_lost when
+ * the server refuses it with CXLP_E_SESSION. 0 or its error. */
+int h_reattach(struct cxlp_handler *h);
 /* h_keepalive_task -- the keepalive as a keeper task: a HEARTBEAT
  * (h_ping) keepalive_ms after the last reply and the last heartbeat. */
 extern const struct keeper_task h_keepalive_task;
@@ -50,7 +71,8 @@ extern const struct keeper_task h_keepalive_task;
  * no page of theirs is handed out or registered again. */
 int h_check_session(const struct cxlp_handler *h);
 /* h_check_open -- CXLP_E_CLOSED if h is closing or was connected before
- * this process forked (fork.c), -EINVAL if NULL. */
+ * this process forked (fork.c), -EINVAL if NULL, CXLP_E_STALE once a
+ * reattach found the server on another file (poolid_stale). */
 int h_check_open(const struct cxlp_handler *h);
 /* h_check_keys -- validate a batch of keys (-EINVAL, CXLP_E_BATCH,
  * CXLP_E_KEYLEN). */

@@ -9,6 +9,7 @@
  * A restart on the same file is no replacement: its new open nonce is
  * asked for and the handler goes on.
  */
+#include <signal.h>
 #include <stdlib.h>
 
 #include "itest.h"
@@ -35,6 +36,7 @@ stop_all(void)
 		(void)test_server_stop(&b);
 	}
 	if (a.pid > 0) {
+		kill(a.pid, SIGCONT); /* a_read_mid_restart_... stops it */
 		(void)test_server_stop(&a);
 	}
 }
@@ -107,6 +109,62 @@ assert_refused(const struct test_server *s)
 	    "serves"), "log %s", s->log);
 }
 
+/* h's server restarted on another file than h's mappings are of: no
+ * store of prefix reports true (the one whose reattach found it: status
+ * CXLP_E_STALE, its page freed; then every call: CXLP_E_STALE naming the
+ * path), and a retrieve says so too */
+static void
+assert_switched(struct cxlp_handler *h, const char *path, const char *prefix)
+{
+	for (uint32_t i = 0; i < 2; i++) {
+		char k[64];
+		const void *key = k;
+		size_t kl = kv_key(k, sizeof(k), prefix, i), len = PAGE;
+		cxlp_page_t pg;
+		void *buf = NULL;
+		bool ok = true;
+		int st = 0, rc = cxlp_alloc(h, &pg, &buf);
+
+		if (rc == 0) {
+			kv_fill(buf, PAGE, 9, i);
+			rc = cxlp_batch_store_status(h, 1, &key, &kl, &pg,
+			    &len, 0, &ok, &st);
+			cr_assert(rc == CXLP_E_STALE || (rc == 0 && !ok &&
+			    st == CXLP_E_STALE), "store %s after the switch: "
+			    "rc %d ok %d status %d (%s)", k, rc, ok, st,
+			    cxlp_errormsg());
+			continue;
+		}
+		cr_assert_eq(rc, CXLP_E_STALE, "alloc = %d (%s)", rc,
+		    cxlp_errormsg());
+		cr_assert(strstr(cxlp_errormsg(), path) != NULL &&
+		    strstr(cxlp_errormsg(), "reconnect") != NULL, "%s",
+		    cxlp_errormsg());
+	}
+	{
+		char k[64];
+		size_t kl = kv_key(k, sizeof(k), prefix, 0), len = 0;
+		const void *data = NULL;
+
+		cr_assert_rc(cxlp_retrieve(h, k, kl, 0, &data, &len),
+		    CXLP_E_STALE);
+	}
+}
+
+/* no key of prefix in h's pool: never another's bytes under it */
+static void
+assert_absent(struct cxlp_handler *h, const char *prefix)
+{
+	for (uint32_t i = 0; i < 2; i++) {
+		char k[64];
+		size_t kl = kv_key(k, sizeof(k), prefix, i), len = 0;
+		const void *data = NULL;
+
+		cr_assert_rc(cxlp_retrieve(h, k, kl, 0, &data, &len),
+		    CXLP_E_NOTFOUND);
+	}
+}
+
 /* an alloc that needs a new region: refused, the page not handed out */
 static void
 assert_new_region_refused(struct cxlp_handler *h)
@@ -165,14 +223,42 @@ Test(replaced, a_copy_in_place_of_the_served_file_takes_no_store, .fini = stop_a
 	wait_watch(&a);
 	assert_refused(&a);
 	/* the server restarted on the copy (its path's file now): the
-	 * copy is its pool, and the handler goes on in it */
+	 * copy is its pool, and the handler, whose regions are of the old
+	 * file, must reconnect */
 	test_server_kill(&a, SIGKILL);
 	unlink(away);
 	cr_assert_eq(test_server_restart(&a, NULL), 0);
-	fill_first_region(h1, "c", 4);
+	assert_switched(h1, a.pool, "c");
 	other = connect_to(&a);
-	check_keys(other, "c", 4, 2);
 	check_keys(other, "a", 1, 2);
+	assert_absent(other, "c");
+	cxlp_close(&other);
+	cxlp_close(&h1);
+}
+
+/* The same with regions of 8 pages: after the copy and the restart the
+ * handler's next stores would fit in the free pages of the region it
+ * mapped before, of the old file, and need no new mapping to check
+ * (the review's reproduction: reported stored, read back as zeros). */
+Test(replaced, a_restart_on_a_copy_takes_no_store_in_old_regions, .fini = stop_all)
+{
+	char cmd[400];
+	struct cxlp_handler *h1, *other;
+
+	cr_assert_eq(test_server_start(&a, 256 * MiB, NULL), 0);
+	h1 = kv_connect(a.url, PAGE, 8 * PAGE, true);
+	cr_assert_not_null(h1, "connect: %s", cxlp_errormsg());
+	fill_first_region(h1, "a", 1); /* 2 of its 8 pages */
+	snprintf(away, sizeof(away), "%s.away", a.pool);
+	cr_assert_eq(rename(a.pool, away), 0);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", away, a.pool);
+	cr_assert_eq(system(cmd), 0);
+	test_server_kill(&a, SIGKILL);
+	cr_assert_eq(test_server_restart(&a, NULL), 0);
+	assert_switched(h1, a.pool, "c");
+	other = connect_to(&a);
+	check_keys(other, "a", 1, 2);
+	assert_absent(other, "c");
 	cxlp_close(&other);
 	cxlp_close(&h1);
 }
@@ -190,6 +276,29 @@ Test(replaced, a_restart_on_the_same_file_is_no_replacement, .fini = stop_all)
 	other = connect_to(&a);
 	check_keys(other, "n", 5, 2);
 	cxlp_close(&other);
+	cxlp_close(&h1);
+}
+
+/* A server restarted on the same file writes its new open nonce at
+ * open, and may take seconds (recovery) before it answers. A direct
+ * read that maps a region in that time finds the nonce changed; the
+ * device and inode say it is the served file, so it reads without
+ * asking (a reattaching HELLO would time out: the server is stopped). */
+Test(replaced, a_read_mid_restart_on_the_same_file_needs_no_hello, .fini = stop_all)
+{
+	struct cxlp_handler *h1, *h2;
+
+	cr_assert_eq(test_server_start(&a, 256 * MiB, NULL), 0);
+	h1 = kv_connect_secret(a.url, PAGE, REGION, 500, 0, NULL);
+	cr_assert_not_null(h1, "connect: %s", cxlp_errormsg());
+	h2 = connect_to(&a);
+	fill_first_region(h2, "f", 6); /* a region h1 has not mapped */
+	test_server_kill(&a, SIGKILL);
+	cr_assert_eq(test_server_restart(&a, NULL), 0);
+	cr_assert_eq(kill(a.pid, SIGSTOP), 0); /* as if in recovery */
+	check_keys(h1, "f", 6, 2);
+	cr_assert_eq(kill(a.pid, SIGCONT), 0);
+	cxlp_close(&h2);
 	cxlp_close(&h1);
 }
 

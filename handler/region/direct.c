@@ -144,7 +144,7 @@ meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
 	if ((rc = pmap_open(&d->map, h->pool_path, 0, meta_len, false)) != 0) {
 		return rc;
 	}
-	if ((rc = poolid_check(h, d->map)) != 0) {
+	if ((rc = h_check_mapping(h, d->map)) != 0) {
 		pmap_close(&d->map); /* another file's index: not read */
 		return rc;
 	}
@@ -180,7 +180,7 @@ access_map(struct cxlp_handler *h, const struct pool_sb *sb,
 		return;
 	}
 	if (a->count != d->kr.nslots || pmap_open(&d->amap, h->pool_path,
-	    a->off, a->len, true) != 0 || poolid_check(h, d->amap) != 0) {
+	    a->off, a->len, true) != 0 || h_check_mapping(h, d->amap) != 0) {
 		log_err("direct reads are not counted by eviction: cannot map "
 		    "the access area: %s", cxlp_errormsg());
 		pmap_close(&d->amap);

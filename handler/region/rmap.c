@@ -202,7 +202,7 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
 	}
 	rc = pmap_open(&e->map, h->pool_path, loc->region_off,
 	    loc->region_len, false);
-	if (rc == 0 && (rc = poolid_check(h, e->map)) != 0) {
+	if (rc == 0 && (rc = h_check_mapping(h, e->map)) != 0) {
 		pmap_close(&e->map);
 	}
 	if (rc != 0) {

@@ -9,7 +9,7 @@
  * answers CXLP_E_SESSION (it restarted and forgot us, or dropped us), the
  * handler reattaches once with its token (PROTO_HELLO_REATTACH) and
  * repeats the call, keeping its regions. Only one thread reattaches; the
- * others see the new token. Before each call poolid_recheck asks
+ * others see the new token. Before each call poolid_moved asks
  * whether the server may serve another file now (poolid.c); once a
  * reattach's WELCOME says it does, the call is not repeated and every
  * later one fails with CXLP_E_STALE (h_check_open).
@@ -187,14 +187,60 @@ reattach_note(struct cxlp_handler *h, uint64_t token)
 	return rc;
 }
 
-/* h_reattach -- see session.h */
-int
-h_reattach(struct cxlp_handler *h)
+/* a reattaching HELLO with the session's token now (none if another
+ * thread has just reattached), setting h->session_lost when the server
+ * refuses it with CXLP_E_SESSION. 0 or its error. */
+static int
+reattach_now(struct cxlp_handler *h)
 {
 	uint64_t session, token;
 
 	client_get_session(h->cl, &session, &token);
 	return reattach_note(h, token);
+}
+
+/* the server's identity asked again (a reattaching HELLO): 0, or
+ * CXLP_E_STALE once it serves another file than h's mappings are of, or
+ * the reattach's error */
+static int
+identity_ask(struct cxlp_handler *h)
+{
+	int rc = reattach_now(h);
+
+	return rc != 0 ? rc : poolid_stale(h);
+}
+
+/* before a call: stale already, or the server's file may have changed
+ * (poolid_moved), so that a server restarted on a copy is seen before a
+ * REGISTER of bytes written into the old file */
+static int
+identity_recheck(struct cxlp_handler *h)
+{
+	int rc = poolid_stale(h);
+
+	if (rc == 0 && poolid_moved(h)) {
+		rc = identity_ask(h);
+	}
+	return rc;
+}
+
+/* h_check_mapping -- see session.h */
+int
+h_check_mapping(struct cxlp_handler *h, const struct pmap *m)
+{
+	int rc;
+
+	if ((rc = poolid_stale(h)) != 0 ||
+	    (rc = poolid_map_match(h, m)) == 0) {
+		return rc;
+	}
+	/* the server's identity now; a session it refuses is lost */
+	if ((rc = identity_ask(h)) != 0 ||
+	    (rc = poolid_map_match(h, m)) == 0) {
+		return rc;
+	}
+	log_err("%s", cxlp_errormsg());
+	return rc;
 }
 
 /* The metaserver answered op with CXLP_E_SESSION for the session whose
@@ -220,7 +266,7 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 	unsigned sends;
 	int rc;
 
-	if (op != PROTO_OP_BYE && (rc = poolid_recheck(h)) != 0) {
+	if (op != PROTO_OP_BYE && (rc = identity_recheck(h)) != 0) {
 		memset(rep, 0, sizeof(*rep)); /* nothing sent */
 		return rc;
 	}

@@ -18,7 +18,8 @@
  *
  * A mismatch can be legitimate: the server restarted (a new nonce in the
  * same file), or restarted on the copy the path names now. So the
- * identity is asked again once, by a reattaching HELLO, before the
+ * identity is asked again once, by a reattaching HELLO (call.c,
+ * h_check_mapping; this file asks the server nothing), before the
  * mapping is refused with CXLP_E_STALE. Where dev and ino match on the
  * server's kernel the file is the one served, whatever its nonce says:
  * a server restarting on it writes its new nonce at open, seconds
@@ -220,18 +221,14 @@ poolid_stale(const struct cxlp_handler *h)
 	return 0;
 }
 
-/* poolid_recheck -- see session.h */
-int
-poolid_recheck(struct cxlp_handler *h)
+/* poolid_moved -- see session.h */
+bool
+poolid_moved(struct cxlp_handler *h)
 {
 	uint64_t nonce = 0, dev = 0, ino = 0;
 	bool restarted = false, kept;
 	struct stat st;
-	int rc;
 
-	if ((rc = poolid_stale(h)) != 0) {
-		return rc;
-	}
 	pthread_mutex_lock(&h->poolid_lock);
 	kept = h->poolid_fd >= 0;
 	if (kept) {
@@ -241,38 +238,15 @@ poolid_recheck(struct cxlp_handler *h)
 		ino = h->poolid_fd_ino;
 	}
 	pthread_mutex_unlock(&h->poolid_lock);
-	if (!kept || (!restarted && stat(h->pool_path, &st) == 0 &&
-	    same_id(&st, dev, ino))) {
-		return 0;
-	}
-	/* a server restarted on the first file, or its path names another
-	 * one now: which file does the server serve? */
-	if ((rc = h_reattach(h)) != 0) {
-		return rc;
-	}
-	return poolid_stale(h);
+	return kept && (restarted || stat(h->pool_path, &st) != 0 ||
+	    !same_id(&st, dev, ino));
 }
 
-/* poolid_check -- see session.h */
+/* poolid_map_match -- see session.h */
 int
-poolid_check(struct cxlp_handler *h, const struct pmap *m)
+poolid_map_match(struct cxlp_handler *h, const struct pmap *m)
 {
 	struct proto_poolid id;
-	int rc;
 
-	if ((rc = poolid_stale(h)) != 0) {
-		return rc;
-	}
-	if (!poolid_get(h, &id) || poolid_match(h, m, &id) == 0) {
-		return 0;
-	}
-	/* the server's identity now; a session it refuses is lost */
-	if ((rc = h_reattach(h)) != 0 || (rc = poolid_stale(h)) != 0) {
-		return rc;
-	}
-	if (!poolid_get(h, &id) || (rc = poolid_match(h, m, &id)) == 0) {
-		return 0;
-	}
-	log_err("%s", cxlp_errormsg());
-	return rc;
+	return poolid_get(h, &id) ? poolid_match(h, m, &id) : 0;
 }

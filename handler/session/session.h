@@ -13,26 +13,23 @@
 
 /* ---- poolid.c ----------------------------------------------------------- */
 
-/* poolid_check -- m, mapped from h->pool_path, is of the file the
- * metaserver serves: same device and inode where the server runs on
- * this kernel, and the server's open nonce in the file's superblock.
- * On a mismatch the identity is asked again once (a reattaching HELLO:
- * the server may have restarted, or moved to a copy), then
- * CXLP_E_STALE naming the path (at once once poolid_stale says so);
- * 0 before the first WELCOME. */
-int poolid_check(struct cxlp_handler *h, const struct pmap *m);
+/* poolid_map_match -- m, mapped from h->pool_path, is of the file the
+ * metaserver last said it serves: same device and inode where the server
+ * runs on this kernel, and the server's open nonce in the file's
+ * superblock. 0 (also before the first WELCOME), or CXLP_E_STALE naming
+ * the path. Asks nothing of the server (h_check_mapping does). */
+int poolid_map_match(struct cxlp_handler *h, const struct pmap *m);
 /* poolid_welcome -- take a WELCOME's identity (first: the first
  * WELCOME, whose file the handler's mappings are of); a later one that
  * names another file switches the handler to poolid_stale for good. */
 void poolid_welcome(struct cxlp_handler *h, const struct proto_poolid *id,
     bool first);
-/* poolid_recheck -- before a call: when the first file's nonce is
- * not the server's last (it restarted) or the path names another file
- * now, ask the server's identity (h_reattach), so that a server
- * restarted on a copy is seen before a REGISTER of bytes written into
- * the old file. 0, CXLP_E_STALE (poolid_stale), or the reattach's
- * error. Two system calls (pread, stat) when nothing changed. */
-int poolid_recheck(struct cxlp_handler *h);
+/* poolid_moved -- before a call: the first file's nonce is not the
+ * server's last (it restarted) or the path names another file now, so
+ * the server's identity must be asked (h_call_id does) before a
+ * REGISTER of bytes written into the first file. Two system calls
+ * (pread, stat) when nothing changed; false with no file kept. */
+bool poolid_moved(struct cxlp_handler *h);
 /* poolid_stale -- CXLP_E_STALE naming the path once a reattach found
  * the server on another file than the handler's mappings (poolid.c);
  * 0 otherwise. */
@@ -52,6 +49,12 @@ int h_call(struct cxlp_handler *h, uint16_t op, const struct pbuf *body,
  * the same id after a reattach. */
 int h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
     const struct pbuf *body, struct creply *rep);
+/* h_check_mapping -- m, mapped from h->pool_path, is of the file the
+ * metaserver serves (poolid_map_match); on a mismatch the identity is
+ * asked again once (a reattaching HELLO: the server may have restarted,
+ * or moved to a copy). 0, or CXLP_E_STALE naming the path (at once once
+ * poolid_stale says so), or the reattach's error. */
+int h_check_mapping(struct cxlp_handler *h, const struct pmap *m);
 /* h_pool_stats -- the metaserver's STATS, decoded into v (indexed by
  * enum proto_stat; zero where the server sent none): cxlp_stats, and
  * regfit.c below it. 0 or an error. */
@@ -59,10 +62,6 @@ int h_pool_stats(struct cxlp_handler *h, uint64_t v[PROTO_STATS_MAX]);
 /* h_ping -- one HEARTBEAT, one try (keeper.c); reattaches, or loses the
  * session, as h_call does. 0 or an error. */
 int h_ping(struct cxlp_handler *h);
-/* h_reattach -- a reattaching HELLO with the session's token now (none
- * if another thread has just reattached), setting h->session_lost when
- * the server refuses it with CXLP_E_SESSION. 0 or its error. */
-int h_reattach(struct cxlp_handler *h);
 /* h_keepalive_task -- the keepalive as a keeper task: a HEARTBEAT
  * (h_ping) keepalive_ms after the last reply and the last heartbeat. */
 extern const struct keeper_task h_keepalive_task;

@@ -55,6 +55,8 @@ static const char *const names[] = {
 	[-(CXLP_E_GROUP) - 1000] = "CXLP_E_GROUP: request group refused",
 	[-(CXLP_E_CANCELED) - 1000] = "CXLP_E_CANCELED: request group "
 	    "rolled back",
+	[-(CXLP_E_HOST) - 1000] = "CXLP_E_HOST: the pool serves one host, "
+	    "not this one",
 };
 
 const char *

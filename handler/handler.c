@@ -19,6 +19,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "coh.h"
 #include "err.h"
 #include "handler.h"
 #include "log.h"
@@ -130,6 +131,7 @@ handler_free(struct cxlp_handler *h)
 	if (h->poolid_fd >= 0) {
 		close(h->poolid_fd);
 	}
+	coh_close(&h->coh);
 	free(h->pool_path);
 	explicit_bzero(h->cfg.secret, sizeof(h->cfg.secret));
 	free(h);

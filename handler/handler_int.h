@@ -251,6 +251,9 @@ struct cxlp_handler {
 	struct cxlp_config cfg;
 	struct client *cl;
 	char *pool_path; /* owned; from WELCOME */
+	struct coh *coh; /* how this process maps pool_path: every mapping
+	                  * is made through it (pool/coh.h); from the first
+	                  * WELCOME, for the handler's life */
 	uint64_t pool_size, align;
 	pthread_mutex_t poolid_lock;
 	struct proto_poolid poolid; /* the served file, from the last WELCOME

@@ -82,7 +82,10 @@ enum cxlp_error {
 	CXLP_E_CANCELED = -1026, /* request group rolled back: aborted,
 	                          * cancelled by another handler, a failed
 	                          * batch, or a metaserver restart */
-	CXLP_E_LAST = -1026,
+	CXLP_E_HOST = -1027,     /* this host may not attach: the pool is
+	                          * formatted for one host (coherence host,
+	                          * cxlp_errormsg() says how to share it) */
+	CXLP_E_LAST = -1027,
 };
 
 /* cxlp_strerror -- short name and meaning of an error code; never NULL. */

@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include "cxlpool.h"
+#include "coh.h"
 #include "layout.h"
 #include "pool.h" /* enum pool_region_state */
 
@@ -297,6 +298,23 @@ check_access(const struct pool_sb *sb, char *why, size_t n)
 	return 0;
 }
 
+/* the coherence mode is one this code knows, flagged as incompat iff it
+ * is not host (coh.c note 1) */
+static int
+check_coherence(const struct pool_sb *sb, char *why, size_t n)
+{
+	bool flagged = (sb->incompat & POOL_INCOMPAT_COHERENCE) != 0;
+
+	if (sb->coherence > POOL_COH_SIM || sb->coh_reserved != 0 ||
+	    flagged != (sb->coherence != POOL_COH_HOST)) {
+		snprintf(why, n, "coherence mode %u (incompat 0x%llx) is not "
+		    "one this build knows", sb->coherence,
+		    (unsigned long long)sb->incompat);
+		return -1;
+	}
+	return 0;
+}
+
 /* layout_validate -- magic, version, checksum, reserved, geometry, size */
 int
 layout_validate(const struct pool_sb *sb, uint64_t file_size, char *why,
@@ -323,7 +341,8 @@ layout_validate(const struct pool_sb *sb, uint64_t file_size, char *why,
 		snprintf(why, n, "superblock reserved fields are not zero");
 		return CXLP_E_CORRUPT;
 	}
-	if (check_geometry(sb, why, n) != 0 || check_access(sb, why, n) != 0) {
+	if (check_geometry(sb, why, n) != 0 || check_access(sb, why, n) != 0 ||
+	    check_coherence(sb, why, n) != 0) {
 		return CXLP_E_CORRUPT;
 	}
 	if (file_size < sb->size) {

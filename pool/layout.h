@@ -24,7 +24,7 @@
 #define POOL_MAGIC "CXLPOOL" /* 8 bytes with its NUL */
 #define POOL_MAJOR 2u        /* bump on incompatible layout changes; 2:
                               * pin table area, region request stamp */
-#define POOL_MINOR 4u        /* 1: owner record in the superblock
+#define POOL_MINOR 5u        /* 1: owner record in the superblock
                               * (struct pool_orec); a 2.0 pool reads as
                               * one without an owner (its bytes are 0).
                               * 2: the access area (POOL_COMPAT_ACCESS)
@@ -38,12 +38,18 @@
                               * that has evicted); session record flags
                               * (was reserved; POOL_SESS_*); open_nonce
                               * (a 2.3 reader refuses a pool a 2.4
-                              * writer opened) */
+                              * writer opened)
+                              * 5: coherence and coh_host (a pool of any
+                              * mode but host also sets
+                              * POOL_INCOMPAT_COHERENCE) */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
-#define POOL_INCOMPAT_KNOWN POOL_INCOMPAT_RMIRROR /* incompat bits this
-                                                   * code understands */
+#define POOL_INCOMPAT_COHERENCE 0x2ull /* sb.coherence is not host
+                                       * (coh.h): a library that does not
+                                       * know the modes must not attach */
+#define POOL_INCOMPAT_KNOWN (POOL_INCOMPAT_RMIRROR | POOL_INCOMPAT_COHERENCE)
+                        /* incompat bits this code understands */
 #define POOL_COMPAT_ACCESS 0x1ull /* sb.access: one advisory byte per
                                    * index slot that readers set on a hit
                                    * (evict.c). Code before 2.2 refuses
@@ -160,7 +166,14 @@ struct pool_sb {
 	                           * (WELCOME carries it; handler/session/poolid.c).
 	                           * 0 in pools before 2.4. One 8-byte store,
 	                           * not covered by checksum */
-	uint8_t reserved[3216];   /* zero */
+	uint32_t coherence;       /* enum pool_coh (coh.h) the pool was
+	                           * formatted for; 0 (host) before 2.5.
+	                           * Written by the format only */
+	uint32_t coh_reserved;    /* zero */
+	uint64_t coh_host;        /* coherence host: coh_host_hash() of the
+	                           * host that formatted it, the one host
+	                           * allowed; else 0 */
+	uint8_t reserved[3200];   /* zero */
 	struct pool_orec owner;   /* who serves the pool; its own rules,
 	                           * above (layout 2.1; zero in 2.0) */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id,

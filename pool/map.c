@@ -53,6 +53,7 @@
 
 #include "err.h"
 #include "log.h"
+#include "coh.h"
 #include "map.h"
 
 #ifndef MADV_POPULATE_READ
@@ -79,6 +80,7 @@ struct pmap {
 	uint64_t off;       /* file offset of addr */
 	dev_t dev;          /* st_dev of the file: finds its tmpfs mount */
 	uint64_t id_dev, id_ino; /* pmap_file_id */
+	struct coh *coh;    /* sw or sim attachment (coh.h), else NULL */
 	enum pmap_huge huge; /* last pmap_advise_huge choice */
 	char huge_setting[64]; /* what decided it */
 };
@@ -210,11 +212,26 @@ out_src:
 	return rc;
 }
 
-/* pmap_open -- see map.h */
-int
-pmap_open(struct pmap **out, const char *path, uint64_t off, uint64_t len,
-    bool writable)
+/* the identity of the file the pool is (pmap_file_id): path's, which
+ * in sim is not the cache the mapping is made from */
+static int
+map_identity(struct pmap *m, const char *path)
 {
+	struct stat st;
+
+	if (stat(path, &st) != 0) {
+		return cxlp_fail(-errno, "%s: %s", path, strerror(errno));
+	}
+	pmap_stat_id(&st, &m->id_dev, &m->id_ino);
+	return 0;
+}
+
+/* pmap_open_coh -- see map.h */
+int
+pmap_open_coh(struct pmap **out, const char *path, uint64_t off,
+    uint64_t len, bool writable, struct coh *coh)
+{
+	const char *file = coh_map_path(coh, path);
 	struct pmap *m;
 	struct statfs sfs;
 	struct stat st;
@@ -225,18 +242,23 @@ pmap_open(struct pmap **out, const char *path, uint64_t off, uint64_t len,
 		return cxlp_fail(-ENOMEM, "%s: no memory", path);
 	}
 	m->writable = writable;
-	fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	m->coh = coh_mode(coh) == POOL_COH_SW || coh_mode(coh) ==
+	    POOL_COH_SIM ? coh : NULL;
+	fd = open(file, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) != 0 || fstatfs(fd, &sfs) != 0) {
-		rc = cxlp_fail(-errno, "%s: %s", path, strerror(errno));
+		rc = cxlp_fail(-errno, "%s: %s", file, strerror(errno));
 		goto err_close;
 	}
 	m->devdax = S_ISCHR(st.st_mode);
 	m->off = off;
 	m->dev = st.st_dev;
 	pmap_stat_id(&st, &m->id_dev, &m->id_ino);
+	if (file != path && (rc = map_identity(m, path)) != 0) {
+		goto err_close;
+	}
 	m->is_volatile = m->devdax || sfs.f_type == TMPFS_MAGIC;
 	m->fence_only = !m->devdax && sfs.f_type == TMPFS_MAGIC;
-	if ((rc = map_source(m, path, fd, off, len)) != 0) {
+	if ((rc = map_source(m, file, fd, off, len)) != 0) {
 		goto err_close;
 	}
 	close(fd);
@@ -248,6 +270,14 @@ err_close:
 	}
 	free(m);
 	return rc;
+}
+
+/* pmap_open -- see map.h */
+int
+pmap_open(struct pmap **out, const char *path, uint64_t off, uint64_t len,
+    bool writable)
+{
+	return pmap_open_coh(out, path, off, len, writable, NULL);
 }
 
 /* pmap_stat_id -- see map.h */
@@ -359,6 +389,50 @@ pmap_persist(const struct pmap *m, const void *addr, size_t len)
 	} else {
 		m->persist(addr, len);
 	}
+	if (m->coh != NULL) {
+		coh_writeback(m->coh, addr, m->off + (uint64_t)(a - base),
+		    len);
+	}
+}
+
+static void
+check_range(const struct pmap *m, const void *addr, size_t len)
+{
+	const char *a = addr, *base = m->addr;
+
+	cxlp_assert(a >= base && len <= m->len &&
+	    (uint64_t)(a - base) <= m->len - len);
+}
+
+/* pmap_writeback -- see map.h */
+void
+pmap_writeback(const struct pmap *m, const void *addr, size_t len)
+{
+	if (m->coh != NULL && len != 0) {
+		check_range(m, addr, len);
+		coh_writeback(m->coh, addr, m->off +
+		    (uint64_t)((const char *)addr - (const char *)m->addr),
+		    len);
+	}
+}
+
+/* pmap_fresh -- see map.h */
+void
+pmap_fresh(const struct pmap *m, const void *addr, size_t len)
+{
+	if (m->coh != NULL && len != 0) {
+		check_range(m, addr, len);
+		coh_drop(m->coh, addr, m->off +
+		    (uint64_t)((const char *)addr - (const char *)m->addr),
+		    len);
+	}
+}
+
+/* pmap_coherent -- see map.h */
+bool
+pmap_coherent(const struct pmap *m)
+{
+	return m->coh == NULL;
 }
 
 /* pmap_populate -- see map.h */

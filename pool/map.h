@@ -31,6 +31,14 @@ enum pmap_gran {
  * pmap_close), or a negative error with *out == NULL. */
 int pmap_open(struct pmap **out, const char *path, uint64_t off, uint64_t len,
     bool writable);
+/* pmap_open_coh -- pmap_open through a coherence attachment (coh.h;
+ * NULL: as pmap_open): in sim the mapping is of this host's cache of
+ * path, at path's offsets; in sw and sim pmap_persist also writes the
+ * range back to the device and pmap_fresh drops it. coh must outlive
+ * the mapping. pmap_file_id is path's in every mode. */
+struct coh;
+int pmap_open_coh(struct pmap **out, const char *path, uint64_t off,
+    uint64_t len, bool writable, struct coh *coh);
 /* pmap_close -- unmap; NULL-safe; sets *m = NULL. */
 void pmap_close(struct pmap **m);
 
@@ -64,6 +72,18 @@ bool pmap_is_volatile(const struct pmap *m);
 /* pmap_persist -- make [addr, addr + len) visible to other processes and
  * durable where the media is persistent. addr must lie in the mapping. */
 void pmap_persist(const struct pmap *m, const void *addr, size_t len);
+
+/* pmap_writeback -- [addr, addr + len) of m, stored by this host, goes
+ * to the device, for a line that is not persisted (an advisory byte):
+ * nothing unless m was opened through an sw or sim attachment. */
+void pmap_writeback(const struct pmap *m, const void *addr, size_t len);
+/* pmap_fresh -- the next loads of [addr, addr + len) of m read what the
+ * device holds now, not this host's cached copy: before every read of
+ * bytes another host writes. Nothing unless m was opened through an sw
+ * or sim attachment (then coh.h: coh_drop). */
+void pmap_fresh(const struct pmap *m, const void *addr, size_t len);
+/* pmap_coherent -- m needs no write-back or drop (host or hw). */
+bool pmap_coherent(const struct pmap *m);
 
 /* pmap_prefault -- populate the whole mapping's pages now, off the hot
  * path (MADV_POPULATE_WRITE / _READ). Best effort; returns 0 or -errno.

@@ -56,7 +56,7 @@
 /* the superblock for a new pool of size bytes */
 static int
 plan(struct pool_sb *sb, const char *path, uint64_t size,
-    const struct pool_params *pp)
+    const struct pool_params *pp, enum pool_coh coh)
 {
 	char why[200];
 	int rc;
@@ -71,6 +71,7 @@ plan(struct pool_sb *sb, const char *path, uint64_t size,
 		return cxlp_fail(-EIO, "%s: getrandom failed", path);
 	}
 	pool_boot_id(sb->boot_id);
+	poolcoh_seal(sb, coh);
 	return 0;
 }
 
@@ -305,15 +306,20 @@ format_existing(struct pool *p, const struct pool_params *pp)
 	char why[200];
 	int rc;
 
+	enum pool_coh coh = poolcoh_want(p->path, pp);
+
 	if (pp != NULL) {
 		fit = *pp;
+	}
+	if ((rc = poolcoh_format(p, 0, coh)) != 0) {
+		return rc;
 	}
 	rc = layout_fit(pmap_len(p->map), fit.align, pmap_alignment(p->map),
 	    &size, &fit.align, why, sizeof(why));
 	if (rc != 0) {
 		return cxlp_fail(rc, "%s: cannot format: %s", p->path, why);
 	}
-	if ((rc = plan(&sb, p->path, size, &fit)) != 0) {
+	if ((rc = plan(&sb, p->path, size, &fit, coh)) != 0) {
 		return rc;
 	}
 	pool_format(p, &sb, false);
@@ -334,6 +340,9 @@ validate(struct pool *p)
 	}
 	if (rc != 0) {
 		return cxlp_fail(rc, "%s: %s", p->path, why);
+	}
+	if ((rc = poolcoh_attach(p)) != 0) {
+		return rc;
 	}
 	return check_stale(p);
 }
@@ -375,11 +384,9 @@ open_existing(struct pool *p, unsigned flags,
 		return cxlp_fail(-errno, "%s: %s", p->path, strerror(errno));
 	}
 	if ((rc = map_len(p->path, &st, &len)) != 0 ||
-	    (rc = pmap_open(&p->map, p->path, 0, len, !p->rdonly)) != 0) {
+	    (rc = poolcoh_map(p, len)) != 0) {
 		return rc;
 	}
-	p->base = pmap_addr(p->map);
-	p->sb = (void *)p->base;
 	if (own != NULL && (rc = owner_enter(p, own)) != 0) {
 		return rc; /* another server has it: write nothing */
 	}
@@ -402,19 +409,18 @@ static int
 open_new(struct pool *p, const struct pool_params *pp)
 {
 	uint64_t size = pp && pp->size ? pp->size : POOL_SIZE_DEFAULT;
+	enum pool_coh coh = poolcoh_want(p->path, pp);
 	struct pool_sb sb;
 	int rc;
 
-	if ((rc = plan(&sb, p->path, size, pp)) != 0 ||
+	if ((rc = plan(&sb, p->path, size, pp, coh)) != 0 ||
 	    (rc = pmap_file_create(p->path, size)) != 0) {
 		return rc;
 	}
-	if ((rc = pmap_open(&p->map, p->path, 0, size, true)) != 0) {
+	if ((rc = poolcoh_format(p, size, coh)) != 0) {
 		unlink(p->path);
 		return rc;
 	}
-	p->base = pmap_addr(p->map);
-	p->sb = (void *)p->base;
 	pool_format(p, &sb, true);
 	return 0;
 }
@@ -556,6 +562,7 @@ pool_close(struct pool **pp)
 	lease_fini(p);
 	keyheap_fini(&p->heap);
 	pmap_close(&p->map);
+	coh_close(&p->coh);
 	free(p->path);
 	free(p);
 	*pp = NULL;

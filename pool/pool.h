@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "coh.h"
+
 #define POOL_ALIGN_DEFAULT (2u << 20) /* region alignment, bytes */
 #define POOL_SIZE_DEFAULT (1ull << 30)
 #define POOL_PATH_DEFAULT "/dev/shm/cxlpool.pool"
@@ -33,6 +35,8 @@ struct pool_params {
 	uint64_t align;       /* region alignment, bytes; 0 = default */
 	uint64_t index_slots; /* KV index capacity; 0 = derived from size */
 	uint32_t max_sessions; /* 0 = default (1024) */
+	enum pool_coh coherence; /* coh.h; 0 = host. POOL_COH_AUTO: sw on a
+	                          * devdax device, host elsewhere */
 };
 
 /* pool_open flags */
@@ -80,6 +84,16 @@ struct pool_media {
 	const char *granularity; /* store granularity: "byte", "cache-line"
 	                          * or "page" (static string) */
 };
+
+/* pool_coherence -- the coherence mode p was formatted for (coh.h). */
+enum pool_coh pool_coherence(const struct pool *p);
+/* pool_fresh -- drop this host's cached copy of [addr, addr + len) of
+ * p's mapping before reading bytes another host writes (sw, sim; else
+ * nothing). */
+void pool_fresh(const struct pool *p, const void *addr, size_t len);
+/* pool_writeback -- send this host's stores to [addr, addr + len) to the
+ * device without persisting them (sw, sim; else nothing). */
+void pool_writeback(const struct pool *p, const void *addr, size_t len);
 
 /* pool_media -- fill *m for p's mapping. */
 void pool_media(const struct pool *p, struct pool_media *m);

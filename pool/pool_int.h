@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "coh.h"
 #include "damage.h"
 #include "keyheap.h"
 #include "kvindex.h"
@@ -123,8 +124,25 @@ struct pool {
 	struct evict_dram ev;
 	struct lease_dram lease;
 	struct owner *own;        /* pool_open_owned: lock, claim (owner.c) */
+	struct coh *coh;          /* how map publishes and reads (coh.h) */
 	struct pool_damage *damage; /* open only: what recovery finds */
 };
+
+/* poolcoh.c (see its design notes) */
+/* poolcoh_map -- map len bytes of p->path (0: all) for the mode its
+ * device records: p->coh, p->map, p->base, p->sb (note 1). */
+int poolcoh_map(struct pool *p, uint64_t len);
+/* poolcoh_want -- the mode a format of path with pp records (AUTO
+ * resolved; pp NULL: host). */
+enum pool_coh poolcoh_want(const char *path, const struct pool_params *pp);
+/* poolcoh_format -- map p for a format in mode m: again if it is mapped
+ * for another (note 2), or for the first time (len bytes). */
+int poolcoh_format(struct pool *p, uint64_t len, enum pool_coh m);
+/* poolcoh_seal -- record m in a planned superblock. */
+void poolcoh_seal(struct pool_sb *sb, enum pool_coh m);
+/* poolcoh_attach -- after validation: drop the metadata area, refuse a
+ * writer of another host on a host pool (note 3). */
+int poolcoh_attach(struct pool *p);
 
 /* owner.c (see its design notes) */
 struct pool_own;

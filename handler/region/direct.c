@@ -107,7 +107,7 @@ sb_read(struct cxlp_handler *h, struct pool_sb *sb)
 	char why[200];
 	int rc;
 
-	rc = pmap_open(&head, h->pool_path, 0, h->align, false);
+	rc = pmap_open_coh(&head, h->pool_path, 0, h->align, false, h->coh);
 	if (rc != 0) {
 		return rc;
 	}
@@ -141,7 +141,8 @@ meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
 		return cxlp_fail(CXLP_E_CORRUPT, "%s: data area at %llu",
 		    h->pool_path, (unsigned long long)meta_len);
 	}
-	if ((rc = pmap_open(&d->map, h->pool_path, 0, meta_len, false)) != 0) {
+	if ((rc = pmap_open_coh(&d->map, h->pool_path, 0, meta_len, false,
+	    h->coh)) != 0) {
 		return rc;
 	}
 	if ((rc = h_check_mapping(h, d->map)) != 0) {
@@ -179,8 +180,8 @@ access_map(struct cxlp_handler *h, const struct pool_sb *sb,
 		    "predates its access area (layout 2.2)");
 		return;
 	}
-	if (a->count != d->kr.nslots || pmap_open(&d->amap, h->pool_path,
-	    a->off, a->len, true) != 0 || h_check_mapping(h, d->amap) != 0) {
+	if (a->count != d->kr.nslots || pmap_open_coh(&d->amap, h->pool_path,
+	    a->off, a->len, true, h->coh) != 0 || h_check_mapping(h, d->amap) != 0) {
 		log_err("direct reads are not counted by eviction: cannot map "
 		    "the access area: %s", cxlp_errormsg());
 		pmap_close(&d->amap);

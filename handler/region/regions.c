@@ -82,8 +82,8 @@ own_open(struct cxlp_handler *h, const struct proto_loc *loc,
 	}
 	r->loc = *loc;
 	r->map = giveback_reuse(h, loc);
-	if (r->map == NULL && (rc = pmap_open(&r->map, h->pool_path,
-	    loc->region_off, loc->region_len, true)) == 0 &&
+	if (r->map == NULL && (rc = pmap_open_coh(&r->map, h->pool_path,
+	    loc->region_off, loc->region_len, true, h->coh)) == 0 &&
 	    (rc = h_check_mapping(h, r->map)) != 0) {
 		pmap_close(&r->map);
 	}

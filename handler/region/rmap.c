@@ -200,8 +200,8 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
 	if (e == NULL) {
 		return cxlp_fail(-ENOMEM, "region: out of memory");
 	}
-	rc = pmap_open(&e->map, h->pool_path, loc->region_off,
-	    loc->region_len, false);
+	rc = pmap_open_coh(&e->map, h->pool_path, loc->region_off,
+	    loc->region_len, false, h->coh);
 	if (rc == 0 && (rc = h_check_mapping(h, e->map)) != 0) {
 		pmap_close(&e->map);
 	}

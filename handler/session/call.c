@@ -25,10 +25,12 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "coh.h"
 #include "err.h"
 #include "session.h"
 #include "log.h"
 #include "procstat.h"
+#include "sim.h"
 #include "trace.h"
 
 /* A reply said PROTO_REP_F_ASK: the server asks regions back
@@ -53,11 +55,36 @@ proc_start_time(void)
 	return procstat_read(0, &state, &st) ? st : 0;
 }
 
+/* This process's view of the pool the first WELCOME named, for the
+ * mode the pool records (pool/coh.h): a host pool formatted on another
+ * host is refused here, before anything is mapped (contract 11). */
+static int
+coh_attach(struct cxlp_handler *h)
+{
+	enum pool_coh mode;
+	uint64_t host;
+	int rc;
+
+	if ((rc = coh_probe_host(h->pool_path, &mode, &host)) != 0) {
+		return rc;
+	}
+	if (mode == POOL_COH_HOST && host != 0 && host != coh_host_hash()) {
+		return cxlp_fail(CXLP_E_HOST, "%s: formatted with coherence "
+		    "host on another host than this one%s%s: a host pool "
+		    "serves one host (format it with cxlpool-metaserver "
+		    "--coherence sw --reformat to share it)", h->pool_path,
+		    strcmp(sim_host(), "0") != 0 ? ", simulated host " : "",
+		    strcmp(sim_host(), "0") != 0 ? sim_host() : "");
+	}
+	return coh_open(&h->coh, h->pool_path, mode);
+}
+
 static int
 welcome_take(struct cxlp_handler *h, struct creply *rep)
 {
 	struct proto_welcome w;
 	bool first = h->pool_path == NULL;
+	int rc;
 
 	if (proto_get_welcome_id(&rep->body, &w) != 0 ||
 	    preader_end(&rep->body) != 0) {
@@ -78,6 +105,9 @@ welcome_take(struct cxlp_handler *h, struct creply *rep)
 		}
 		h->pool_size = w.pool_size;
 		h->align = w.align;
+		if ((rc = coh_attach(h)) != 0) {
+			return rc;
+		}
 	} else if (strlen(h->pool_path) != w.path_len ||
 	    memcmp(h->pool_path, w.path, w.path_len) != 0) {
 		return cxlp_fail(CXLP_E_PROTO, "HELLO: pool moved from %s",

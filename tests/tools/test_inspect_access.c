@@ -120,9 +120,9 @@ Test(inspect, summary_counts_the_reference_bytes_readers_set)
 	snprintf(line, sizeof(line), "\naccess         3 of %llu slots "
 	    "referenced (area ", (unsigned long long)st.index_slots);
 	has(line);
-	has(", layout 2.4)\n");
+	has(", layout 2.5)\n");
 	cr_assert_eq(run_json("summary %s", path), 0, "%s", out);
-	snprintf(line, sizeof(line), "\"access\": {\"layout\": \"2.4\", "
+	snprintf(line, sizeof(line), "\"access\": {\"layout\": \"2.5\", "
 	    "\"area\": true, \"slots\": %llu, \"referenced\": 3, ",
 	    (unsigned long long)st.index_slots);
 	has(line);

@@ -23,7 +23,7 @@ from ._lib import (BATCH_MAX, KEY_MAX, LOG_DEBUG, LOG_ERR, LOG_INFO, LOG_OFF,
 from .config import DEFAULT_SERVER_URL, Config
 from .errors import (BadMagicError, BadOpError, BadPageError, BatchSizeError,
                      BoundsError, BusyError, CanceledError, ChangedError,
-                     ChecksumError, GroupError,
+                     ChecksumError, GroupError, HostError,
                      ClosedError, ConnectError, CorruptError, CxlpError,
                      CxlpOSError, InvalidArgumentError, KeyLengthError,
                      NoSpaceError, NotFoundError, NotPinnedError,
@@ -56,4 +56,5 @@ __all__ = [
     "ServerTimeoutError", "ClosedError", "ConnectError", "BadPageError",
     "StaleError", "BusyError", "TooBigError", "UnknownOutcomeError",
     "ChangedError", "NoVersionError", "GroupError", "CanceledError",
+    "HostError",
 ]

@@ -65,6 +65,7 @@ ERROR_CODES: Dict[str, int] = {
     "CXLP_E_NOVERSION": -1024,
     "CXLP_E_GROUP": -1025,
     "CXLP_E_CANCELED": -1026,
+    "CXLP_E_HOST": -1027,
 }
 
 # enum cxlp_log_level.

@@ -140,6 +140,8 @@ GroupError = _cls("GroupError", "CXLP_E_GROUP",
                   "id in use, or not open")
 CanceledError = _cls("CanceledError", "CXLP_E_CANCELED",
                      "request group rolled back")
+HostError = _cls("HostError", "CXLP_E_HOST",
+                 "the pool serves one host, not this one")
 
 
 class UnknownOutcomeError(CxlpError):
@@ -178,7 +180,7 @@ BY_CODE: Dict[int, Type[CxlpError]] = {
         BatchSizeError, SessionError, ServerTimeoutError, ClosedError,
         ConnectError, BadPageError, StaleError, BusyError, TooBigError,
         UnknownOutcomeError, ChangedError, NoVersionError, GroupError,
-        CanceledError)
+        CanceledError, HostError)
 }
 
 _NAME_BY_CODE = {v: k for k, v in _lib.ERROR_CODES.items()}

@@ -1,0 +1,295 @@
+/*
+ * coh.c -- coherence modes and the per-process attachment that carries
+ * them out (coh.h).
+ *
+ * DESIGN NOTES
+ *  1. Where the mode lives. In the superblock (pool_sb.coherence, layout
+ *     2.5), with POOL_INCOMPAT_COHERENCE set for every mode but host, so
+ *     that a library older than the modes refuses a pool it would read
+ *     wrong (it would trust its caches). A process learns the mode before
+ *     it maps anything through a cache [coh_probe]: from the device's own
+ *     bytes, which in sim mode no host's cache stands in front of, and on
+ *     devdax after dropping the first page's lines.
+ *  2. One branch in host and hw. coh_writeback and coh_drop switch on the
+ *     mode; map.c calls them only when pmap_open_coh was given an
+ *     attachment of sw or sim, so a host or hw mapping pays a test of one
+ *     pointer (pmap_persist, pmap_fresh).
+ *  3. sw pays per line: cline_writeback (clwb or its substitutes, then a
+ *     fence) for a publish, cline_drop for a read of another host's lines.
+ *     A CPU with neither (CLINE_NONE) cannot keep the mode's promise, so
+ *     coh_open refuses it rather than running incoherent.
+ *  4. sim keeps one struct sim per attachment: every mapping of the pool
+ *     the process makes is of sim_cache_path, at the device's offsets, so
+ *     offsets translate one to one (pool offset == cache offset).
+ *  5. Host identity [coh_host_hash] for mode host: the machine id, which
+ *     survives the reboots a disk-file pool survives, plus the simulated
+ *     host's name, so that the simulator's hosts are told apart by the
+ *     same check that tells real ones apart.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cline.h"
+#include "coh.h"
+#include "err.h"
+#include "layout.h"
+#include "map.h"
+#include "sim.h"
+
+struct coh {
+	enum pool_coh mode;
+	struct sim *sim; /* sim only */
+};
+
+static const char *const coh_names[] = {
+	[POOL_COH_HOST] = "host",
+	[POOL_COH_HW] = "hw",
+	[POOL_COH_SW] = "sw",
+	[POOL_COH_SIM] = "sim",
+};
+
+/* pool_coh_name -- see coh.h */
+const char *
+pool_coh_name(enum pool_coh m)
+{
+	if (m == POOL_COH_AUTO) {
+		return "auto";
+	}
+	if ((unsigned)m >= sizeof(coh_names) / sizeof(coh_names[0])) {
+		return "?";
+	}
+	return coh_names[m];
+}
+
+/* pool_coh_parse -- see coh.h */
+int
+pool_coh_parse(const char *s, enum pool_coh *out)
+{
+	for (unsigned i = 0; i < sizeof(coh_names) / sizeof(coh_names[0]);
+	    i++) {
+		if (strcmp(s, coh_names[i]) == 0) {
+			*out = (enum pool_coh)i;
+			return 0;
+		}
+	}
+	if (strcmp(s, "auto") == 0) {
+		*out = POOL_COH_AUTO;
+		return 0;
+	}
+	return cxlp_fail(-EINVAL, "coherence '%s': not one of host, hw, sw, "
+	    "sim, auto", s);
+}
+
+/* pool_coh_multi -- see coh.h */
+bool
+pool_coh_multi(enum pool_coh m)
+{
+	return m == POOL_COH_HW || m == POOL_COH_SW || m == POOL_COH_SIM;
+}
+
+static uint64_t
+fnv1a(uint64_t h, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+	}
+	return h;
+}
+
+static size_t
+read_small(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "re");
+	size_t got;
+
+	if (f == NULL) {
+		return 0;
+	}
+	got = fread(buf, 1, n, f);
+	fclose(f);
+	return got;
+}
+
+/* coh_host_hash -- see coh.h */
+uint64_t
+coh_host_hash(void)
+{
+	const char *sim = sim_host();
+	uint64_t h = 0xcbf29ce484222325ull;
+	char buf[64];
+	size_t n = read_small("/etc/machine-id", buf, sizeof(buf));
+
+	if (n == 0) {
+		n = read_small("/proc/sys/kernel/random/boot_id", buf,
+		    sizeof(buf));
+	}
+	h = fnv1a(h, buf, n);
+	if (strcmp(sim, "0") != 0) {
+		h = fnv1a(h, "/sim/", 5);
+		h = fnv1a(h, sim, strlen(sim));
+	}
+	return h != 0 ? h : 1;
+}
+
+/* coh_open -- see coh.h */
+int
+coh_open(struct coh **out, const char *path, enum pool_coh m)
+{
+	struct coh *c;
+	int rc;
+
+	*out = NULL;
+	if (m != POOL_COH_HOST && m != POOL_COH_HW && m != POOL_COH_SW &&
+	    m != POOL_COH_SIM) {
+		return cxlp_fail(-EINVAL, "%s: coherence mode %u unknown",
+		    path, (unsigned)m);
+	}
+	if (m == POOL_COH_SW && cline_init() == CLINE_NONE) {
+		return cxlp_fail(-ENOTSUP, "%s: coherence sw needs cache-line "
+		    "write-back and drop, which this CPU does not offer to "
+		    "user space", path);
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		return cxlp_fail(-ENOMEM, "%s: no memory", path);
+	}
+	c->mode = m;
+	if (m == POOL_COH_SIM && (rc = sim_open(&c->sim, path, NULL)) != 0) {
+		free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+/* coh_close -- see coh.h */
+void
+coh_close(struct coh **c)
+{
+	if (*c == NULL) {
+		return;
+	}
+	sim_close(&(*c)->sim);
+	free(*c);
+	*c = NULL;
+}
+
+static int
+head_of_device(const char *path, struct pool_sb *sb)
+{
+	struct pmap *m = NULL;
+	int rc = pmap_open(&m, path, 0, 0, false);
+
+	if (rc != 0) {
+		return rc;
+	}
+	if (pmap_len(m) < sizeof(*sb)) {
+		pmap_close(&m);
+		return cxlp_fail(CXLP_E_CORRUPT, "%s: smaller than a "
+		    "superblock", path);
+	}
+	cline_drop(pmap_addr(m), sizeof(*sb));
+	memcpy(sb, pmap_addr(m), sizeof(*sb));
+	pmap_close(&m);
+	return 0;
+}
+
+static int
+head_of_file(const char *path, struct pool_sb *sb)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0) {
+		return cxlp_fail(-errno, "%s: %s", path, strerror(errno));
+	}
+	n = pread(fd, sb, sizeof(*sb), 0);
+	close(fd);
+	if (n < 0) {
+		return cxlp_fail(-errno, "%s: %s", path, strerror(errno));
+	}
+	if ((size_t)n < sizeof(*sb)) {
+		memset((char *)sb + n, 0, sizeof(*sb) - (size_t)n);
+	}
+	return 0;
+}
+
+/* coh_probe -- see coh.h */
+int
+coh_probe(const char *path, enum pool_coh *out)
+{
+	uint64_t host;
+
+	return coh_probe_host(path, out, &host);
+}
+
+/* coh_probe_host -- see coh.h */
+int
+coh_probe_host(const char *path, enum pool_coh *out, uint64_t *host)
+{
+	struct pool_sb *sb = malloc(sizeof(*sb));
+	struct stat st;
+	int rc;
+
+	*out = POOL_COH_HOST;
+	*host = 0;
+	if (sb == NULL) {
+		return cxlp_fail(-ENOMEM, "%s: no memory", path);
+	}
+	if (stat(path, &st) != 0) {
+		rc = cxlp_fail(-errno, "%s: %s", path, strerror(errno));
+	} else {
+		rc = S_ISCHR(st.st_mode) ? head_of_device(path, sb) :
+		    head_of_file(path, sb);
+	}
+	if (rc == 0 && memcmp(sb->magic, POOL_MAGIC, sizeof(sb->magic)) ==
+	    0) {
+		*out = sb->incompat & POOL_INCOMPAT_COHERENCE ?
+		    (enum pool_coh)sb->coherence : POOL_COH_HOST;
+		*host = sb->minor >= 5 ? sb->coh_host : 0;
+	}
+	free(sb);
+	return rc;
+}
+
+/* coh_mode -- see coh.h */
+enum pool_coh
+coh_mode(const struct coh *c)
+{
+	return c == NULL ? POOL_COH_HOST : c->mode;
+}
+
+/* coh_map_path -- see coh.h */
+const char *
+coh_map_path(const struct coh *c, const char *path)
+{
+	return c != NULL && c->sim != NULL ? sim_cache_path(c->sim) : path;
+}
+
+/* coh_writeback -- see coh.h */
+void
+coh_writeback(struct coh *c, const void *addr, uint64_t off, size_t len)
+{
+	if (c->mode == POOL_COH_SW) {
+		cline_writeback(addr, len);
+	} else if (c->mode == POOL_COH_SIM) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		sim_writeback(c->sim, off, len);
+	}
+}
+
+/* coh_drop -- see coh.h */
+void
+coh_drop(struct coh *c, const void *addr, uint64_t off, size_t len)
+{
+	if (c->mode == POOL_COH_SW) {
+		cline_drop(addr, len);
+	} else if (c->mode == POOL_COH_SIM) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		sim_drop(c->sim, off, len);
+	}
+}

@@ -235,6 +235,19 @@ set_slots(struct ms_config *cfg, const char *v)
 }
 
 static int
+set_coherence(struct ms_config *cfg, const char *v)
+{
+	enum pool_coh m;
+
+	if (pool_coh_parse(v, &m) != 0) {
+		return -EINVAL;
+	}
+	cfg->coherence = (int)m;
+	cfg->coherence_set = true;
+	return 0;
+}
+
+static int
 set_reformat(struct ms_config *cfg, const char *v)
 {
 	cfg->reformat = true;
@@ -386,6 +399,11 @@ static const struct flag flags[] = {
 	    "(default: from size)", set_slots },
 	{ "reformat", 0, NULL, "format the pool even if it is valid "
 	    "(drops all keys)", set_reformat },
+	{ "coherence", 1, "host|hw|sw|sim|auto", "what a format assumes of "
+	    "the hosts that attach: one host; several, coherent by the "
+	    "device; several, by software write-back and drop; sw through "
+	    "the simulator (test tool, plain files). Default auto: sw on a "
+	    "devdax device, host on files", set_coherence },
 	{ "repair", 0, NULL, "drop damaged records, and the keys in them, "
 	    "instead of refusing the pool", set_repair },
 	{ "evict", 1, "on|off", "evict keys when the pool is full "

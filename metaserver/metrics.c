@@ -250,6 +250,10 @@ pool_figures(FILE *f, struct ms *ms)
 	    (unsigned long long)(st.regions - st.orphan_regions));
 	fprintf(f, "cxlpool_regions{state=\"orphan\"} %llu\n",
 	    (unsigned long long)st.orphan_regions);
+	head(f, "cxlpool_pool_coherence", "gauge", "The coherence mode the "
+	    "pool was formatted for (1 for its mode).");
+	fprintf(f, "cxlpool_pool_coherence{mode=\"%s\"} 1\n",
+	    pool_coh_name(pool_coherence(ms->pool)));
 	one(f, "cxlpool_keys", "gauge", "Keys registered.", st.keys);
 	one(f, "cxlpool_value_bytes", "gauge", "Sum of the values' lengths.",
 	    st.value_bytes);

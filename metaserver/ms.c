@@ -52,6 +52,7 @@ ms_config_defaults(struct ms_config *cfg)
 	cfg->evict = true;
 	cfg->evict_free_pct = MS_EVICT_FREE_PCT_DEFAULT;
 	cfg->evict_clock = true;
+	cfg->coherence = POOL_COH_AUTO;
 	cfg->lease_max_ms = MS_LEASE_MAX_MS_DEFAULT;
 }
 
@@ -166,6 +167,26 @@ join_urls(const struct ms_config *cfg, char *buf, size_t n)
 	}
 }
 
+/* --coherence names the mode of a format; a pool of another mode is
+ * refused rather than served in a mode the operator did not ask for */
+static int
+coherence_check(const struct pool *p, const struct ms_config *cfg)
+{
+	enum pool_coh have = pool_coherence(p);
+
+	if (!cfg->coherence_set || cfg->coherence == POOL_COH_AUTO ||
+	    (int)have == cfg->coherence) {
+		log_info("%s: coherence %s", cfg->pool_path,
+		    pool_coh_name(have));
+		return 0;
+	}
+	return cxlp_fail(-EINVAL, "%s: formatted with coherence %s, not %s: "
+	    "add --reformat to format it again (drops all keys), or leave "
+	    "--coherence out to serve it as it is", cfg->pool_path,
+	    pool_coh_name(have), pool_coh_name((enum pool_coh)
+	    cfg->coherence));
+}
+
 /* ms_init -- open (or create) the pool named in cfg and shadow the
  * sessions it records, detached. Returns 0, or a negative error with
  * cxlp_errormsg() set and nothing left to free (-EBUSY: another server
@@ -176,6 +197,7 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	struct pool_params params = {
 		.size = cfg->size,
 		.index_slots = cfg->index_slots,
+		.coherence = (enum pool_coh)cfg->coherence,
 	};
 	unsigned flags = POOL_CREATE | (cfg->reformat ? POOL_REFORMAT : 0);
 	char listen[POOL_OREC_LISTEN_LEN];
@@ -195,6 +217,9 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	rc = ms_pool_open(&ms->pool, cfg, flags, &params, &own); /* repair.c */
 	if (rc == CXLP_E_STALE) {
 		stale_advice(rc);
+	}
+	if (rc == 0 && (rc = coherence_check(ms->pool, cfg)) != 0) {
+		pool_close(&ms->pool);
 	}
 	if (rc != 0) {
 		goto err_locks;

@@ -57,6 +57,9 @@ struct ms_config {
 	unsigned sess_per_proc; /* sessions one process may hold; 0 means
 	                         * MS_SESS_PER_PROC_DEFAULT (silence.c) */
 	bool reformat;
+	int coherence;        /* --coherence: enum pool_coh of a format;
+	                       * POOL_COH_AUTO by default */
+	bool coherence_set;   /* given: an existing pool must be of it */
 	bool repair;          /* --repair: drop damaged records (repair.c) */
 	int log_level;        /* CXLP_LOG_* */
 	const char *secret_file; /* shared secret for non-ipc peers, or NULL */

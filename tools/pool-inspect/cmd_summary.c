@@ -169,6 +169,7 @@ print_text(const char *path, const struct pool *p,
 	    "media", m->devdax ? "devdax" : "file",
 	    m->is_volatile ? "volatile" : "persistent", m->granularity,
 	    fmt_size(a, m->align));
+	printf("%-14s %s\n", "coherence", pool_coh_name(pool_coherence(p)));
 	printf("%-14s %s (metadata %s, data %s)\n", "size",
 	    fmt_size(a, st->size), fmt_size(b, st->meta_bytes),
 	    fmt_size(c, st->data_bytes));
@@ -200,6 +201,7 @@ print_json(const char *path, const struct pool *p,
 
 	jw_begin(&w, stdout, 0);
 	jw_str(&w, "pool", path);
+	jw_str(&w, "coherence", pool_coh_name(pool_coherence(p)));
 	jw_u64(&w, "size", st->size);
 	jw_u64(&w, "align", st->align);
 	jw_u64(&w, "metadata_bytes", st->meta_bytes);

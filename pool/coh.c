@@ -251,6 +251,11 @@ coh_probe_host(const char *path, enum pool_coh *out, uint64_t *host)
 		*out = sb->incompat & POOL_INCOMPAT_COHERENCE ?
 		    (enum pool_coh)sb->coherence : POOL_COH_HOST;
 		*host = sb->minor >= 5 ? sb->coh_host : 0;
+		if (*out > POOL_COH_SIM) {
+			rc = cxlp_fail(CXLP_E_VERSION, "%s: records coherence "
+			    "mode %u, which this build does not know", path,
+			    (unsigned)*out);
+		}
 	}
 	free(sb);
 	return rc;

@@ -8,6 +8,16 @@
  *
  * layout.c holds the pure functions over these structs (plan a geometry,
  * encode, validate, checksum); nothing here does I/O.
+ *
+ * Writing hosts (DESIGN.md contract 11). On a pool of several hosts
+ * without hardware coherence (coherence sw or sim, pool/coh.h) every
+ * cache line has one writing host, named at each struct below as
+ * "Written by": the metaserver's host for the superblock, the region,
+ * session, pin tables, the index and the key heap (each persist writes
+ * its lines back; pool/persist.c); a handler's host for the pages of the
+ * regions it owns; the access area and the owner record have their own
+ * rules, at their definitions. Every other host only reads, and drops
+ * the lines first (pmap_fresh, pool_fresh).
  */
 #ifndef CXLP_POOL_LAYOUT_H
 #define CXLP_POOL_LAYOUT_H
@@ -112,6 +122,8 @@ struct pool_orec {
 };
 static_assert(sizeof(struct pool_orec) == 504, "owner record size");
 
+/* The superblock. Written by: the metaserver (the format, then its
+ * 8-byte counters), except the owner record (its own rules, above). */
 struct pool_sb {
 	char magic[8];            /* "CXLPOOL\0" */
 	uint32_t major;           /* POOL_MAJOR */
@@ -198,7 +210,7 @@ static_assert(offsetof(struct pool_sb, open_nonce) % 8 == 0,
 static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
     "next_session_id is published by an aligned 8-byte store");
 
-/* Region record. word is the publish word: one 8-byte store changes the
+/* Region record. Written by: the metaserver. word is the publish word: one 8-byte store changes the
  * state; the body (gen, owner, off, len, page_size) is written and
  * persisted while the slot still reads FREE, and never changes while the
  * region is live. */
@@ -235,7 +247,8 @@ rrec_word(uint32_t state, uint32_t gen)
 	return (uint64_t)gen << 32 | state;
 }
 
-/* Session record; id is the publish word (0 = free). */
+/* Session record; id is the publish word (0 = free). Written by: the
+ * metaserver. */
 struct pool_srec {
 	uint64_t id;          /* session id, never 0 when live */
 	uint64_t token;       /* secret */
@@ -252,7 +265,7 @@ struct pool_srec {
 };
 static_assert(sizeof(struct pool_srec) == 128, "session record size");
 
-/* Pin record: session holds count pins on the key in index slot `slot`.
+/* Pin record (written by: the metaserver): session holds count pins on the key in index slot `slot`.
  * session is the publish word (0 = free); the body (slot, word, checksum)
  * is written and persisted while session reads 0; later the count changes
  * by one 8-byte store of word. A record never has count 0 while live:
@@ -297,7 +310,9 @@ pin_word(uint32_t count, uint32_t hits, uint64_t req)
 	    (uint64_t)(hits & PIN_HITS_MAX) << 20 | (count & PIN_COUNT_MAX);
 }
 
-/* KV index slot. word is the publish word and the reader's sequence:
+/* KV index slot (written by: the metaserver; read in place by handlers
+ * of every host, who drop its line first in sw and sim). word is the
+ * publish word and the reader's sequence:
  * a reader loads word, reads the body, loads word again, and trusts the
  * body only if both loads are equal and even. */
 struct kv_slot {
@@ -350,7 +365,8 @@ kv_word(uint32_t seq, uint32_t state, uint32_t sum)
 	    (seq & KV_SEQ_MASK);
 }
 
-/* Key record in the key heap, 16-byte aligned, rounded up to 16 bytes. */
+/* Key record in the key heap, 16-byte aligned, rounded up to 16 bytes.
+ * Written by: the metaserver, before the slot that names it. */
 struct kv_keyrec {
 	uint32_t klen;  /* key bytes, 1..CXLP_KEY_MAX */
 	uint32_t hlo;   /* XXH3_64bits(key) & 0xffffffff */

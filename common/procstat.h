@@ -23,7 +23,8 @@ bool procstat_read(uint64_t pid, char *state, uint64_t *start_time);
 /* procstat_boot_hash -- a 64-bit hash (FNV-1a) of this boot's id
  * (/proc/sys/kernel/random/boot_id), never 0; 0 if it cannot be read.
  * Two processes with the same value run on one kernel, where st_dev and
- * st_ino name the same files. */
+ * st_ino name the same files. A simulated host (CXLP_SIM_HOST, other
+ * than "0") has its name mixed in: it is another host. */
 uint64_t procstat_boot_hash(void);
 
 #endif /* CXLP_PROCSTAT_H */

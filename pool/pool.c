@@ -125,7 +125,10 @@ check_stale(const struct pool *p)
 {
 	char boot[POOL_BOOT_ID_LEN];
 
-	if (!(p->sb->flags & POOL_SB_VOLATILE)) {
+	/* a pool several hosts attach lives on a device that outlives any
+	 * one host's boot (coh.h): no host's boot dates it */
+	if (!(p->sb->flags & POOL_SB_VOLATILE) ||
+	    pool_coh_multi(pool_coherence(p))) {
 		return 0;
 	}
 	pool_boot_id(boot);

@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -85,4 +86,24 @@ Test(procstat, a_pid_without_a_process_is_not_read)
 	uint64_t st = 0;
 
 	cr_assert_not(procstat_read(1ull << 40, &state, &st));
+}
+
+Test(procstat, a_simulated_host_has_a_boot_of_its_own)
+{
+	uint64_t real, b, c, zero;
+
+	unsetenv("CXLP_SIM_HOST");
+	real = procstat_boot_hash();
+	setenv("CXLP_SIM_HOST", "B", 1);
+	b = procstat_boot_hash();
+	setenv("CXLP_SIM_HOST", "C", 1);
+	c = procstat_boot_hash();
+	setenv("CXLP_SIM_HOST", "0", 1);
+	zero = procstat_boot_hash();
+	unsetenv("CXLP_SIM_HOST");
+	cr_assert_neq(real, 0);
+	cr_assert_neq(b, real);
+	cr_assert_neq(c, b);
+	cr_assert_eq(zero, real, "host \"0\" is the real one");
+	cr_assert_eq(procstat_boot_hash(), real);
 }

@@ -3,7 +3,7 @@
  * statistics, /proc CPU accounting, child processes, the JSON document
  * (written with common/jsonw.h), the metaserver processes (ms.c) and the
  * target summary. Each section (echo.c, dispatch.c, latency.c, batch.c,
- * datapath.c, index.c, evict.c) is one function over a struct bench.
+ * datapath.c, index.c, evict.c, coh.c) is one function over a struct bench.
  */
 #ifndef CXLP_BENCH_H
 #define CXLP_BENCH_H
@@ -31,6 +31,8 @@ struct target {
 };
 
 #define BENCH_TARGETS_MAX 32
+#define COH_MODES_MAX 4   /* --coherence: host, hw, sw, sim */
+#define COH_ROUNDS_MAX 32 /* --rounds */
 
 struct bench {
 	const char *self;        /* our executable (for fork+exec) */
@@ -55,6 +57,10 @@ struct bench {
 	double dispatch_reg_us;  /* ms_dispatch's time per registered key
 	                          * at batch 256, us; 0 if not run */
 	int failures;            /* sections that could not run */
+	const char *coh_modes[COH_MODES_MAX]; /* --coherence, in order */
+	int ncoh;                /* 0: the coherence section is off unless
+	                          * --only coherence (host,sw,sim then) */
+	unsigned coh_rounds;     /* --rounds, 0: the section's default */
 };
 
 /* ---- time and statistics (util.c) ------------------------------------- */
@@ -153,6 +159,10 @@ int batch_section(struct bench *b);
 int datapath_section(struct bench *b);
 int index_section(struct bench *b);
 int evict_section(struct bench *b);
+int coherence_section(struct bench *b);
+/* coh_modes_parse -- --coherence's comma list into b->coh_modes; 0, or
+ * -1 with the reason on stderr. */
+int coh_modes_parse(struct bench *b, const char *list);
 
 /* Modes run in exec'ed children (argv after the mode flag). */
 int echo_server_main(const char *url);

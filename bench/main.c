@@ -11,7 +11,9 @@
  * fill, with --server too. The same
  * executable is also the benchmark's helper processes: `--echo-server`
  * and `--batch-worker` are modes it execs itself in, so every process
- * that uses nng is a fresh one.
+ * that uses nng is a fresh one. The coherence section (coh.c) runs only
+ * when asked (--coherence LIST, or --only coherence), so a run without
+ * either prints what it printed before the section existed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +49,7 @@ static const struct section {
 	{ "datapath", datapath_section },
 	{ "index", index_section },
 	{ "evict", evict_section },
+	{ "coherence", coherence_section }, /* only when asked: run_sections */
 };
 
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
@@ -66,7 +69,8 @@ usage(FILE *f)
 	    "  --json FILE         write the results as JSON ('-': stdout,\n"
 	    "                      tables then go to stderr)\n"
 	    "  --only SECTION      echo|dispatch|latency|batch|datapath|"
-	    "index|evict\n"
+	    "index|evict|\n"
+	    "                      coherence\n"
 	    "  --procs N           batch: only N handler processes (1,2,4,8)"
 	    "\n"
 	    "  --batch N           batch: only batch size N (1,16,64,256,1024)"
@@ -76,7 +80,14 @@ usage(FILE *f)
 	    "                      echo server) on these CPUs, e.g. 1 or 2-3\n"
 	    "  --client-cpus LIST  run the bench and its handler processes on"
 	    "\n"
-	    "                      these CPUs\n");
+	    "                      these CPUs\n"
+	    "  --coherence LIST    also run the coherence section on pools of "
+	    "these\n"
+	    "                      modes (host,hw,sw,sim; --only coherence "
+	    "alone:\n"
+	    "                      host,sw,sim), ratios against host\n"
+	    "  --rounds N          coherence: rounds of alternated modes "
+	    "(default 5)\n");
 }
 
 /* A CPU list flag is absent or valid here (the reason on stderr). */
@@ -103,6 +114,7 @@ parse(int argc, char **argv, struct opts *o, struct bench *b)
 		{ "only", 1, NULL, 'o' }, { "help", 0, NULL, 'h' },
 		{ "procs", 1, NULL, 'P' }, { "batch", 1, NULL, 'B' },
 		{ "server-cpus", 1, NULL, 'S' }, { "client-cpus", 1, NULL, 'C' },
+		{ "coherence", 1, NULL, 'H' }, { "rounds", 1, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -125,6 +137,20 @@ parse(int argc, char **argv, struct opts *o, struct bench *b)
 		case 'B': b->batch_only = (unsigned)atoi(optarg); break;
 		case 'S': b->server_cpus = optarg; break;
 		case 'C': o->client_cpus = optarg; break;
+		case 'H':
+			if (coh_modes_parse(b, optarg) != 0) {
+				return 2;
+			}
+			break;
+		case 'R':
+			b->coh_rounds = (unsigned)atoi(optarg);
+			if (b->coh_rounds < 1 || b->coh_rounds >
+			    COH_ROUNDS_MAX) {
+				fprintf(stderr, "cxlpool-bench: --rounds: 1 to "
+				    "%d\n", COH_ROUNDS_MAX);
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return 2;
 		}
@@ -258,7 +284,10 @@ run_sections(struct bench *b)
 	int failed = 0;
 
 	for (size_t i = 0; i < NSECTIONS; i++) {
-		bool on = section_on(b, sections[i].name) ||
+		bool coh = strcmp(sections[i].name, "coherence") == 0;
+		bool on = coh ? b->ncoh > 0 || (b->only != NULL &&
+		    strcmp(b->only, "coherence") == 0) :
+		    section_on(b, sections[i].name) ||
 		    (strcmp(sections[i].name, "echo") == 0 &&
 		    section_on(b, "latency"));
 

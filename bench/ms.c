@@ -4,9 +4,13 @@
  * /dev/shm sized for the run, and those a section needs of its own (the
  * evict section's small pool, which it fills). Each is b->ms_bin with its
  * own pool, ipc socket and log, confined to --server-cpus when given;
- * stopping it removes all three, the log only after a clean exit.
+ * stopping it removes all three, the log only after a clean exit, and
+ * the simulator's files beside a pool formatted sim (POOL.sim*: each
+ * simulated host's cache, twin and lock, and the line lock).
  */
+#include <dirent.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +87,37 @@ bench_ms_start(const struct bench *b, const char *tag, const char *size,
 	return ms_wait_ready(m);
 }
 
+/* every file of pool's directory whose name is pool's + ".sim..." */
+static void
+remove_sim_files(const char *pool)
+{
+	char dir[sizeof(((struct bench_ms *)0)->pool)], base[sizeof(dir)];
+	char full[2 * sizeof(dir) + 8];
+	const char *dn;
+	struct dirent *e;
+	size_t blen;
+	DIR *d;
+
+	if (strchr(pool, '/') == NULL) {
+		return; /* never started: no pool named */
+	}
+	snprintf(dir, sizeof(dir), "%s", pool);
+	snprintf(base, sizeof(base), "%s.sim", basename(dir));
+	snprintf(dir, sizeof(dir), "%s", pool);
+	blen = strlen(base);
+	if ((d = opendir(dn = dirname(dir))) == NULL) {
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, base, blen) == 0 &&
+		    snprintf(full, sizeof(full), "%s/%s", dn, e->d_name) <
+		    (int)sizeof(full)) {
+			unlink(full);
+		}
+	}
+	closedir(d);
+}
+
 /* bench_ms_stop -- see bench.h */
 int
 bench_ms_stop(struct bench_ms *m)
@@ -94,6 +129,7 @@ bench_ms_stop(struct bench_ms *m)
 		waitpid(m->pid, &status, 0);
 	}
 	unlink(m->pool);
+	remove_sim_files(m->pool);
 	unlink(m->url + strlen("ipc://"));
 	if (status == 0) {
 		unlink(m->log);

@@ -208,8 +208,10 @@ pool_evict_stats(const struct pool *p, struct pool_evict_stats *st)
 	*st = p->ev.st;
 	st->hand = p->ev.hand;
 	for (int c = 0; c < POOL_EVICT_CAUSES; c++) {
-		st->total_keys[c] = pool_load8(&p->sb->evict_keys[c]);
-		st->total_bytes[c] = pool_load8(&p->sb->evict_bytes[c]);
+		/* written by this server only (note 7), and a
+		 * reader of another host dropped them at open: no drop */
+		st->total_keys[c] = pool_load8_here(&p->sb->evict_keys[c]);
+		st->total_bytes[c] = pool_load8_here(&p->sb->evict_bytes[c]);
 	}
 	st->access_shared = !p->ev.access_dram;
 }

@@ -98,12 +98,18 @@ struct pool_area {
 
 /* Owner record: the metaserver that serves the pool (owner.c has its
  * rules). word is the publish word and the claim: 0 = no owner, else a
- * random token, changed only by compare-and-swap, so two servers that
- * race to claim a stale record cannot both win. The body (start_ns to
- * reserved) is written after the claim; checksum covers word and body,
- * so a reader that finds it wrong knows a claim was cut short. beat and
- * beat_ns are each one 8-byte store, outside the checksum. Not part of
- * the superblock's checksum or its must-be-zero reserved bytes. */
+ * random token. In host and hw it changes only by compare-and-swap, so
+ * two servers that race to claim a stale record cannot both win; in sw
+ * and sim, where no atomic reaches another host, by a claim of plain
+ * writes, a wait and a re-read (owner_sw.c). The body (start_ns to
+ * reserved) is written with or after the claim; checksum covers word
+ * and body, so a reader that finds it wrong knows a claim was cut short
+ * or is under way. beat and beat_ns are each one 8-byte store, outside
+ * the checksum. Not part of the superblock's checksum or its
+ * must-be-zero reserved bytes. Its 8 lines (64-aligned) are written by
+ * the owner's host (the beat thread: line 0; the claim and the release:
+ * all) and, during a takeover only, by a claimant of any host; every
+ * host reads them, after dropping them (owner.c note 6). */
 #define POOL_OREC_HOST_LEN 64
 #define POOL_OREC_LISTEN_LEN 256
 struct pool_orec {

@@ -31,8 +31,13 @@
  *  2. Claim [owner_claim]: compare-and-swap word from what note 1 saw (0
  *     after a format) to a fresh random token, so of two servers racing
  *     for one stale record only one wins; the loser is refused. Then the
- *     body is written and the record's checksum sealed, then persisted;
- *     the heartbeat starts at once, before recovery, which can be slow.
+ *     body is written and the record's checksum sealed, then persisted
+ *     [claim_cas]. On a pool of coherence sw or sim (coh.h) no CAS is
+ *     atomic across hosts: there the claim is one of plain reads and
+ *     writes with a wait (owner_sw.c: check, write the whole claim, wait
+ *     two beats, re-read), which assumes a server pauses less than the
+ *     wait between its check and its write. Either way the heartbeat
+ *     starts at once, before recovery, which can be slow.
  *     A reader that finds word set and the checksum wrong sees a claim
  *     cut short (or under way): it cannot tell whose, so note 1 watches.
  *  3. Beat [beat_once]: if word is still our token, beat + 1 and beat_ns
@@ -51,13 +56,22 @@
  *     through persist.c's quiet calls): they come from a timer, not from
  *     the workload whose persists a crash test counts. A crash between
  *     them leaves what notes 1-4 read safely.
+ *  6. Who writes the record: its owner (the beat thread, the release),
+ *     and a claimant during a takeover only (note 2), on any host; every
+ *     other host reads it. So every read of it drops its lines first
+ *     (orec_load, beat_once's check of word, pool_owner_get; a no-op but
+ *     for sw and sim), and every write is persisted, which writes back.
+ *     The simulator's hosts, one machine's processes, are told apart by
+ *     a lock file and a boot id of their own (owner_sw.c note 4).
  * A server of a format and a claim on a blank or reformatted target is
  * excluded from a second one on another host only from its claim on: two
  * hosts formatting one device in the same seconds are not told apart.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +85,7 @@
 #include "err.h"
 #include "log.h"
 #include "owner.h"
+#include "owner_sw.h"
 #include "persist.h"
 #include "pool_int.h"
 
@@ -80,6 +95,7 @@
 struct owner {
 	int lock_fd;            /* holds the flock; -1 when none */
 	uint64_t seen;          /* word note 1 decided to take over, or 0 */
+	uint64_t seen_beat;     /* and its beat then (owner_sw.c 2a) */
 	uint64_t token;         /* our claim; 0 before it */
 	unsigned beat_ms;
 	unsigned stale_ms;
@@ -124,14 +140,16 @@ orec(const struct pool *p)
 	return &p->sb->owner;
 }
 
-/* a copy of the record, word read first (acquire): the one read of it */
+/* a copy of the record, word read first (acquire): the one read of it,
+ * after its lines are dropped (another host writes them: note 6) */
 static void
 orec_load(const struct pool *p, struct pool_orec *r)
 {
 	const struct pool_orec *o = orec(p);
 
-	r->word = pool_load8(&o->word);
-	r->beat = pool_load8(&o->beat);
+	pool_fresh(p, o, sizeof(*o));
+	r->word = pool_load8_here(&o->word);
+	r->beat = pool_load8_here(&o->beat);
 	memcpy(&r->beat_ns, &o->beat_ns, sizeof(*r) - 2 * sizeof(r->word));
 }
 
@@ -168,10 +186,17 @@ pool_owner_get(const struct pool *p, struct pool_owner *out)
 static int
 lock_take(struct pool *p, struct owner *ow, bool *busy)
 {
-	ow->lock_fd = open(p->path, O_RDONLY | O_CLOEXEC);
+	char buf[PATH_MAX];
+	const char *at = owner_lock_path(p, buf, sizeof(buf));
+
+	if (at == NULL) {
+		return cxlp_fail(-ENAMETOOLONG, "%s: path too long", p->path);
+	}
+	ow->lock_fd = open(at, at == p->path ? O_RDONLY | O_CLOEXEC :
+	    O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (ow->lock_fd < 0) {
 		return cxlp_fail(-errno, "%s: cannot open it to lock it: %s",
-		    p->path, strerror(errno));
+		    at, strerror(errno));
 	}
 	*busy = false;
 	if (flock(ow->lock_fd, LOCK_EX | LOCK_NB) == 0) {
@@ -237,12 +262,12 @@ refuse_owner(const struct pool *p, const struct pool_owner *o)
 static int
 refuse_locked(const struct pool *p, const struct owner *ow, bool ours)
 {
-	char boot[POOL_BOOT_ID_LEN];
+	char host[POOL_OREC_HOST_LEN], boot[POOL_BOOT_ID_LEN];
 	struct pool_owner o;
 	int rc = ours ? pool_owner_get(p, &o) : CXLP_E_NOTFOUND;
 	long holder = lock_holder(ow->lock_fd);
 
-	pool_boot_id(boot);
+	owner_ident(p, host, boot);
 	if (rc == 0 && strcmp(o.boot_id, boot) == 0 &&
 	    (holder == 0 || holder == (long)o.pid)) {
 		return refuse_owner(p, &o);
@@ -292,6 +317,7 @@ watch(struct pool *p, struct owner *ow, const struct pool_orec *first)
 	log_takeover(p, &o, "its heartbeat has not moved for the stale "
 	    "time");
 	ow->seen = first->word;
+	ow->seen_beat = first->beat;
 	return 0;
 }
 
@@ -299,7 +325,7 @@ watch(struct pool *p, struct owner *ow, const struct pool_orec *first)
 static int
 decide(struct pool *p, struct owner *ow, bool busy, bool ours)
 {
-	char boot[POOL_BOOT_ID_LEN];
+	char host[POOL_OREC_HOST_LEN], boot[POOL_BOOT_ID_LEN];
 	struct pool_owner o;
 	struct pool_orec r;
 
@@ -313,13 +339,14 @@ decide(struct pool *p, struct owner *ow, bool busy, bool ours)
 	if (r.word == 0) {
 		return 0;
 	}
-	pool_boot_id(boot);
+	owner_ident(p, host, boot);
 	orec_decode(&r, &o);
 	if (layout_orec_checksum(&r) == r.checksum &&
 	    strcmp(o.boot_id, boot) == 0) {
 		log_takeover(p, &o, "its process on this host is gone (the "
 		    "pool's lock was free)");
 		ow->seen = r.word;
+		ow->seen_beat = r.beat;
 		return 0;
 	}
 	return watch(p, ow, &r);
@@ -368,22 +395,39 @@ owner_enter(struct pool *p, const struct pool_own *own)
 	return decide(p, p->own, busy, ours);
 }
 
-/* the body of our record: who we are */
+/* our whole record, sealed: who we are, under token */
 static void
-fill_body(struct pool_orec *o, const struct pool_own *own)
+fill(const struct pool *p, struct pool_orec *o, const struct pool_own *own,
+    uint64_t token)
 {
-	o->start_ns = now_ns(CLOCK_REALTIME);
+	memset(o, 0, sizeof(*o));
+	o->word = token;
+	o->beat_ns = now_ns(CLOCK_REALTIME);
+	o->start_ns = o->beat_ns;
 	o->pid = (uint32_t)getpid();
-	o->reserved0 = 0;
-	memset(o->host, 0, sizeof(o->host));
-	if (gethostname(o->host, sizeof(o->host) - 1) != 0) {
-		o->host[0] = '\0';
-	}
-	pool_boot_id(o->boot_id);
-	memset(o->listen, 0, sizeof(o->listen));
+	owner_ident(p, o->host, o->boot_id);
 	snprintf(o->listen, sizeof(o->listen), "%s",
 	    own->listen != NULL ? own->listen : "");
-	memset(o->reserved, 0, sizeof(o->reserved));
+	o->checksum = layout_orec_checksum(o);
+}
+
+/* note 2: compare-and-swap word, then the body (host and hw modes) */
+static bool
+claim_cas(struct pool *p, const struct pool_orec *mine, uint64_t expect)
+{
+	struct pool_orec *o = orec(p);
+	size_t at = offsetof(struct pool_orec, start_ns);
+
+	if (!pool_cas8(&o->word, &expect, mine->word)) {
+		return false;
+	}
+	pool_persist_quiet(p, &o->word, sizeof(o->word));
+	memcpy((uint8_t *)o + at, (const uint8_t *)mine + at,
+	    sizeof(*o) - at);
+	pool_set8(&o->beat, 0);
+	pool_set8(&o->beat_ns, mine->beat_ns);
+	pool_persist_quiet(p, o, sizeof(*o));
+	return true;
 }
 
 static void *beat_main(void *arg);
@@ -392,28 +436,27 @@ static void *beat_main(void *arg);
 int
 owner_claim(struct pool *p, const struct pool_own *own, bool fresh)
 {
-	struct pool_orec *o = orec(p);
+	struct pool_orec mine;
 	struct pool_owner cur;
-	uint64_t token = 0, expect;
+	uint64_t token = 0, expect, beat0;
+	bool won;
 	int rc;
 
 	if (p->own == NULL && (rc = owner_enter(p, own)) != 0) {
 		return rc;
 	}
 	expect = fresh ? 0 : p->own->seen;
+	beat0 = fresh ? 0 : p->own->seen_beat;
 	while (token == 0 && getrandom(&token, sizeof(token), 0) !=
 	    sizeof(token)) {
 	}
-	if (!pool_cas8(&o->word, &expect, token)) {
+	fill(p, &mine, own, token);
+	won = owner_sw(p) ? owner_sw_claim(p, &mine, expect, beat0,
+	    owner_sw_window_ms(p->own->beat_ms)) : claim_cas(p, &mine, expect);
+	if (!won) {
 		(void)pool_owner_get(p, &cur);
 		return refuse_owner(p, &cur); /* note 2: another won */
 	}
-	pool_persist_quiet(p, &o->word, sizeof(o->word));
-	fill_body(o, own);
-	pool_set8(&o->beat, 0);
-	pool_set8(&o->beat_ns, now_ns(CLOCK_REALTIME));
-	o->checksum = layout_orec_checksum(o);
-	pool_persist_quiet(p, o, sizeof(*o));
 	p->own->token = token;
 	if (pthread_create(&p->own->thread, NULL, beat_main, p) != 0) {
 		return cxlp_fail(-EAGAIN, "%s: cannot start the heartbeat "
@@ -429,7 +472,9 @@ pool_owner_beat(struct pool *p)
 {
 	struct pool_orec *o = orec(p);
 
-	pool_set8(&o->beat, pool_load8(&o->beat) + 1);
+	/* its writer's own word: no drop (beat_once dropped the line; a
+	 * claim that lands meanwhile rereads, owner_sw.c note 3) */
+	pool_set8(&o->beat, pool_load8_here(&o->beat) + 1);
 	pool_set8(&o->beat_ns, now_ns(CLOCK_REALTIME));
 	pool_persist_quiet(p, &o->beat, 2 * sizeof(o->beat));
 }
@@ -438,7 +483,7 @@ pool_owner_beat(struct pool *p)
 static bool
 beat_once(struct pool *p)
 {
-	if (pool_load8(&orec(p)->word) != p->own->token) {
+	if (pool_load8(p, &orec(p)->word) != p->own->token) {
 		return false;
 	}
 	pool_owner_beat(p);
@@ -492,7 +537,7 @@ clear_record(struct pool *p)
 	struct pool_orec *o = orec(p);
 	size_t body = sizeof(*o) - sizeof(o->word);
 
-	if (pool_load8(&o->word) != p->own->token) {
+	if (pool_load8(p, &o->word) != p->own->token) {
 		return;
 	}
 	memset((uint8_t *)o + sizeof(o->word), 0, body);

@@ -59,7 +59,8 @@ int pool_open_owned(struct pool **out, const char *path, unsigned flags,
     const struct pool_params *params, const struct pool_own *own,
     struct pool_damage *dmg);
 
-/* pool_owner_get -- p's owner record now. Returns 0 and *out,
+/* pool_owner_get -- p's owner record now, as the device holds it (in sw
+ * and sim its lines are dropped first). Returns 0 and *out,
  * CXLP_E_NOTFOUND if no server owns the pool, or CXLP_E_CHECKSUM if a
  * claim was cut short or is being written (*out holds what is there). */
 int pool_owner_get(const struct pool *p, struct pool_owner *out);

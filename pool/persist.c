@@ -4,7 +4,7 @@
  * persisted after plain stores [pool_persist_cb], an 8-byte publish
  * [pool_store8], and the owner record's quiet stores, compare-and-swap,
  * persist and loads [pool_set8, pool_cas8, pool_persist_quiet,
- * pool_load8]. Each persist of the first two is a crash point before it
+ * pool_load8, pool_load8_here]. Each persist of the first two is a crash point before it
  * and a recorded one after it (crashpt.h), for the tests.
  *
  * Why this shape: every table of the pool (regtab.c, rmirror.c,
@@ -14,16 +14,18 @@
  * design notes and the mechanism lives here. That also keeps these
  * modules out of pool.c: they call down into this one, which calls only
  * map.c and crashpt.c, and pool.c calls them, with no loop between them.
- * And this is where a software-coherence mode would go (DESIGN.md,
- * "Memory that hosts do not share coherently"): on a device that hosts
- * share without hardware coherence, pool_persist_cb and pool_store8
- * would also flush the lines they publish, and pool_load8 would drop the
- * reader's cached copy of the line before reading it, without a change
- * to any caller. The other shared reads are the handler's, through
- * kvread.c's loads (ld32, ld64 and the slot and region words), where
- * such a mode would invalidate before each read; the index's own slot
+ * And this is where the software-coherence modes live (DESIGN.md,
+ * "Memory that hosts do not share coherently"; coh.h): on a device that
+ * hosts share without hardware coherence (sw, sim), pool_persist_cb,
+ * pool_store8 and pool_persist_quiet also write back the lines they
+ * publish (map.c: pmap_persist), and pool_load8 drops the reader's
+ * cached copy of the line before reading it (pool_load8_here does not:
+ * for words only this host writes). pool_cas8 is atomic on this host's
+ * copy only, so owner.c does not use it in those modes (owner_sw.c).
+ * The other shared reads are the handler's, through kvread.c's loads
+ * (ld32, ld64 and the slot and region words); the index's own slot
  * words (kvindex_load_word, kvindex_store_word) persist through
- * pool_persist_cb. Today's pools assume coherent memory.
+ * pool_persist_cb.
  */
 #include "crashpt.h"
 #include "err.h"
@@ -76,7 +78,15 @@ pool_cas8(uint64_t *dst, uint64_t *expect, uint64_t v)
 
 /* pool_load8 -- see persist.h */
 uint64_t
-pool_load8(const uint64_t *src)
+pool_load8(const struct pool *p, const uint64_t *src)
+{
+	pool_fresh(p, src, sizeof(*src));
+	return __atomic_load_n(src, __ATOMIC_ACQUIRE);
+}
+
+/* pool_load8_here -- see persist.h */
+uint64_t
+pool_load8_here(const uint64_t *src)
 {
 	return __atomic_load_n(src, __ATOMIC_ACQUIRE);
 }

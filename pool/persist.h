@@ -36,7 +36,14 @@ void pool_set8(uint64_t *dst, uint64_t v);
  * true if it swapped, else false with *expect = what *dst held. */
 bool pool_cas8(uint64_t *dst, uint64_t *expect, uint64_t v);
 /* pool_load8 -- one aligned 8-byte acquire load of a word another
- * process or host may be writing. */
-uint64_t pool_load8(const uint64_t *src);
+ * process or host may be writing: in sw and sim its line is dropped
+ * first (pool_fresh), so the load reads what the device holds, not this
+ * host's cached copy. The caller must not be storing to that line from
+ * another thread meanwhile (sim.c note 3). */
+uint64_t pool_load8(const struct pool *p, const uint64_t *src);
+/* pool_load8_here -- the same load without the drop: for a word only
+ * this host writes (the metaserver's own totals), or one whose line the
+ * caller has just dropped. */
+uint64_t pool_load8_here(const uint64_t *src);
 
 #endif /* CXLP_POOL_PERSIST_H */

@@ -4,8 +4,9 @@
 # packaging tools, install in the background while build/ compiles), then
 #   1. build/       plain build, the whole suite (soak: 10 s of its --quick
 #                   run, on a pool small enough that it evicts all the
-#                   time, and 10 s of --hostile; these two only with
-#                   --quick: the full run soaks build/ longer in step 5)
+#                   time, 10 s of --hostile and 8 s of --hosts 3; these
+#                   three only with --quick: the full run soaks build/
+#                   longer in step 5)
 #   2. build-asan/  AddressSanitizer + UBSan, the whole suite again but
 #                   python_install and python_torch (no C code of their
 #                   own, 13 s each under ASan)
@@ -21,7 +22,9 @@
 #                   its pool); then 15 s of it on a pool that evicts all the
 #                   time (--evict), then its --hostile form for 20 s (a
 #                   prober on the server's endpoints, 4 workers, no kills,
-#                   no call may fail)
+#                   no call may fail), then 15 s of --hosts 3 (a sim
+#                   pool, the workers on 3 simulated hosts, the audit on
+#                   a fourth)
 #   6. debs         scripts/test-debs.sh: the Debian packages built with
 #                   dpkg-buildpackage, lintian (no error), installed,
 #                   tried (metaserver, pool-inspect, a C program through
@@ -119,7 +122,12 @@ run_soak() {
 	echo "soak: cxlp-soak --hostile (20 s)"
 	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
 	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
-		build/tests/soak/cxlp-soak --hostile --seconds 20 --workers 4
+		build/tests/soak/cxlp-soak --hostile --seconds 20 --workers 4 \
+		|| return 1
+	echo "soak: cxlp-soak --hosts 3 (15 s)"
+	CXLP_METASERVER=$PWD/build/metaserver/cxlpool-metaserver \
+	CXLP_POOL_INSPECT=$PWD/build/tools/pool-inspect/pool-inspect \
+		build/tests/soak/cxlp-soak --hosts 3 --seconds 15 --pool-mib 128
 }
 
 # step name cmd...: run one step, note how long it took (a CI log that
@@ -139,7 +147,7 @@ rc=0
 step deps scripts/install-deps.sh --build
 scripts/install-deps.sh --extras >"$extras_log" 2>&1 &
 extras=$!
-# the whole run soaks build/ in step 5 (longer, the same three forms), so
+# the whole run soaks build/ in step 5 (longer, the same four forms), so
 # its suite leaves out the 10 s soaks; --quick keeps them
 [ "${1:-}" = "--quick" ] || suite_args="--no-suite soak"
 step build run_suite build || rc=1

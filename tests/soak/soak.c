@@ -4,7 +4,7 @@
  * and restarted, then a full audit of the pool.
  *
  *   cxlp-soak [--seconds N] [--workers N] [--kill-ms MS] [--quick]
- *             [--hostile] [--evict] [--pool-mib N]
+ *             [--hostile] [--evict] [--pool-mib N] [--hosts N]
  *     --quick = 15 s with a kill every 500 ms (the meson test, suite soak)
  *     default = 120 s with a kill every 1500 ms, on a 1 GiB pool
  *     --kill-ms 0 = no kills: then every call of every worker must succeed
@@ -17,6 +17,14 @@
  *                 killed workers' regions are emptied, all the time
  *                 (issue 17)
  *     --pool-mib N = the pool's size, MiB
+ *     --hosts N = several hosts on one pool (issue 27): the pool is
+ *                 formatted --coherence sim, worker i runs on simulated
+ *                 host h<i % N> (CXLP_SIM_HOST; a restarted worker on
+ *                 the same host), the metaserver on host ms, and the
+ *                 parent's audit, its handler and pool-inspect on host
+ *                 audit: every byte the audit checks, and every shared
+ *                 key a worker checks that another host stored, crossed
+ *                 hosts; 256 MiB pool unless --pool-mib or --evict
  *
  * Workers are this program exec'd again (`cxlp-soak --worker URL ID SEED
  * NEXT`); nng cannot run in a forked copy. A worker loops over a mixed
@@ -98,7 +106,7 @@ static int
 worker_start(unsigned id)
 {
 	struct worker *w = &S.w[id];
-	char ids[16], seed[24], next[16];
+	char ids[16], seed[24], next[16], host[16];
 	const char *const argv[] = { "cxlp-soak", "--worker", S.srv.url, ids,
 		seed, next, NULL };
 	struct test_child ch;
@@ -114,7 +122,9 @@ worker_start(unsigned id)
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)now_ms() *
 	    31 + id * 7919 + w->lives);
 	snprintf(next, sizeof(next), "%u", w->next);
-	if (test_child_spawn(&ch, S.self, argv) != 0) {
+	snprintf(host, sizeof(host), "h%u", S.hosts > 0 ? id % S.hosts : 0);
+	if (test_child_spawn_host(&ch, S.self, argv, S.hosts > 0 ? host :
+	    NULL) != 0) {
 		return soak_fail("spawn %s: %s", S.self, strerror(errno));
 	}
 	w->pid = ch.pid;
@@ -353,13 +363,15 @@ parse(int argc, char **argv)
 			S.hostile = true;
 		} else if (strcmp(argv[i], "--evict") == 0) {
 			S.evict = true;
+		} else if (strcmp(argv[i], "--hosts") == 0 && more) {
+			S.hosts = (unsigned)atoi(argv[++i]);
 		} else if (strcmp(argv[i], "--pool-mib") == 0 && more) {
 			S.pool_mib = (unsigned)atoi(argv[++i]);
 			pool_mib_given = true;
 		} else {
 			fprintf(stderr, "usage: cxlp-soak [--quick] [--seconds "
 			    "N] [--kill-ms MS] [--workers N] [--hostile] "
-			    "[--evict] [--pool-mib N]\n");
+			    "[--evict] [--pool-mib N] [--hosts N]\n");
 			return 2;
 		}
 	}
@@ -367,6 +379,13 @@ parse(int argc, char **argv)
 		fprintf(stderr, "cxlp-soak: --workers 1..%d\n",
 		    SOAK_WORKERS_MAX);
 		return 2;
+	}
+	if (S.hosts > S.nworkers) {
+		fprintf(stderr, "cxlp-soak: --hosts 1..--workers\n");
+		return 2;
+	}
+	if (S.hosts > 0 && !pool_mib_given) {
+		S.pool_mib = 256; /* every host's cache is a copy */
 	}
 	if (S.pool_mib < 16) {
 		fprintf(stderr, "cxlp-soak: --pool-mib 16 or more\n");
@@ -402,12 +421,36 @@ soak(void)
 	}
 	rc = rc != 0 || S.hostile ? rc : run_phase();
 	rc = rc != 0 ? rc : quiesce();
-	fprintf(stderr, "cxlp-soak: %u s, %u workers, %u kills, %llu events, "
-	    "%u MiB pool\n", S.seconds, S.nworkers, S.kills,
-	    (unsigned long long)S.events, S.pool_mib);
+	fprintf(stderr, "cxlp-soak: %u s, %u workers on %u hosts, %u kills, "
+	    "%llu events, %u MiB pool\n", S.seconds, S.nworkers,
+	    S.hosts > 0 ? S.hosts : 1, S.kills, (unsigned long long)S.events,
+	    S.pool_mib);
 	rc = rc != 0 ? rc : audit(h, &st0);
 	cxlp_close(&h);
 	return rc;
+}
+
+/* the metaserver's flags: --hostile's, and --hosts' sim format; NULL
+ * when hostile's cannot be made */
+static const char *const *
+server_args(void)
+{
+	static const char *args[16];
+	const char *const *h = S.hostile ? hostile_server_args() : NULL;
+	size_t n = 0;
+
+	if (S.hostile && h == NULL) {
+		return NULL;
+	}
+	for (; h != NULL && h[n] != NULL && n < 12; n++) {
+		args[n] = h[n];
+	}
+	if (S.hosts > 0) {
+		args[n++] = "--coherence";
+		args[n++] = "sim";
+	}
+	args[n] = NULL;
+	return args;
 }
 
 int
@@ -433,10 +476,13 @@ main(int argc, char **argv)
 		snprintf(n, sizeof(n), "%u", SOAK_EVICT_REGIONS);
 		setenv("CXLP_SOAK_MAX_REGIONS", n, 1);
 	}
-	args = S.hostile ? hostile_server_args() : NULL;
+	if (S.hosts > 0) {
+		setenv("CXLP_SIM_HOST", "audit", 1); /* before any thread */
+	}
+	args = server_args();
 	if (readlink("/proc/self/exe", S.self, sizeof(S.self) - 1) <= 0 ||
-	    (S.hostile && args == NULL) ||
-	    test_server_start(&S.srv, (uint64_t)S.pool_mib << 20, args) != 0) {
+	    args == NULL || test_server_start_host(&S.srv,
+	    (uint64_t)S.pool_mib << 20, args, S.hosts > 0 ? "ms" : NULL) != 0) {
 		fprintf(stderr, "cxlp-soak: cannot start the metaserver\n");
 		return 1;
 	}

@@ -35,6 +35,10 @@ struct soak_parent {
 	bool hostile;
 	bool evict;                /* --evict: a pool small enough that
 	                            * stores evict all the time */
+	unsigned hosts;            /* --hosts N: a sim pool, worker i on
+	                            * simulated host h<i % N>, the server on
+	                            * ms, the parent (audit) on audit; 0: one
+	                            * host, the pool's default mode */
 	uint8_t shared[SOAK_SHARED];  /* K_* per shared key */
 	uint8_t *priv[SOAK_WORKERS_MAX]; /* K_* per private key */
 	unsigned kills;

@@ -49,9 +49,65 @@ test_file_has(const char *path, const char *needle)
 	return strstr(buf, needle) != NULL;
 }
 
-/* in the child: the fds, the death signal and the hook, then exec */
+extern char **environ;
+
+#define SIM_HOST_VAR "CXLP_SIM_HOST="
+
+/* this process's environment with CXLP_SIM_HOST=host instead of its own
+ * (host "": without it), made before the fork so that the child only
+ * execs; NULL when out of memory. The caller frees the array and its
+ * last entry (env_free). */
+static char **
+env_with_host(const char *host)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n] != NULL) {
+		n++;
+	}
+	if ((env = calloc(n + 2, sizeof(*env))) == NULL) {
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(environ[i], SIM_HOST_VAR,
+		    strlen(SIM_HOST_VAR)) != 0) {
+			env[k++] = environ[i];
+		}
+	}
+	if (host[0] != '\0') {
+		size_t len = strlen(SIM_HOST_VAR) + strlen(host) + 1;
+
+		if ((env[k] = malloc(len)) == NULL) {
+			free(env);
+			return NULL;
+		}
+		snprintf(env[k], len, "%s%s", SIM_HOST_VAR, host);
+	}
+	return env;
+}
+
+static void
+env_free(char **env, const char *host)
+{
+	size_t n = 0;
+
+	if (env == NULL) {
+		return;
+	}
+	while (env[n] != NULL) {
+		n++;
+	}
+	if (host[0] != '\0') {
+		free(env[n - 1]); /* the one entry of our own */
+	}
+	free(env);
+}
+
+/* in the child: the fds, the death signal and the hook, then exec (with
+ * env, if not NULL) */
 static _Noreturn void
-spawn_child(const struct test_spawn *sp, pid_t parent)
+spawn_child(const struct test_spawn *sp, pid_t parent, char **env)
 {
 	const int fds[3] = { sp->in_fd, sp->out_fd, sp->err_fd };
 
@@ -67,7 +123,11 @@ spawn_child(const struct test_spawn *sp, pid_t parent)
 	if (sp->before_exec != NULL && sp->before_exec(sp->arg) != 0) {
 		_exit(126);
 	}
-	execv(sp->path, (char *const *)sp->argv);
+	if (env != NULL) {
+		execve(sp->path, (char *const *)sp->argv, env);
+	} else {
+		execv(sp->path, (char *const *)sp->argv);
+	}
 	dprintf(STDERR_FILENO, "exec %s: %s\n", sp->path, strerror(errno));
 	_exit(127);
 }
@@ -77,11 +137,19 @@ pid_t
 test_spawn(const struct test_spawn *sp)
 {
 	pid_t parent = getpid(), pid;
+	char **env = NULL;
 
+	if (sp->sim_host != NULL &&
+	    (env = env_with_host(sp->sim_host)) == NULL) {
+		return -1;
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
-		spawn_child(sp, parent);
+		spawn_child(sp, parent, env);
+	}
+	if (env != NULL) {
+		env_free(env, sp->sim_host);
 	}
 	return pid < 0 ? -1 : pid;
 }
@@ -93,7 +161,8 @@ test_run_logged(const char *path, const char *const argv[],
 {
 	int status, fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC |
 	    O_CLOEXEC, 0600);
-	struct test_spawn sp = { path, argv, -1, fd, fd, false, NULL, NULL };
+	struct test_spawn sp = { path, argv, -1, fd, fd, false, NULL, NULL,
+		NULL };
 	pid_t pid = test_spawn(&sp);
 
 	if (fd >= 0) {
@@ -151,16 +220,17 @@ test_worker_path(char *out, size_t n, const char *rel)
 	    n - (size_t)(dir_end - out));
 }
 
-/* test_child_spawn -- see proc.h. The child is killed when the test
+/* test_child_spawn_host -- see proc.h. The child is killed when the test
  * process ends (PR_SET_PDEATHSIG): a test that fails an assert while its
  * worker waits to be killed (pin-and-die, hold) would otherwise leave
  * the worker holding the test's stderr, and meson would wait for that
  * pipe until the test's timeout. */
 int
-test_child_spawn(struct test_child *c, const char *path,
-    const char *const argv[])
+test_child_spawn_host(struct test_child *c, const char *path,
+    const char *const argv[], const char *host)
 {
-	struct test_spawn sp = { path, argv, -1, -1, -1, true, NULL, NULL };
+	struct test_spawn sp = { path, argv, -1, -1, -1, true, NULL, NULL,
+		host };
 	int go[2], out[2];
 
 	c->pid = -1;
@@ -190,6 +260,13 @@ err_go:
 	close(go[0]);
 	close(go[1]);
 	return -1;
+}
+
+int
+test_child_spawn(struct test_child *c, const char *path,
+    const char *const argv[])
+{
+	return test_child_spawn_host(c, path, argv, NULL);
 }
 
 bool

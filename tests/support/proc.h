@@ -60,6 +60,10 @@ struct test_spawn {
 	/* in the child before the exec, if set; nonzero: _exit(126) */
 	int (*before_exec)(void *arg);
 	void *arg;
+	/* the child's simulated host (pool/sim.h): its CXLP_SIM_HOST, set
+	 * in the environment it is exec'd with ("": unset, host "0");
+	 * NULL: this process's environment as it is */
+	const char *sim_host;
 };
 
 /* test_spawn -- fork and exec sp->path as sp says. Returns the child's
@@ -78,6 +82,11 @@ struct test_child {
 	int go_fd;  /* parent -> child stdin */
 	int out_fd; /* child stdout -> parent */
 };
+
+/* test_child_spawn_host -- test_child_spawn of a child on simulated host
+ * host (struct test_spawn's sim_host; NULL: this process's). */
+int test_child_spawn_host(struct test_child *c, const char *path,
+    const char *const argv[], const char *host);
 
 /* test_child_spawn -- fork and exec path with argv (NULL-terminated;
  * argv[0] is the name it sees) on the two pipes. Returns 0, or -1 with no

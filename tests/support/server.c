@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,7 @@ spawn(struct test_server *s, uint64_t size, const char *const extra[])
 	/* its stderr to the log; not tied to this thread's life: the
 	 * crash tests restart it from a watcher thread that ends first */
 	sp.path = argv[0];
+	sp.sim_host = s->sim_host[0] != '\0' ? s->sim_host : NULL;
 	sp.err_fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
 	    0600);
 	s->pid = test_spawn(&sp);
@@ -110,10 +112,22 @@ int
 test_server_start(struct test_server *s, uint64_t size,
     const char *const extra_args[])
 {
+	return test_server_start_host(s, size, extra_args, NULL);
+}
+
+int
+test_server_start_host(struct test_server *s, uint64_t size,
+    const char *const extra_args[], const char *host)
+{
 	static int seq;
 	int id = getpid() * 100 + (seq++ % 100);
 
 	memset(s, 0, sizeof(*s));
+	if (host != NULL && snprintf(s->sim_host, sizeof(s->sim_host), "%s",
+	    host) >= (int)sizeof(s->sim_host)) {
+		fprintf(stderr, "test_server: host name %s too long\n", host);
+		return -1;
+	}
 	snprintf(s->pool, sizeof(s->pool), "/dev/shm/cxlp-test-%d.pool", id);
 	snprintf(s->url, sizeof(s->url), "ipc:///tmp/cxlp-test-%d.sock", id);
 	snprintf(s->log, sizeof(s->log), "/tmp/cxlp-test-%d.log", id);
@@ -166,12 +180,30 @@ term_and_reap(struct test_server *s, unsigned ms)
 	return status;
 }
 
+/* the simulator's files beside s's pool: every host's cache, twin and
+ * lock, and the line locks (pool/sim.c note 1) */
+static void
+unlink_sim_files(const struct test_server *s)
+{
+	char pat[160];
+	glob_t g;
+
+	snprintf(pat, sizeof(pat), "%s.sim*", s->pool);
+	if (glob(pat, GLOB_NOSORT, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			unlink(g.gl_pathv[i]);
+		}
+	}
+	globfree(&g);
+}
+
 int
 test_server_stop_within(struct test_server *s, unsigned ms)
 {
 	int status = s->pid > 0 ? term_and_reap(s, ms) : -1;
 
 	unlink(s->pool);
+	unlink_sim_files(s);
 	unlink(s->url + strlen("ipc://"));
 	if (status == 0) {
 		unlink(s->log);

@@ -17,6 +17,10 @@ struct test_server {
 	char pool[128];  /* pool file path */
 	char url[160];   /* ipc:// URL it listens on */
 	char log[128];   /* its stderr goes here */
+	/* its simulated host (pool/sim.h: CXLP_SIM_HOST), for every start
+	 * and restart; "": this process's. A test may change it between a
+	 * kill and a restart (a server restarted on another host). */
+	char sim_host[32];
 };
 
 /* test_server_start -- format a pool of size bytes under /dev/shm and start
@@ -26,6 +30,13 @@ struct test_server {
 int test_server_start(struct test_server *s, uint64_t size,
     const char *const extra_args[]);
 
+/* test_server_start_host -- test_server_start of a server on simulated
+ * host host (s->sim_host; NULL or "": this process's). The simulator's
+ * files beside a sim pool (<pool>.simhost-*, <pool>.simlock) go with the
+ * pool at test_server_stop. */
+int test_server_start_host(struct test_server *s, uint64_t size,
+    const char *const extra_args[], const char *host);
+
 /* test_server_restart -- start the metaserver again on the same pool and
  * socket (after a stop or kill). */
 int test_server_restart(struct test_server *s, const char *const extra_args[]);
@@ -33,7 +44,8 @@ int test_server_restart(struct test_server *s, const char *const extra_args[]);
 /* test_server_kill -- send sig and reap the process. */
 void test_server_kill(struct test_server *s, int sig);
 
-/* test_server_stop -- SIGTERM, reap, remove pool, socket and log. Returns
+/* test_server_stop -- SIGTERM, reap, remove pool (and the simulator's
+ * files beside it), socket and log. Returns
  * the exit status (0 for a clean stop). */
 int test_server_stop(struct test_server *s);
 /* test_server_stop_within -- the same, but a server still running ms

@@ -1,0 +1,88 @@
+/*
+ * test_restart.c -- a metaserver killed -9 mid-load on host A and
+ * started again on host E (issue 27 section 4): writers on hosts B and C
+ * store all along and carry on once it is back; then every key whose
+ * store returned true is found, with its writer's bytes, by readers on
+ * hosts C and D that were attached from the start (their views of the
+ * pool are older than every store), with direct reads and with the
+ * server's lookups. The new server on E reads only the device (what A
+ * wrote back), never A's cache.
+ */
+#include "mhtest.h"
+
+TestSuite(restart, .fini = itest_stop, .timeout = 180);
+
+#define POOL (96 * MiB)
+#define WRITERS 3
+#define STEP 64 /* keys each writer stores before the kill, and after */
+
+static const struct {
+	const char *host, *prefix;
+	uint32_t writer;
+} W[WRITERS] = {
+	{ "B", "rb1", 31 }, { "B", "rb2", 32 }, { "C", "rc1", 41 },
+};
+
+Test(restart, every_acknowledged_key_survives_a_server_moved_to_host_e)
+{
+	const char *hosts[] = { "C", "D", "D" };
+	const char *modes[] = { "d", "d", "s" };
+	struct test_child w[WRITERS], r[3];
+	static struct mh_acks acks[WRITERS];
+	static struct mh_spec spec[WRITERS * 64];
+	uint32_t ns = 0, must = 0, before[WRITERS];
+	unsigned bad = 0;
+
+	mh_start(POOL, NULL);
+	for (unsigned i = 0; i < WRITERS; i++) {
+		char arg[64];
+
+		snprintf(arg, sizeof(arg), "%s:%u:0", W[i].prefix,
+		    W[i].writer);
+		mh_spawn(&w[i], W[i].host, "writer", arg);
+	}
+	for (unsigned i = 0; i < 3; i++) {
+		mh_spawn(&r[i], hosts[i], "reader", modes[i]);
+	}
+	for (unsigned i = 0; i < WRITERS; i++) {
+		mh_say(&w[i], 'g');
+	}
+	for (unsigned i = 0; i < WRITERS; i++) {
+		cr_assert(mh_read_acks(&w[i], &acks[i], STEP), "writer %s "
+		    "ended (exit %d)", W[i].prefix, itest_wait(&w[i]));
+	}
+	test_server_kill(&srv, SIGKILL); /* mid-load: they store on */
+	mh_restart_on("E");
+	for (unsigned i = 0; i < WRITERS; i++) {
+		before[i] = acks[i].count;
+		cr_assert(mh_read_acks(&w[i], &acks[i], before[i] + STEP),
+		    "writer %s did not carry on after the restart (exit %d)",
+		    W[i].prefix, itest_wait(&w[i]));
+		mh_say(&w[i], 'q');
+	}
+	for (unsigned i = 0; i < WRITERS; i++) {
+		cr_assert(mh_read_acks(&w[i], &acks[i], 0));
+		cr_assert(acks[i].ended, "writer %s: no end", W[i].prefix);
+		mh_wait_ok(&w[i], W[i].prefix);
+		ns += mh_ack_specs(&acks[i], W[i].prefix, W[i].writer,
+		    spec + ns, (uint32_t)(sizeof(spec) / sizeof(spec[0])) - ns);
+		must += acks[i].count;
+		cr_log_info("writer %s: %u keys acknowledged, %u before the "
+		    "restart was seen", W[i].prefix, acks[i].count, before[i]);
+	}
+	for (unsigned i = 0; i < 3; i++) {
+		mh_specs(&r[i], spec, ns);
+		mh_say(&r[i], 'd');
+	}
+	for (unsigned i = 0; i < 3; i++) {
+		char what[64];
+		struct mh_result res = mh_result(&r[i]);
+
+		snprintf(what, sizeof(what), "reader %u on host %s, mode %s",
+		    i, hosts[i], modes[i]);
+		bad += !mh_expect_clean(&res, what, must);
+		mh_wait_ok(&r[i], what);
+	}
+	cr_assert_eq(bad, 0, "%u of 3 readers read wrong (above)", bad);
+	itest_assert_pool_checks();
+}

@@ -534,6 +534,10 @@ CXLP_API void cxlp_group_close(struct cxlp_handler *h,
  * readable. So a reader either pins (CXLP_RETRIEVE_PIN keeps the key
  * from being deleted until cxlp_unpin), or takes a version with
  * cxlp_retrieve_v and checks it with cxlp_validate after its copy.
+ * On a pool several hosts share without hardware coherence (sw, sim) the
+ * index is read and the value's lines are dropped from this host's cache
+ * before the pointer is returned, so a copy made now reads what the
+ * device holds (cxlp_prepare_read drops them again later).
  * Returns 0, CXLP_E_NOTFOUND, or an error. */
 CXLP_API int cxlp_retrieve(struct cxlp_handler *h, const void *key,
     size_t key_len, unsigned flags, const void **data, size_t *len);
@@ -615,7 +619,10 @@ CXLP_API int cxlp_batch_retrieve_v(struct cxlp_handler *h, size_t n,
  *                     handler's pool;
  *   CXLP_E_CLOSED (h closing; -EINVAL if h is NULL).
  * Lock-free, no round trip, no system call: one load from the index the
- * handler maps read-only (direct reads). A pinned retrieve's version
+ * handler maps read-only (direct reads); on a pool of sw coherence the
+ * load is of the line dropped first, so it reads the device, not this
+ * host's cache (sim: the simulator's drop, which takes a file lock). A
+ * pinned retrieve's version
  * validates while the pin is held; after cxlp_unpin it is checked like
  * an unpinned one where the handler could read the key back from the
  * index, and still validates where it could not (direct reads off, or
@@ -625,6 +632,23 @@ CXLP_API int cxlp_batch_retrieve_v(struct cxlp_handler *h, size_t n,
  * copy spanning 2^23 changes of its key's index slot (each a metaserver
  * round trip) would be taken for good; nothing shorter can. */
 CXLP_API int cxlp_validate(struct cxlp_handler *h, const cxlp_version_t *ver);
+
+/* cxlp_prepare_read -- drop this host's cached copy of [data, data + len)
+ * before a device copy of it (DMA, cudaMemcpyAsync ...) is started, or
+ * before the CPU reads again a range retrieved a while ago: on a pool
+ * that several hosts share without hardware coherence (coherence sw, or
+ * sim), a device reading through this host, or this CPU, may otherwise
+ * be served stale lines of bytes another host wrote since. Every
+ * retrieve already drops the lines of the values it returns, so a copy
+ * started right after it needs no call; the version check
+ * (cxlp_validate, after the copy) stays what says the copy is good. The
+ * range must lie inside one region this handler maps (cxlp_region_list:
+ * a retrieved value, a page, a region view). On host and hw pools it
+ * only checks the range. Returns 0, -EINVAL (data NULL, or the range not
+ * inside one mapped region), CXLP_E_CLOSED (h closing; -EINVAL if h is
+ * NULL). Thread-safe, no round trip. */
+CXLP_API int cxlp_prepare_read(struct cxlp_handler *h, const void *data,
+    size_t len);
 
 /* cxlp_batch_validate -- cxlp_validate of vers[0..n) at once: status[i]
  * is its result. Returns the number of versions whose status is not 0

@@ -12,7 +12,9 @@
  * only when the words around it did not move. When in doubt the lookup
  * says KVREAD_ASK and the caller asks the metaserver: a direct read may
  * give up, but never crashes and never returns a value the key never had.
- * The module is pure (no I/O, no allocation): tests run it over a buffer.
+ * The module is pure (no I/O, no allocation): tests run it over a buffer;
+ * the one hook out is the drop of cached lines its owner may give it
+ * (note 9).
  *
  * DESIGN NOTES
  *
@@ -88,6 +90,28 @@
  *    of a value is written again only after its key's removal changed
  *    w, so a reader that copied the value and then loads w again, after
  *    an acquire fence, copied that value whole (handler/kv/version.c).
+ *
+ * 9. Hosts that do not share caches coherently (DESIGN.md contract 11;
+ *    sw and sim coherence): the metaserver, on any host, writes every
+ *    slot, key record and region record (and writes each back before the
+ *    store that publishes it); a reader on another host would see its own
+ *    cached copy, however old, until it drops it. So every read here is
+ *    of lines dropped first, through r->fresh: the slot before w1 (at
+ *    each spin), the key record before it is compared, the slot's word
+ *    again before w2, and likewise the region record and its word; the
+ *    version word of kvread_word too. With lines dropped before each
+ *    load, each load returns what the device held at some moment after
+ *    the drop, so notes 1-4 hold as they do on one host. The batch
+ *    [kvread_lookup_batch] drops each home slot, and the key record its
+ *    hint names, before prefetching them; its lookup then skips those
+ *    two drops once, which is sound because the lines were dropped inside
+ *    the same call: the home slot's w1 is what the device held after its
+ *    drop, and the record is trusted undropped only when the hint read
+ *    (after the slot's drop, before the record's drop) saw w1 itself and
+ *    the same record: the slot then held w1 from before the record's drop
+ *    until w2 (seq only grows), so the record read is the one w1
+ *    published. Otherwise the record is dropped again. In host and hw
+ *    coherence fresh is NULL: one test per read.
  */
 #include <errno.h>
 #include <string.h>
@@ -173,33 +197,53 @@ cpu_relax(void)
 #endif
 }
 
+/* What the batch dropped before its lookup (note 9): the home slot, and
+ * the key record its hint named while the slot read word. */
+struct predrop {
+	uint64_t slot;  /* UINT64_MAX: none (a single lookup, or used) */
+	uint64_t word;  /* the slot's word at the hint read */
+	uint32_t ref;   /* the record dropped; UINT32_MAX: none */
+};
+
 /* the record at ref holds key (note 1: only trusted if the word holds) */
 static bool
 key_matches(const struct kvread *r, uint32_t ref, const void *key,
-    size_t klen, uint64_t hash)
+    size_t klen, uint64_t hash, bool dropped)
 {
 	const struct kv_keyrec *rec;
+	uint32_t ng = keyheap_rec_gran(klen);
 
-	if (ref >= r->ngran ||
-	    (uint64_t)ref + keyheap_rec_gran(klen) > r->ngran) {
+	if (ref >= r->ngran || (uint64_t)ref + ng > r->ngran) {
 		return false;
 	}
 	rec = (const void *)(r->heap + (uint64_t)ref * KV_GRANULE);
+	if (!dropped) {
+		kvread_fresh(r, rec, (size_t)ng * KV_GRANULE);
+	}
 	return ld32(&rec->klen) == klen && ld32(&rec->hlo) == (uint32_t)hash &&
 	    memcmp(rec->key, key, klen) == 0;
 }
 
-/* one consistent read of slot i (note 1); the body goes to *body */
+/* one consistent read of slot i (note 1); the body goes to *body. pre
+ * (NULL: none) names lines the batch dropped already (note 9). */
 static enum slot_rc
 read_slot(const struct kvread *r, uint64_t i, const void *key, size_t klen,
-    uint64_t hash, struct kv_slot *body)
+    uint64_t hash, struct kv_slot *body, struct predrop *pre)
 {
 	const struct kv_slot *s = &r->slots[i];
+	bool home = pre != NULL && pre->slot == i;
 
+	if (home) {
+		pre->slot = UINT64_MAX; /* its drops serve one read only */
+	}
 	for (unsigned spin = 0; spin < KVREAD_SPINS; spin++) {
-		uint64_t w1 = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
+		uint64_t w1;
 		bool hit;
 
+		if (!home || spin > 0) {
+			kvread_fresh(r, s, sizeof(*s));
+		}
+		w1 = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
 		if (kv_seq(w1) & 1u) {
 			cpu_relax();
 			continue;
@@ -218,8 +262,10 @@ read_slot(const struct kvread *r, uint64_t i, const void *key, size_t klen,
 		body->page = ld32(&s->page);
 		body->len = ld32(&s->len);
 		hit = body->tag == (uint32_t)(hash >> 32) &&
-		    key_matches(r, body->key, key, klen, hash);
+		    key_matches(r, body->key, key, klen, hash, home &&
+		    spin == 0 && pre->ref == body->key && pre->word == w1);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		kvread_fresh(r, &s->word, sizeof(s->word));
 		if (ld64(&s->word) != w1) {
 			continue;
 		}
@@ -232,12 +278,12 @@ read_slot(const struct kvread *r, uint64_t i, const void *key, size_t klen,
 /* the probe walk (note 3): 0 and *body, CXLP_E_NOTFOUND or KVREAD_ASK */
 static int
 probe(const struct kvread *r, const void *key, size_t klen, uint64_t hash,
-    struct kv_slot *body, uint64_t *slot)
+    struct kv_slot *body, uint64_t *slot, struct predrop *pre)
 {
 	uint64_t mask = r->nslots - 1, i = hash & mask;
 
 	for (uint64_t step = 0; step < r->nslots; step++, i = (i + 1) & mask) {
-		switch (read_slot(r, i, key, klen, hash, body)) {
+		switch (read_slot(r, i, key, klen, hash, body, pre)) {
 		case SLOT_STOP:
 			return CXLP_E_NOTFOUND;
 		case SLOT_HIT:
@@ -280,11 +326,14 @@ read_region(const struct kvread *r, const struct kv_slot *body,
 	}
 	src = &r->rtab[body->region];
 	for (unsigned spin = 0; spin < KVREAD_SPINS; spin++) {
-		uint64_t w1 = __atomic_load_n(&src->word, __ATOMIC_ACQUIRE);
-		uint32_t st = rrec_state(w1);
 		const uint64_t *from = &src->word;
 		uint64_t *to = &rec.word;
+		uint64_t w1;
+		uint32_t st;
 
+		kvread_fresh(r, src, sizeof(*src));
+		w1 = __atomic_load_n(&src->word, __ATOMIC_ACQUIRE);
+		st = rrec_state(w1);
 		if ((st != POOL_REGION_OWNED && st != POOL_REGION_ORPHAN) ||
 		    rrec_gen(w1) != body->gen) {
 			return -EAGAIN;
@@ -293,6 +342,7 @@ read_region(const struct kvread *r, const struct kv_slot *body,
 			to[k] = ld64(&from[k]);
 		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		kvread_fresh(r, &src->word, sizeof(src->word));
 		if (ld64(&src->word) != w1) {
 			continue;
 		}
@@ -310,16 +360,16 @@ read_region(const struct kvread *r, const struct kv_slot *body,
 	return KVREAD_ASK;
 }
 
-/* the lookup of key whose hash is known */
+/* the lookup of key whose hash is known; pre as read_slot's */
 static int
 lookup_hashed(const struct kvread *r, const void *key, size_t klen,
-    uint64_t hash, struct kvread_loc *out)
+    uint64_t hash, struct kvread_loc *out, struct predrop *pre)
 {
 	uint64_t slot = 0;
 	struct kv_slot body;
 
 	for (unsigned t = 0; t < KVREAD_RESTARTS; t++) {
-		int rc = probe(r, key, klen, hash, &body, &slot);
+		int rc = probe(r, key, klen, hash, &body, &slot, pre);
 
 		if (rc == 0) {
 			rc = read_region(r, &body, out);
@@ -340,22 +390,32 @@ int
 kvread_lookup(const struct kvread *r, const void *key, size_t klen,
     struct kvread_loc *out)
 {
-	return lookup_hashed(r, key, klen, XXH3_64bits(key, klen), out);
+	return lookup_hashed(r, key, klen, XXH3_64bits(key, klen), out, NULL);
 }
 
 /* Prefetch the key record the home slot of hash names, if it looks like
- * the key's: only a hint (a torn or stale read wastes one prefetch), so
- * plain relaxed loads and a bounds check suffice. */
+ * the key's (klen bytes): only a hint (a torn or stale read wastes one
+ * prefetch), so plain relaxed loads and a bounds check suffice. The slot
+ * was dropped by the caller; the record is dropped first, and *pre says
+ * what was dropped (note 9). */
 static void
-prefetch_key(const struct kvread *r, uint64_t hash)
+prefetch_key(const struct kvread *r, uint64_t hash, size_t klen,
+    struct predrop *pre)
 {
 	const struct kv_slot *s = &r->slots[hash & (r->nslots - 1)];
 	uint64_t w = ld64(&s->word);
-	uint32_t ref = ld32(&s->key);
+	uint32_t ref = ld32(&s->key), ng = keyheap_rec_gran(klen);
+	const uint8_t *rec = r->heap + (uint64_t)ref * KV_GRANULE;
 
+	*pre = (struct predrop){ .slot = hash & (r->nslots - 1), .word = w,
+	    .ref = UINT32_MAX };
 	if (kv_state(w) == KV_LIVE &&
-	    ld32(&s->tag) == (uint32_t)(hash >> 32) && ref < r->ngran) {
-		__builtin_prefetch(r->heap + (uint64_t)ref * KV_GRANULE, 0, 3);
+	    ld32(&s->tag) == (uint32_t)(hash >> 32) && ref < r->ngran &&
+	    (uint64_t)ref + ng <= r->ngran) {
+		__atomic_thread_fence(__ATOMIC_ACQUIRE); /* w before the drop */
+		kvread_fresh(r, rec, (size_t)ng * KV_GRANULE);
+		pre->ref = ref;
+		__builtin_prefetch(rec, 0, 3);
 	}
 }
 
@@ -366,21 +426,25 @@ kvread_lookup_batch(const struct kvread *r, size_t n,
     struct kvread_loc out[], int rc[])
 {
 	uint64_t hash[KVREAD_BATCH];
+	struct predrop pre[KVREAD_BATCH];
 
 	for (size_t i = 0; i < n; i += KVREAD_BATCH) {
 		size_t k = n - i < KVREAD_BATCH ? n - i : KVREAD_BATCH;
 
 		for (size_t j = 0; j < k; j++) {
+			const struct kv_slot *home;
+
 			hash[j] = XXH3_64bits(keys[i + j], key_lens[i + j]);
-			__builtin_prefetch(&r->slots[hash[j] &
-			    (r->nslots - 1)], 0, 3);
+			home = &r->slots[hash[j] & (r->nslots - 1)];
+			kvread_fresh(r, home, sizeof(*home));
+			__builtin_prefetch(home, 0, 3);
 		}
 		for (size_t j = 0; j < k; j++) {
-			prefetch_key(r, hash[j]);
+			prefetch_key(r, hash[j], key_lens[i + j], &pre[j]);
 		}
 		for (size_t j = 0; j < k; j++) {
 			rc[i + j] = lookup_hashed(r, keys[i + j],
-			    key_lens[i + j], hash[j], &out[i + j]);
+			    key_lens[i + j], hash[j], &out[i + j], &pre[j]);
 		}
 	}
 }
@@ -390,5 +454,6 @@ uint64_t
 kvread_word(const struct kvread *r, uint64_t i)
 {
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	kvread_fresh(r, &r->slots[i].word, sizeof(r->slots[i].word));
 	return ld64(&r->slots[i].word);
 }

@@ -50,6 +50,15 @@
  * again through direct_reader. Validate does not look at the pool path
  * (no system call on its path); once a lookup has found the path
  * replaced, direct_reader says no and validate reports a change.
+ *
+ * Everything read through the mapping is written by the metaserver, which
+ * may run on another host (DESIGN.md contract 11). On a pool of sw or
+ * sim coherence the mapping is not coherent with that host's writes, so
+ * each read drops its lines first (pmap_fresh): the superblock copied at
+ * open, its magic, uuid and commit_seq around lookups, the region records
+ * read here, and through kvread's fresh hook (kvread.c note 9) every slot,
+ * key record and region record of a lookup and the word validate reads
+ * again. On host and hw pools the hook is NULL and pmap_fresh one test.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -111,6 +120,7 @@ sb_read(struct cxlp_handler *h, struct pool_sb *sb)
 	if (rc != 0) {
 		return rc;
 	}
+	pmap_fresh(head, pmap_addr(head), sizeof(*sb)); /* the server's */
 	memcpy(sb, pmap_addr(head), sizeof(*sb));
 	rc = layout_validate(sb, pmap_file_size(head), why, sizeof(why));
 	pmap_close(&head);
@@ -126,6 +136,13 @@ sb_read(struct cxlp_handler *h, struct pool_sb *sb)
 		    (unsigned long long)h->align);
 	}
 	return 0;
+}
+
+/* kvread's fresh hook (kvread.c note 9): ctx is the metadata mapping */
+static void
+meta_fresh(const void *ctx, const void *addr, size_t len)
+{
+	pmap_fresh(ctx, addr, len);
 }
 
 /* map the metadata area and attach the reader; 0 or an error */
@@ -150,6 +167,7 @@ meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
 		return rc;
 	}
 	live = pmap_addr(d->map);
+	pmap_fresh(d->map, live, sizeof(*live));
 	/* the same pool as the copy we validated (not reformatted since) */
 	if (memcmp(live->uuid, sb->uuid, sizeof(sb->uuid)) != 0 ||
 	    live->checksum != sb->checksum) {
@@ -159,6 +177,10 @@ meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
 	if ((rc = kvread_init(&d->kr, sb, live, meta_len, why,
 	    sizeof(why))) != 0) {
 		return cxlp_fail(rc, "%s: %s", h->pool_path, why);
+	}
+	if (!pmap_coherent(d->map)) {
+		d->kr.fresh = meta_fresh;
+		d->kr.fresh_ctx = d->map;
 	}
 	memcpy(&d->magic, sb->magic, sizeof(d->magic));
 	memcpy(d->uuid, sb->uuid, sizeof(d->uuid));
@@ -326,6 +348,7 @@ magic_intact(const struct direct *d)
 {
 	const uint64_t *magic = pmap_addr(d->map);
 
+	kvread_fresh(&d->kr, magic, sizeof(*magic));
 	return __atomic_load_n(magic, __ATOMIC_ACQUIRE) == d->magic;
 }
 
@@ -373,6 +396,7 @@ commit_seq(const struct direct *d)
 {
 	const struct pool_sb *sb = pmap_addr(d->map);
 
+	kvread_fresh(&d->kr, &sb->commit_seq, sizeof(sb->commit_seq));
 	return __atomic_load_n(&sb->commit_seq, __ATOMIC_ACQUIRE);
 }
 
@@ -451,9 +475,11 @@ direct_page_size(struct cxlp_handler *h, uint32_t region, uint32_t gen)
 		return 0;
 	}
 	r = &kr->rtab[region];
+	kvread_fresh(kr, r, sizeof(*r));
 	word = __atomic_load_n(&r->word, __ATOMIC_ACQUIRE);
 	ps = __atomic_load_n(&r->page_size, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	kvread_fresh(kr, &r->word, sizeof(r->word));
 	if (__atomic_load_n(&r->word, __ATOMIC_RELAXED) != word ||
 	    rrec_gen(word) != gen || rrec_state(word) == POOL_REGION_FREE ||
 	    ps == 0 || ps > UINT32_MAX) {
@@ -473,6 +499,7 @@ direct_intact(struct cxlp_handler *h)
 		return false;
 	}
 	sb = pmap_addr(d->map);
+	kvread_fresh(&d->kr, sb->uuid, sizeof(sb->uuid));
 	return __atomic_load_n((const uint64_t *)(const void *)sb->uuid,
 	    __ATOMIC_RELAXED) == d->uuid[0] &&
 	    __atomic_load_n((const uint64_t *)(const void *)sb->uuid + 1,

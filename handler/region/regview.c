@@ -15,6 +15,12 @@
  * The callback's queue of events and its delivery are the region map's
  * (rmap.c, its notes 1-5): every change of the map is queued there, and
  * rmap_drain delivers them.
+ *
+ * A connector that copies from these views by device DMA, or reads a
+ * range again long after the retrieve, first drops its lines with
+ * cxlp_prepare_read (here): on a pool of sw or sim coherence the copy
+ * would otherwise be served this host's stale cached lines (DESIGN.md,
+ * "Device DMA follows the same rules"; rmap.c note 6).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -128,6 +134,37 @@ cxlp_locate(struct cxlp_handler *h, const void *ptr, uint32_t *region,
 	return cxlp_batch_locate(h, 1, ptrs, region, offset);
 }
 
+/* cxlp_prepare_read -- see cxlpool.h. The mapping is found as locate
+ * finds it; the drop (rmap.c note 6) runs under map_lock, shared. */
+int
+cxlp_prepare_read(struct cxlp_handler *h, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	const struct rmap_ent *e;
+	int rc;
+
+	if ((rc = h_check_open(h)) != 0) {
+		return rc;
+	}
+	if (p == NULL) {
+		return cxlp_fail(-EINVAL, "prepare_read: data is NULL");
+	}
+	pthread_rwlock_rdlock(&h->regions.map_lock);
+	if ((e = rmap_holding(h, p)) != NULL && len > e->region_len -
+	    (uint64_t)(p - (const uint8_t *)pmap_addr(e->map))) {
+		e = NULL; /* runs past the end of its region */
+	}
+	if (e != NULL) {
+		pmap_fresh(e->map, p, len);
+	}
+	pthread_rwlock_unlock(&h->regions.map_lock);
+	if (e == NULL) {
+		return cxlp_fail(-EINVAL, "prepare_read: %zu bytes at %p are "
+		    "not inside one region this handler maps", len, data);
+	}
+	return 0;
+}
+
 /* The location of live region id from the pool's region table (direct
  * reads): 0 and *loc; CXLP_E_NOTFOUND when the table says the region is
  * not live; -EAGAIN when it cannot say (no direct reads, a record
@@ -148,9 +185,13 @@ table_loc(struct cxlp_handler *h, uint32_t region, struct proto_loc *loc)
 		return cxlp_fail(CXLP_E_NOTFOUND, "region %u: the pool has "
 		    "%u region records", region, kr->nregions);
 	}
+	/* the metaserver's record, maybe from another host (kvread.c
+	 * note 9): read on lines dropped first */
+	kvread_fresh(kr, &kr->rtab[region], sizeof(copy));
 	word = __atomic_load_n(&kr->rtab[region].word, __ATOMIC_ACQUIRE);
 	memcpy(&copy, &kr->rtab[region], sizeof(copy));
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	kvread_fresh(kr, &kr->rtab[region].word, sizeof(word));
 	if (__atomic_load_n(&kr->rtab[region].word, __ATOMIC_RELAXED) !=
 	    word) {
 		return cxlp_fail(-EAGAIN, "region %u: record changing", region);

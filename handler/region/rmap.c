@@ -60,6 +60,19 @@
  * 5. Without a function set no event is queued (the queue's state is
  *    allocated at the first cxlp_set_region_fn and lives until the
  *    handler is freed).
+ * 6. Fresh values [rmap_resolve_ptr]. On a pool of sw or sim coherence
+ *    (DESIGN.md contract 11) a value may have been written by another
+ *    host, and this host's cache may hold older bytes of its page (read
+ *    before, or, in the simulator, loaded with the host's cache). So the
+ *    lines of every value a retrieve hands out are dropped first, on the
+ *    mapping the pointer lies in, under map_lock (shared), own regions
+ *    included: a page of mine freed and reused since my last read of it
+ *    may have been another host's meanwhile (a region given back and
+ *    granted again), and the version check, run after the copy, must see
+ *    the bytes the device holds. A range that outlives the retrieve (a
+ *    device copy started later, a second read) is dropped again by
+ *    cxlp_prepare_read (regview.c). On host and hw pools pmap_fresh is
+ *    one test.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -189,6 +202,18 @@ rmap_lookup(struct cxlp_handler *h, const struct proto_loc *loc)
 	    (loc->off - loc->region_off);
 }
 
+/* rmap_lookup, and the value's lines dropped (note 6); map_lock held */
+static const void *
+rmap_lookup_fresh(struct cxlp_handler *h, const struct proto_loc *loc)
+{
+	const void *p = rmap_lookup(h, loc);
+
+	if (p != NULL) {
+		pmap_fresh((*rmap_slot(h, loc->region))->map, p, loc->len);
+	}
+	return p;
+}
+
 static int
 foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
     const void **data)
@@ -226,6 +251,10 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
 		e = NULL;
 		*data = rmap_lookup(h, loc);
 	}
+	if (*data != NULL) {
+		pmap_fresh((*rmap_slot(h, loc->region))->map, *data,
+		    loc->len);
+	}
 	pthread_rwlock_unlock(&h->regions.map_lock);
 	if (e != NULL) {
 		pmap_close(&e->map);
@@ -238,7 +267,8 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
 }
 
 /* rmap_resolve_ptr -- turn a key location into a pointer into the
- * shared mapping, mapping the region read-only on first use. Returns 0 and
+ * shared mapping, mapping the region read-only on first use, its lines
+ * dropped (note 6). Returns 0 and
  * *data, CXLP_E_BOUNDS / CXLP_E_PROTO for a location that makes no sense,
  * or the mapping's error. */
 int
@@ -255,7 +285,7 @@ rmap_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
 		    (unsigned long long)loc->region_len);
 	}
 	pthread_rwlock_rdlock(&h->regions.map_lock);
-	*data = rmap_lookup(h, loc);
+	*data = rmap_lookup_fresh(h, loc);
 	pthread_rwlock_unlock(&h->regions.map_lock);
 	if (*data != NULL) {
 		return 0;

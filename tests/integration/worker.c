@@ -27,6 +27,9 @@
  *                                       be killed
  *   itest-worker group-writer URL ID, group-reader URL ID: request
  *                                       groups (worker_group.c)
+ *   itest-worker coh-writer URL HOST, coh-reader URL HOST: a handler on
+ *                                       simulated host HOST, driven by
+ *                                       commands (worker_coh.c)
  */
 #include <pthread.h>
 #include <signal.h>
@@ -577,6 +580,8 @@ static const struct role {
 	{ "group-writer", 1, group_writer },
 	{ "group-reader", 1, group_reader },
 	{ "async-storer", 1, async_storer },
+	{ "coh-writer", 1, coh_writer },
+	{ "coh-reader", 1, coh_reader },
 };
 
 int

@@ -88,9 +88,23 @@ struct gr_result {
 	uint32_t all;     /* 1: the last one found every key */
 };
 
+/* coh-writer and coh-reader (worker_coh.c, test_coh_read.c): the key
+ * coh-<COH_KEY> of COH_LEN bytes; one reply per command. */
+#define COH_KEY 1
+#define COH_LEN 3000
+struct coh_reply {
+	int32_t rc;     /* the command's calls */
+	uint32_t writer; /* writer whose bytes were read (0: not a whole
+	                  * value), or the writer's current id */
+	int32_t vrc;    /* cxlp_validate's return */
+	int32_t prc;    /* cxlp_prepare_read's return */
+};
+
 extern const char *worker_url;
 int group_writer(int argc, char **argv);
 int group_reader(int argc, char **argv);
 int async_storer(int argc, char **argv);
+int coh_writer(int argc, char **argv);
+int coh_reader(int argc, char **argv);
 
 #endif

@@ -74,6 +74,28 @@ class VersionedReads(ServerTestCase):
         with self.assertRaises(cxlpool.ClosedError):
             h.validate(cxlpool.Version((0, 0)))
 
+    def test_prepare_read_takes_a_retrieved_view_and_refuses_others(self
+                                                                    ) -> None:
+        w, r = self.handler(), self.handler()
+        key = self.key("k")
+        self.put(w, key, b"bytes to copy")
+        view, ver = r.retrieve_v(key)
+        addr = cxlpool.address_of(view)
+        r.prepare_read(view)  # host pool: a check, the bytes stay
+        r.prepare_read(view, 4)
+        r.prepare_read(addr, len(view))
+        self.assertEqual(bytes(view), b"bytes to copy")
+        self.assertIs(r.validate(ver), True)
+        with self.assertRaises(cxlpool.InvalidArgumentError):
+            r.prepare_read(bytearray(64))  # memory of no mapping
+        with self.assertRaises(ValueError):
+            r.prepare_read(view, len(view) + 1)
+        with self.assertRaises(TypeError):
+            r.prepare_read(addr)
+        r.close()
+        with self.assertRaises(cxlpool.ClosedError):
+            r.prepare_read(addr, 1)
+
 
 if __name__ == "__main__":
     cxlp_test.main()

@@ -171,6 +171,7 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
                                       _PTR, _PTR, _PTR, _PTR]),
     "cxlp_validate": (c_int, [_PTR, _P(VersionStruct)]),
     "cxlp_batch_validate": (c_int, [_PTR, c_size_t, _PTR, _PTR]),
+    "cxlp_prepare_read": (c_int, [_PTR, c_void_p, c_size_t]),
     "cxlp_exists": (c_int, [_PTR, c_char_p, c_size_t]),
     "cxlp_batch_exists": (c_int, [_PTR, c_size_t, _PTR, _PTR, _PTR]),
     "cxlp_pin": (c_int, [_PTR, c_char_p, c_size_t]),

@@ -30,7 +30,9 @@ The GPU recipe (README.md, "cxlpool.torch"): register the regions through
 then copy with ``gpu_tensor.copy_(as_tensor(view), non_blocking=True)``;
 keep the key pinned (``pin=True``), leased, or take a version
 (``retrieve_v``) and ``validate`` it after the copy's stream is
-synchronized.
+synchronized. On a pool several hosts share without hardware coherence
+(``sw``), a copy of a view kept since an earlier retrieve is preceded by
+``h.prepare_read(view)`` (a retrieve's own views are fresh already).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Versioned reads: zero-copy retrieves that a reader without a pin checks
 after its copy (cxlp_retrieve_v, cxlp_batch_retrieve_v, cxlp_validate,
-cxlp_batch_validate).
+cxlp_batch_validate), and prepare_read before a device copy
+(cxlp_prepare_read).
 
 A view from ``retrieve`` stays readable after its key is deleted (or
 evicted), and the key's owner may then write another value into the same
@@ -15,6 +16,12 @@ value all along, i.e. whether the copy is good::
         if h.validate(ver):
             break                  # dst holds the key's value, whole
 
+On a pool that several hosts share without hardware coherence (coherence
+``sw``), every retrieve drops this host's cached lines of the values it
+returns; a device copy (or a second read) started later from a view kept
+since calls ``prepare_read(view)`` first, so that it reads the device, not
+this host's stale cache. The version check after the copy stays.
+
 The methods live in the :class:`VersionedReads` mixin of
 :class:`cxlpool.Handler`, which supplies the session and the views.
 """
@@ -23,10 +30,11 @@ from __future__ import annotations
 
 from ctypes import byref, c_int, c_size_t, c_void_p
 from dataclasses import dataclass
-from typing import Any, List, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import _keys, _lib
 from .errors import CxlpError, check, error_from_code
+from .process import address_of
 
 _CHANGED = _lib.ERROR_CODES["CXLP_E_CHANGED"]
 
@@ -132,6 +140,30 @@ class VersionedReads:
                 return False
             check(rc)
             return True
+
+    def prepare_read(self, view: Any, size: Optional[int] = None) -> None:
+        """Drop this host's cached lines of a range before a device copy
+        of it (or a CPU read long after its retrieve) starts
+        (cxlp_prepare_read). view is a retrieved view, a page's buf or a
+        buffer_view (size: its length unless given, at most that), or an
+        int address with its size. Nothing but a check on pools of
+        coherence host or hw. Raises InvalidArgumentError when the range
+        is not inside one region this handler maps, TypeError for an
+        int address without a size."""
+        if isinstance(view, int) and not isinstance(view, bool):
+            if size is None:
+                raise TypeError("prepare_read of an address needs a size")
+            addr = view
+        else:
+            n = memoryview(view).nbytes
+            if size is not None and not 0 <= size <= n:
+                raise ValueError(f"size {size} outside the view's {n} "
+                                 "bytes")
+            addr, size = address_of(view), n if size is None else size
+        if size < 0:
+            raise ValueError(f"size {size} is negative")
+        with self._s().call() as h:
+            check(_lib.lib().cxlp_prepare_read(h, addr or None, size))
 
     def batch_validate(self, versions: Sequence[Version]
                        ) -> List[Union[bool, CxlpError]]:

@@ -30,6 +30,7 @@ Test(regview, every_call_refuses_a_null_handler_with_einval)
 	cr_assert_eq(cxlp_region_view(NULL, 0, &v), -EINVAL);
 	cr_assert_eq(cxlp_page_at(NULL, 0, 0, &pg, NULL), -EINVAL);
 	cr_assert_eq(cxlp_set_region_fn(NULL, NULL, NULL), -EINVAL);
+	cr_assert_eq(cxlp_prepare_read(NULL, &v, 1), -EINVAL);
 }
 
 Test(regview, bad_arguments_are_einval)
@@ -95,4 +96,35 @@ Test(regview, a_callback_turned_off_hears_nothing_more)
 	cr_assert_eq(cxlp_set_region_fn(h, NULL, NULL), 0);
 	cxlp_close(&h);
 	cr_assert_eq(calls, 2, "no UNMAPPING once turned off");
+}
+
+Test(regview, prepare_read_takes_ranges_inside_one_mapped_region)
+{
+	struct cxlp_handler *h = hfx_connect();
+	struct cxlp_region_info v;
+	cxlp_page_t pg;
+	const void *data;
+	size_t len;
+	bool ok;
+	void *buf;
+	char local[64];
+
+	cr_assert_eq(cxlp_region_list(h, &v, 1), 1);
+	cr_assert_eq(cxlp_alloc(h, &pg, &buf), 0);
+	memset(buf, 7, 8192);
+	cr_assert_eq(cxlp_store(h, "pr", 2, pg, 8192, 0, &ok), 0);
+	cr_assert_eq(cxlp_retrieve(h, "pr", 2, 0, &data, &len), 0);
+	cr_assert_eq(cxlp_prepare_read(h, data, len), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(((const char *)data)[len - 1], 7, "bytes unchanged");
+	cr_assert_eq(cxlp_prepare_read(h, data, 0), 0);
+	cr_assert_eq(cxlp_prepare_read(h, v.addr, v.len), 0, "a whole region");
+	cr_assert_eq(cxlp_prepare_read(h, v.addr, v.len + 1), -EINVAL,
+	    "one byte past the region's end");
+	cr_assert_eq(cxlp_prepare_read(h, (char *)v.addr + v.len, 1), -EINVAL);
+	cr_assert_eq(cxlp_prepare_read(h, local, sizeof(local)), -EINVAL,
+	    "memory of no mapping");
+	cr_assert_eq(cxlp_prepare_read(h, NULL, 1), -EINVAL);
+	cr_assert_eq(cxlp_delete(h, "pr", 2), 0);
+	cxlp_close(&h);
 }

@@ -33,7 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coh.h"
+#include "bench_coh.h"
 
 static const char *const mode_names[] = { "host", "hw", "sw", "sim" };
 

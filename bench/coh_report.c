@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coh.h"
+#include "bench_coh.h"
 
 static const struct {
 	const char *key, *what;

@@ -1,10 +1,10 @@
 /*
- * coh.h -- the coherence section's shared state: coh.c formats the pools
+ * bench_coh.h -- the coherence section's shared state: coh.c formats the pools
  * and runs the rounds, coh_report.c reads the helper cxlpool-bench-cline
  * (the pools' modes, the primitives) and prints the tables.
  */
-#ifndef CXLP_BENCH_COH_H
-#define CXLP_BENCH_COH_H
+#ifndef CXLP_BENCH_BENCH_COH_H
+#define CXLP_BENCH_BENCH_COH_H
 
 #include "bench.h"
 #include "cxlpool.h"
@@ -52,4 +52,4 @@ void coh_table(struct coh *c);
 /* coh_prims -- the primitives' table (JSON "primitives"); 0 or -1. */
 int coh_prims(struct coh *c);
 
-#endif /* CXLP_BENCH_COH_H */
+#endif /* CXLP_BENCH_BENCH_COH_H */

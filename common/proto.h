@@ -56,6 +56,13 @@
  *                    upgrade the metaserver before its handlers.
  *                    PROTO_HELLO_POOLID: the handler reads the pool's
  *                    identity in the reply.
+ *                    then, only with PROTO_HELLO_HOSTID, u64 host
+ *                    (coh_host_hash() of the handler's host, not 0):
+ *                    before its WELCOME the server gives that host an
+ *                    access slice in the host table of an sw or sim
+ *                    pool (pool/evict.c note 8). A handler sends it
+ *                    only to the server of such a pool (which knows
+ *                    it), so old servers of host pools never see it.
  *               rep: u64 session, u64 token, u64 pool_size (bytes),
  *                    u64 align (bytes), u16 len + pool path (<= 4095),
  *                    then, only to a HELLO with PROTO_HELLO_POOLID,
@@ -178,9 +185,12 @@ enum proto_op {
 #define PROTO_HELLO_LEASE 0x10u    /* HELLO: u32 lease_ms follows */
 #define PROTO_HELLO_POOLID 0x20u   /* HELLO: WELCOME carries the pool's
                                     * identity (struct proto_poolid) */
+#define PROTO_HELLO_HOSTID 0x40u   /* HELLO: u64 host follows (the host
+                                    * table of sw and sim pools) */
 #define PROTO_HELLO_FLAGS                                                  \
 	(PROTO_HELLO_REATTACH | PROTO_HELLO_KEEPALIVE | PROTO_HELLO_ERRMSG | \
-	PROTO_HELLO_GIVEBACK | PROTO_HELLO_LEASE | PROTO_HELLO_POOLID)
+	PROTO_HELLO_GIVEBACK | PROTO_HELLO_LEASE | PROTO_HELLO_POOLID |      \
+	PROTO_HELLO_HOSTID)
 #define PROTO_REP_F_MSG 0x1u       /* reply: reason text follows */
 #define PROTO_REP_F_ASK 0x2u       /* reply: regions are asked back */
 #define PROTO_ERRMSG_MAX 255       /* bytes of a reply's reason text */
@@ -278,6 +288,8 @@ struct proto_hello {
 	uint16_t secret_len;   /* bytes, <= PROTO_SECRET_MAX */
 	uint32_t keepalive_ms; /* ms; sent (and > 0) iff PROTO_HELLO_KEEPALIVE */
 	uint32_t lease_ms;     /* ms; sent (and > 0) iff PROTO_HELLO_LEASE */
+	uint64_t host_hash;    /* coh_host_hash(); sent (and != 0) iff
+	                        * PROTO_HELLO_HOSTID */
 };
 
 /* Which file the server serves, so a handler can tell that what it

@@ -44,6 +44,9 @@ proto_put_hello(struct pbuf *b, const struct proto_hello *m)
 	if (m->flags & PROTO_HELLO_LEASE) {
 		pbuf_put_u32(b, m->lease_ms);
 	}
+	if (m->flags & PROTO_HELLO_HOSTID) {
+		pbuf_put_u64(b, m->host_hash);
+	}
 }
 
 /* proto_get_hello -- decode a HELLO request body; m->host points into the
@@ -86,6 +89,13 @@ proto_get_hello(struct preader *r, struct proto_hello *m)
 		rc = pr_reject(r, m->lease_ms == 0 && r->err == 0 ?
 		    cxlp_fail(CXLP_E_PROTO, "hello.lease_ms: 0 with "
 		    "PROTO_HELLO_LEASE") : CXLP_E_PROTO);
+	}
+	if (rc == 0 && (m->flags & PROTO_HELLO_HOSTID) &&
+	    (!pr_get_u64(r, &m->host_hash, "hello.host") ||
+	    m->host_hash == 0)) {
+		rc = pr_reject(r, m->host_hash == 0 && r->err == 0 ?
+		    cxlp_fail(CXLP_E_PROTO, "hello.host: 0 with "
+		    "PROTO_HELLO_HOSTID") : CXLP_E_PROTO);
 	}
 	return rc != 0 ? rc : pr_body_end(r, "hello");
 }

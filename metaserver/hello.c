@@ -19,6 +19,7 @@
 #include <sys/random.h>
 
 #include "err.h"
+#include "layout.h" /* POOL_HOSTS_MAX */
 #include "log.h"
 #include "ms_int.h"
 #include "procstat.h"
@@ -183,6 +184,39 @@ hello_record(struct ms *ms, const struct proto_hello *m, uint64_t pipe_id,
 	return rc;
 }
 
+/* A HELLO with PROTO_HELLO_HOSTID: its host gets an access slice in the
+ * pool's host table (sw and sim; pool/evict.c note 8) before the WELCOME
+ * leaves, so the handler finds it there. Never a refusal: a full table
+ * leaves that host's direct reads uncounted, said once per host. The
+ * hash is the handler's claim; a handler that names made-up hosts can
+ * fill the table, which bends the eviction order and nothing else. */
+static void
+hello_host(struct ms *ms, const struct proto_hello *m)
+{
+	static uint64_t said[POOL_HOSTS_MAX]; /* hosts told "full", ms->lock */
+	int rc;
+
+	if (!(m->flags & PROTO_HELLO_HOSTID)) {
+		return;
+	}
+	if ((rc = pool_host_slice(ms->pool, m->host_hash)) >= 0) {
+		log_dbg("op=hello host=%016llx slice=%d",
+		    (unsigned long long)m->host_hash, rc);
+		return;
+	}
+	for (size_t i = 0; i < POOL_HOSTS_MAX; i++) {
+		if (said[i] == m->host_hash) {
+			return;
+		}
+		if (said[i] == 0) {
+			said[i] = m->host_hash;
+			break;
+		}
+	}
+	log_err("op=hello host=%016llx rc=%d msg=\"%s\"",
+	    (unsigned long long)m->host_hash, rc, cxlp_errormsg());
+}
+
 /* sess_hello -- HELLO: a new session (or the one an earlier copy of this
  * HELLO created), or with PROTO_HELLO_REATTACH the one the header names
  * (token checked). ms->lock held for writing, which keeps *out alive until
@@ -199,7 +233,11 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 
 	*out = NULL;
 	if (m->flags & PROTO_HELLO_REATTACH) {
-		return hello_reattach(ms, h, m, pipe_id, out);
+		rc = hello_reattach(ms, h, m, pipe_id, out);
+		if (rc == 0) {
+			hello_host(ms, m);
+		}
+		return rc;
 	}
 	if (__atomic_load_n(&ms->pool_replaced, __ATOMIC_ACQUIRE)) {
 		return cxlp_fail(CXLP_E_STALE, "%s no longer names the pool "
@@ -208,6 +246,7 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 		    pool_path(ms->pool));
 	}
 	if (hello_repeated(ms, h, m, pipe_id, out)) {
+		hello_host(ms, m);
 		return 0;
 	}
 	if ((rc = hello_record(ms, m, pipe_id, &r)) != 0) {
@@ -230,6 +269,7 @@ sess_hello(struct ms *ms, const struct proto_req_hdr *h,
 		pool_session_remove(ms->pool, r.id);
 		return cxlp_fail(-ENOMEM, "no memory for a session");
 	}
+	hello_host(ms, m);
 	*out = s;
 	return 0;
 }

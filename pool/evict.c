@@ -68,6 +68,30 @@
  *    tombstones, not 2k. A crash inside a pass loses that pass's counts
  *    (or its bytes only, between the two stores): the totals never count
  *    a key that is still there, and lag by at most one pass.
+ *
+ * 8. Hosts without hardware coherence (sw and sim pools, contract 11).
+ *    A byte that readers of many hosts set and the hand clears is a
+ *    cross-host read-modify-write of shared lines: a line moves whole,
+ *    so two hosts setting different bytes of one line lose one's write,
+ *    and the hand's clear clobbers both. So there the access area holds
+ *    one slice per host (layout_plan_hosts: page-aligned, no line shared
+ *    by two slices), the host table in the superblock says whose
+ *    (sb.hosts; the metaserver writes it, at the HELLO of a host it has
+ *    not seen: pool_host_slice; a full table leaves that host's direct
+ *    reads uncounted), and a slot's byte in a slice is a counter that
+ *    only readers of that host write: a hit increments it and writes the
+ *    line back (pool/access.c access_count; processes of one host may
+ *    race and lose an increment, which is harmless). The server never
+ *    writes a slice: it keeps in DRAM what it last saw of each counter
+ *    (seen), drops the slice lines of a chunk of slots as the hand enters
+ *    it [slices_fresh] (not its own host's: those lines are coherent with
+ *    its host's readers), and takes a key as referenced when any counter
+ *    moved since its last look [referenced]; its own lookups set a DRAM
+ *    byte as in note 5. A counter that moved by a multiple of 256
+ *    between two looks reads as unmoved: that key may lose its second
+ *    chance, which bends the order and nothing else (note 1). A host's
+ *    counters read at open, or when it joins, are what the hand saw
+ *    last: counts from before do not count.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -136,6 +160,60 @@ evictable(const struct pool *p, uint64_t slot, const struct evict_ops *ops,
 	    !pool_leased(p, slot, ops != NULL ? ops->now_ms : 0);
 }
 
+/* The lines of the slot chunk holding slot in every watched slice but
+ * this host's (whose lines this host's readers write into its own
+ * cache), dropped once per chunk the hand enters (note 8). */
+static void
+slices_fresh(struct pool *p, uint64_t slot)
+{
+	struct evict_dram *e = &p->ev;
+	uint64_t chunk = slot / EV_FRESH_SLOTS, first = chunk * EV_FRESH_SLOTS;
+	uint64_t len = e->nslots - first < EV_FRESH_SLOTS ? e->nslots - first :
+	    EV_FRESH_SLOTS;
+
+	if (chunk == e->fresh) {
+		return;
+	}
+	e->fresh = chunk;
+	for (uint32_t i = 0; i < e->nhosts; i++) {
+		if (e->seen[i] != NULL && i != e->self) {
+			pool_fresh(p, e->slices + i * e->stride + first, len);
+		}
+	}
+}
+
+/* The key at slot was read since the hand last looked at it, which this
+ * look now records: its byte was set (and is cleared), or in sw and sim
+ * a host's counter moved since (note 8). */
+static bool
+referenced(struct pool *p, uint64_t slot)
+{
+	struct evict_dram *e = &p->ev;
+	bool ref = __atomic_load_n(&e->access[slot], __ATOMIC_RELAXED) != 0;
+
+	if (ref) {
+		__atomic_store_n(&e->access[slot], 0, __ATOMIC_RELAXED);
+	}
+	if (e->slices == NULL) {
+		return ref;
+	}
+	slices_fresh(p, slot);
+	for (uint32_t i = 0; i < e->nhosts; i++) {
+		uint8_t now;
+
+		if (e->seen[i] == NULL) {
+			continue;
+		}
+		now = __atomic_load_n(&e->slices[i * e->stride + slot],
+		    __ATOMIC_RELAXED);
+		if (now != e->seen[i][slot]) {
+			e->seen[i][slot] = now;
+			ref = true;
+		}
+	}
+	return ref;
+}
+
 /* pool_evict_clock -- see pool.h */
 size_t
 pool_evict_clock(struct pool *p, size_t max, enum pool_evict_cause cause,
@@ -150,20 +228,18 @@ pool_evict_clock(struct pool *p, size_t max, enum pool_evict_cause cause,
 	if (p->rdonly || e->nslots == 0) {
 		return 0;
 	}
+	e->fresh = UINT64_MAX; /* readers wrote since the last call */
 	for (uint64_t step = 0; n < max && step < budget; step++) {
 		uint64_t slot = e->hand;
 		struct pool_kv kv;
-		uint8_t *a = &e->access[slot];
 
 		e->hand = (slot + 1) & (e->nslots - 1);
 		e->st.sweeps += e->hand == 0;
 		if (!evictable(p, slot, ops, &kv)) {
 			continue;
 		}
-		if (!e->ignore_access &&
-		    __atomic_load_n(a, __ATOMIC_RELAXED) != 0) {
+		if (!e->ignore_access && referenced(p, slot)) {
 			if (step < honour) {
-				__atomic_store_n(a, 0, __ATOMIC_RELAXED);
 				e->st.spared++;
 				continue;
 			}

@@ -3,7 +3,8 @@
  *
  * A pool is: superblock (4 KiB), region table, session table, KV index,
  * key heap, pin table, each starting on a 4 KiB boundary, then the access
- * area (from layout 2.2) on its own align boundaries, then the data area
+ * area (from layout 2.2) on its own align boundaries (in sw and sim pools
+ * one page-aligned slice per host, layout 2.5), then the data area
  * from the first align boundary after them to the end. These functions are pure
  * (no I/O, no mapping) so that every rejection can be tested on a struct
  * in memory; pool.c reads the bytes and calls them. Checksums are XXH64
@@ -142,10 +143,45 @@ layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
 	return 0;
 }
 
+/* layout_access_stride -- see layout.h */
+uint64_t
+layout_access_stride(const struct pool_sb *sb)
+{
+	return round_up(sb->access.count, POOL_AREA_ALIGN);
+}
+
+/* layout_plan_hosts -- see layout.h */
+int
+layout_plan_hosts(struct pool_sb *sb, uint32_t hosts, char *why, size_t n)
+{
+	uint64_t data_off;
+
+	if (hosts == 0 || hosts > POOL_HOSTS_MAX) {
+		snprintf(why, n, "%u access slices: 1 to %u", hosts,
+		    POOL_HOSTS_MAX);
+		return -EINVAL;
+	}
+	sb->access_hosts = hosts;
+	sb->access.len = round_up(hosts * layout_access_stride(sb),
+	    sb->align);
+	data_off = sb->access.off + sb->access.len;
+	if (data_off >= sb->size) {
+		snprintf(why, n, "size %llu leaves no data area after %llu "
+		    "bytes of metadata (%u access slices)",
+		    (unsigned long long)sb->size,
+		    (unsigned long long)data_off, hosts);
+		return -EINVAL;
+	}
+	sb->area[POOL_AREA_DATA].off = data_off;
+	sb->area[POOL_AREA_DATA].len = sb->size - data_off;
+	sb->area[POOL_AREA_DATA].count = (sb->size - data_off) / sb->align;
+	return 0;
+}
+
 /* layout_sb_checksum -- XXH64 of the superblock, next_session_id,
  * lease_until_ns, commit_seq, commit_done, the eviction totals,
- * open_nonce and the owner record as 0 (so a 2.0 pool, whose owner bytes
- * are zero, keeps its checksum) */
+ * open_nonce, the host table and the owner record as 0 (so a 2.0 pool,
+ * whose owner bytes are zero, keeps its checksum) */
 static uint64_t
 layout_sb_checksum(const struct pool_sb *sb)
 {
@@ -159,6 +195,7 @@ layout_sb_checksum(const struct pool_sb *sb)
 	memset(tmp.evict_keys, 0, sizeof(tmp.evict_keys));
 	memset(tmp.evict_bytes, 0, sizeof(tmp.evict_bytes));
 	tmp.open_nonce = 0;
+	memset(tmp.hosts, 0, sizeof(tmp.hosts));
 	memset(&tmp.owner, 0, sizeof(tmp.owner));
 	return XXH64(&tmp, offsetof(struct pool_sb, checksum), 0);
 }
@@ -272,8 +309,41 @@ check_geometry(const struct pool_sb *sb, char *why, size_t n)
 	return 0;
 }
 
+/* the access slices: one per host in sw and sim pools (a byte every
+ * host writes would be a cross-host read-modify-write of one line),
+ * none elsewhere; table entries past them are zero */
+static int
+check_slices(const struct pool_sb *sb, char *why, size_t n)
+{
+	bool per_host = sb->coherence == POOL_COH_SW ||
+	    sb->coherence == POOL_COH_SIM;
+	const struct pool_area *a = &sb->access;
+
+	if (sb->access_reserved != 0 || sb->access_hosts > POOL_HOSTS_MAX ||
+	    per_host != (sb->access_hosts != 0) ||
+	    (per_host && !(sb->compat & POOL_COMPAT_ACCESS))) {
+		snprintf(why, n, "%u access slices in a pool of coherence %s",
+		    sb->access_hosts, pool_coh_name(sb->coherence));
+		return -1;
+	}
+	for (uint32_t i = per_host ? sb->access_hosts : 0; i < POOL_HOSTS_MAX;
+	    i++) {
+		if (sb->hosts[i] != 0) {
+			snprintf(why, n, "host table entry %u is not zero", i);
+			return -1;
+		}
+	}
+	if (per_host && (a->len / layout_access_stride(sb) <
+	    sb->access_hosts)) {
+		snprintf(why, n, "access area of %llu bytes holds fewer than "
+		    "%u slices", (unsigned long long)a->len, sb->access_hosts);
+		return -1;
+	}
+	return 0;
+}
+
 /* the access area, if the pool has one: aligned, after the pin table,
- * before the data area, one byte per index slot */
+ * before the data area, one byte per index slot (per host: check_slices) */
 static int
 check_access(const struct pool_sb *sb, char *why, size_t n)
 {
@@ -282,7 +352,7 @@ check_access(const struct pool_sb *sb, char *why, size_t n)
 
 	if (!(sb->compat & POOL_COMPAT_ACCESS)) {
 		if (all_zero(a, sizeof(*a))) {
-			return 0;
+			return check_slices(sb, why, n);
 		}
 		snprintf(why, n, "superblock reserved fields are not zero");
 		return -1;
@@ -295,7 +365,7 @@ check_access(const struct pool_sb *sb, char *why, size_t n)
 		    (unsigned long long)a->off, (unsigned long long)a->len);
 		return -1;
 	}
-	return 0;
+	return check_slices(sb, why, n);
 }
 
 /* the coherence mode is one this code knows, flagged as incompat iff it
@@ -341,8 +411,8 @@ layout_validate(const struct pool_sb *sb, uint64_t file_size, char *why,
 		snprintf(why, n, "superblock reserved fields are not zero");
 		return CXLP_E_CORRUPT;
 	}
-	if (check_geometry(sb, why, n) != 0 || check_access(sb, why, n) != 0 ||
-	    check_coherence(sb, why, n) != 0) {
+	if (check_geometry(sb, why, n) != 0 ||
+	    check_coherence(sb, why, n) != 0 || check_access(sb, why, n) != 0) {
 		return CXLP_E_CORRUPT;
 	}
 	if (file_size < sb->size) {

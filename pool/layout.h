@@ -51,7 +51,9 @@
                               * writer opened)
                               * 5: coherence and coh_host (a pool of any
                               * mode but host also sets
-                              * POOL_INCOMPAT_COHERENCE) */
+                              * POOL_INCOMPAT_COHERENCE); access_hosts
+                              * and the host table hosts[] (sw and sim:
+                              * one access slice per host) */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
@@ -71,6 +73,9 @@
 #define POOL_PAGE_MIN 64u        /* smallest page size of a region */
 #define POOL_AREA_ALIGN 4096u    /* every metadata area starts on a page */
 #define POOL_BOOT_ID_LEN 40      /* text of a boot id (36) + NUL padding */
+#define POOL_HOSTS_MAX 16u       /* host table entries: the hosts of an sw
+                                  * or sim pool whose readers each get an
+                                  * access slice of their own */
 
 #define POOL_SESSIONS_DEFAULT 1024u
 #define POOL_BYTES_PER_SLOT 4096u  /* default: one index slot per 4 KiB */
@@ -150,7 +155,16 @@ struct pool_sb {
 	                           * off and len multiples of align, between
 	                           * the pin table and the data area, so a
 	                           * handler maps it alone, writable; zero
-	                           * (reserved) in pools before 2.2 */
+	                           * (reserved) in pools before 2.2. With
+	                           * access_hosts 0 it is one byte per slot,
+	                           * set by the readers of every host (host
+	                           * and hw pools: the lines are coherent);
+	                           * else access_hosts slices of count bytes,
+	                           * slice i at off + i * layout_access_stride
+	                           * (page aligned), whose lines only the
+	                           * readers of host hosts[i] write: one
+	                           * counter per slot that they increment
+	                           * (evict.c note 8) */
 	uint64_t lease_until_ns;  /* CLOCK_REALTIME ns before which a lease a
 	                           * server of this pool granted may still
 	                           * run (lease.c; layout 2.2). One 8-byte
@@ -191,13 +205,28 @@ struct pool_sb {
 	uint64_t coh_host;        /* coherence host: coh_host_hash() of the
 	                           * host that formatted it, the one host
 	                           * allowed; else 0 */
-	uint8_t reserved[3200];   /* zero */
+	uint32_t access_hosts;    /* slices of the access area: 0 = one for
+	                           * all hosts (host, hw); POOL_HOSTS_MAX in
+	                           * sw and sim (layout_plan_hosts). Written
+	                           * by the format only */
+	uint32_t access_reserved; /* zero */
+	uint64_t hosts[POOL_HOSTS_MAX]; /* the host table: coh_host_hash() of
+	                           * the host whose readers write access
+	                           * slice i; 0 = free; entries from
+	                           * access_hosts on stay 0. Its lines are
+	                           * written only by the metaserver serving
+	                           * the pool (at a HELLO naming a host not
+	                           * in it yet: pool_host_slice), one 8-byte
+	                           * store per entry, cleared only by a
+	                           * format, so a host keeps its slice across
+	                           * restarts. Not covered by checksum */
+	uint8_t reserved[3064];   /* zero */
 	struct pool_orec owner;   /* who serves the pool; its own rules,
 	                           * above (layout 2.1; zero in 2.0) */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id,
 	                           * lease_until_ns, commit_seq, commit_done,
-	                           * the eviction totals, open_nonce and owner
-	                           * read as 0 */
+	                           * the eviction totals, open_nonce, hosts
+	                           * and owner read as 0 */
 };
 static_assert(sizeof(struct pool_sb) == POOL_SB_SIZE, "superblock size");
 static_assert(offsetof(struct pool_sb, owner) % 64 == 0,
@@ -213,6 +242,8 @@ static_assert(offsetof(struct pool_sb, evict_keys) % 8 == 0 &&
     "eviction totals are published by aligned 8-byte stores");
 static_assert(offsetof(struct pool_sb, open_nonce) % 8 == 0,
     "open_nonce is published by an aligned 8-byte store");
+static_assert(offsetof(struct pool_sb, hosts) % 8 == 0,
+    "host table entries are published by aligned 8-byte stores");
 static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
     "next_session_id is published by an aligned 8-byte store");
 
@@ -387,6 +418,15 @@ static_assert(sizeof(struct kv_keyrec) == 8, "key record header size");
  * why filled when the numbers cannot make a pool. */
 int layout_plan(struct pool_sb *sb, uint64_t size, uint64_t align,
     uint64_t index_slots, uint32_t max_sessions, char *why, size_t n);
+/* layout_plan_hosts -- lay a planned superblock's access area out as
+ * hosts slices (1..POOL_HOSTS_MAX; sw and sim pools), each of
+ * layout_access_stride bytes, and the data area after it. Returns 0, or
+ * -EINVAL with why filled when no data area is left. */
+int layout_plan_hosts(struct pool_sb *sb, uint32_t hosts, char *why,
+    size_t n);
+/* layout_access_stride -- bytes from one access slice to the next: the
+ * slots rounded up to a page, so no two slices share a cache line. */
+uint64_t layout_access_stride(const struct pool_sb *sb);
 /* layout_seal -- compute and store sb->checksum. */
 void layout_seal(struct pool_sb *sb);
 /* layout_validate -- check a superblock read from a file of file_size

@@ -64,6 +64,10 @@ plan(struct pool_sb *sb, const char *path, uint64_t size,
 	rc = layout_plan(sb, size, pp ? pp->align : 0,
 	    pp ? pp->index_slots : 0, pp ? pp->max_sessions : 0, why,
 	    sizeof(why));
+	if (rc == 0 && (coh == POOL_COH_SW || coh == POOL_COH_SIM)) {
+		/* no line of the access area written by two hosts */
+		rc = layout_plan_hosts(sb, POOL_HOSTS_MAX, why, sizeof(why));
+	}
 	if (rc != 0) {
 		return cxlp_fail(rc, "%s: cannot format: %s", path, why);
 	}

@@ -382,8 +382,18 @@ size_t pool_evict_region(struct pool *p, uint32_t id,
  * Lock-free: may run under a shared lock. */
 void pool_access_touch(const struct pool *p, uint64_t slot);
 /* pool_access_shared -- the access bytes are in the pool's access area
- * (layout 2.2), where handlers set them too. */
+ * (layout 2.2), where handlers set them too (in sw and sim, each host's
+ * in its own slice). */
 bool pool_access_shared(const struct pool *p);
+/* pool_host_slice -- the access slice of the host whose coh_host_hash()
+ * is host: its entry in the host table (layout.h sb.hosts), made now if
+ * it has none, persisted and written back before this returns, so a
+ * reader of that host that drops the table's lines finds it (evict.c
+ * note 8). A pool with one slice for all hosts (host, hw) answers 0 and
+ * writes nothing. Exclusive access. Returns the slice (>= 0),
+ * CXLP_E_NOSPACE when POOL_HOSTS_MAX other hosts have one, -EINVAL for
+ * host 0 or a read-only pool, or -ENOMEM; cxlp_errormsg() says why. */
+int pool_host_slice(struct pool *p, uint64_t host);
 /* pool_evict_set_order -- use_access false: the hand ignores reference
  * bytes (index order; for comparisons), true: CLOCK (default). */
 void pool_evict_set_order(struct pool *p, bool use_access);

@@ -61,11 +61,27 @@ struct pin_dram {
 
 /* DRAM state of eviction (evict.c), rebuilt at open. */
 #define EV_NIL UINT32_MAX /* the end of a region's key list (evlist.c) */
+#define EV_FRESH_SLOTS 4096u /* slots whose slice lines the hand drops at
+                              * once (evict.c note 8) */
 
 struct evict_dram {
 	uint8_t *access;   /* one byte per index slot: the access area in
-	                    * the mapping, or DRAM (note 5) */
+	                    * the mapping, or DRAM (note 5; and in sw and
+	                    * sim, where it is the server's own lookups'
+	                    * alone: note 8) */
 	bool access_dram;  /* access is malloc'd */
+	/* sw and sim (sb.access_hosts > 0): the readers' counters, one
+	 * slice per host, which this process only reads (note 8) */
+	const uint8_t *slices; /* slice 0 in the mapping; NULL: none */
+	uint64_t stride;   /* bytes from one slice to the next */
+	uint32_t nhosts;   /* slices (sb.access_hosts) */
+	uint32_t self;     /* this host's slice (no drop needed), or
+	                    * UINT32_MAX */
+	uint8_t *seen[POOL_HOSTS_MAX]; /* per slice: its counters as the
+	                    * hand last read them; NULL while the host
+	                    * table has no host for the slice */
+	uint64_t fresh;    /* the chunk of slots whose slice lines the hand
+	                    * dropped last (EV_FRESH_SLOTS), or UINT64_MAX */
 	bool ignore_access; /* pool_evict_set_order(false): sweep order */
 	uint64_t nslots;   /* index slots (a power of two) */
 	uint32_t *next;    /* per slot: next key of its region, or nil */

@@ -11,8 +11,11 @@
  *    sees one cache.
  * 2. Making a cache [cache_make]: under an exclusive flock of
  *    P.simhost-H.lock, a host whose cache is missing or of another size
- *    gets both files built under temporary names, as copies of P that
- *    keep its holes, then renamed into place, the twin first: the cache's
+ *    gets both files built under temporary names, the cache as a copy of
+ *    P that keeps its holes and the twin as a copy of the cache (never
+ *    two copies of P: other hosts write P meanwhile, and a line that
+ *    differs between them would pass for dirty), then renamed into
+ *    place, the twin first: the cache's
  *    name appears last, so a cache that exists is whole, and its twin is
  *    the one built with it.
  * 3. A line moves whole. A write-back or drop of [off, off + len) takes
@@ -146,33 +149,70 @@ copy_sparse(int in, int out, off_t size)
 	return rc;
 }
 
-/* build one of the host's files as a copy of the device, then rename it
- * into place (note 2) */
+/* a copy of src (size bytes) under a temporary name beside final, in
+ * tmp[PATH_MAX]; its descriptor in *fd (caller closes, renames or
+ * unlinks) */
 static int
-copy_into_place(int dev_fd, off_t size, const char *final)
+copy_to_tmp(int src, off_t size, const char *final, char *tmp, int *fd)
 {
-	char tmp[PATH_MAX];
-	int fd, rc;
+	int rc;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp%ld", final, (long)getpid()) >=
-	    (int)sizeof(tmp)) {
+	if (snprintf(tmp, PATH_MAX, "%s.tmp%ld", final, (long)getpid()) >=
+	    PATH_MAX) {
 		return cxlp_fail(-ENAMETOOLONG, "%s: path too long", final);
 	}
-	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
+	*fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (*fd < 0) {
 		return cxlp_fail(-errno, "%s: %s", tmp, strerror(errno));
 	}
-	rc = copy_sparse(dev_fd, fd, size);
-	close(fd);
-	if (rc == 0 && rename(tmp, final) != 0) {
-		rc = -errno;
-	}
-	if (rc != 0) {
+	if ((rc = copy_sparse(src, *fd, size)) != 0) {
+		close(*fd);
 		unlink(tmp);
 		return cxlp_fail(rc, "%s: cannot make the host's copy: %s",
 		    final, strerror(-rc));
 	}
 	return 0;
+}
+
+/* tmp (a copy made by copy_to_tmp) takes the name final */
+static int
+rename_into_place(const char *tmp, const char *final)
+{
+	if (rename(tmp, final) != 0) {
+		int rc = -errno;
+
+		unlink(tmp);
+		return cxlp_fail(rc, "%s: cannot make the host's copy: %s",
+		    final, strerror(-rc));
+	}
+	return 0;
+}
+
+/* The cache as one copy of the device, the twin as a copy of that copy
+ * (two copies of the device would differ in the lines other hosts wrote
+ * back between them, which the new host would take for its own dirty
+ * lines and write back over newer ones), renamed into place the twin
+ * first (note 2). */
+static int
+caches_copy(int dev_fd, off_t size, const char *cache, const char *twin)
+{
+	char ctmp[PATH_MAX], ttmp[PATH_MAX];
+	int cfd, tfd, rc;
+
+	if ((rc = copy_to_tmp(dev_fd, size, cache, ctmp, &cfd)) != 0) {
+		return rc;
+	}
+	rc = copy_to_tmp(cfd, size, twin, ttmp, &tfd);
+	close(cfd);
+	if (rc == 0) {
+		close(tfd);
+		rc = rename_into_place(ttmp, twin);
+	}
+	if (rc == 0) {
+		return rename_into_place(ctmp, cache);
+	}
+	unlink(ctmp);
+	return rc;
 }
 
 static bool
@@ -197,10 +237,7 @@ cache_make(int dev_fd, off_t size, const char *cache, const char *twin,
 	if (flock(lfd, LOCK_EX) != 0) {
 		rc = cxlp_fail(-errno, "%s: flock: %s", lock, strerror(errno));
 	} else if (!has_size(cache, size) || !has_size(twin, size)) {
-		rc = copy_into_place(dev_fd, size, twin);
-		if (rc == 0) {
-			rc = copy_into_place(dev_fd, size, cache);
-		}
+		rc = caches_copy(dev_fd, size, cache, twin);
 	}
 	close(lfd); /* drops the flock */
 	return rc;

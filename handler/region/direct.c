@@ -67,7 +67,9 @@
 #include <sys/stat.h>
 
 #include "clock.h"
+#include "coh.h"
 #include "err.h"
+#include "hostslice.h"
 #include "region.h"
 #include "kvread.h"
 #include "layout.h"
@@ -81,7 +83,10 @@
 struct direct {
 	struct pmap *map;  /* [0, meta_len) of the pool, read-only */
 	struct pmap *amap; /* the access area, writable; NULL: none */
-	uint8_t *access;   /* one reference byte per index slot, or NULL */
+	uint8_t *access;   /* one reference byte per index slot, or NULL;
+	                    * in sw and sim this host's slice of counters */
+	bool per_host;     /* access is a slice: a hit counts, written back
+	                    * (pool/evict.c note 8) */
 	struct kvread kr;  /* views into map */
 	uint64_t magic;    /* the superblock's first 8 bytes when valid */
 	uint64_t uuid[2];  /* its uuid, new at every format */
@@ -187,10 +192,32 @@ meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
 	return 0;
 }
 
+/* This host's slice of an sw or sim pool's access area (pool/evict.c
+ * note 8): the one the host table gives it, which the server filled at
+ * our HELLO. None (a full table): direct reads go uncounted, said once
+ * per handler. */
+static bool
+access_slice(struct direct *d, const struct pool_sb *sb)
+{
+	int i = hostslice_find(d->map, pmap_addr(d->map), coh_host_hash());
+
+	if (i < 0) {
+		log_info("direct reads are not counted by eviction: the "
+		    "pool's host table gives this host no access slice "
+		    "(%u hosts have one)", sb->access_hosts);
+		return false;
+	}
+	d->access = (uint8_t *)pmap_addr(d->amap) +
+	    (uint64_t)i * layout_access_stride(sb);
+	d->per_host = true;
+	return true;
+}
+
 /* Map the access area writable (evict.c in pool/: a hit sets the key's
- * byte, which the eviction order counts). Optional: without it (a pool
- * before layout 2.2, a mapping refused) direct reads go uncounted and
- * the order sees only the server's lookups. */
+ * byte, which the eviction order counts; in sw and sim, counts in this
+ * host's slice). Optional: without it (a pool before layout 2.2, a
+ * mapping refused, no slice) direct reads go uncounted and the order
+ * sees only the server's lookups. */
 static void
 access_map(struct cxlp_handler *h, const struct pool_sb *sb,
     struct direct *d)
@@ -209,16 +236,25 @@ access_map(struct cxlp_handler *h, const struct pool_sb *sb,
 		pmap_close(&d->amap);
 		return;
 	}
-	d->access = pmap_addr(d->amap);
+	if (sb->access_hosts == 0) {
+		d->access = pmap_addr(d->amap);
+	} else if (!access_slice(d, sb)) {
+		pmap_close(&d->amap);
+	}
 }
 
 /* a hit on slot: set its reference byte unless it is set (a store only
- * when it changes something, so readers do not bounce the line) */
+ * when it changes something, so readers do not bounce the line); in sw
+ * and sim count it in this host's slice and write the line back */
 static inline void
 access_touch(const struct direct *d, uint64_t slot)
 {
-	if (d->access != NULL && slot < d->kr.nslots &&
-	    __atomic_load_n(&d->access[slot], __ATOMIC_RELAXED) == 0) {
+	if (d->access == NULL || slot >= d->kr.nslots) {
+		return;
+	}
+	if (d->per_host) {
+		hostslice_count(d->amap, d->access, slot);
+	} else if (__atomic_load_n(&d->access[slot], __ATOMIC_RELAXED) == 0) {
 		__atomic_store_n(&d->access[slot], 1, __ATOMIC_RELAXED);
 	}
 }

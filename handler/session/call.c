@@ -136,10 +136,25 @@ hello_refused(const struct cxlp_handler *h)
 	    h->cfg.server);
 }
 
+/* The pool is one whose readers each host counts in a slice of its own
+ * (sw, sim: pool/evict.c note 8), so a HELLO names this host. Known only
+ * after the first WELCOME (coh_attach), so the first HELLO never names
+ * it, and an old server of a host pool never sees the flag. */
+static bool
+names_host(const struct cxlp_handler *h)
+{
+	enum pool_coh m = h->coh != NULL ? coh_mode(h->coh) : POOL_COH_HOST;
+
+	return m == POOL_COH_SW || m == POOL_COH_SIM;
+}
+
 /* h_hello -- see session.h. The HELLO asks for the reason of a
  * refusal, and promises heartbeats every keepalive_ms when the keeper
  * runs (metaserver/silence.c ends a session that breaks the promise: its
- * handler closed unheard). */
+ * handler closed unheard). In sw and sim it names this host
+ * (PROTO_HELLO_HOSTID), so the server gives it an access slice: the
+ * first WELCOME of such a pool is followed at once by a reattaching
+ * HELLO that does (one round trip more, at connect, in those modes). */
 int
 h_hello(struct cxlp_handler *h, uint32_t flags)
 {
@@ -153,10 +168,15 @@ h_hello(struct cxlp_handler *h, uint32_t flags)
 	    .start_time = proc_start_time(),
 	    .instance_id = h->cfg.instance_id, .host = host,
 	    .secret = h->cfg.secret, .secret_len = h->cfg.secret_len};
+	bool named = names_host(h);
 	struct creply rep;
 	struct pbuf b;
 	int rc;
 
+	if (named) {
+		m.flags |= PROTO_HELLO_HOSTID;
+		m.host_hash = coh_host_hash();
+	}
 	(void)gethostname(host, sizeof(host) - 1);
 	m.host_len = (uint16_t)strnlen(host, PROTO_HOST_MAX);
 	pbuf_init(&b);
@@ -171,6 +191,12 @@ h_hello(struct cxlp_handler *h, uint32_t flags)
 	}
 	rc = welcome_take(h, &rep);
 	client_reply_fini(&rep);
+	if (rc == 0 && !named && names_host(h) &&
+	    h_hello(h, PROTO_HELLO_REATTACH) != 0) {
+		/* the session stands; only the slice is missing */
+		log_err("this host has no access slice, its direct reads "
+		    "are not counted by eviction: %s", cxlp_errormsg());
+	}
 	return rc;
 }
 

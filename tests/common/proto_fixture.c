@@ -75,7 +75,7 @@ build_hello(struct pbuf *b)
 {
 	struct proto_hello m = { (uint32_t)rnd(), rnd_below(2), rnd(), rnd(),
 		(const char *)keybytes, (uint16_t)rnd_below(PROTO_HOST_MAX),
-		keybytes, (uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0, 0 };
+		keybytes, (uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0, 0, 0 };
 
 	put_req(b, PROTO_OP_HELLO);
 	proto_put_hello(b, &m);

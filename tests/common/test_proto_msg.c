@@ -23,7 +23,7 @@ Test(proto_msg, hello_and_welcome_round_trip)
 			rnd(), (const char *)keybytes + i,
 			(uint16_t)rnd_below(PROTO_HOST_MAX + 1),
 			keybytes + 2 * i,
-			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0, 0 }, hm;
+			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0, 0, 0 }, hm;
 		struct proto_welcome w = { rnd(), rnd(), rnd(), rnd(),
 			(const char *)keybytes + i,
 			(uint16_t)rnd_below(PROTO_PATH_MAX + 1), i % 2 != 0,
@@ -301,7 +301,7 @@ Test(proto_msg, every_message_with_a_trailing_byte_is_rejected)
 
 Test(proto_msg, reserved_flag_bits_are_rejected)
 {
-	struct proto_hello m = { .flags = 0x40 }, hm;
+	struct proto_hello m = { .flags = 0x80 }, hm;
 	struct proto_key *k;
 	struct proto_reg *g;
 	uint32_t flags, n;
@@ -324,6 +324,36 @@ Test(proto_msg, reserved_flag_bits_are_rejected)
 	preader_init(&r, b.data, b.len);
 	cr_assert_eq(proto_get_regs(&r, &flags, &g, &n), CXLP_E_PROTO);
 	cr_assert_null(g);
+	pbuf_fini(&b);
+}
+
+/* PROTO_HELLO_HOSTID: the host follows the lease, and 0 is no host */
+Test(proto_msg, hello_host_round_trips_and_host_zero_is_refused)
+{
+	struct proto_hello m = { .flags = PROTO_HELLO_HOSTID |
+	    PROTO_HELLO_LEASE, .lease_ms = 7, .host_hash = 0x1234abcdull }, hm;
+	struct preader r;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_hello(&b, &m);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_hello(&r, &hm), 0, "%s", cxlp_errormsg());
+	cr_assert_eq(hm.host_hash, 0x1234abcdull);
+	cr_assert_eq(hm.lease_ms, 7);
+	pbuf_reset(&b);
+	m.host_hash = 0;
+	proto_put_hello(&b, &m);
+	preader_init(&r, b.data, b.len);
+	cr_assert_eq(proto_get_hello(&r, &hm), CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "hello.host") != NULL, "%s",
+	    cxlp_errormsg());
+	pbuf_reset(&b);
+	m.flags = PROTO_HELLO_HOSTID; /* cut inside the host */
+	m.host_hash = 5;
+	proto_put_hello(&b, &m);
+	preader_init(&r, b.data, b.len - 1);
+	cr_assert_eq(proto_get_hello(&r, &hm), CXLP_E_PROTO);
 	pbuf_fini(&b);
 }
 

@@ -30,6 +30,12 @@
  *   itest-worker coh-writer URL HOST, coh-reader URL HOST: a handler on
  *                                       simulated host HOST, driven by
  *                                       commands (worker_coh.c)
+ *   itest-worker read-rounds URL PREFIX:N:P  direct retrieves of the keys
+ *                                       PREFIX-k, k < N, k % 2 == P: one
+ *                                       round at go and one per byte on
+ *                                       stdin, each answered with the
+ *                                       u32 count found intact; EOF ends
+ *                                       it (test_evict_hosts.c)
  */
 #include <pthread.h>
 #include <signal.h>
@@ -563,6 +569,42 @@ stall_threads(int argc, char **argv)
 	return rc;
 }
 
+static int
+read_rounds(int argc, char **argv)
+{
+	char prefix[32], go;
+	unsigned n, parity;
+	struct cxlp_handler *h;
+
+	if (argc != 1 || sscanf(argv[0], "%31[^:]:%u:%u", prefix, &n,
+	    &parity) != 3) {
+		return 2;
+	}
+	if ((h = kv_connect(url, 64 * 1024, 4 * MiB, true)) == NULL) {
+		return 100;
+	}
+	do {
+		uint32_t found = 0;
+
+		for (unsigned k = parity; k < n; k += 2) {
+			char key[64];
+			size_t kl = kv_key(key, sizeof(key), prefix, k);
+			const void *data;
+			size_t len;
+			uint32_t w;
+
+			found += cxlp_retrieve(h, key, kl, 0, &data, &len) == 0 &&
+			    kv_check(data, len, k, &w);
+		}
+		if (write(STDOUT_FILENO, &found, sizeof(found)) !=
+		    sizeof(found)) {
+			break;
+		}
+	} while (read(STDIN_FILENO, &go, 1) == 1);
+	cxlp_close(&h);
+	return 0;
+}
+
 static const struct role {
 	const char *name;
 	int nargs;
@@ -582,6 +624,7 @@ static const struct role {
 	{ "async-storer", 1, async_storer },
 	{ "coh-writer", 1, coh_writer },
 	{ "coh-reader", 1, coh_reader },
+	{ "read-rounds", 1, read_rounds },
 };
 
 int

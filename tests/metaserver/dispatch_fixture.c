@@ -131,7 +131,7 @@ dfx_hello_from(struct dfx_cl *c, uint64_t pipe, uint32_t flags, uint32_t pid,
     uint64_t start_time, const char *host)
 {
 	struct proto_hello m = { pid, flags, start_time, 7, host,
-		(uint16_t)strlen(host), NULL, 0, 0, 0 };
+		(uint16_t)strlen(host), NULL, 0, 0, 0, 0 };
 	struct proto_rep_hdr h;
 	struct proto_welcome w;
 	struct preader r;

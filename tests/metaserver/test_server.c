@@ -411,7 +411,7 @@ Test(server, a_hello_on_a_pipe_being_recorded_is_the_peers)
 {
 	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_HELLO, 1, 0, 0 };
 	struct proto_hello m = { 1, 0, 12345, 0, "rawclient", 9, NULL, 0,
-		0, 0 };
+		0, 0, 0 };
 	struct proto_session_info *v = NULL;
 	struct proto_rep_hdr rh;
 	struct proto_welcome w;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "coh.h"
 #include "cxlpool.h"
 #include "layout.h"
 
@@ -175,6 +176,59 @@ Test(layout, an_access_area_out_of_place_is_corrupt)
 	b.access.off += b.align; /* runs into the data area */
 	layout_seal(&b);
 	cr_assert_eq(layout_validate(&b, b.size, why, 256), CXLP_E_CORRUPT);
+}
+
+/* an sw pool as pool.c plans one: a page-aligned slice per host */
+static void
+plan_sw(struct pool_sb *b)
+{
+	*b = sb;
+	b->coherence = POOL_COH_SW;
+	b->incompat |= POOL_INCOMPAT_COHERENCE;
+	cr_assert_eq(layout_plan_hosts(b, POOL_HOSTS_MAX, why, sizeof(why)),
+	    0, "%s", why);
+	layout_seal(b);
+}
+
+Test(layout, an_sw_pool_has_a_page_aligned_slice_per_host)
+{
+	struct pool_sb b;
+	uint64_t stride;
+
+	plan_sw(&b);
+	stride = layout_access_stride(&b);
+	cr_assert_eq(stride % 4096, 0);
+	cr_assert_geq(stride, b.access.count);
+	cr_assert_geq(b.access.len, POOL_HOSTS_MAX * stride);
+	cr_assert_eq(b.access.len % b.align, 0);
+	cr_assert_eq(b.access.off + b.access.len, b.area[POOL_AREA_DATA].off);
+	cr_assert_eq(b.area[POOL_AREA_DATA].off + b.area[POOL_AREA_DATA].len,
+	    b.size);
+	cr_assert_eq(layout_validate(&b, b.size, why, 256), 0, "%s", why);
+	/* the host table changes after format, outside the checksum */
+	b.hosts[3] = 0x1234;
+	cr_assert_eq(layout_validate(&b, b.size, why, 256), 0, "%s", why);
+	cr_assert_eq(layout_plan_hosts(&b, POOL_HOSTS_MAX + 1, why, 256),
+	    -EINVAL);
+}
+
+Test(layout, slices_that_do_not_match_the_mode_are_corrupt)
+{
+	struct pool_sb b;
+
+	plan_sw(&b);
+	b.access_hosts = 0; /* every host writing one slice: refused */
+	layout_seal(&b);
+	cr_assert_eq(layout_validate(&b, b.size, why, 256), CXLP_E_CORRUPT);
+	cr_assert(strstr(why, "access slices") != NULL, "%s", why);
+	b = sb;
+	b.access_hosts = 2; /* slices in a host pool */
+	layout_seal(&b);
+	cr_assert_eq(layout_validate(&b, b.size, why, 256), CXLP_E_CORRUPT);
+	b = sb;
+	b.hosts[0] = 1; /* a table entry without its slice */
+	cr_assert_eq(layout_validate(&b, b.size, why, 256), CXLP_E_CORRUPT);
+	cr_assert(strstr(why, "host table") != NULL, "%s", why);
 }
 
 Test(layout, any_flipped_byte_is_checksum)

@@ -249,7 +249,7 @@ raw_hello(struct raw_client *c)
 	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_HELLO,
 		c->next_id++, 0, 0 };
 	struct proto_hello m = { (uint32_t)getpid(), 0, 0, 0, "rawclient",
-		9, NULL, 0, 0, 0 };
+		9, NULL, 0, 0, 0, 0 };
 	struct pbuf b;
 	uint8_t *rep = NULL;
 	size_t rep_len;

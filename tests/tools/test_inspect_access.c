@@ -5,17 +5,23 @@
  * the access area: how many index slots have their reference byte set
  * after readers touched some keys, and a pool formatted before layout 2.2
  * reported as having none; the evictions since format, by cause, added
- * up over two opens.
+ * up over two opens; on a sim pool, the slots some host's counter
+ * counted, across the hosts' slices.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "coh.h"
 #include "cxlpool.h"
+#include "hostslice.h"
 #include "inspect_fixture.h"
 #include "layout.h"
+#include "map.h"
+#include "sim.h"
 #include "pool_test.h"
 
 TestSuite(inspect, .init = inspect_setup, .fini = inspect_teardown);
@@ -199,4 +205,81 @@ Test(inspect, summary_of_a_pool_before_layout_2_2_has_no_access_area)
 	cr_assert_eq(run_json("summary %s", path), 0, "%s", out);
 	has("\"access\": {\"layout\": \"2.1\", \"area\": false}");
 	cr_assert_eq(run("check %s", path), 0, "%s", out);
+}
+
+/* host `name` counts slots [first, first + n) in its slice of the sim
+ * pool at path, as its handlers' direct reads do (pool/hostslice.c) */
+static void
+count_as(const char *name, uint64_t first, uint64_t n)
+{
+	struct pmap *head, *am;
+	const struct pool_sb *sb;
+	struct coh *c;
+	int i;
+
+	setenv("CXLP_SIM_HOST", name, 1);
+	cr_assert_eq(coh_open(&c, path, POOL_COH_SIM), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(pmap_open_coh(&head, path, 0, POOL_SB_SIZE, false, c), 0);
+	sb = pmap_addr(head);
+	i = hostslice_find(head, sb, coh_host_hash());
+	cr_assert_geq(i, 0, "host %s has no slice", name);
+	cr_assert_eq(pmap_open_coh(&am, path, sb->access.off, sb->access.len,
+	    true, c), 0);
+	for (uint64_t s = first; s < first + n; s++) {
+		hostslice_count(am, (uint8_t *)pmap_addr(am) + (uint64_t)i *
+		    layout_access_stride(sb), s);
+	}
+	pmap_close(&am);
+	pmap_close(&head);
+	coh_close(&c);
+	setenv("CXLP_SIM_HOST", "A", 1);
+}
+
+static uint64_t
+hash_as(const char *name)
+{
+	uint64_t h;
+
+	setenv("CXLP_SIM_HOST", name, 1);
+	h = coh_host_hash();
+	setenv("CXLP_SIM_HOST", "A", 1);
+	return h;
+}
+
+/* the simulated hosts' caches go with the pool, passed or failed */
+static void
+sim_teardown(void)
+{
+	char lock[300];
+
+	(void)sim_forget_hosts(path);
+	snprintf(lock, sizeof(lock), "%s.simlock", path);
+	unlink(lock);
+	inspect_teardown();
+}
+
+Test(inspect, summary_counts_slots_read_on_any_host_of_a_sim_pool,
+    .fini = sim_teardown)
+{
+	struct pool_params pp = { .size = 32ull << 20,
+		.coherence = POOL_COH_SIM };
+	char line[160];
+	struct pool *p;
+
+	setenv("CXLP_SIM_HOST", "A", 1);
+	cr_assert_eq(pool_open(&p, path, POOL_CREATE, &pp), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(pool_host_slice(p, hash_as("B")), 0);
+	cr_assert_eq(pool_host_slice(p, hash_as("D")), 1);
+	pool_close(&p);
+	count_as("B", 5, 2); /* slots 5, 6 */
+	count_as("D", 6, 2); /* slots 6, 7: one slot read on both */
+	cr_assert_eq(run("summary %s", path), 0, "%s", out);
+	snprintf(line, sizeof(line), "\naccess         3 of %u slots read "
+	    "(counters of 2 hosts, area ", (32u << 20) / 4096);
+	has(line);
+	cr_assert_eq(run_json("summary %s", path), 0, "%s", out);
+	has("\"referenced\": 3, ");
+	has("\"hosts\": 2}");
 }

@@ -97,6 +97,13 @@ print_access_text(const struct inspect_access *ac)
 		    ac->major, ac->minor);
 		return;
 	}
+	if (ac->per_host) {
+		printf("%-14s %" PRIu64 " of %" PRIu64 " slots read (counters "
+		    "of %u hosts, area %s, layout %u.%u)\n", "access",
+		    ac->referenced, ac->slots, ac->hosts, fmt_size(a, ac->len),
+		    ac->major, ac->minor);
+		return;
+	}
 	printf("%-14s %" PRIu64 " of %" PRIu64 " slots referenced (area %s, "
 	    "layout %u.%u)\n", "access", ac->referenced, ac->slots,
 	    fmt_size(a, ac->len), ac->major, ac->minor);
@@ -116,6 +123,9 @@ print_access_json(struct jw *w, const struct inspect_access *ac)
 		jw_u64(w, "referenced", ac->referenced);
 		jw_u64(w, "area_off", ac->off);
 		jw_u64(w, "area_bytes", ac->len);
+		if (ac->per_host) {
+			jw_u64(w, "hosts", ac->hosts);
+		}
 	}
 	jw_close(w);
 }

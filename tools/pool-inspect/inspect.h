@@ -66,7 +66,10 @@ struct inspect_access {
 	bool area;             /* it has an access area (layout 2.2) */
 	uint64_t slots;        /* bytes in it: one per index slot */
 	uint64_t referenced;   /* of them set: keys read since the CLOCK
-	                        * hand last passed */
+	                        * hand last passed; per host: slots whose
+	                        * counter is not 0 in some host's slice */
+	bool per_host;         /* one slice of counters per host (sw, sim) */
+	uint32_t hosts;        /* hosts the host table gives a slice */
 	uint64_t off, len;     /* where the area lies, bytes */
 };
 

@@ -18,7 +18,7 @@ hostslice_find(const struct pmap *m, const struct pool_sb *sb,
 	pmap_fresh(m, sb->hosts, sizeof(sb->hosts));
 	for (uint32_t i = 0; host != 0 && i < sb->access_hosts &&
 	    i < POOL_HOSTS_MAX; i++) {
-		if (pool_load8(&sb->hosts[i]) == host) {
+		if (pool_load8_here(&sb->hosts[i]) == host) { /* dropped above */
 			return (int)i;
 		}
 	}

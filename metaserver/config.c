@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elect.h"
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
@@ -369,6 +370,74 @@ set_ready_file(struct ms_config *cfg, const char *v)
 	return 0;
 }
 
+/* --elect etcd://HOST:PORT[,...] (elect.c parses it again at start) */
+static int
+set_elect(struct ms_config *cfg, const char *v)
+{
+	int rc = elect_check_spec(v);
+	char why[256];
+
+	if (rc != 0 && rc != -ENOTSUP) {
+		snprintf(why, sizeof(why), "%s", cxlp_errormsg());
+		return cxlp_fail(rc, "--elect %s", why);
+	}
+	if (rc != 0) {
+		return cxlp_fail_keep(rc);
+	}
+	cfg->elect = v;
+	return 0;
+}
+
+/* --elect-key /PATH: etcd takes any bytes; we take printable ones */
+static int
+set_elect_key(struct ms_config *cfg, const char *v)
+{
+	size_t n = strlen(v);
+
+	if (v[0] != '/' || n < 2 || n > 512) {
+		return cxlp_fail(-EINVAL, "--elect-key '%s': a path that "
+		    "starts with / (2..512 bytes)", v);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!isgraph((unsigned char)v[i])) {
+			return cxlp_fail(-EINVAL, "--elect-key: byte %zu is "
+			    "not printable or is a space", i);
+		}
+	}
+	cfg->elect_key = v;
+	return 0;
+}
+
+/* --elect-ttl 2s | 1500ms | 3 (seconds): ELECT_TTL_MS_MIN..MAX, whole
+ * seconds (etcd's TTLs are) */
+static int
+set_elect_ttl(struct ms_config *cfg, const char *v)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!isdigit((unsigned char)v[0])) {
+		return -EINVAL;
+	}
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno != 0 || x > ELECT_TTL_MS_MAX) {
+		return -EINVAL;
+	}
+	if (*end == '\0' || strcmp(end, "s") == 0) {
+		x *= 1000;
+	} else if (strcmp(end, "ms") != 0) {
+		return -EINVAL;
+	}
+	if (x < ELECT_TTL_MS_MIN || x > ELECT_TTL_MS_MAX || x % 1000 != 0) {
+		return cxlp_fail(-EINVAL, "--elect-ttl %s: whole seconds, "
+		    "%us..%us", v, ELECT_TTL_MS_MIN / 1000,
+		    ELECT_TTL_MS_MAX / 1000);
+	}
+	cfg->elect_ttl_ms = (uint32_t)x;
+	return 0;
+}
+
 static const struct flag flags[] = {
 	{ "pool", 1, "PATH", "pool file or device (default "
 	    POOL_PATH_DEFAULT ")", set_pool },
@@ -424,6 +493,13 @@ static const struct flag flags[] = {
 	    "(its directory must exist; an old one is removed once the pool "
 	    "is open, this one at exit); READY=1 goes to $NOTIFY_SOCKET "
 	    "(systemd Type=notify) whenever that is set", set_ready_file },
+	{ "elect", 1, "etcd://H:P[,..]", "standby (in progress): campaign "
+	    "for the pool through these etcd members; the leader serves, "
+	    "the others wait (default: no election)", set_elect },
+	{ "elect-key", 1, "KEY", "the election key (default "
+	    ELECT_KEY_PREFIX "<pool uuid>)", set_elect_key },
+	{ "elect-ttl", 1, "TIME", "the leader's lease, whole seconds, e.g. "
+	    "2s (default 2s, 1s..300s)", set_elect_ttl },
 	{ "log-level", 1, "LEVEL", "err|info|debug|off (default info)",
 	    set_log_level },
 	{ "help", 0, NULL, "show this help", NULL },
@@ -509,6 +585,15 @@ ms_config_parse(struct ms_config *cfg, int argc, char **argv)
 		    "'%s'\n", argv[optind]);
 		usage(stderr);
 		rc = 2;
+	}
+	if (rc == 0 && cfg->elect == NULL && (cfg->elect_key != NULL ||
+	    cfg->elect_ttl_ms != 0)) {
+		fprintf(stderr, "cxlpool-metaserver: --elect-key and "
+		    "--elect-ttl need --elect\n");
+		rc = 2;
+	}
+	if (rc == 0 && cfg->elect_ttl_ms == 0) {
+		cfg->elect_ttl_ms = ELECT_TTL_MS_DEFAULT;
 	}
 	if (rc == 0 && cfg->nurls == 0) {
 		cfg->urls[cfg->nurls++] = MS_DEFAULT_URL;

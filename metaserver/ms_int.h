@@ -79,6 +79,11 @@ struct ms_config {
 	const char *tls_ca;    /* --tls-ca: CAs that sign client certs */
 	bool tls_verify_peer;  /* --tls-verify-peer: require client certs */
 	bool allow_plaintext;  /* --allow-plaintext: tcp:// off loopback */
+	/* standby election (elect.h; issue 28, not yet wired to ms.c) */
+	const char *elect;     /* --elect etcd://HOST:PORT[,...], or NULL */
+	const char *elect_key; /* --elect-key; NULL: ELECT_KEY_PREFIX +
+	                        * the pool's uuid, filled by the caller */
+	uint32_t elect_ttl_ms; /* --elect-ttl; ELECT_TTL_MS_DEFAULT */
 };
 
 /* ms_config_defaults -- fill cfg with the documented defaults. */

@@ -16,12 +16,17 @@ set -eu
 BUILD_PKGS="meson ninja-build pkg-config cmake gcc libpmem2-dev libdaxctl-dev
 libndctl-dev uuid-dev libnng-dev libmbedtls-dev patch xz-utils
 libcriterion-dev libxxhash-dev clang libclang-rt-14-dev python3 python3-pip
-python3-setuptools python3-wheel python3-pytest scdoc systemd tmux openssl"
+python3-setuptools python3-wheel python3-pytest scdoc systemd tmux openssl
+libcurl4-openssl-dev libcjson-dev"
+# etcd-server: tests/metaserver/test_elect.c starts its own members on
+# loopback ports (the package also enables a system etcd.service on
+# 2379 where systemd runs; the tests do not use it)
+TEST_PKGS="etcd-server"
 EXTRA_PKGS="python3-torch debhelper lintian dpkg-dev"
 case ${1:-} in
---build) pkgs=$BUILD_PKGS ;;
+--build) pkgs="$BUILD_PKGS $TEST_PKGS" ;;
 --extras) pkgs=$EXTRA_PKGS ;;
-'') pkgs="$BUILD_PKGS $EXTRA_PKGS" ;;
+'') pkgs="$BUILD_PKGS $TEST_PKGS $EXTRA_PKGS" ;;
 *) echo "usage: $0 [--build | --extras]" >&2; exit 2 ;;
 esac
 missing=""

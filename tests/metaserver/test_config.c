@@ -108,3 +108,62 @@ Test(config, eviction_flags_take_their_words_and_ranges)
 	cr_assert_eq(cfg.lease_max_ms, 2500);
 	cr_assert_eq(cfg.evict_free_pct, MS_EVICT_FREE_PCT_DEFAULT);
 }
+
+/* ms_config_parse of argv (NULL-terminated); stderr to /dev/null */
+static int
+parsev(struct ms_config *cfg, char **argv)
+{
+	int argc = 0;
+
+	while (argv[argc] != NULL) {
+		argc++;
+	}
+	return ms_config_parse(cfg, argc, argv);
+}
+
+Test(config, elect_flags_parse_with_their_defaults)
+{
+	struct ms_config cfg;
+	char *a[] = { "m", "--elect", "etcd://h1:2379,[::1]:2380", NULL };
+	char *b[] = { "m", "--elect", "etcd://h:1", "--elect-key", "/x/y",
+		"--elect-ttl", "5s", NULL };
+	char *c[] = { "m", "--elect-ttl", "3000ms", "--elect", "etcd://h:1",
+		NULL };
+	char *d[] = { "m", NULL };
+
+	cr_assert_eq(parsev(&cfg, a), 0);
+	cr_assert_str_eq(cfg.elect, "etcd://h1:2379,[::1]:2380");
+	cr_assert_null(cfg.elect_key, "the caller fills the pool's uuid");
+	cr_assert_eq(cfg.elect_ttl_ms, 2000);
+	cr_assert_eq(parsev(&cfg, b), 0);
+	cr_assert_str_eq(cfg.elect_key, "/x/y");
+	cr_assert_eq(cfg.elect_ttl_ms, 5000);
+	cr_assert_eq(parsev(&cfg, c), 0);
+	cr_assert_eq(cfg.elect_ttl_ms, 3000);
+	cr_assert_eq(parsev(&cfg, d), 0);
+	cr_assert_null(cfg.elect, "no election unless asked");
+}
+
+Test(config, elect_flags_refuse_bad_values)
+{
+	static const char *const bad[][2] = {
+		{ "--elect", "http://h:1" }, { "--elect", "etcd://h" },
+		{ "--elect", "etcd://h:99999" }, { "--elect", "etcd://" },
+		{ "--elect-ttl", "0" }, { "--elect-ttl", "1500ms" },
+		{ "--elect-ttl", "301s" }, { "--elect-ttl", "2m" },
+		{ "--elect-ttl", "-2" }, { "--elect-key", "nope" },
+		{ "--elect-key", "/a b" }, { "--elect-key", "/" },
+	};
+	struct ms_config cfg;
+
+	(void)freopen("/dev/null", "w", stderr);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "m", "--elect", "etcd://h:1",
+			(char *)bad[i][0], (char *)bad[i][1], NULL };
+
+		cr_assert_eq(parsev(&cfg, argv), 2, "%s %s", bad[i][0],
+		    bad[i][1]);
+	}
+	char *alone[] = { "m", "--elect-ttl", "2s", NULL };
+	cr_assert_eq(parsev(&cfg, alone), 2, "--elect-ttl without --elect");
+}

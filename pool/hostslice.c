@@ -15,10 +15,10 @@ int
 hostslice_find(const struct pmap *m, const struct pool_sb *sb,
     uint64_t host)
 {
-	pmap_fresh(m, sb->hosts, sizeof(sb->hosts));
+	pmap_fresh(m, sb->hosts, sizeof(sb->hosts)); /* then loads here */
 	for (uint32_t i = 0; host != 0 && i < sb->access_hosts &&
 	    i < POOL_HOSTS_MAX; i++) {
-		if (pool_load8_here(&sb->hosts[i]) == host) { /* dropped above */
+		if (pool_load8_here(&sb->hosts[i]) == host) {
 			return (int)i;
 		}
 	}

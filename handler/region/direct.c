@@ -230,7 +230,8 @@ access_map(struct cxlp_handler *h, const struct pool_sb *sb,
 		return;
 	}
 	if (a->count != d->kr.nslots || pmap_open_coh(&d->amap, h->pool_path,
-	    a->off, a->len, true, h->coh) != 0 || h_check_mapping(h, d->amap) != 0) {
+	    a->off, a->len, true, h->coh) != 0 ||
+	    h_check_mapping(h, d->amap) != 0) {
 		log_err("direct reads are not counted by eviction: cannot map "
 		    "the access area: %s", cxlp_errormsg());
 		pmap_close(&d->amap);

@@ -373,14 +373,23 @@ pmap_is_volatile(const struct pmap *m)
 	return m->is_volatile;
 }
 
-/* pmap_persist -- see map.h; a no-op on a read-only mapping */
-void
-pmap_persist(const struct pmap *m, const void *addr, size_t len)
+/* [addr, addr + len) lies in m; its offset in the file */
+static uint64_t
+file_off(const struct pmap *m, const void *addr, size_t len)
 {
 	const char *a = addr, *base = m->addr;
 
 	cxlp_assert(a >= base && len <= m->len &&
 	    (uint64_t)(a - base) <= m->len - len);
+	return m->off + (uint64_t)(a - base);
+}
+
+/* pmap_persist -- see map.h; a no-op on a read-only mapping */
+void
+pmap_persist(const struct pmap *m, const void *addr, size_t len)
+{
+	uint64_t off = file_off(m, addr, len);
+
 	if (!m->writable || len == 0) {
 		return;
 	}
@@ -390,18 +399,8 @@ pmap_persist(const struct pmap *m, const void *addr, size_t len)
 		m->persist(addr, len);
 	}
 	if (m->coh != NULL) {
-		coh_writeback(m->coh, addr, m->off + (uint64_t)(a - base),
-		    len);
+		coh_writeback(m->coh, addr, off, len);
 	}
-}
-
-static void
-check_range(const struct pmap *m, const void *addr, size_t len)
-{
-	const char *a = addr, *base = m->addr;
-
-	cxlp_assert(a >= base && len <= m->len &&
-	    (uint64_t)(a - base) <= m->len - len);
 }
 
 /* pmap_writeback -- see map.h */
@@ -409,10 +408,7 @@ void
 pmap_writeback(const struct pmap *m, const void *addr, size_t len)
 {
 	if (m->coh != NULL && len != 0) {
-		check_range(m, addr, len);
-		coh_writeback(m->coh, addr, m->off +
-		    (uint64_t)((const char *)addr - (const char *)m->addr),
-		    len);
+		coh_writeback(m->coh, addr, file_off(m, addr, len), len);
 	}
 }
 
@@ -421,10 +417,7 @@ void
 pmap_fresh(const struct pmap *m, const void *addr, size_t len)
 {
 	if (m->coh != NULL && len != 0) {
-		check_range(m, addr, len);
-		coh_drop(m->coh, addr, m->off +
-		    (uint64_t)((const char *)addr - (const char *)m->addr),
-		    len);
+		coh_drop(m->coh, addr, file_off(m, addr, len), len);
 	}
 }
 

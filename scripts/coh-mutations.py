@@ -28,9 +28,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAG_DEF = ("pool/map.c", "#include \"map.h\"\n",
             "#include \"map.h\"\n\nint coh_mut; /* coh-mutations.py */\n")
 FLAG_USE = ("pool/map.c",
-            "\tif (m->coh != NULL) {\n\t\tcoh_writeback(m->coh, addr,",
+            "\tif (m->coh != NULL) {\n\t\tcoh_writeback(m->coh, addr, off,",
             "\tif (m->coh != NULL && !coh_mut) {\n"
-            "\t\tcoh_writeback(m->coh, addr,")
+            "\t\tcoh_writeback(m->coh, addr, off,")
 
 
 def extern(path):

@@ -12,7 +12,10 @@
 #define COH_PAGE (64u << 10)
 #define COH_BATCH 256u
 
-enum { P_STORE, P_READ, P_BSTORE, P_BREAD, P_N };
+/* the paths; the _COLD ones read values the reader's CPU cache does not
+ * hold (coh.c, values_evict) */
+enum { P_STORE, P_READ, P_READ_COLD, P_BSTORE, P_BREAD, P_BREAD_COLD,
+	P_N };
 
 struct cmode {
 	const char *name;
@@ -29,6 +32,7 @@ struct coh {
 	char *src, *dst;
 	char (*keys)[BENCH_KEY_BUF];
 	const void **kp, **data;
+	void **bufs;             /* each value's page as written (cxlp_alloc) */
 	size_t *kl, *lens;
 	cxlp_page_t *pages;
 	int *status;

@@ -12,11 +12,12 @@
  * write the 64 KiB + cxlp_store), direct reads with the version check
  * (cxlp_retrieve_v + copy out to warm private memory + cxlp_validate),
  * then the batch paths (write + cxlp_batch_store of 256 values;
- * cxlp_batch_retrieve_v + copies + cxlp_batch_validate), each timed and
- * taken as us per value (single ops: the median op; batches: the median
- * batch), then every key deleted. The ratio of a mode is taken per round
- * against that round's host, and the median round's ratio is reported,
- * with the range over rounds. Whatever the library does in a mode is
+ * cxlp_batch_retrieve_v + copies + cxlp_batch_validate), each read
+ * pass twice (as it comes after the stores, then cold: below), each
+ * timed and taken as us per value (single ops: the median op;
+ * batches: the median batch), then every key deleted. The ratio of a
+ * mode is taken per round against that round's host, and the median
+ * round's ratio is reported, with the range over rounds. Whatever the library does in a mode is
  * what is measured: write-backs at store (pmap_persist), and the drops a
  * reader makes before its copy once it makes them.
  *
@@ -28,6 +29,18 @@
  * from the helper cxlpool-bench-cline, which also reads each pool's mode
  * back from the device, so a mode the metaserver did not format is
  * caught rather than measured under the wrong name.
+ *
+ * Cold reads [values_evict]: in this bench the reader is the writer's
+ * process, so a host-mode read may copy a value its own cache still
+ * holds, while an sw read drops those lines and reads memory. On a
+ * switch pool the reader is another host and never holds the writer's
+ * lines. So each read path runs a second time after the bench has
+ * flushed every value's lines from this CPU's caches (clflush of each
+ * line through the page it wrote the value into, then mfence; outside
+ * the timing), in every mode alike: host and sw both read the values
+ * from memory, and the ratio shows what the drops and their fences add.
+ * Only the values are flushed: index slots, key and region records stay
+ * as the passes left them (sw drops them anyway; that is its cost).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +90,36 @@ coh_modes_parse(struct bench *b, const char *list)
 
 /* ---- one mode's paths -------------------------------------------------- */
 
+/* Flush every line of the n values from this CPU's caches (see the top
+ * note): clflush is on every x86-64, DC CIVAC on aarch64; elsewhere
+ * nothing is flushed and the cold rows are warm ones. */
+static void
+values_evict(const struct coh *c)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+	for (size_t i = 0; i < c->n; i++) {
+		const char *p = c->bufs[i];
+
+		for (size_t off = 0; p != NULL && off < COH_PAGE; off += 64) {
+#if defined(__x86_64__)
+			__asm__ volatile("clflush %0"
+			    : "+m"(*(volatile char *)(p + off)));
+#else
+			__asm__ volatile("dc civac, %0"
+			    :: "r"(p + off) : "memory");
+#endif
+		}
+	}
+#if defined(__x86_64__)
+	__asm__ volatile("mfence" ::: "memory");
+#else
+	__asm__ volatile("dsb sy" ::: "memory");
+#endif
+#else
+	(void)c;
+#endif
+}
+
 static void
 count_err(struct coh *c, const char *what, int rc)
 {
@@ -98,6 +141,7 @@ single_stores(struct coh *c, struct cxlp_handler *h)
 
 		if (rc == 0) {
 			memcpy(buf, c->src, COH_PAGE);
+			c->bufs[i] = buf;
 			rc = cxlp_store(h, c->kp[i], c->kl[i], c->pages[i],
 			    COH_PAGE, 0, &stored);
 		}
@@ -156,6 +200,7 @@ batch_stores(struct coh *c, struct cxlp_handler *h)
 			if ((rc = cxlp_alloc(h, &c->pages[i + k], &buf)) ==
 			    0) {
 				memcpy(buf, c->src, COH_PAGE);
+				c->bufs[i + k] = buf;
 				c->lens[i + k] = COH_PAGE;
 			}
 		}
@@ -221,7 +266,7 @@ delete_all(struct coh *c, struct cxlp_handler *h)
 	}
 }
 
-/* One round on mode m: the four paths; round -1 is the warm-up. */
+/* One round on mode m: the paths; round -1 is the warm-up. */
 static void
 coh_round(struct coh *c, struct cmode *m, int round)
 {
@@ -229,9 +274,13 @@ coh_round(struct coh *c, struct cmode *m, int round)
 
 	us[P_STORE] = single_stores(c, m->h);
 	us[P_READ] = single_reads(c, m->h);
+	values_evict(c);
+	us[P_READ_COLD] = single_reads(c, m->h);
 	delete_all(c, m->h);
 	us[P_BSTORE] = batch_stores(c, m->h);
 	us[P_BREAD] = batch_reads(c, m->h);
+	values_evict(c);
+	us[P_BREAD_COLD] = batch_reads(c, m->h);
 	delete_all(c, m->h);
 	for (int p = 0; round >= 0 && p < P_N; p++) {
 		m->us[p][round] = us[p];
@@ -250,6 +299,7 @@ coh_alloc(struct coh *c)
 	c->keys = calloc(n, BENCH_KEY_BUF);
 	c->kp = calloc(n, sizeof(*c->kp));
 	c->data = calloc(n, sizeof(*c->data));
+	c->bufs = calloc(n, sizeof(*c->bufs));
 	c->kl = calloc(n, sizeof(*c->kl));
 	c->lens = calloc(n, sizeof(*c->lens));
 	c->pages = calloc(n, sizeof(*c->pages));
@@ -257,7 +307,8 @@ coh_alloc(struct coh *c)
 	c->stored = calloc(n, sizeof(*c->stored));
 	c->vers = calloc(n, sizeof(*c->vers));
 	c->op_us = calloc(n, sizeof(*c->op_us));
-	if (!c->src || !c->dst || !c->keys || !c->kp || !c->data || !c->kl ||
+	if (!c->src || !c->dst || !c->keys || !c->kp || !c->data ||
+	    !c->bufs || !c->kl ||
 	    !c->lens || !c->pages || !c->status || !c->stored || !c->vers ||
 	    !c->op_us) {
 		return -1;
@@ -289,6 +340,7 @@ coh_free(struct coh *c)
 	free(c->keys);
 	free(c->kp);
 	free(c->data);
+	free(c->bufs);
 	free(c->kl);
 	free(c->lens);
 	free(c->pages);

@@ -59,6 +59,13 @@
  * read here, and through kvread's fresh hook (kvread.c note 9) every slot,
  * key record and region record of a lookup and the word validate reads
  * again. On host and hw pools the hook is NULL and pmap_fresh one test.
+ * Each drop costs a fence that waits for its lines, then a miss, so the
+ * superblock's words are dropped together (sb_head_fresh: magic, uuid
+ * and commit_seq, one call) and one drop serves every load of them up
+ * to the next that must come later: a lookup pass drops them once
+ * before its first chunk and once after each chunk's lookups (that drop
+ * serves the chunk's check after, the next chunk's check before and the
+ * pass's last commit_seq); validate's direct_intact once for both words.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -378,33 +385,57 @@ direct_close(struct cxlp_handler *h)
 	}
 }
 
+/* Drop the superblock's head, [magic, commit_seq]: the magic, uuid and
+ * commit_seq words a lookup or a validate checks (5 lines), in one
+ * cline_drop, so one fence for the three. Each load of them that
+ * follows reads what the device held after this drop, so one drop
+ * serves every such load up to the next read that must come later
+ * than something (cost: each drop is a fence that waits for the
+ * lines, then a miss; separate drops of the three words cost three). */
+static void
+sb_head_fresh(const struct direct *d)
+{
+	const struct pool_sb *sb = pmap_addr(d->map);
+
+	kvread_fresh(&d->kr, sb, offsetof(struct pool_sb, commit_seq) +
+	    sizeof(sb->commit_seq));
+}
+
 /* the pool is still the one formatted when we mapped it (a pool being
- * reformatted in place clears its magic first) */
+ * reformatted in place clears its magic first); the caller dropped the
+ * line (sb_head_fresh) */
 static bool
 magic_intact(const struct direct *d)
 {
 	const uint64_t *magic = pmap_addr(d->map);
 
-	kvread_fresh(&d->kr, magic, sizeof(*magic));
 	return __atomic_load_n(magic, __ATOMIC_ACQUIRE) == d->magic;
 }
 
 /* res and ask (and vers, unless NULL) of keys[0..n), n <= KVREAD_BATCH,
  * from the index: answers are kept only if the magic held before and
- * after the lookups */
+ * after the lookups. *intact is the check before (the previous chunk's
+ * check after, or the pass's first), and is set to the check after:
+ * nothing is read between one chunk's check after and the next's
+ * before, so one load serves both. The drop before the check after
+ * also covers commit_seq (sb_head_fresh), which direct_pass reads next
+ * if this was its last chunk. */
 static void
 direct_chunk(struct direct *d, size_t n, const void *const keys[],
     const size_t key_lens[], struct proto_result res[], bool ask[],
-    cxlp_version_t vers[])
+    cxlp_version_t vers[], bool *intact_io)
 {
 	struct kvread_loc l[KVREAD_BATCH];
 	int rc[KVREAD_BATCH];
-	bool intact = magic_intact(d);
+	bool intact = *intact_io;
 
 	if (intact) {
 		kvread_lookup_batch(&d->kr, n, keys, key_lens, l, rc);
-		intact = magic_intact(d);
 	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE); /* the lookups first */
+	sb_head_fresh(d);
+	intact = intact && magic_intact(d);
+	*intact_io = intact;
 	for (size_t i = 0; i < n; i++) {
 		ask[i] = !intact || rc[i] == KVREAD_ASK;
 		if (ask[i]) {
@@ -427,13 +458,13 @@ direct_chunk(struct direct *d, size_t n, const void *const keys[],
 }
 
 /* the pool's commit_seq (pool_commit_begin), acquire: even between the
- * commits of request groups */
+ * commits of request groups; the caller dropped the line
+ * (sb_head_fresh) */
 static uint64_t
 commit_seq(const struct direct *d)
 {
 	const struct pool_sb *sb = pmap_addr(d->map);
 
-	kvread_fresh(&d->kr, &sb->commit_seq, sizeof(sb->commit_seq));
 	return __atomic_load_n(&sb->commit_seq, __ATOMIC_ACQUIRE);
 }
 
@@ -447,14 +478,21 @@ direct_pass(struct direct *d, size_t n, const void *const keys[],
     const size_t key_lens[], struct proto_result res[], bool ask[],
     cxlp_version_t vers[])
 {
-	uint64_t seq = commit_seq(d);
+	uint64_t seq;
+	bool intact;
 
+	sb_head_fresh(d); /* commit_seq and the first chunk's magic */
+	seq = commit_seq(d);
+	intact = magic_intact(d);
 	for (size_t i = 0; i < n; i += KVREAD_BATCH) {
 		size_t k = n - i < KVREAD_BATCH ? n - i : KVREAD_BATCH;
 
 		direct_chunk(d, k, keys + i, key_lens + i, res + i, ask + i,
-		    vers == NULL ? NULL : vers + i);
+		    vers == NULL ? NULL : vers + i, &intact);
 	}
+	/* no drop: the last chunk's drop came after all its lookups
+	 * (direct_chunk) and covered commit_seq, and nothing read since
+	 * needs to come before this load */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	return (seq & 1u) == 0 && commit_seq(d) == seq;
 }
@@ -532,11 +570,14 @@ direct_intact(struct cxlp_handler *h)
 	const struct direct *d = h->direct;
 	const struct pool_sb *sb;
 
-	if (d == NULL || !magic_intact(d)) {
+	if (d == NULL) {
+		return false;
+	}
+	sb_head_fresh(d); /* magic and uuid: one drop, one fence */
+	if (!magic_intact(d)) {
 		return false;
 	}
 	sb = pmap_addr(d->map);
-	kvread_fresh(&d->kr, sb->uuid, sizeof(sb->uuid));
 	return __atomic_load_n((const uint64_t *)(const void *)sb->uuid,
 	    __ATOMIC_RELAXED) == d->uuid[0] &&
 	    __atomic_load_n((const uint64_t *)(const void *)sb->uuid + 1,

@@ -17,6 +17,7 @@
 
 #define MH_READY 'c'     /* connected; waits for the go byte */
 #define MH_END 0xffffffffu /* writer: no more acknowledged keys */
+#define MH_MORE '+'      /* writer with LEG: LEG keys more (below) */
 #define MH_BATCH 16      /* keys per batch_store of a writer */
 #define MH_PAGE (16u << 10)
 #define MH_REGION (2u << 20)
@@ -31,13 +32,18 @@ mh_len(uint32_t i)
 }
 
 /*
- * writer PREFIX:WRITER:N   batch_store PREFIX-0..N-1 (N 0: until stopped)
- *     in batches of MH_BATCH, each value kv_fill(WRITER, i) of mh_len(i)
- *     bytes; writes the u32 index of every key stored true, in order,
- *     then MH_END when done. A byte (or EOF) on stdin stops it after the
- *     batch in flight. A batch whose outcome is unknown (CXLP_E_UNKNOWN,
- *     the server killed under it) is not reported. Exits 0, or nonzero
- *     at the first other failure.
+ * writer PREFIX:WRITER:N[:LEG]   batch_store PREFIX-0..N-1 (N 0: until
+ *     stopped) in batches of MH_BATCH, each value kv_fill(WRITER, i) of
+ *     mh_len(i) bytes; writes the u32 index of every key stored true, in
+ *     order, then MH_END when done. A byte (or EOF) on stdin stops it
+ *     after the batch in flight. A batch whose outcome is unknown
+ *     (CXLP_E_UNKNOWN, the server killed under it) is not reported.
+ *     Exits 0, or nonzero at the first other failure. With LEG, it
+ *     stores at most LEG keys for the go byte and LEG more for each
+ *     MH_MORE byte (which does not stop it), and waits on stdin when it
+ *     has stored all it may: so a test bounds how many pages its writers
+ *     take, whatever the timing, and keeps them below what would make
+ *     the server evict a key it must find.
  *
  * reader MODE   after the go byte reads a u32 count and that many
  *     struct mh_spec from stdin, then reads the keys they name in passes

@@ -7,6 +7,7 @@
  * byte, so that every host has its view of the pool before the writes.
  * This file: the writer and the reader; mh_worker_roles.c the others.
  */
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,16 +126,40 @@ write_batch(struct cxlp_handler *h, const char *prefix, uint32_t writer,
 	return 0;
 }
 
-/* writer PREFIX:WRITER:N -- mh.h */
+/* The writer may store key k: a byte on stdin (waited for when k has
+ * reached *allow, the keys it may store; LEG 0: never) is MH_MORE,
+ * which lets it store leg keys more, or stops it (any other byte, EOF). */
+static bool
+writer_may(uint32_t k, uint32_t leg, uint32_t *allow)
+{
+	struct pollfd p = { STDIN_FILENO, POLLIN, 0 };
+	char c;
+	int r;
+
+	while ((r = poll(&p, 1, leg != 0 && k >= *allow ? -1 : 0)) != 0) {
+		if (r < 0 && errno == EINTR) {
+			continue;
+		}
+		if (r < 0 || read(STDIN_FILENO, &c, 1) != 1 || leg == 0 ||
+		    c != MH_MORE) {
+			return false;
+		}
+		*allow += leg;
+	}
+	return leg == 0 || k < *allow;
+}
+
+/* writer PREFIX:WRITER:N[:LEG] -- mh.h */
 static int
 writer(const char *url, const char *arg)
 {
 	char prefix[MH_PREFIX];
-	unsigned w, n;
+	unsigned w, n, leg = 0;
+	uint32_t allow;
 	struct cxlp_handler *h;
 	int rc = 0;
 
-	if (sscanf(arg, "%15[^:]:%u:%u", prefix, &w, &n) != 3) {
+	if (sscanf(arg, "%15[^:]:%u:%u:%u", prefix, &w, &n, &leg) < 3) {
 		return 2;
 	}
 	if ((h = mh_connect(url, MH_PAGE, MH_REGION, true)) == NULL) {
@@ -143,10 +168,13 @@ writer(const char *url, const char *arg)
 	if (mh_ready_go() != 0) {
 		return 99;
 	}
-	for (uint32_t k = 0; rc == 0 && (n == 0 || k < n) && !mh_stdin_said();
-	    k += MH_BATCH) {
-		uint32_t b = n == 0 || n - k >= MH_BATCH ? MH_BATCH : n - k;
-
+	allow = leg;
+	for (uint32_t k = 0, b = 0; rc == 0 && (n == 0 || k < n) &&
+	    writer_may(k, leg, &allow); k += b) {
+		b = n == 0 || n - k >= MH_BATCH ? MH_BATCH : n - k;
+		if (leg != 0 && allow - k < b) {
+			b = allow - k;
+		}
 		rc = write_batch(h, prefix, w, k, b);
 	}
 	if (rc == 0 && mh_put_u32(MH_END) != 0) {

@@ -45,5 +45,10 @@ void cline_writeback(const void *addr, size_t len);
 /* cline_drop -- write back and drop every line of [addr, addr + len),
  * and fence: loads after it miss the cache and read memory. */
 void cline_drop(const void *addr, size_t len);
+/* cline_drop_unfenced, cline_drop_fence -- cline_drop in two steps, so
+ * that the drops of several ranges wait for one fence: loads are ordered
+ * after the lines only once cline_drop_fence returns. */
+void cline_drop_unfenced(const void *addr, size_t len);
+void cline_drop_fence(void);
 
 #endif /* CXLP_POOL_CLINE_H */

@@ -39,7 +39,6 @@ each_line(const void *addr, size_t len, bool drop)
 			__asm__ volatile("dc cvac, %0" ::"r"(p) : "memory");
 		}
 	}
-	__asm__ volatile("dsb sy" ::: "memory");
 }
 
 /* cline_writeback -- see cline.h */
@@ -47,6 +46,7 @@ void
 cline_writeback(const void *addr, size_t len)
 {
 	each_line(addr, len, false);
+	__asm__ volatile("dsb sy" ::: "memory");
 }
 
 /* cline_drop -- see cline.h */
@@ -54,4 +54,19 @@ void
 cline_drop(const void *addr, size_t len)
 {
 	each_line(addr, len, true);
+	cline_drop_fence();
+}
+
+/* cline_drop_unfenced -- see cline.h */
+void
+cline_drop_unfenced(const void *addr, size_t len)
+{
+	each_line(addr, len, true);
+}
+
+/* cline_drop_fence -- see cline.h */
+void
+cline_drop_fence(void)
+{
+	__asm__ volatile("dsb sy" ::: "memory");
 }

@@ -36,3 +36,18 @@ cline_drop(const void *addr, size_t len)
 	(void)len;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
+
+/* cline_drop_unfenced -- see cline.h */
+void
+cline_drop_unfenced(const void *addr, size_t len)
+{
+	(void)addr;
+	(void)len;
+}
+
+/* cline_drop_fence -- see cline.h */
+void
+cline_drop_fence(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}

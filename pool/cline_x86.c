@@ -136,5 +136,20 @@ cline_drop(const void *addr, size_t len)
 		return;
 	}
 	each_line(addr, len, true);
+	cline_drop_fence();
+}
+
+/* cline_drop_unfenced -- see cline.h */
+void
+cline_drop_unfenced(const void *addr, size_t len)
+{
+	each_line(addr, len, true);
+}
+
+/* cline_drop_fence -- see cline.h: clflushopt is ordered with later
+ * loads by mfence (clflush by itself, but mfence is then harmless) */
+void
+cline_drop_fence(void)
+{
 	__asm__ volatile("mfence" ::: "memory");
 }

@@ -298,3 +298,23 @@ coh_drop(struct coh *c, const void *addr, uint64_t off, size_t len)
 		sim_drop(c->sim, off, len);
 	}
 }
+
+/* coh_drop_lines -- see coh.h */
+void
+coh_drop_lines(struct coh *c, const void *addr, uint64_t off, size_t len)
+{
+	if (c->mode == POOL_COH_SW) {
+		cline_drop_unfenced(addr, len);
+	} else if (c->mode == POOL_COH_SIM) {
+		coh_drop(c, addr, off, len);
+	}
+}
+
+/* coh_drop_fence -- see coh.h */
+void
+coh_drop_fence(struct coh *c)
+{
+	if (c->mode == POOL_COH_SW) {
+		cline_drop_fence();
+	}
+}

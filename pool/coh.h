@@ -82,5 +82,11 @@ void coh_writeback(struct coh *c, const void *addr, uint64_t off,
  * host's lines are reloaded from the device (dirty ones written back
  * first); else nothing. */
 void coh_drop(struct coh *c, const void *addr, uint64_t off, size_t len);
+/* coh_drop_lines, coh_drop_fence -- coh_drop in two steps, for several
+ * ranges and one fence (sw: cline_drop_unfenced, cline_drop_fence; sim:
+ * each range dropped whole by the first). */
+void coh_drop_lines(struct coh *c, const void *addr, uint64_t off,
+    size_t len);
+void coh_drop_fence(struct coh *c);
 
 #endif /* CXLP_POOL_COH_H */

@@ -421,6 +421,21 @@ pmap_fresh(const struct pmap *m, const void *addr, size_t len)
 	}
 }
 
+/* pmap_fresh_many -- see map.h */
+void
+pmap_fresh_many(const struct pmap *m, size_t n, const void *const addr[],
+    const size_t len[])
+{
+	if (m->coh == NULL) {
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		coh_drop_lines(m->coh, addr[i], file_off(m, addr[i], len[i]),
+		    len[i]);
+	}
+	coh_drop_fence(m->coh);
+}
+
 /* pmap_coherent -- see map.h */
 bool
 pmap_coherent(const struct pmap *m)

@@ -82,6 +82,10 @@ void pmap_writeback(const struct pmap *m, const void *addr, size_t len);
  * bytes another host writes. Nothing unless m was opened through an sw
  * or sim attachment (then coh.h: coh_drop). */
 void pmap_fresh(const struct pmap *m, const void *addr, size_t len);
+/* pmap_fresh_many -- pmap_fresh of the n ranges [addr[i], addr[i] +
+ * len[i]) of m, with one fence for them all. */
+void pmap_fresh_many(const struct pmap *m, size_t n, const void *const addr[],
+    const size_t len[]);
 /* pmap_coherent -- m needs no write-back or drop (host or hw). */
 bool pmap_coherent(const struct pmap *m);
 

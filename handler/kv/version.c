@@ -263,6 +263,31 @@ version_why(const struct kvread *r, const cxlp_version_t *v, int st)
 	}
 }
 
+/* The reader to check vers[0..n) (n <= KVREAD_BATCH) with: r, or on a
+ * pool that needs drops one that reads the versions' slot words after
+ * they and the superblock's head were dropped with one fence
+ * (direct_fresh_words: a drop each would wait for a fence each) */
+static const struct kvread *
+fresh_reader(struct cxlp_handler *h, const struct kvread *r,
+    const cxlp_version_t vers[], size_t n)
+{
+	const struct kvread *fresh;
+	uint64_t slot[KVREAD_BATCH];
+	size_t m = 0;
+
+	if (r == NULL || r->fresh == NULL) {
+		return r;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (version_kind(&vers[i]) == VER_SLOT &&
+		    version_slot_of(&vers[i]) < r->nslots) {
+			slot[m++] = version_slot_of(&vers[i]);
+		}
+	}
+	fresh = direct_fresh_words(h, slot, m);
+	return fresh != NULL ? fresh : r;
+}
+
 /* status[i] of vers[0..n) (h open, arguments checked); returns how many
  * are not 0 and sets the message for the first of them. */
 static int
@@ -274,10 +299,18 @@ validate_all(struct cxlp_handler *h, const char *what, size_t n,
 	size_t first = n;
 	int nbad = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		status[i] = version_check(r, mapped, &vers[i]);
+	bool dropped = false;
+
+	for (size_t i = 0; i < n; i += KVREAD_BATCH) {
+		size_t k = n - i < KVREAD_BATCH ? n - i : KVREAD_BATCH;
+		const struct kvread *rk = fresh_reader(h, r, vers + i, k);
+
+		dropped = rk != r;
+		for (size_t j = i; j < i + k; j++) {
+			status[j] = version_check(rk, mapped, &vers[j]);
+		}
 	}
-	if (r != NULL && !direct_intact(h)) {
+	if (r != NULL && !direct_intact(h, !dropped)) {
 		r = NULL; /* reformatted: every slot version went with it */
 		for (size_t i = 0; i < n; i++) {
 			if (version_kind(&vers[i]) == VER_SLOT &&

@@ -110,6 +110,8 @@ struct direct {
 	bool per_host;     /* access is a slice: a hit counts, written back
 	                    * (pool/evict.c note 8) */
 	struct kvread kr;  /* views into map */
+	struct kvread kr_nodrop; /* the same, its fresh hook NULL: for reads
+	                          * of lines just dropped (note above) */
 	uint64_t magic;    /* the superblock's first 8 bytes when valid */
 	uint64_t uuid[2];  /* its uuid, new at every format */
 	dev_t dev;         /* the pool file mapped */
@@ -208,6 +210,8 @@ meta_map(struct cxlp_handler *h, const struct pool_sb *sb, struct direct *d)
 	if (!pmap_coherent(d->map)) {
 		d->kr.fresh = meta_fresh;
 		d->kr.fresh_ctx = d->map;
+		d->kr_nodrop = d->kr;
+		d->kr_nodrop.fresh = NULL;
 	}
 	memcpy(&d->magic, sb->magic, sizeof(d->magic));
 	memcpy(d->uuid, sb->uuid, sizeof(d->uuid));
@@ -427,23 +431,55 @@ magic_intact(const struct direct *d)
 	return __atomic_load_n(magic, __ATOMIC_ACQUIRE) == d->magic;
 }
 
+/* the superblock's head (sb_head_fresh) and the words of slots
+ * slot[0..n), n <= KVREAD_BATCH, dropped with one fence */
+static void
+head_and_words_fresh(const struct direct *d, const uint64_t slot[],
+    size_t n)
+{
+	const struct pool_sb *sb = pmap_addr(d->map);
+	const void *addr[KVREAD_BATCH + 1];
+	size_t len[KVREAD_BATCH + 1];
+
+	addr[0] = sb;
+	len[0] = offsetof(struct pool_sb, commit_seq) + sizeof(sb->commit_seq);
+	for (size_t i = 0; i < n; i++) {
+		addr[i + 1] = &d->kr.slots[slot[i]].word;
+		len[i + 1] = sizeof(uint64_t);
+	}
+	pmap_fresh_many(d->map, n + 1, addr, len);
+}
+
 /* kvread_lookup_batch of keys[0..n) on a mapping that needs drops:
  * from this host's cache first, each hit then proven by a fresh read of
- * its slot word, the rest looked up again with drops (note above) */
-static void
+ * its slot word, the rest looked up again with drops (note above). The
+ * hits' words are dropped with the superblock's head, after every cached
+ * lookup: true if nothing was looked up after that drop, which then
+ * serves the chunk's check after (direct_chunk) */
+static bool
 lookup_cached(const struct direct *d, size_t n, const void *const keys[],
     const size_t key_lens[], struct kvread_loc l[], int rc[])
 {
-	struct kvread cached = d->kr;
+	uint64_t slot[KVREAD_BATCH];
+	size_t hits = 0;
+	bool again = false;
 
-	cached.fresh = NULL;
-	kvread_lookup_batch(&cached, n, keys, key_lens, l, rc);
+	kvread_lookup_batch(&d->kr_nodrop, n, keys, key_lens, l, rc);
 	for (size_t i = 0; i < n; i++) {
-		if (rc[i] == 0 && kvread_word(&d->kr, l[i].slot) == l[i].word) {
+		if (rc[i] == 0) {
+			slot[hits++] = l[i].slot;
+		}
+	}
+	head_and_words_fresh(d, slot, hits);
+	for (size_t i = 0; i < n; i++) {
+		if (rc[i] == 0 &&
+		    kvread_word(&d->kr_nodrop, l[i].slot) == l[i].word) {
 			continue;
 		}
 		rc[i] = kvread_lookup(&d->kr, keys[i], key_lens[i], &l[i]);
+		again = true;
 	}
+	return !again;
 }
 
 /* res and ask (and vers, unless NULL) of keys[0..n), n <= KVREAD_BATCH,
@@ -463,13 +499,17 @@ direct_chunk(struct direct *d, size_t n, const void *const keys[],
 	int rc[KVREAD_BATCH];
 	bool intact = *intact_io;
 
+	bool dropped = false;
+
 	if (intact && d->kr.fresh != NULL) {
-		lookup_cached(d, n, keys, key_lens, l, rc);
+		dropped = lookup_cached(d, n, keys, key_lens, l, rc);
 	} else if (intact) {
 		kvread_lookup_batch(&d->kr, n, keys, key_lens, l, rc);
 	}
 	__atomic_thread_fence(__ATOMIC_ACQUIRE); /* the lookups first */
-	sb_head_fresh(d);
+	if (!dropped) {
+		sb_head_fresh(d);
+	}
 	intact = intact && magic_intact(d);
 	*intact_io = intact;
 	for (size_t i = 0; i < n; i++) {
@@ -605,7 +645,7 @@ direct_page_size(struct cxlp_handler *h, uint32_t region, uint32_t gen)
 
 /* direct_intact -- see region.h */
 bool
-direct_intact(struct cxlp_handler *h)
+direct_intact(struct cxlp_handler *h, bool drop)
 {
 	const struct direct *d = h->direct;
 	const struct pool_sb *sb;
@@ -613,7 +653,9 @@ direct_intact(struct cxlp_handler *h)
 	if (d == NULL) {
 		return false;
 	}
-	sb_head_fresh(d); /* magic and uuid: one drop, one fence */
+	if (drop) {
+		sb_head_fresh(d); /* magic and uuid: one drop, one fence */
+	}
 	if (!magic_intact(d)) {
 		return false;
 	}
@@ -622,4 +664,17 @@ direct_intact(struct cxlp_handler *h)
 	    __ATOMIC_RELAXED) == d->uuid[0] &&
 	    __atomic_load_n((const uint64_t *)(const void *)sb->uuid + 1,
 	    __ATOMIC_RELAXED) == d->uuid[1];
+}
+
+/* direct_fresh_words -- see region.h */
+const struct kvread *
+direct_fresh_words(struct cxlp_handler *h, const uint64_t slot[], size_t n)
+{
+	const struct direct *d = h->direct;
+
+	if (d == NULL || d->kr.fresh == NULL) {
+		return NULL;
+	}
+	head_and_words_fresh(d, slot, n);
+	return &d->kr_nodrop;
 }

@@ -186,8 +186,16 @@ size_t direct_lookup_batch(struct cxlp_handler *h, size_t n,
 const struct kvread *direct_reader(struct cxlp_handler *h);
 /* direct_intact -- the mapped pool still carries its magic and the uuid
  * it had at connect (a pool being reformatted in place clears the magic
- * first and gets a new uuid); false with direct reads off. */
-bool direct_intact(struct cxlp_handler *h);
+ * first and gets a new uuid); false with direct reads off. drop: their
+ * lines are dropped first (false: direct_fresh_words just did). */
+bool direct_intact(struct cxlp_handler *h, bool drop);
+/* direct_fresh_words -- on a pool whose mapping needs drops (sw, sim),
+ * drop the words of index slots slot[0..n) (n <= KVREAD_BATCH) and the
+ * superblock's magic, uuid and commit_seq with one fence, and return a
+ * reader that does not drop again, for reading those words; NULL (and
+ * nothing done) on other pools or with direct reads off. */
+const struct kvread *direct_fresh_words(struct cxlp_handler *h,
+    const uint64_t slot[], size_t n);
 /* direct_page_size -- the page size of foreign region (id, gen) from the
  * pool's region table, or 0 when it cannot be read (direct reads off). */
 uint64_t direct_page_size(struct cxlp_handler *h, uint32_t region,

@@ -493,7 +493,7 @@ static const struct flag flags[] = {
 	    "(its directory must exist; an old one is removed once the pool "
 	    "is open, this one at exit); READY=1 goes to $NOTIFY_SOCKET "
 	    "(systemd Type=notify) whenever that is set", set_ready_file },
-	{ "elect", 1, "etcd://H:P[,..]", "standby (in progress): campaign "
+	{ "elect", 1, "etcd://H:P[,..]", "standby: campaign "
 	    "for the pool through these etcd members; the leader serves, "
 	    "the others wait (default: no election)", set_elect },
 	{ "elect-key", 1, "KEY", "the election key (default "

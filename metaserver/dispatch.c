@@ -286,7 +286,10 @@ apply_locked(struct req *rq, const struct op_def *def)
 	} else {
 		ms_rdlock(rq->ms);
 	}
-	if (rq->s != NULL && !sess_usable(rq->ms, rq->s, rq->h.op)) {
+	if (!ms_term_ok(rq->ms)) { /* fencing: standby.c note 3 */
+		rc = cxlp_fail(CXLP_E_CONN, "metaserver lost its term: it "
+		    "serves the pool no more (a standby takes over)");
+	} else if (rq->s != NULL && !sess_usable(rq->ms, rq->s, rq->h.op)) {
 		rc = cxlp_fail(CXLP_E_SESSION, "session %llu has ended",
 		    (unsigned long long)rq->s->id);
 	} else {

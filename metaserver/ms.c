@@ -152,9 +152,9 @@ owner_lost(void *arg)
 	kill(getpid(), SIGTERM);
 }
 
-/* the endpoints, comma-separated, for the owner record (truncated) */
-static void
-join_urls(const struct ms_config *cfg, char *buf, size_t n)
+/* ms_join_urls -- see ms_int.h */
+void
+ms_join_urls(const struct ms_config *cfg, char *buf, size_t n)
 {
 	size_t len = 0;
 
@@ -213,7 +213,7 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	if (rc != 0) {
 		return rc;
 	}
-	join_urls(cfg, listen, sizeof(listen));
+	ms_join_urls(cfg, listen, sizeof(listen));
 	rc = ms_pool_open(&ms->pool, cfg, flags, &params, &own); /* repair.c */
 	if (rc == CXLP_E_STALE) {
 		stale_advice(rc);

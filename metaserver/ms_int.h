@@ -79,7 +79,7 @@ struct ms_config {
 	const char *tls_ca;    /* --tls-ca: CAs that sign client certs */
 	bool tls_verify_peer;  /* --tls-verify-peer: require client certs */
 	bool allow_plaintext;  /* --allow-plaintext: tcp:// off loopback */
-	/* standby election (elect.h; issue 28, not yet wired to ms.c) */
+	/* standby election (elect.h, standby.c; issue 28) */
 	const char *elect;     /* --elect etcd://HOST:PORT[,...], or NULL */
 	const char *elect_key; /* --elect-key; NULL: ELECT_KEY_PREFIX +
 	                        * the pool's uuid, filled by the caller */
@@ -322,6 +322,8 @@ struct ms {
 	uint8_t secret[PROTO_SECRET_MAX]; /* what a non-ipc HELLO must carry */
 	struct ratelimit errlog; /* dispatch.c: error lines per pipe;
 	                          * sess_lock */
+	struct elect *elect; /* --elect: this server's term (standby.c), or
+	                      * NULL; set once the pool is open */
 };
 
 /* Lock wrappers: a lock failure is a bug, so they abort (nng style). */
@@ -346,6 +348,36 @@ int ms_pool_open(struct pool **out, const struct ms_config *cfg,
     const struct pool_own *own);
 /* ms_fini -- free everything and close the pool. */
 void ms_fini(struct ms *ms);
+/* ms_join_urls -- cfg's endpoints, comma-separated, into buf (truncated
+ * to n - 1 bytes): the owner record's and the election value's. */
+void ms_join_urls(const struct ms_config *cfg, char *buf, size_t n);
+
+/* ---- standby (standby.c, issue 28; docs/standby.md) ------------------- */
+
+/* The exit status of a leader that lost its term: it stops serving and
+ * exits without another write, and its service manager starts it again,
+ * as a standby (the unit's Restart=on-failure). */
+#define MS_EXIT_LOST 3
+struct elect;
+/* ms_standby_wait -- with --elect: campaign for the pool and wait, a
+ * standby (no endpoint listens, nothing of the pool is written), until
+ * this server is elected: 0 and *out (elect_stop it). 1: SIGINT or
+ * SIGTERM came first (stopped, *out NULL). Negative: an error, with
+ * cxlp_errormsg(). SIGINT and SIGTERM must be blocked. */
+int ms_standby_wait(const struct ms_config *cfg, struct elect **out);
+/* ms_init_elected -- ms_init for the leader of term e: while the term
+ * holds, tries again while the pool's owner record still beats (-EBUSY:
+ * the leader before, deposed but not yet gone). 0 (ms->elect = e),
+ * MS_EXIT_LOST when the term ended first (nothing opened), 1 after
+ * SIGINT/SIGTERM, or ms_init's error. */
+int ms_init_elected(struct ms *ms, const struct ms_config *cfg,
+    struct elect *e);
+/* ms_term_ok -- ms may write its pool: it has no election, or its term
+ * holds (elect_may_write). Lock-free: checked before every write batch
+ * (dispatch.c apply_locked, the reaper). */
+bool ms_term_ok(const struct ms *ms);
+/* ms_term_lost -- ms was elected and its term is over. */
+bool ms_term_lost(const struct ms *ms);
 
 /* ms_dispatch -- handle one request frame received on pipe_id and encode
  * its reply into reply (reset first). Always encodes a reply; returns 0,

@@ -68,6 +68,7 @@
 
 #include "crashpt.h"
 #include "deadline.h"
+#include "elect.h"
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
@@ -211,13 +212,19 @@ reaper_main(void *arg)
 	pthread_mutex_lock(&srv->stop_lock);
 	while (!srv->stopping) {
 		struct timespec ts = cxlp_deadline(CLOCK_REALTIME, period);
+		bool term;
 
 		pthread_cond_timedwait(&srv->stop_cond, &srv->stop_lock, &ts);
 		pthread_mutex_unlock(&srv->stop_lock);
-		ms_reap(&srv->ms, cxlp_now_ms());
+		term = ms_term_ok(&srv->ms); /* standby.c note 3 */
+		if (term) {
+			ms_reap(&srv->ms, cxlp_now_ms());
+		}
 		(void)ms_pool_watch(&srv->ms);
-		ms_leases_expire(&srv->ms);
-		ms_evict_background(&srv->ms);
+		if (term) {
+			ms_leases_expire(&srv->ms);
+			ms_evict_background(&srv->ms);
+		}
 		cxlp_log_flush(); /* counts of rate-limited lines */
 		ms_tls_watch_poll(&srv->tlsw, cxlp_now_ms());
 		pthread_mutex_lock(&srv->stop_lock);
@@ -550,12 +557,31 @@ server_stop(struct server *srv)
 	return false;
 }
 
+/* A leader that lost its term (standby.c note 4): stop serving, write
+ * nothing more (no ms_fini: closing the pool clears the owner record),
+ * resign what is left of the term. */
+static int
+serve_lost(struct server *srv, struct elect **e)
+{
+	(void)server_stop(srv);
+	explicit_bzero(srv->ms.secret, sizeof(srv->ms.secret));
+	log_err("op=shutdown role=deposed status=%d msg=\"metaserver lost its "
+	    "term: stopped serving, the pool left as a kill -9 leaves it\"",
+	    MS_EXIT_LOST);
+	elect_stop(e);
+	cxlp_log_flush_all();
+	return MS_EXIT_LOST;
+}
+
 /* ms_serve -- open the pool, listen, serve until SIGINT/SIGTERM. Returns
- * the process exit status (0 clean, 1 on startup failure). */
+ * the process exit status (0 clean, 1 on startup failure, MS_EXIT_LOST
+ * after the election's term was lost). With --elect, a standby first
+ * (standby.c). */
 int
 ms_serve(const struct ms_config *cfg)
 {
 	static struct server srv; /* large; one per process */
+	struct elect *elect = NULL;
 	uint8_t secret[PROTO_SECRET_MAX] = { 0 };
 	uint16_t secret_len = 0;
 	int rc;
@@ -569,10 +595,25 @@ ms_serve(const struct ms_config *cfg)
 	}
 	pthread_mutex_init(&srv.stop_lock, NULL);
 	pthread_cond_init(&srv.stop_cond, NULL);
-	rc = ms_init(&srv.ms, cfg);
+	if (cfg->elect != NULL && (rc = ms_standby_wait(cfg, &elect)) != 0) {
+		if (rc < 0) {
+			fprintf(stderr, "cxlpool-metaserver: %s\n",
+			    cxlp_errormsg());
+		}
+		explicit_bzero(secret, sizeof(secret));
+		return rc < 0 ? 1 : 0; /* 1: stopped while a standby */
+	}
+	rc = elect != NULL ? ms_init_elected(&srv.ms, cfg, elect) :
+	    ms_init(&srv.ms, cfg);
+	if (rc == 1 || rc == MS_EXIT_LOST) { /* elected, then stopped */
+		elect_stop(&elect);
+		explicit_bzero(secret, sizeof(secret));
+		return rc == 1 ? 0 : MS_EXIT_LOST;
+	}
 	if (rc == -EBUSY) { /* another server has it; the message names it */
 		fprintf(stderr, "cxlpool-metaserver: %s\n", cxlp_errormsg());
 		explicit_bzero(secret, sizeof(secret));
+		elect_stop(&elect);
 		return 1;
 	}
 	if (rc != 0) {
@@ -585,6 +626,7 @@ ms_serve(const struct ms_config *cfg)
 			    "replaces it (its keys are lost)\n");
 		}
 		explicit_bzero(secret, sizeof(secret));
+		elect_stop(&elect);
 		return 1;
 	}
 	/* the pool is ours now: a ready file an earlier run on it left is
@@ -605,9 +647,13 @@ ms_serve(const struct ms_config *cfg)
 		log_info("op=shutdown signal=%d", wait_signal());
 		ms_notify_stopping(cfg);
 	}
+	if (ms_term_lost(&srv.ms)) {
+		return serve_lost(&srv, &elect);
+	}
 	if (server_stop(&srv)) {
 		ms_fini(&srv.ms);
 	}
+	elect_stop(&elect); /* resign: after the owner record was cleared */
 	cxlp_log_flush_all(); /* counts whose window had not ended */
 	explicit_bzero(srv.ms.secret, sizeof(srv.ms.secret));
 	return rc == 0 ? 0 : 1;

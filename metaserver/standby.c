@@ -1,0 +1,237 @@
+/*
+ * standby.c -- the metaserver as one of several of a pool (--elect,
+ * issue 28): a standby until etcd elects it, then the pool's one writer
+ * for as long as its term holds. The election is elect.c's; this file
+ * is what the metaserver does with it. docs/standby.md has the
+ * operator's view.
+ *
+ * DESIGN NOTES
+ *  1. A standby writes nothing and serves nothing [ms_standby_wait]: it
+ *     campaigns before ms_init, so no endpoint listens (a handler's
+ *     connect fails as with no server at all) and the pool is not
+ *     opened for writing. It maps the superblock read-only once, for the
+ *     uuid of the default key (/cxlpool/<uuid>), which only a format
+ *     changes; its log names the leader that holds the key.
+ *  2. Elected, it opens the pool as a restart does [ms_init_elected]:
+ *     pool_open_owned's lock, owner record and recovery. A dead leader's
+ *     record is of another host, so the claim first waits up to the
+ *     stale time for its heartbeat (pool/owner.c note 1), and in sw and
+ *     sim claims with a two-beat window: with the election won that wait
+ *     is redundant but safe, and it is kept (the takeover's largest
+ *     part). A record that still beats is a deposed leader not yet gone
+ *     (or a server started without --elect): the claim is tried again,
+ *     while the term holds.
+ *  3. Fencing: every write batch is admitted by ms_term_ok, a lock-free
+ *     read of the term's deadline (elect.c note 3), after the pool lock
+ *     is taken (dispatch.c apply_locked; the reaper's passes in
+ *     server.c). Once it is false it stays false (elect.c note 4): the
+ *     request gets CXLP_E_CONN "metaserver lost its term".
+ *  4. Losing the term [on_lost] ends the process: SIGTERM to itself, and
+ *     server.c, seeing ms_term_lost, stops the workers and exits with
+ *     MS_EXIT_LOST without closing the pool (a close clears the owner
+ *     record, a write; the pool is consistent as after kill -9), so the
+ *     service manager starts it again, as a standby.
+ *  5. Not done here (the next steps of issue 28): the epoch in the pool
+ *     and in every reply, and handlers that drop older terms' replies;
+ *     the pool's owner heartbeat (pool/owner.c) is not fenced: it beats
+ *     until the process exits, or until it sees another's claim.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elect.h"
+#include "err.h"
+#include "layout.h"
+#include "log.h"
+#include "map.h"
+#include "ms_int.h"
+#include "owner.h"
+
+#define STANDBY_TICK_MS 100u /* how often the wait looks at the flags */
+#define VALUE_MAX 1024u
+
+static atomic_bool elected_flag, lost_flag;
+
+static void
+on_elected(void *arg, uint64_t epoch)
+{
+	(void)arg;
+	(void)epoch;
+	atomic_store(&elected_flag, true);
+}
+
+/* note 4: elect_may_write is already false */
+static void
+on_lost(void *arg, const char *reason)
+{
+	(void)arg;
+	atomic_store(&lost_flag, true);
+	log_err("op=elect role=deposed msg=\"metaserver lost its term (%s): "
+	    "it writes the pool no more and exits with status %d\"", reason,
+	    MS_EXIT_LOST);
+	kill(getpid(), SIGTERM);
+}
+
+static void
+on_leader(void *arg, const char *value, uint64_t epoch)
+{
+	(void)arg;
+	log_info("op=elect role=standby leader=\"%s\" epoch=%llu msg=\"standby: "
+	    "the leader serves the pool\"", value,
+	    (unsigned long long)epoch);
+}
+
+/* Note 1: the pool's uuid, read from a read-only map of its superblock
+ * (the device's bytes: no host has written it since its format). */
+static int
+pool_uuid(const char *path, char *hex, size_t n)
+{
+	const struct pool_sb *sb;
+	struct pmap *m;
+	char why[200];
+	int rc = pmap_open(&m, path, 0, 0, false);
+
+	if (rc != 0) {
+		return cxlp_fail(rc, "--elect: cannot read the pool's uuid "
+		    "(the default --elect-key) from %s: %s; format the pool "
+		    "first, or give --elect-key", path, cxlp_errormsg());
+	}
+	sb = pmap_addr(m);
+	rc = pmap_file_size(m) < sizeof(*sb) ? CXLP_E_BADMAGIC :
+	    layout_validate(sb, pmap_file_size(m), why, sizeof(why));
+	if (rc == 0) {
+		for (size_t i = 0; i < sizeof(sb->uuid) && 2 * i + 2 < n;
+		    i++) {
+			snprintf(hex + 2 * i, 3, "%02x", sb->uuid[i]);
+		}
+	}
+	pmap_close(&m);
+	return rc == 0 ? 0 : cxlp_fail(rc, "--elect: %s is not a pool of "
+	    "this layout, so it has no uuid for the default --elect-key: "
+	    "format it first, or give --elect-key", path);
+}
+
+/* what the leader publishes under the key: endpoints, host, pid */
+static void
+leader_value(const struct ms_config *cfg, char *buf, size_t n)
+{
+	char urls[POOL_OREC_LISTEN_LEN], host[256] = "?";
+	const char *sim = getenv("CXLP_SIM_HOST");
+
+	ms_join_urls(cfg, urls, sizeof(urls));
+	(void)gethostname(host, sizeof(host) - 1);
+	snprintf(buf, n, "listen=%s host=%s%s%s pid=%d", urls, host,
+	    sim != NULL && sim[0] != '\0' ? "/sim:" : "",
+	    sim != NULL ? sim : "", (int)getpid());
+}
+
+/* SIGINT or SIGTERM within ms (they are blocked): its number, or 0 */
+static int
+signal_within(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000,
+		.tv_nsec = (long)(ms % 1000) * 1000000L };
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sig = sigtimedwait(&set, NULL, &ts);
+	return sig > 0 ? sig : 0;
+}
+
+/* ms_standby_wait -- see ms_int.h */
+int
+ms_standby_wait(const struct ms_config *cfg, struct elect **out)
+{
+	char key[sizeof(ELECT_KEY_PREFIX) + 40], value[VALUE_MAX];
+	struct elect_cfg ec = { .endpoints = cfg->elect, .key = cfg->elect_key,
+		.ttl_ms = cfg->elect_ttl_ms, .value = value };
+	struct elect_cbs cbs = { .elected = on_elected, .lost = on_lost,
+		.leader_changed = on_leader };
+	uint64_t t0 = cxlp_now_ms();
+	int rc, sig = 0;
+
+	*out = NULL;
+	if (ec.key == NULL) {
+		char hex[40] = "";
+
+		if ((rc = pool_uuid(cfg->pool_path, hex, sizeof(hex))) != 0) {
+			return rc;
+		}
+		snprintf(key, sizeof(key), "%s%s", ELECT_KEY_PREFIX, hex);
+		ec.key = key;
+	}
+	leader_value(cfg, value, sizeof(value));
+	if ((rc = elect_start(out, &ec, &cbs)) != 0) {
+		return rc;
+	}
+	log_info("op=elect role=standby key=%s value=\"%s\" msg=\"standby: "
+	    "campaigning; no endpoint listens and the pool is not written "
+	    "until this server is elected\"", ec.key, value);
+	while (!atomic_load(&elected_flag) &&
+	    (sig = signal_within(STANDBY_TICK_MS)) == 0) {
+	}
+	if (sig != 0) {
+		log_info("op=shutdown signal=%d role=standby", sig);
+		elect_stop(out);
+		return 1;
+	}
+	log_info("op=elect role=leader waited_ms=%llu msg=\"elected: opening "
+	    "the pool\"", (unsigned long long)(cxlp_now_ms() - t0));
+	return 0;
+}
+
+/* ms_init_elected -- see ms_int.h */
+int
+ms_init_elected(struct ms *ms, const struct ms_config *cfg, struct elect *e)
+{
+	uint64_t t0 = cxlp_now_ms();
+	int rc;
+
+	for (;;) {
+		if (!elect_may_write(e)) {
+			log_err("op=elect role=deposed msg=\"metaserver lost its "
+			    "term before it opened the pool; exiting with "
+			    "status %d\"", MS_EXIT_LOST);
+			return MS_EXIT_LOST;
+		}
+		rc = ms_init(ms, cfg);
+		if (rc != -EBUSY) {
+			break;
+		}
+		log_err("op=elect msg=\"elected, but %s: trying again\"",
+		    cxlp_errormsg());
+		if (signal_within(POOL_OWNER_BEAT_MS) != 0) {
+			return 1;
+		}
+	}
+	if (rc == 0) {
+		ms->elect = e;
+		log_info("op=elect role=leader open_ms=%llu msg=\"pool open "
+		    "and recovered\"", (unsigned long long)(cxlp_now_ms() -
+		    t0));
+	}
+	return rc;
+}
+
+/* ms_term_ok -- see ms_int.h */
+bool
+ms_term_ok(const struct ms *ms)
+{
+	return ms->elect == NULL || elect_may_write(ms->elect);
+}
+
+/* ms_term_lost -- see ms_int.h */
+bool
+ms_term_lost(const struct ms *ms)
+{
+	return ms->elect != NULL && (atomic_load(&lost_flag) ||
+	    !elect_may_write(ms->elect));
+}

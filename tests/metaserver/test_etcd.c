@@ -27,12 +27,18 @@ struct fake {
 	int port;
 	enum fake_mode mode;
 	pthread_t thread;
+	int stop; /* atomic: fake_stop ends a silence early */
 };
 
 static const char ok_body[] = "{\"header\":{\"revision\":\"7\"},"
     "\"kvs\":[{\"key\":\"eA==\",\"create_revision\":\"3\","
     "\"mod_revision\":\"4\",\"version\":\"2\",\"value\":\"bWU=\"}],"
     "\"count\":\"1\"}";
+
+static const char garbage[] =
+    "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{\"header";
+static const char http500[] =
+    "HTTP/1.1 500 Oops\r\nContent-Length: 2\r\n\r\n{}";
 
 static void
 send_all(int c, const char *s, size_t n)
@@ -80,16 +86,17 @@ answer(struct fake *f, int c)
 			send_all(c, "\r\n", 2);
 		}
 		break;
-	case FAKE_GARBAGE:
-		send_all(c, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{\"he"
-		    "ader", 48);
+	case FAKE_GARBAGE: /* says 9 bytes, sends 8 of them, hangs up */
+		send_all(c, garbage, sizeof(garbage) - 1);
 		break;
-	case FAKE_SILENT:
-		cxlp_sleep_ms(3000);
+	case FAKE_SILENT: /* 3 s, or until fake_stop */
+		for (int i = 0; i < 60 && !__atomic_load_n(&f->stop,
+		    __ATOMIC_ACQUIRE); i++) {
+			cxlp_sleep_ms(50);
+		}
 		break;
 	case FAKE_HTTP500:
-		send_all(c, "HTTP/1.1 500 Oops\r\nContent-Length: 2\r\n\r\n{}",
-		    42);
+		send_all(c, http500, sizeof(http500) - 1);
 		break;
 	}
 }
@@ -114,6 +121,7 @@ fake_start(struct fake *f, enum fake_mode mode)
 	socklen_t len = sizeof(a);
 
 	f->mode = mode;
+	f->stop = 0;
 	f->fd = socket(AF_INET, SOCK_STREAM, 0);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	cr_assert(bind(f->fd, (struct sockaddr *)&a, sizeof(a)) == 0);
@@ -121,6 +129,17 @@ fake_start(struct fake *f, enum fake_mode mode)
 	cr_assert(getsockname(f->fd, (struct sockaddr *)&a, &len) == 0);
 	f->port = ntohs(a.sin_port);
 	cr_assert(pthread_create(&f->thread, NULL, fake_main, f) == 0);
+}
+
+/* end f's thread before f goes out of scope: a listening socket shut
+ * down makes its accept fail */
+static void
+fake_stop(struct fake *f)
+{
+	__atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
+	shutdown(f->fd, SHUT_RDWR);
+	pthread_join(f->thread, NULL);
+	close(f->fd);
 }
 
 /* A client of the fakes' ports (and dead_port first, if not 0). */
@@ -153,6 +172,7 @@ get_from(enum fake_mode mode, struct etcd_kv *kv)
 	c = client_of(0, &f, 1000);
 	rc = etcd_get(c, "x", kv);
 	etcd_delete(&c);
+	fake_stop(&f);
 	return rc;
 }
 
@@ -214,8 +234,7 @@ Test(etcd, a_dead_or_unavailable_endpoint_is_passed_for_the_next)
 
 		fake_start(&tmp, FAKE_OK);
 		dead = tmp.port;
-		shutdown(tmp.fd, SHUT_RDWR);
-		close(tmp.fd);
+		fake_stop(&tmp);
 	}
 	c = client_of(dead, &live, 2000);
 	cr_assert_eq(etcd_get(c, "x", &kv), 0, "%s", cxlp_errormsg());
@@ -226,4 +245,6 @@ Test(etcd, a_dead_or_unavailable_endpoint_is_passed_for_the_next)
 	c = client_of(0, &unav, 2000);
 	cr_assert_eq(etcd_get(c, "x", &kv), -EAGAIN);
 	etcd_delete(&c);
+	fake_stop(&live);
+	fake_stop(&unav);
 }

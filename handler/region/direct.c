@@ -54,33 +54,12 @@
  * Everything read through the mapping is written by the metaserver, which
  * may run on another host (DESIGN.md contract 11). On a pool of sw or
  * sim coherence the mapping is not coherent with that host's writes, so
- * each read drops its lines first (pmap_fresh): the superblock copied at
- * open, its magic, uuid and commit_seq around lookups, the region records
- * read here, and through kvread's fresh hook (kvread.c note 9) every slot,
- * key record and region record of a lookup and the word validate reads
- * again. On host and hw pools the hook is NULL and pmap_fresh one test.
- * Each drop costs a fence that waits for its lines, then a miss, so the
- * superblock's words are dropped together (sb_head_fresh: magic, uuid
- * and commit_seq, one call) and one drop serves every load of them up
- * to the next that must come later: a lookup pass drops them once
- * before its first chunk and once after each chunk's lookups (that drop
- * serves the chunk's check after, the next chunk's check before and the
- * pass's last commit_seq); validate's direct_intact once for both words.
- *
- * Cached first [lookup_cached]. Most of a lookup's drops are of lines
- * that have not changed since this host last loaded them (a hot key's
- * slot, key record and region record), and each costs a fenced drop and
- * a miss (about 0.3 us here, a link round trip on CXL). So on sw and sim
- * a chunk is first looked up in this host's cache as it is, with no
- * drop; then each hit's slot word alone is dropped and read again, and
- * the hit stands only if it is the word the cached lookup saw. That
- * word's 24-bit seq moves with every change of the slot, and the slot's
- * key record and region record (checked against the slot's gen) do not
- * change while it holds that word, so an unchanged word proves the
- * whole cached answer current at the moment of the fresh read. Any
- * other answer (a miss, which a stale slot can fake; an odd or changed
- * word; KVREAD_ASK) is looked up again with every drop. Assumed: no
- * slot changes 2^24 times while a stale copy of it stays cached.
+ * what is read here (the superblock copied at open, the region records
+ * of direct_page_size) is dropped first (pmap_fresh), and kvread's fresh
+ * hook (kvread.c note 9) drops every slot, key record and region record
+ * a lookup reads that way. On host and hw pools the hook is NULL and
+ * pmap_fresh one test. The lookups themselves, and how they spare most
+ * drops, are directlook.c's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -92,6 +71,7 @@
 #include "coh.h"
 #include "err.h"
 #include "hostslice.h"
+#include "direct_int.h"
 #include "region.h"
 #include "kvread.h"
 #include "layout.h"
@@ -100,28 +80,7 @@
 #include "pool.h"
 
 #define RECHECK_MS 200 /* how stale the pool file's identity may get */
-#define COMMIT_PASSES 4 /* batch passes that may meet a group's commit */
 
-struct direct {
-	struct pmap *map;  /* [0, meta_len) of the pool, read-only */
-	struct pmap *amap; /* the access area, writable; NULL: none */
-	uint8_t *access;   /* one reference byte per index slot, or NULL;
-	                    * in sw and sim this host's slice of counters */
-	bool per_host;     /* access is a slice: a hit counts, written back
-	                    * (pool/evict.c note 8) */
-	struct kvread kr;  /* views into map */
-	struct kvread kr_nodrop; /* the same, its fresh hook NULL: for reads
-	                          * of lines just dropped (note above) */
-	uint64_t magic;    /* the superblock's first 8 bytes when valid */
-	uint64_t uuid[2];  /* its uuid, new at every format */
-	dev_t dev;         /* the pool file mapped */
-	ino_t ino;
-	uint64_t check_ms; /* atomic: next identity check, monotonic ms */
-	bool off;          /* atomic: turned off after open */
-	pthread_t walker;  /* prefaults map; valid if walking */
-	bool walking;
-	int stop;          /* atomic: end the walk */
-};
 
 /* The file behind the pool path now; false if it cannot be stat'ed. */
 static bool
@@ -270,22 +229,6 @@ access_map(struct cxlp_handler *h, const struct pool_sb *sb,
 	}
 }
 
-/* a hit on slot: set its reference byte unless it is set (a store only
- * when it changes something, so readers do not bounce the line); in sw
- * and sim count it in this host's slice and write the line back */
-static inline void
-access_touch(const struct direct *d, uint64_t slot)
-{
-	if (d->access == NULL || slot >= d->kr.nslots) {
-		return;
-	}
-	if (d->per_host) {
-		hostslice_count(d->amap, d->access, slot);
-	} else if (__atomic_load_n(&d->access[slot], __ATOMIC_RELAXED) == 0) {
-		__atomic_store_n(&d->access[slot], 1, __ATOMIC_RELAXED);
-	}
-}
-
 static void *
 walker_main(void *arg)
 {
@@ -345,9 +288,8 @@ direct_invalidate(struct cxlp_handler *h, const char *why)
 	}
 }
 
-/* Direct reads turned off, for good: by a path that named another file,
- * or now by a session the metaserver no longer knows. */
-static bool
+/* direct_off -- see direct_int.h */
+bool
 direct_off(struct cxlp_handler *h, struct direct *d)
 {
 	if (__atomic_load_n(&d->off, __ATOMIC_ACQUIRE)) {
@@ -361,9 +303,8 @@ direct_off(struct cxlp_handler *h, struct direct *d)
 	return false;
 }
 
-/* Still the pool we mapped? Looks at the path at most every RECHECK_MS
- * (one thread of those that find the check due does it). */
-static bool
+/* direct_usable -- see direct_int.h */
+bool
 direct_usable(struct cxlp_handler *h, struct direct *d)
 {
 	uint64_t due = __atomic_load_n(&d->check_ms, __ATOMIC_RELAXED);
@@ -404,208 +345,6 @@ direct_close(struct cxlp_handler *h)
 	}
 }
 
-/* Drop the superblock's head, [magic, commit_seq]: the magic, uuid and
- * commit_seq words a lookup or a validate checks (5 lines), in one
- * cline_drop, so one fence for the three. Each load of them that
- * follows reads what the device held after this drop, so one drop
- * serves every such load up to the next read that must come later
- * than something (cost: each drop is a fence that waits for the
- * lines, then a miss; separate drops of the three words cost three). */
-static void
-sb_head_fresh(const struct direct *d)
-{
-	const struct pool_sb *sb = pmap_addr(d->map);
-
-	kvread_fresh(&d->kr, sb, offsetof(struct pool_sb, commit_seq) +
-	    sizeof(sb->commit_seq));
-}
-
-/* the pool is still the one formatted when we mapped it (a pool being
- * reformatted in place clears its magic first); the caller dropped the
- * line (sb_head_fresh) */
-static bool
-magic_intact(const struct direct *d)
-{
-	const uint64_t *magic = pmap_addr(d->map);
-
-	return __atomic_load_n(magic, __ATOMIC_ACQUIRE) == d->magic;
-}
-
-/* the superblock's head (sb_head_fresh) and the words of slots
- * slot[0..n), n <= KVREAD_BATCH, dropped with one fence */
-static void
-head_and_words_fresh(const struct direct *d, const uint64_t slot[],
-    size_t n)
-{
-	const struct pool_sb *sb = pmap_addr(d->map);
-	const void *addr[KVREAD_BATCH + 1];
-	size_t len[KVREAD_BATCH + 1];
-
-	addr[0] = sb;
-	len[0] = offsetof(struct pool_sb, commit_seq) + sizeof(sb->commit_seq);
-	for (size_t i = 0; i < n; i++) {
-		addr[i + 1] = &d->kr.slots[slot[i]].word;
-		len[i + 1] = sizeof(uint64_t);
-	}
-	pmap_fresh_many(d->map, n + 1, addr, len);
-}
-
-/* kvread_lookup_batch of keys[0..n) on a mapping that needs drops:
- * from this host's cache first, each hit then proven by a fresh read of
- * its slot word, the rest looked up again with drops (note above). The
- * hits' words are dropped with the superblock's head, after every cached
- * lookup: true if nothing was looked up after that drop, which then
- * serves the chunk's check after (direct_chunk) */
-static bool
-lookup_cached(const struct direct *d, size_t n, const void *const keys[],
-    const size_t key_lens[], struct kvread_loc l[], int rc[])
-{
-	uint64_t slot[KVREAD_BATCH];
-	size_t hits = 0;
-	bool again = false;
-
-	kvread_lookup_batch(&d->kr_nodrop, n, keys, key_lens, l, rc);
-	for (size_t i = 0; i < n; i++) {
-		if (rc[i] == 0) {
-			slot[hits++] = l[i].slot;
-		}
-	}
-	head_and_words_fresh(d, slot, hits);
-	for (size_t i = 0; i < n; i++) {
-		if (rc[i] == 0 &&
-		    kvread_word(&d->kr_nodrop, l[i].slot) == l[i].word) {
-			continue;
-		}
-		rc[i] = kvread_lookup(&d->kr, keys[i], key_lens[i], &l[i]);
-		again = true;
-	}
-	return !again;
-}
-
-/* res and ask (and vers, unless NULL) of keys[0..n), n <= KVREAD_BATCH,
- * from the index: answers are kept only if the magic held before and
- * after the lookups. *intact is the check before (the previous chunk's
- * check after, or the pass's first), and is set to the check after:
- * nothing is read between one chunk's check after and the next's
- * before, so one load serves both. The drop before the check after
- * also covers commit_seq (sb_head_fresh), which direct_pass reads next
- * if this was its last chunk. */
-static void
-direct_chunk(struct direct *d, size_t n, const void *const keys[],
-    const size_t key_lens[], struct proto_result res[], bool ask[],
-    cxlp_version_t vers[], bool *intact_io)
-{
-	struct kvread_loc l[KVREAD_BATCH];
-	int rc[KVREAD_BATCH];
-	bool intact = *intact_io;
-
-	bool dropped = false;
-
-	if (intact && d->kr.fresh != NULL) {
-		dropped = lookup_cached(d, n, keys, key_lens, l, rc);
-	} else if (intact) {
-		kvread_lookup_batch(&d->kr, n, keys, key_lens, l, rc);
-	}
-	__atomic_thread_fence(__ATOMIC_ACQUIRE); /* the lookups first */
-	if (!dropped) {
-		sb_head_fresh(d);
-	}
-	intact = intact && magic_intact(d);
-	*intact_io = intact;
-	for (size_t i = 0; i < n; i++) {
-		ask[i] = !intact || rc[i] == KVREAD_ASK;
-		if (ask[i]) {
-			continue;
-		}
-		memset(&res[i], 0, sizeof(res[i]));
-		res[i].status = rc[i];
-		if (rc[i] == 0) {
-			access_touch(d, l[i].slot);
-			res[i].loc = (struct proto_loc){ .region = l[i].region,
-			    .gen = l[i].gen, .region_off = l[i].region_off,
-			    .region_len = l[i].region_len, .off = l[i].off,
-			    .len = l[i].len };
-			if (vers != NULL) { /* version_hits makes it a token */
-				vers[i].opaque[0] = l[i].word;
-				vers[i].opaque[1] = l[i].slot;
-			}
-		}
-	}
-}
-
-/* the pool's commit_seq (pool_commit_begin), acquire: even between the
- * commits of request groups; the caller dropped the line
- * (sb_head_fresh) */
-static uint64_t
-commit_seq(const struct direct *d)
-{
-	const struct pool_sb *sb = pmap_addr(d->map);
-
-	return __atomic_load_n(&sb->commit_seq, __ATOMIC_ACQUIRE);
-}
-
-/* One pass over keys[0..n); true if no request group's commit ran
- * during it (commit_seq even and unchanged around it), so that the
- * answers hold none or all of each group's keys: a commit's keys turn
- * visible one by one after its commit point (pool/kv.c note 2), and a
- * pass that met that would hold part of them. */
-static bool
-direct_pass(struct direct *d, size_t n, const void *const keys[],
-    const size_t key_lens[], struct proto_result res[], bool ask[],
-    cxlp_version_t vers[])
-{
-	uint64_t seq;
-	bool intact;
-
-	/* no drop: a stale copy of commit_seq and magic, from before the
-	 * pass, proves as much as a fresh one once the check after the
-	 * lookups (dropped) finds them unchanged: no commit and no format
-	 * ran from the stale copy's time to then; a changed one fails the
-	 * pass, which is tried again from the line that drop loaded */
-	seq = commit_seq(d);
-	intact = magic_intact(d);
-	for (size_t i = 0; i < n; i += KVREAD_BATCH) {
-		size_t k = n - i < KVREAD_BATCH ? n - i : KVREAD_BATCH;
-
-		direct_chunk(d, k, keys + i, key_lens + i, res + i, ask + i,
-		    vers == NULL ? NULL : vers + i, &intact);
-	}
-	/* no drop: the last chunk's drop came after all its lookups
-	 * (direct_chunk) and covered commit_seq, and nothing read since
-	 * needs to come before this load */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	return (seq & 1u) == 0 && commit_seq(d) == seq;
-}
-
-/* direct_lookup_batch -- see region.h. A batch that keeps meeting
- * commits, or that the index could not answer whole, is asked of the
- * metaserver whole: its LOOKUP runs under the lock that commits take,
- * and a mix of both answers could hold half a group. */
-size_t
-direct_lookup_batch(struct cxlp_handler *h, size_t n,
-    const void *const keys[], const size_t key_lens[],
-    struct proto_result res[], bool ask[], cxlp_version_t vers[])
-{
-	struct direct *d = h->direct;
-	size_t nask = 0;
-	bool whole = false;
-
-	for (unsigned pass = 0; d != NULL && direct_usable(h, d) && !whole &&
-	    pass < COMMIT_PASSES; pass++) {
-		whole = direct_pass(d, n, keys, key_lens, res, ask, vers);
-	}
-	for (size_t i = 0; whole && i < n; i++) {
-		nask += ask[i];
-	}
-	if (!whole || (nask > 0 && n > 1)) {
-		for (size_t i = 0; i < n; i++) {
-			ask[i] = true;
-		}
-		return n;
-	}
-	return nask;
-}
-
 /* direct_reader -- see region.h */
 const struct kvread *
 direct_reader(struct cxlp_handler *h)
@@ -643,38 +382,3 @@ direct_page_size(struct cxlp_handler *h, uint32_t region, uint32_t gen)
 	return ps;
 }
 
-/* direct_intact -- see region.h */
-bool
-direct_intact(struct cxlp_handler *h, bool drop)
-{
-	const struct direct *d = h->direct;
-	const struct pool_sb *sb;
-
-	if (d == NULL) {
-		return false;
-	}
-	if (drop) {
-		sb_head_fresh(d); /* magic and uuid: one drop, one fence */
-	}
-	if (!magic_intact(d)) {
-		return false;
-	}
-	sb = pmap_addr(d->map);
-	return __atomic_load_n((const uint64_t *)(const void *)sb->uuid,
-	    __ATOMIC_RELAXED) == d->uuid[0] &&
-	    __atomic_load_n((const uint64_t *)(const void *)sb->uuid + 1,
-	    __ATOMIC_RELAXED) == d->uuid[1];
-}
-
-/* direct_fresh_words -- see region.h */
-const struct kvread *
-direct_fresh_words(struct cxlp_handler *h, const uint64_t slot[], size_t n)
-{
-	const struct direct *d = h->direct;
-
-	if (d == NULL || d->kr.fresh == NULL) {
-		return NULL;
-	}
-	head_and_words_fresh(d, slot, n);
-	return &d->kr_nodrop;
-}

@@ -117,23 +117,6 @@ now_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* pool_boot_id -- see pool_int.h */
-void
-pool_boot_id(char out[POOL_BOOT_ID_LEN])
-{
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	size_t n = 0;
-
-	memset(out, 0, POOL_BOOT_ID_LEN);
-	if (f != NULL) {
-		n = fread(out, 1, POOL_BOOT_ID_LEN - 1, f);
-		fclose(f);
-	}
-	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0')) {
-		out[--n] = '\0';
-	}
-}
-
 static struct pool_orec *
 orec(const struct pool *p)
 {

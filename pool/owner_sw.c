@@ -151,6 +151,23 @@ owner_sw_claim(struct pool *p, const struct pool_orec *mine,
 	return true;
 }
 
+/* pool_boot_id -- see pool_int.h */
+void
+pool_boot_id(char out[POOL_BOOT_ID_LEN])
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	size_t n = 0;
+
+	memset(out, 0, POOL_BOOT_ID_LEN);
+	if (f != NULL) {
+		n = fread(out, 1, POOL_BOOT_ID_LEN - 1, f);
+		fclose(f);
+	}
+	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0')) {
+		out[--n] = '\0';
+	}
+}
+
 /* owner_ident -- see owner_sw.h */
 void
 owner_ident(const struct pool *p, char host[POOL_OREC_HOST_LEN],

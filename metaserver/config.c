@@ -256,6 +256,14 @@ set_reformat(struct ms_config *cfg, const char *v)
 }
 
 static int
+set_elect_term_reset(struct ms_config *cfg, const char *v)
+{
+	(void)v;
+	cfg->elect_term_reset = true;
+	return 0;
+}
+
+static int
 set_repair(struct ms_config *cfg, const char *v)
 {
 	cfg->repair = true;
@@ -500,6 +508,9 @@ static const struct flag flags[] = {
 	    ELECT_KEY_PREFIX "<pool uuid>)", set_elect_key },
 	{ "elect-ttl", 1, "TIME", "the leader's lease, whole seconds, e.g. "
 	    "2s (default 2s, 1s..300s)", set_elect_ttl },
+	{ "elect-term-reset", 0, NULL, "etcd was rebuilt from nothing: "
+	    "serve the pool under a term below the one it was served under",
+	    set_elect_term_reset },
 	{ "log-level", 1, "LEVEL", "err|info|debug|off (default info)",
 	    set_log_level },
 	{ "help", 0, NULL, "show this help", NULL },
@@ -587,9 +598,9 @@ ms_config_parse(struct ms_config *cfg, int argc, char **argv)
 		rc = 2;
 	}
 	if (rc == 0 && cfg->elect == NULL && (cfg->elect_key != NULL ||
-	    cfg->elect_ttl_ms != 0)) {
-		fprintf(stderr, "cxlpool-metaserver: --elect-key and "
-		    "--elect-ttl need --elect\n");
+	    cfg->elect_ttl_ms != 0 || cfg->elect_term_reset)) {
+		fprintf(stderr, "cxlpool-metaserver: --elect-key, --elect-ttl "
+		    "and --elect-term-reset need --elect\n");
 		rc = 2;
 	}
 	if (rc == 0 && cfg->elect_ttl_ms == 0) {

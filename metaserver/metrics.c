@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "err.h"
 #include "ms_int.h"
+#include "owner.h"
 
 /* upper bounds of the latency buckets, microseconds */
 static const uint64_t bucket_us[MET_BUCKETS] = {
@@ -225,11 +226,12 @@ pool_figures(FILE *f, struct ms *ms)
 {
 	struct pool_evict_stats ev;
 	struct pool_stats st;
-	uint64_t leases, expired, ebytes = 0;
+	uint64_t leases, expired, ebytes = 0, term;
 	unsigned groups, nfenced;
 
 	ms_rdlock(ms);
 	pool_stats(ms->pool, &st);
+	term = pool_term(ms->pool);
 	pool_evict_stats(ms->pool, &ev);
 	pool_lease_stats(ms->pool, &leases, &expired);
 	groups = ms->groups.n;
@@ -254,6 +256,13 @@ pool_figures(FILE *f, struct ms *ms)
 	    "pool was formatted for (1 for its mode).");
 	fprintf(f, "cxlpool_pool_coherence{mode=\"%s\"} 1\n",
 	    pool_coh_name(pool_coherence(ms->pool)));
+	/* only a server that serves answers: a standby listens on nothing */
+	head(f, "cxlpool_role", "gauge", "This server's role (1 for it): "
+	    "leader (elected, --elect) or single (no election).");
+	fprintf(f, "cxlpool_role{role=\"%s\"} 1\n", ms->elect != NULL ?
+	    "leader" : "single");
+	one(f, "cxlpool_term", "gauge", "The highest election term (epoch) "
+	    "the pool was served under; 0: none.", term);
 	one(f, "cxlpool_keys", "gauge", "Keys registered.", st.keys);
 	one(f, "cxlpool_value_bytes", "gauge", "Sum of the values' lengths.",
 	    st.value_bytes);

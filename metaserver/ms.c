@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elect.h"
 #include "err.h"
 #include "log.h"
 #include "ms_int.h"
@@ -187,6 +188,13 @@ coherence_check(const struct pool *p, const struct ms_config *cfg)
 	    cfg->coherence));
 }
 
+/* the owner heartbeat's fence (pool/owner.c note 7) */
+static bool
+owner_may_write(void *arg)
+{
+	return elect_may_write(arg);
+}
+
 /* ms_init -- open (or create) the pool named in cfg and shadow the
  * sessions it records, detached. Returns 0, or a negative error with
  * cxlp_errormsg() set and nothing left to free (-EBUSY: another server
@@ -201,7 +209,10 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	};
 	unsigned flags = POOL_CREATE | (cfg->reformat ? POOL_REFORMAT : 0);
 	char listen[POOL_OREC_LISTEN_LEN];
-	struct pool_own own = { .listen = listen, .lost = owner_lost };
+	struct pool_own own = { .listen = listen, .lost = owner_lost,
+		.term = cfg->elect_term, .term_reset = cfg->elect_term_reset,
+		.may_write = cfg->elect_e != NULL ? owner_may_write : NULL,
+		.may_write_arg = cfg->elect_e };
 	int rc;
 
 	memset(ms, 0, sizeof(*ms));

@@ -13,14 +13,17 @@
  *     uuid of the default key (/cxlpool/<uuid>), which only a format
  *     changes; its log names the leader that holds the key.
  *  2. Elected, it opens the pool as a restart does [ms_init_elected]:
- *     pool_open_owned's lock, owner record and recovery. A dead leader's
- *     record is of another host, so the claim first waits up to the
- *     stale time for its heartbeat (pool/owner.c note 1), and in sw and
- *     sim claims with a two-beat window: with the election won that wait
- *     is redundant but safe, and it is kept (the takeover's largest
- *     part). A record that still beats is a deposed leader not yet gone
- *     (or a server started without --elect): the claim is tried again,
- *     while the term holds.
+ *     pool_open_owned's lock, owner record and recovery, told the term
+ *     it won (pool_own.term, the epoch; pool/owner.c note 7): a pool
+ *     served under a greater term is refused (-ESTALE, unless
+ *     --elect-term-reset), the pool's term is set to ours before
+ *     recovery, and a dead leader's record of an older term is taken
+ *     over at once, without the stale wait and the sw claim window (the
+ *     fencing rule already stopped it). A record of term 0 (a server
+ *     without --elect) or of our term is watched as before; one that
+ *     still beats is refused, and the claim is tried again, while the
+ *     term holds. The owner heartbeat asks elect_may_write before each
+ *     beat (pool_own.may_write), so a deposed leader beats no more.
  *  3. Fencing: every write batch is admitted by ms_term_ok, a lock-free
  *     read of the term's deadline (elect.c note 3), after the pool lock
  *     is taken (dispatch.c apply_locked; the reaper's passes in
@@ -31,10 +34,8 @@
  *     MS_EXIT_LOST without closing the pool (a close clears the owner
  *     record, a write; the pool is consistent as after kill -9), so the
  *     service manager starts it again, as a standby.
- *  5. Not done here (the next steps of issue 28): the epoch in the pool
- *     and in every reply, and handlers that drop older terms' replies;
- *     the pool's owner heartbeat (pool/owner.c) is not fenced: it beats
- *     until the process exits, or until it sees another's claim.
+ *  5. Not done here (the next steps of issue 28): the epoch in every
+ *     reply, and handlers that drop older terms' replies.
  */
 #include <errno.h>
 #include <signal.h>
@@ -192,9 +193,14 @@ ms_standby_wait(const struct ms_config *cfg, struct elect **out)
 int
 ms_init_elected(struct ms *ms, const struct ms_config *cfg, struct elect *e)
 {
+	struct ms_config c = *cfg;
+	struct elect_status st;
 	uint64_t t0 = cxlp_now_ms();
 	int rc;
 
+	elect_status(e, &st);
+	c.elect_term = st.epoch; /* pool/owner.c note 7 */
+	c.elect_e = e;
 	for (;;) {
 		if (!elect_may_write(e)) {
 			log_err("op=elect role=deposed msg=\"metaserver lost its "
@@ -202,7 +208,7 @@ ms_init_elected(struct ms *ms, const struct ms_config *cfg, struct elect *e)
 			    "status %d\"", MS_EXIT_LOST);
 			return MS_EXIT_LOST;
 		}
-		rc = ms_init(ms, cfg);
+		rc = ms_init(ms, &c);
 		if (rc != -EBUSY) {
 			break;
 		}
@@ -214,9 +220,10 @@ ms_init_elected(struct ms *ms, const struct ms_config *cfg, struct elect *e)
 	}
 	if (rc == 0) {
 		ms->elect = e;
-		log_info("op=elect role=leader open_ms=%llu msg=\"pool open "
-		    "and recovered\"", (unsigned long long)(cxlp_now_ms() -
-		    t0));
+		log_info("op=elect role=leader term=%llu open_ms=%llu "
+		    "msg=\"pool open and recovered\"",
+		    (unsigned long long)c.elect_term,
+		    (unsigned long long)(cxlp_now_ms() - t0));
 	}
 	return rc;
 }

@@ -53,7 +53,9 @@
                               * mode but host also sets
                               * POOL_INCOMPAT_COHERENCE); access_hosts
                               * and the host table hosts[] (sw and sim:
-                              * one access slice per host) */
+                              * one access slice per host); term (the
+                              * highest election epoch a leader served
+                              * under) and the owner record's term */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
@@ -128,7 +130,10 @@ struct pool_orec {
 	char boot_id[POOL_BOOT_ID_LEN];    /* owner host's boot, NUL padded */
 	char listen[POOL_OREC_LISTEN_LEN]; /* its endpoints, comma-separated,
 	                                    * NUL-terminated, truncated */
-	uint8_t reserved[96];  /* zero */
+	uint64_t term;         /* the owner's election term (epoch, etcd
+	                        * create revision); 0: not elected
+	                        * (no --elect) or before layout 2.5 */
+	uint8_t reserved[88];  /* zero */
 	uint64_t checksum;     /* XXH64 of word, start_ns..reserved */
 };
 static_assert(sizeof(struct pool_orec) == 504, "owner record size");
@@ -220,13 +225,19 @@ struct pool_sb {
 	                           * store per entry, cleared only by a
 	                           * format, so a host keeps its slice across
 	                           * restarts. Not covered by checksum */
-	uint8_t reserved[3064];   /* zero */
+	uint64_t term;            /* the highest election term (epoch) a
+	                           * leader served this pool under; 0: none
+	                           * (no --elect). Written by an elected
+	                           * leader before it serves (owner.c note
+	                           * 7), and by a format (0). One 8-byte
+	                           * store, not covered by checksum */
+	uint8_t reserved[3056];   /* zero */
 	struct pool_orec owner;   /* who serves the pool; its own rules,
 	                           * above (layout 2.1; zero in 2.0) */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id,
 	                           * lease_until_ns, commit_seq, commit_done,
-	                           * the eviction totals, open_nonce, hosts
-	                           * and owner read as 0 */
+	                           * the eviction totals, open_nonce, hosts,
+	                           * term and owner read as 0 */
 };
 static_assert(sizeof(struct pool_sb) == POOL_SB_SIZE, "superblock size");
 static_assert(offsetof(struct pool_sb, owner) % 64 == 0,
@@ -244,6 +255,8 @@ static_assert(offsetof(struct pool_sb, open_nonce) % 8 == 0,
     "open_nonce is published by an aligned 8-byte store");
 static_assert(offsetof(struct pool_sb, hosts) % 8 == 0,
     "host table entries are published by aligned 8-byte stores");
+static_assert(offsetof(struct pool_sb, term) % 8 == 0,
+    "term is published by an aligned 8-byte store");
 static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
     "next_session_id is published by an aligned 8-byte store");
 

@@ -63,6 +63,30 @@
  *     for sw and sim), and every write is persisted, which writes back.
  *     The simulator's hosts, one machine's processes, are told apart by
  *     a lock file and a boot id of their own (owner_sw.c note 4).
+ *  7. Terms [term_check, decide, owner_claim], with an election only
+ *     (own->term != 0, cxlpool-metaserver --elect; docs/standby.md).
+ *     The pool keeps the highest term a leader served it under
+ *     (sb.term) and the record the term of its owner (orec.term), both
+ *     written at the claim, before recovery, so before the leader
+ *     serves. A server elected for a term below the pool's is refused
+ *     (-ESTALE): etcd's revisions never go back, so it is an old term's
+ *     leader, or an etcd rebuilt from nothing, which the operator must
+ *     say (own->term_reset: --elect-term-reset) or the pool would serve
+ *     two terms of one number. A record of an older nonzero term is
+ *     taken over at once: no stale wait (note 1), and in sw and sim no
+ *     claim window (owner_sw.c note 3, window 0). Why it is safe: its
+ *     owner's term ended before ours began. etcd elects no one before
+ *     the old lease expires, and the old leader stopped writing before
+ *     that by its own deadline (elect_may_write, which also stops its
+ *     heartbeat: own->may_write), so no write of the old owner can land
+ *     after our claim, and no rival claims: a rival of a newer term
+ *     could not be elected while we hold ours, one of an older term is
+ *     refused by term_check. What it assumes: the fencing rule of
+ *     docs/standby.md (the clocks' rates, the margin), and that every
+ *     server of the pool runs with --elect on one key: a record of term
+ *     0 (a server without --elect) or of our term or a newer one is
+ *     watched as in note 1, and a server without --elect does not wait
+ *     for a term, so it must not share a pool with elected ones.
  * A server of a format and a claim on a blank or reformatted target is
  * excluded from a second one on another host only from its claim on: two
  * hosts formatting one device in the same seconds are not told apart.
@@ -101,6 +125,11 @@ struct owner {
 	unsigned stale_ms;
 	void (*lost)(void *arg);
 	void *lost_arg;
+	uint64_t term;          /* own->term: our election term, or 0 */
+	bool term_reset;        /* own->term_reset */
+	bool fenced;            /* note 7: the record's term is over */
+	bool (*may_write)(void *arg);
+	void *may_write_arg;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;      /* CLOCK_MONOTONIC */
 	bool stop;              /* under mu */
@@ -147,6 +176,7 @@ orec_decode(const struct pool_orec *r, struct pool_owner *out)
 	out->start_ns = r->start_ns;
 	out->beat = r->beat;
 	out->beat_ns = r->beat_ns;
+	out->term = r->term;
 }
 
 /* pool_owner_get -- see owner.h */
@@ -304,6 +334,31 @@ watch(struct pool *p, struct owner *ow, const struct pool_orec *first)
 	return 0;
 }
 
+/* note 7: an elected server's term is not below the pool's */
+static int
+term_check(const struct pool *p, const struct owner *ow)
+{
+	uint64_t have = pool_load8(p, &p->sb->term);
+
+	if (ow->term == 0 || ow->term >= have) {
+		return 0;
+	}
+	if (ow->term_reset) {
+		log_info("%s: the pool was served in term %llu; this server "
+		    "holds term %llu, and was told the election restarted "
+		    "(term reset): the pool's term goes back to %llu", p->path,
+		    (unsigned long long)have, (unsigned long long)ow->term,
+		    (unsigned long long)ow->term);
+		return 0;
+	}
+	return cxlp_fail(-ESTALE, "pool %s was served in term %llu, and this "
+	    "server was elected for term %llu, an older one: refusing to "
+	    "serve it. If the etcd cluster was rebuilt from nothing (its "
+	    "revisions start again at 1), start one server with "
+	    "--elect-term-reset (or --reformat)", p->path,
+	    (unsigned long long)have, (unsigned long long)ow->term);
+}
+
 /* note 1, after the lock: may this server go on, and over which word? */
 static int
 decide(struct pool *p, struct owner *ow, bool busy, bool ours)
@@ -311,12 +366,16 @@ decide(struct pool *p, struct owner *ow, bool busy, bool ours)
 	char host[POOL_OREC_HOST_LEN], boot[POOL_BOOT_ID_LEN];
 	struct pool_owner o;
 	struct pool_orec r;
+	int rc;
 
 	if (busy) {
 		return refuse_locked(p, ow, ours);
 	}
 	if (!ours) {
 		return 0; /* blank, not a pool, or another layout */
+	}
+	if ((rc = term_check(p, ow)) != 0) {
+		return rc;
 	}
 	orec_load(p, &r);
 	if (r.word == 0) {
@@ -330,6 +389,19 @@ decide(struct pool *p, struct owner *ow, bool busy, bool ours)
 		    "pool's lock was free)");
 		ow->seen = r.word;
 		ow->seen_beat = r.beat;
+		return 0;
+	}
+	if (ow->term != 0 && r.term != 0 && r.term < ow->term &&
+	    layout_orec_checksum(&r) == r.checksum) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "its term %llu is over (this server "
+		    "was elected for term %llu)", (unsigned long long)r.term,
+		    (unsigned long long)ow->term);
+		log_takeover(p, &o, why);
+		ow->seen = r.word;
+		ow->seen_beat = r.beat;
+		ow->fenced = true; /* note 7 */
 		return 0;
 	}
 	return watch(p, ow, &r);
@@ -351,6 +423,10 @@ owner_new(struct pool *p, const struct pool_own *own)
 	ow->stale_ms = own->stale_ms ? own->stale_ms : POOL_OWNER_STALE_MS;
 	ow->lost = own->lost;
 	ow->lost_arg = own->lost_arg;
+	ow->term = own->term;
+	ow->term_reset = own->term_reset;
+	ow->may_write = own->may_write;
+	ow->may_write_arg = own->may_write_arg;
 	pthread_mutex_init(&ow->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -391,6 +467,7 @@ fill(const struct pool *p, struct pool_orec *o, const struct pool_own *own,
 	owner_ident(p, o->host, o->boot_id);
 	snprintf(o->listen, sizeof(o->listen), "%s",
 	    own->listen != NULL ? own->listen : "");
+	o->term = own->term;
 	o->checksum = layout_orec_checksum(o);
 }
 
@@ -435,12 +512,17 @@ owner_claim(struct pool *p, const struct pool_own *own, bool fresh)
 	}
 	fill(p, &mine, own, token);
 	won = owner_sw(p) ? owner_sw_claim(p, &mine, expect, beat0,
-	    owner_sw_window_ms(p->own->beat_ms)) : claim_cas(p, &mine, expect);
+	    p->own->fenced ? 0 : owner_sw_window_ms(p->own->beat_ms)) :
+	    claim_cas(p, &mine, expect);
 	if (!won) {
 		(void)pool_owner_get(p, &cur);
 		return refuse_owner(p, &cur); /* note 2: another won */
 	}
 	p->own->token = token;
+	if (own->term != 0) { /* note 7: before recovery, before serving */
+		pool_set8(&p->sb->term, own->term);
+		pool_persist_quiet(p, &p->sb->term, sizeof(p->sb->term));
+	}
 	if (pthread_create(&p->own->thread, NULL, beat_main, p) != 0) {
 		return cxlp_fail(-EAGAIN, "%s: cannot start the heartbeat "
 		    "thread", p->path);
@@ -492,7 +574,7 @@ beat_main(void *arg)
 {
 	struct pool *p = arg;
 	struct owner *ow = p->own;
-	bool ok = true;
+	bool ok = true, over = false;
 
 	pthread_mutex_lock(&ow->mu);
 	while (!ow->stop && ok) {
@@ -504,11 +586,19 @@ beat_main(void *arg)
 		while (!ow->stop && pthread_cond_timedwait(&ow->cv, &ow->mu,
 		    &until) == 0) {
 		}
+		if (!ow->stop && ow->may_write != NULL &&
+		    !ow->may_write(ow->may_write_arg)) {
+			over = true; /* note 7: the term is over: no beat */
+			break;
+		}
 		ok = ow->stop || beat_once(p);
 	}
 	pthread_mutex_unlock(&ow->mu);
 	if (!ok) {
 		report_lost(p);
+	} else if (over) {
+		log_err("%s: this server's term is over: its heartbeat stops",
+		    p->path);
 	}
 	return NULL;
 }
@@ -557,6 +647,13 @@ owner_release(struct pool *p)
 	p->own = NULL;
 }
 
+/* pool_term -- see owner.h */
+uint64_t
+pool_term(const struct pool *p)
+{
+	return pool_load8(p, &p->sb->term);
+}
+
 /* pool_owner_write -- see owner.h */
 void
 pool_owner_write(struct pool *p, const struct pool_owner *src)
@@ -577,6 +674,7 @@ pool_owner_write(struct pool *p, const struct pool_owner *src)
 	o->start_ns = src->start_ns;
 	o->beat = src->beat;
 	o->beat_ns = src->beat_ns;
+	o->term = src->term;
 	o->checksum = layout_orec_checksum(o);
 	pool_persist_quiet(p, o, sizeof(*o));
 }

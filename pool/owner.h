@@ -32,6 +32,7 @@ struct pool_owner {
 	uint64_t beat;                     /* heartbeats so far */
 	uint64_t beat_ns;                  /* CLOCK_REALTIME of the last one,
 	                                    * by the owner's clock */
+	uint64_t term;                     /* its election term; 0: none */
 };
 
 /* What a server claiming a pool says about itself, and how it waits. */
@@ -44,6 +45,20 @@ struct pool_own {
 	 * pool shared across hosts); NULL: only logged */
 	void (*lost)(void *arg);
 	void *lost_arg;
+	/* Election (--elect; owner.c note 7). term: this server holds term
+	 * (epoch) term, won in an election whose fencing rule stops every
+	 * earlier term's writer before term could be won
+	 * (docs/standby.md); 0: no election, nothing below applies. A pool
+	 * whose term is greater is refused (-ESTALE) unless term_reset; a
+	 * record of an earlier nonzero term is taken over at once (no
+	 * stale wait, no sw claim window); the pool's term is then set to
+	 * term before pool_open_owned returns. may_write: the term still
+	 * holds (elect_may_write), asked before each heartbeat; NULL:
+	 * always. */
+	uint64_t term;
+	bool term_reset;
+	bool (*may_write)(void *arg);
+	void *may_write_arg;
 };
 
 /* pool_open_owned -- pool_open for the pool's one server: before it
@@ -52,7 +67,8 @@ struct pool_own {
  * (owner.c), then keep a heartbeat in the record until pool_close, which
  * clears it. own != NULL; flags must not hold POOL_RDONLY. Returns what
  * pool_open does, or -EBUSY when another server serves the pool, with
- * cxlp_errormsg() naming its pid, host and endpoints. May wait up to
+ * cxlp_errormsg() naming its pid, host and endpoints, or -ESTALE when
+ * own->term is below the pool's term (both named). May wait up to
  * stale_ms for a record of another host to prove itself stale. dmg:
  * as for pool_open_report (damage.h), or NULL. */
 int pool_open_owned(struct pool **out, const char *path, unsigned flags,
@@ -64,6 +80,10 @@ int pool_open_owned(struct pool **out, const char *path, unsigned flags,
  * CXLP_E_NOTFOUND if no server owns the pool, or CXLP_E_CHECKSUM if a
  * claim was cut short or is being written (*out holds what is there). */
 int pool_owner_get(const struct pool *p, struct pool_owner *out);
+
+/* pool_term -- the highest election term p was served under (layout.h
+ * sb.term, read from the device); 0: none. */
+uint64_t pool_term(const struct pool *p);
 
 /* pool_owner_write -- make o the owner record of p, as a server on
  * another host would: for tests and tools that stand in for one. Its

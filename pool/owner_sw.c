@@ -53,7 +53,10 @@
  *     pause of the process (preemption, a fault, SIGSTOP, a VM's steal),
  *     and two beats is the same order of stall the lease already asks a
  *     live owner to stay under (stale_ms is five beats). No clock is
- *     compared across hosts; W is timed on CLOCK_MONOTONIC.
+ *     compared across hosts; W is timed on CLOCK_MONOTONIC. With an
+ *     election, over a record of an older term, the window is 0
+ *     (owner.c note 7): the fencing rule, not the wait, keeps the old
+ *     owner and any rival from writing after our check.
  *     An old owner that was only paused and beats again reads line 0
  *     first (owner.c note 3): if it sees word0 it writes its beat within
  *     P, so we read word0 (or a moved beat) and refuse; if it sees our

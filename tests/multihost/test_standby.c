@@ -5,9 +5,10 @@
  * one etcd the test starts (tests/metaserver/etcd_fixture.c, linked;
  * skipped without an etcd binary).
  *   - A killed -9: B is elected, recovers the pool and serves; a new
- *     handler on B finds every key A acknowledged, with its bytes. The
- *     takeover time (kill to B's first successful call) is logged, not
- *     asserted.
+ *     handler on B finds every key A acknowledged, with its bytes; the
+ *     pool's term (pool-inspect summary --json) is B's, greater than
+ *     A's (pool/owner.c note 7). The takeover time (kill to B's first
+ *     successful call) is logged, not asserted.
  *   - A SIGSTOPped past its TTL: B takes over; A, resumed, admits no
  *     request (a handler's HELLO waiting for it is refused), says it lost
  *     its term and exits MS_EXIT_LOST; the pool checks clean.
@@ -124,6 +125,7 @@ leader_and_standby(struct test_server *b)
 	unlink(srv.log);
 	unlink(srv.url + strlen("ipc://"));
 	srv = a;
+	other = *b; /* so that a failed assertion stops B too */
 }
 
 /* B answers no handler while it is a standby */
@@ -160,6 +162,28 @@ first_call(const char *url, uint64_t t0)
 		    "%u ms after the leader went", url, SERVE_WAIT_MS);
 		test_sleep_ms(20);
 	}
+}
+
+/* the pool's term, as pool-inspect summary --json reads it (the first
+ * "term" is the pool's, the owner record's comes later) */
+static uint64_t
+pool_term_now(void)
+{
+	const char *bin = getenv("CXLP_POOL_INSPECT");
+	char cmd[512], out[16384];
+	const char *at;
+	size_t n;
+	FILE *f;
+
+	cr_assert_not_null(bin, "CXLP_POOL_INSPECT not set");
+	snprintf(cmd, sizeof(cmd), "%s summary --json %s", bin, srv.pool);
+	cr_assert_not_null(f = popen(cmd, "r"));
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	cr_assert_eq(pclose(f), 0, "%s failed: %s", cmd, out);
+	at = strstr(out, "\"term\":");
+	cr_assert_not_null(at, "no term in %s", out);
+	return strtoull(at + strlen("\"term\":"), NULL, 10);
 }
 
 /* srv's election lines, to the test's log: the takeover's parts */
@@ -219,11 +243,13 @@ Test(standby, killed_leader_is_replaced_and_nothing_acknowledged_is_lost)
 	static struct mh_spec spec[256];
 	struct test_server b = { 0 };
 	struct test_child w;
-	uint64_t t0, ms;
+	uint64_t t0, ms, term_a, term_b;
 	uint32_t ns;
 
 	leader_and_standby(&b);
 	expect_refused(&b);
+	term_a = pool_term_now();
+	cr_assert_gt(term_a, 0, "leader A serves, and the pool has no term");
 	ns = write_through_a(&w, &acks, spec, 256, true);
 	t0 = now_ms(); /* A was killed just before (write_through_a) */
 	ms = first_call(b.url, t0);
@@ -234,6 +260,12 @@ Test(standby, killed_leader_is_replaced_and_nothing_acknowledged_is_lost)
 	    (unsigned long long)ms);
 	log_elect_lines(srv.log);
 	cr_log_info("takeover %llu ms", (unsigned long long)ms);
+	term_b = pool_term_now();
+	fprintf(stderr, "standby: the pool's term: %llu under A, %llu under "
+	    "B\n", (unsigned long long)term_a, (unsigned long long)term_b);
+	cr_assert_gt(term_b, term_a, "B serves, and the pool's term is %llu, "
+	    "A's was %llu", (unsigned long long)term_b,
+	    (unsigned long long)term_a);
 	read_through_b(spec, ns, acks.count);
 	itest_assert_pool_checks();
 }

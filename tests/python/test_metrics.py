@@ -158,7 +158,12 @@ class Metrics(ServerTestCase):
                               "--json"], capture_output=True, text=True,
                              timeout=60, env=cxlp_test.native_env())
         self.assertEqual(out.returncode, 0, out.stderr)
-        tot = json.loads(out.stdout)["evicted_since_format"]
+        summary = json.loads(out.stdout)
+        tot = summary["evicted_since_format"]
+        # no --elect: role single, and the pool's term (0) as the pool has
+        # it (pool/owner.c note 7)
+        self.assertEqual(m[("cxlpool_role", 'role="single"')], 1)
+        self.assertEqual(m[("cxlpool_term", "")], summary["term"])
         for cause in ("pressure", "watermark", "orphan"):
             lab = f'cause="{cause}"'
             self.assertEqual(m[("cxlpool_evictions_since_format", lab)],

@@ -63,6 +63,9 @@ print_owner_text(const struct pool *p)
 	    "(beat %" PRIu64 ")\n", "owner", st == 2 ? "claim cut short: " :
 	    "", o.pid, o.host[0] ? o.host : "?", o.listen[0] ? o.listen : "-",
 	    beat_age_ms(&o) / 1000.0, o.beat);
+	if (o.term != 0) {
+		printf("%-14s %" PRIu64 "\n", "owner term", o.term);
+	}
 }
 
 static void
@@ -82,6 +85,7 @@ print_owner_json(struct jw *w, const struct pool *p)
 		jw_u64(w, "beat", o.beat);
 		jw_u64(w, "beat_ns", o.beat_ns);
 		jw_u64(w, "beat_age_ms", beat_age_ms(&o));
+		jw_u64(w, "term", o.term);
 	}
 	jw_close(w);
 }
@@ -180,6 +184,8 @@ print_text(const char *path, const struct pool *p,
 	    m->is_volatile ? "volatile" : "persistent", m->granularity,
 	    fmt_size(a, m->align));
 	printf("%-14s %s\n", "coherence", pool_coh_name(pool_coherence(p)));
+	printf("%-14s %" PRIu64 "%s\n", "term", pool_term(p),
+	    pool_term(p) == 0 ? " (never served by an elected leader)" : "");
 	printf("%-14s %s (metadata %s, data %s)\n", "size",
 	    fmt_size(a, st->size), fmt_size(b, st->meta_bytes),
 	    fmt_size(c, st->data_bytes));
@@ -212,6 +218,7 @@ print_json(const char *path, const struct pool *p,
 	jw_begin(&w, stdout, 0);
 	jw_str(&w, "pool", path);
 	jw_str(&w, "coherence", pool_coh_name(pool_coherence(p)));
+	jw_u64(&w, "term", pool_term(p));
 	jw_u64(&w, "size", st->size);
 	jw_u64(&w, "align", st->align);
 	jw_u64(&w, "metadata_bytes", st->meta_bytes);

@@ -1,0 +1,240 @@
+/*
+ * test_owner_term.c -- pool/owner.c note 7: the election term in the pool
+ * (sb.term) and in the owner record, on a pool of coherence sim, each
+ * test on simulated host "B" against a record of host "far-host".
+ * A server of term E takes a record of an older term over at once (no
+ * stale wait, no claim window: both set to ten minutes here, so the old
+ * path would run into the test's timeout); a record of term 0, of E or
+ * of a newer term is watched as before; a server of a term below the
+ * pool's is refused and writes nothing, unless told the election
+ * restarted; the owner's heartbeat stops once its term is over.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cxlpool.h"
+#include "owner.h"
+#include "pool_test.h"
+#include "sim.h"
+
+#define LONG_MS 600000u /* a wait no test may sit through */
+
+static char path[256];
+static const struct pool_params params = { .size = 16ull << 20,
+	.coherence = POOL_COH_SIM };
+static char logbuf[16384];
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+log_keep(int level, const char *msg, void *arg)
+{
+	(void)level;
+	(void)arg;
+	pthread_mutex_lock(&log_mu);
+	strncat(logbuf, msg, sizeof(logbuf) - strlen(logbuf) - 2);
+	strcat(logbuf, "\n");
+	pthread_mutex_unlock(&log_mu);
+}
+
+static bool
+log_has(const char *needle)
+{
+	bool has;
+
+	pthread_mutex_lock(&log_mu);
+	has = strstr(logbuf, needle) != NULL;
+	pthread_mutex_unlock(&log_mu);
+	return has;
+}
+
+static void
+unlink_beside(const char *suffix)
+{
+	char f[300];
+
+	snprintf(f, sizeof(f), "%s%s", path, suffix);
+	unlink(f);
+}
+
+/* the pool, formatted sim by host "0" */
+static void
+setup(void)
+{
+	struct pool *p = NULL;
+
+	test_pool_path(path, sizeof(path), "/dev/shm");
+	logbuf[0] = '\0';
+	cxlp_set_log_fn(log_keep, NULL, CXLP_LOG_INFO);
+	cr_assert_eq(pool_open(&p, path, POOL_CREATE, &params), 0, "%s",
+	    cxlp_errormsg());
+	pool_close(&p);
+	setenv("CXLP_SIM_HOST", "B", 1);
+}
+
+static void
+teardown(void)
+{
+	(void)sim_forget_hosts(path);
+	unlink_beside(".simlock");
+	unlink_beside(".simowner-0");
+	unlink_beside(".simowner-B");
+	unlink(path);
+}
+
+TestSuite(owner_term, .init = setup, .fini = teardown, .timeout = 20);
+
+/* a record of a server of term `term` on another host, beating no more */
+static void
+old_record(uint64_t term)
+{
+	struct pool_owner o = { .pid = 4242, .host = "far-host",
+		.boot_id = "00000000-far-boot", .listen = "tcp://10.0.0.9:7000",
+		.term = term };
+	struct pool *q = NULL;
+
+	cr_assert_eq(pool_open(&q, path, 0, NULL), 0, "%s", cxlp_errormsg());
+	o.beat_ns = (uint64_t)time(NULL) * 1000000000ull;
+	pool_owner_write(q, &o);
+	pool_close(&q);
+}
+
+/* the pool's term and its record's, as a read-only open reads them */
+static void
+terms(uint64_t *pool, uint64_t *rec)
+{
+	struct pool_owner o;
+	struct pool *ro = NULL;
+
+	cr_assert_eq(pool_open(&ro, path, POOL_RDONLY, NULL), 0, "%s",
+	    cxlp_errormsg());
+	*pool = pool_term(ro);
+	*rec = pool_owner_get(ro, &o) == 0 ? o.term : UINT64_MAX;
+	pool_close(&ro);
+}
+
+/* beat: LONG_MS with LONG_MS (the claim window is two beats), else
+ * 100 ms */
+static int
+open_term(struct pool **p, uint64_t term, unsigned stale_ms, bool reset)
+{
+	struct pool_own own = { .listen = "ipc:///tmp/owner-term-b",
+		.beat_ms = stale_ms == LONG_MS ? LONG_MS : 100,
+		.stale_ms = stale_ms, .term = term,
+		.term_reset = reset };
+
+	return pool_open_owned(p, path, 0, NULL, &own, NULL);
+}
+
+/* note 7: a beat of ten minutes makes the sw claim window twenty; the
+ * stale wait is ten: only the term lets the open return */
+Test(owner_term, a_record_of_an_older_term_is_taken_over_at_once)
+{
+	struct pool *p = NULL;
+	uint64_t pt, rt;
+
+	old_record(3);
+	cr_assert_eq(open_term(&p, 5, LONG_MS, false), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert(log_has("its term 3 is over (this server was elected for "
+	    "term 5)"), "%s", logbuf);
+	cr_assert(!log_has("waiting up to"), "it watched the record: %s",
+	    logbuf);
+	terms(&pt, &rt);
+	cr_assert_eq(pt, 5, "the pool's term is %llu", (unsigned long long)pt);
+	cr_assert_eq(rt, 5, "the record's term is %llu",
+	    (unsigned long long)rt);
+	pool_close(&p);
+}
+
+/* note 7: term 0 (no --elect), the same term and a newer one are not
+ * over: the record is watched as before (a short stale wait and claim
+ * window here) */
+Test(owner_term, a_record_of_term_0_the_same_or_a_newer_term_is_watched)
+{
+	static const uint64_t rec[] = { 0, 5, 8 };
+
+	for (size_t i = 0; i < sizeof(rec) / sizeof(rec[0]); i++) {
+		struct pool *p = NULL;
+
+		logbuf[0] = '\0';
+		old_record(rec[i]);
+		cr_assert_eq(open_term(&p, 5, 200, false), 0, "%s",
+		    cxlp_errormsg());
+		cr_assert(log_has("waiting up to 0.2 s for its heartbeat"),
+		    "a record of term %llu was not watched: %s",
+		    (unsigned long long)rec[i], logbuf);
+		cr_assert(!log_has("is over"), "%s", logbuf);
+		pool_close(&p);
+	}
+}
+
+/* note 7: a pool served in term 9 refuses a server of term 4, which
+ * writes nothing; told the election restarted, it serves under term 4 */
+Test(owner_term, a_server_of_a_term_below_the_pools_is_refused)
+{
+	struct pool *p = NULL;
+	uint64_t pt, rt;
+	int rc;
+
+	cr_assert_eq(open_term(&p, 9, 200, false), 0, "%s", cxlp_errormsg());
+	pool_close(&p);
+	old_record(2);
+	rc = open_term(&p, 4, LONG_MS, false);
+	cr_assert_eq(rc, -ESTALE, "%d %s", rc, cxlp_errormsg());
+	cr_assert_null(p);
+	cr_assert(strstr(cxlp_errormsg(), "served in term 9") != NULL &&
+	    strstr(cxlp_errormsg(), "elected for term 4") != NULL &&
+	    strstr(cxlp_errormsg(), "--elect-term-reset") != NULL, "%s",
+	    cxlp_errormsg());
+	terms(&pt, &rt);
+	cr_assert_eq(pt, 9, "%llu", (unsigned long long)pt);
+	cr_assert_eq(rt, 2, "the refused server wrote the record: term %llu",
+	    (unsigned long long)rt);
+
+	cr_assert_eq(open_term(&p, 4, LONG_MS, true), 0, "%s",
+	    cxlp_errormsg());
+	terms(&pt, &rt);
+	cr_assert_eq(pt, 4, "%llu", (unsigned long long)pt);
+	cr_assert_eq(rt, 4, "%llu", (unsigned long long)rt);
+	pool_close(&p);
+}
+
+static atomic_int asked;
+
+static bool
+term_over(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&asked, 1);
+	return false;
+}
+
+/* note 7: an owner whose term is over beats no more */
+Test(owner_term, an_owner_whose_term_is_over_stops_its_heartbeat)
+{
+	struct pool_own own = { .beat_ms = 20, .term = 5,
+		.may_write = term_over };
+	struct timespec nap = { 0, 10 * 1000000L };
+	struct pool_owner o;
+	struct pool *p = NULL, *ro = NULL;
+
+	cr_assert_eq(pool_open_owned(&p, path, 0, NULL, &own, NULL), 0, "%s",
+	    cxlp_errormsg());
+	while (!log_has("term is over: its heartbeat stops")) {
+		nanosleep(&nap, NULL);
+	}
+	cr_assert_eq(atomic_load(&asked), 1);
+	cr_assert_eq(pool_open(&ro, path, POOL_RDONLY, NULL), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(pool_owner_get(ro, &o), 0);
+	cr_assert_eq(o.beat, 0, "it beat %llu times", (unsigned long long)o.beat);
+	pool_close(&ro);
+	pool_close(&p);
+}

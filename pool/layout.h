@@ -261,9 +261,9 @@ static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
     "next_session_id is published by an aligned 8-byte store");
 
 /* Region record. Written by: the metaserver. word is the publish word:
- * one 8-byte store changes the state; the body (gen, owner, off, len, page_size) is written and
- * persisted while the slot still reads FREE, and never changes while the
- * region is live. */
+ * one 8-byte store changes the state; the body (gen, owner, off, len,
+ * page_size) is written and persisted while the slot still reads FREE,
+ * and never changes while the region is live. */
 struct pool_rrec {
 	uint64_t word;      /* bits 0-31 state (enum pool_region_state),
 	                     * bits 32-63 gen */
@@ -316,9 +316,9 @@ struct pool_srec {
 static_assert(sizeof(struct pool_srec) == 128, "session record size");
 
 /* Pin record (written by: the metaserver): session holds count pins on
- * the key in index slot `slot`. session is the publish word (0 = free); the body (slot, word, checksum)
- * is written and persisted while session reads 0; later the count changes
- * by one 8-byte store of word. A record never has count 0 while live:
+ * the key in index slot `slot`. session is the publish word (0 = free);
+ * the body (slot, word, checksum) is written and persisted while session
+ * reads 0; later the count changes by one 8-byte store of word. A record never has count 0 while live:
  * the last unpin frees it. */
 struct pool_pinrec {
 	uint64_t session;  /* owner session id; 0 = free */

@@ -23,74 +23,13 @@
 #include "owner.h"
 #include "persist.h"
 #include "pool_int.h"
+#include "owner_simfix.h"
 #include "pool_test.h"
 #include "sim.h"
 
 #define ROUNDS 12
 
-static char path[256];
-static const struct pool_params params = { .size = 16ull << 20,
-	.coherence = POOL_COH_SIM };
-static char logbuf[8192];
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void
-log_keep(int level, const char *msg, void *arg)
-{
-	(void)level;
-	(void)arg;
-	pthread_mutex_lock(&log_mu);
-	strncat(logbuf, msg, sizeof(logbuf) - strlen(logbuf) - 2);
-	strcat(logbuf, "\n");
-	pthread_mutex_unlock(&log_mu);
-}
-
-static bool
-log_has(const char *needle)
-{
-	bool has;
-
-	pthread_mutex_lock(&log_mu);
-	has = strstr(logbuf, needle) != NULL;
-	pthread_mutex_unlock(&log_mu);
-	return has;
-}
-
-static void
-unlink_beside(const char *suffix)
-{
-	char f[300];
-
-	snprintf(f, sizeof(f), "%s%s", path, suffix);
-	unlink(f);
-}
-
-/* the pool, formatted sim by host "0" */
-static void
-setup(void)
-{
-	struct pool *p = NULL;
-
-	test_pool_path(path, sizeof(path), "/dev/shm");
-	logbuf[0] = '\0';
-	cxlp_set_log_fn(log_keep, NULL, CXLP_LOG_INFO);
-	cr_assert_eq(pool_open(&p, path, POOL_CREATE, &params), 0, "%s",
-	    cxlp_errormsg());
-	pool_close(&p);
-}
-
-static void
-teardown(void)
-{
-	(void)sim_forget_hosts(path);
-	unlink_beside(".simlock");
-	unlink_beside(".simowner-0");
-	unlink_beside(".simowner-A");
-	unlink_beside(".simowner-B");
-	unlink(path);
-}
-
-TestSuite(owner_sim, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(owner_sim, .init = osim_setup, .fini = osim_teardown, .timeout = 120);
 
 static void
 sleep_ms(unsigned ms)
@@ -107,7 +46,7 @@ owner_of(struct pool_owner *o)
 	struct pool *ro = NULL;
 	int rc;
 
-	cr_assert_eq(pool_open(&ro, path, POOL_RDONLY, NULL), 0, "%s",
+	cr_assert_eq(pool_open(&ro, osim_path, POOL_RDONLY, NULL), 0, "%s",
 	    cxlp_errormsg());
 	rc = pool_owner_get(ro, o);
 	pool_close(&ro);
@@ -124,7 +63,7 @@ stale_record(void)
 		.boot_id = "00000000-far-boot", .listen = "tcp://10.0.0.9:7000" };
 	struct pool *q = NULL;
 
-	if (pool_open(&q, path, 0, NULL) != 0) {
+	if (pool_open(&q, osim_path, 0, NULL) != 0) {
 		return false;
 	}
 	o.beat_ns = (uint64_t)time(NULL) * 1000000000ull;
@@ -154,7 +93,8 @@ racer(const char *host, int ready, int go, int res, int hold)
 	int rc;
 
 	setenv("CXLP_SIM_HOST", host, 1);
-	if (pool_open(&q, path, 0, NULL) != 0 || owner_enter(q, &own) != 0) {
+	if (pool_open(&q, osim_path, 0, NULL) != 0 ||
+	    owner_enter(q, &own) != 0) {
 		_exit(2);
 	}
 	(void)!write(ready, "r", 1);
@@ -264,7 +204,7 @@ live_owner(const char *host, int *hold_w)
 
 		close(hold[1]);
 		setenv("CXLP_SIM_HOST", host, 1);
-		if (pool_open_owned(&p, path, 0, NULL, &own, NULL) != 0) {
+		if (pool_open_owned(&p, osim_path, 0, NULL, &own, NULL) != 0) {
 			_exit(2);
 		}
 		(void)!write(ready[1], "r", 1);
@@ -292,7 +232,7 @@ Test(owner_sim, a_live_owner_on_host_a_is_seen_by_host_b_which_is_refused)
 	pid_t pid = live_owner("A", &hold);
 
 	setenv("CXLP_SIM_HOST", "B", 1);
-	rc = pool_open_owned(&p, path, 0, NULL, &own, NULL);
+	rc = pool_open_owned(&p, osim_path, 0, NULL, &own, NULL);
 	close(hold);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert_eq(rc, -EBUSY, "host B took over a live pool: %d %s", rc,
@@ -302,8 +242,9 @@ Test(owner_sim, a_live_owner_on_host_a_is_seen_by_host_b_which_is_refused)
 	    cxlp_errormsg());
 	cr_assert(strstr(cxlp_errormsg(), "listen ipc:///tmp/owner-sim-a") !=
 	    NULL, "%s", cxlp_errormsg());
-	cr_assert(!log_has("taking the pool over"), "the watch took a live "
-	    "owner for stale: %s", logbuf);
+	cr_assert(!osim_log_has("taking the pool over"),
+	    "the watch took a live "
+	    "owner for stale: %s", osim_log);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
@@ -316,7 +257,7 @@ Test(owner_sim, a_second_server_on_host_a_is_refused_by_the_lock)
 	pid_t pid = live_owner("A", &hold);
 
 	setenv("CXLP_SIM_HOST", "A", 1);
-	rc = pool_open_owned(&p, path, 0, NULL, &own, NULL);
+	rc = pool_open_owned(&p, osim_path, 0, NULL, &own, NULL);
 	close(hold);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert_eq(rc, -EBUSY, "%d %s", rc, cxlp_errormsg());
@@ -344,7 +285,8 @@ Test(owner_sim, an_owner_whose_record_another_host_claims_is_told)
 	pid_t pid;
 
 	setenv("CXLP_SIM_HOST", "A", 1);
-	cr_assert_eq(pool_open_owned(&p, path, 0, NULL, &own, NULL), 0, "%s",
+	cr_assert_eq(pool_open_owned(&p, osim_path, 0, NULL, &own, NULL), 0,
+	    "%s",
 	    cxlp_errormsg());
 	pid = fork();
 	cr_assert_geq(pid, 0);
@@ -359,8 +301,9 @@ Test(owner_sim, an_owner_whose_record_another_host_claims_is_told)
 		sleep_ms(10);
 	}
 	cr_assert(atomic_load(&lost), "the lost callback was not called");
-	cr_assert(log_has("another metaserver took the pool over: pid 4242"),
-	    "log: %s", logbuf);
+	cr_assert(osim_log_has("another metaserver took the pool over: pid "
+	    "4242"),
+	    "log: %s", osim_log);
 	pool_close(&p);
 	cr_assert_eq(owner_of(&o), 0, "A's beat or close overwrote B's claim");
 	cr_assert_eq(o.pid, 4242);
@@ -406,7 +349,7 @@ claimant(int t0_w)
 
 		setenv("CXLP_SIM_HOST", "A", 1);
 		cxlp_set_log_fn(log_reseal, NULL, CXLP_LOG_INFO);
-		if (pool_open(&q, path, 0, NULL) != 0 ||
+		if (pool_open(&q, osim_path, 0, NULL) != 0 ||
 		    owner_enter(q, &own) != 0) {
 			_exit(3);
 		}
@@ -441,7 +384,7 @@ rival(int done_w)
 		uint64_t word0, t;
 
 		setenv("CXLP_SIM_HOST", "B", 1);
-		if (pool_open(&q, path, 0, NULL) != 0) {
+		if (pool_open(&q, osim_path, 0, NULL) != 0) {
 			_exit(3);
 		}
 		o = &q->sb->owner;

@@ -21,74 +21,20 @@
 
 #include "cxlpool.h"
 #include "owner.h"
+#include "owner_simfix.h"
 #include "pool_test.h"
 #include "sim.h"
 
 #define LONG_MS 600000u /* a wait no test may sit through */
 
-static char path[256];
-static const struct pool_params params = { .size = 16ull << 20,
-	.coherence = POOL_COH_SIM };
-static char logbuf[16384];
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void
-log_keep(int level, const char *msg, void *arg)
-{
-	(void)level;
-	(void)arg;
-	pthread_mutex_lock(&log_mu);
-	strncat(logbuf, msg, sizeof(logbuf) - strlen(logbuf) - 2);
-	strcat(logbuf, "\n");
-	pthread_mutex_unlock(&log_mu);
-}
-
-static bool
-log_has(const char *needle)
-{
-	bool has;
-
-	pthread_mutex_lock(&log_mu);
-	has = strstr(logbuf, needle) != NULL;
-	pthread_mutex_unlock(&log_mu);
-	return has;
-}
-
-static void
-unlink_beside(const char *suffix)
-{
-	char f[300];
-
-	snprintf(f, sizeof(f), "%s%s", path, suffix);
-	unlink(f);
-}
-
-/* the pool, formatted sim by host "0" */
 static void
 setup(void)
 {
-	struct pool *p = NULL;
-
-	test_pool_path(path, sizeof(path), "/dev/shm");
-	logbuf[0] = '\0';
-	cxlp_set_log_fn(log_keep, NULL, CXLP_LOG_INFO);
-	cr_assert_eq(pool_open(&p, path, POOL_CREATE, &params), 0, "%s",
-	    cxlp_errormsg());
-	pool_close(&p);
+	osim_setup();
 	setenv("CXLP_SIM_HOST", "B", 1);
 }
 
-static void
-teardown(void)
-{
-	(void)sim_forget_hosts(path);
-	unlink_beside(".simlock");
-	unlink_beside(".simowner-0");
-	unlink_beside(".simowner-B");
-	unlink(path);
-}
-
-TestSuite(owner_term, .init = setup, .fini = teardown, .timeout = 20);
+TestSuite(owner_term, .init = setup, .fini = osim_teardown, .timeout = 20);
 
 /* a record of a server of term `term` on another host, beating no more */
 static void
@@ -99,7 +45,8 @@ old_record(uint64_t term)
 		.term = term };
 	struct pool *q = NULL;
 
-	cr_assert_eq(pool_open(&q, path, 0, NULL), 0, "%s", cxlp_errormsg());
+	cr_assert_eq(pool_open(&q, osim_path, 0, NULL), 0, "%s",
+	    cxlp_errormsg());
 	o.beat_ns = (uint64_t)time(NULL) * 1000000000ull;
 	pool_owner_write(q, &o);
 	pool_close(&q);
@@ -112,7 +59,7 @@ terms(uint64_t *pool, uint64_t *rec)
 	struct pool_owner o;
 	struct pool *ro = NULL;
 
-	cr_assert_eq(pool_open(&ro, path, POOL_RDONLY, NULL), 0, "%s",
+	cr_assert_eq(pool_open(&ro, osim_path, POOL_RDONLY, NULL), 0, "%s",
 	    cxlp_errormsg());
 	*pool = pool_term(ro);
 	*rec = pool_owner_get(ro, &o) == 0 ? o.term : UINT64_MAX;
@@ -129,7 +76,7 @@ open_term(struct pool **p, uint64_t term, unsigned stale_ms, bool reset)
 		.stale_ms = stale_ms, .term = term,
 		.term_reset = reset };
 
-	return pool_open_owned(p, path, 0, NULL, &own, NULL);
+	return pool_open_owned(p, osim_path, 0, NULL, &own, NULL);
 }
 
 /* note 7: a beat of ten minutes makes the sw claim window twenty; the
@@ -142,10 +89,11 @@ Test(owner_term, a_record_of_an_older_term_is_taken_over_at_once)
 	old_record(3);
 	cr_assert_eq(open_term(&p, 5, LONG_MS, false), 0, "%s",
 	    cxlp_errormsg());
-	cr_assert(log_has("its term 3 is over (this server was elected for "
-	    "term 5)"), "%s", logbuf);
-	cr_assert(!log_has("waiting up to"), "it watched the record: %s",
-	    logbuf);
+	cr_assert(osim_log_has("its term 3 is over (this server was elected "
+	    "for "
+	    "term 5)"), "%s", osim_log);
+	cr_assert(!osim_log_has("waiting up to"), "it watched the record: %s",
+	    osim_log);
 	terms(&pt, &rt);
 	cr_assert_eq(pt, 5, "the pool's term is %llu", (unsigned long long)pt);
 	cr_assert_eq(rt, 5, "the record's term is %llu",
@@ -163,14 +111,14 @@ Test(owner_term, a_record_of_term_0_the_same_or_a_newer_term_is_watched)
 	for (size_t i = 0; i < sizeof(rec) / sizeof(rec[0]); i++) {
 		struct pool *p = NULL;
 
-		logbuf[0] = '\0';
+		osim_log[0] = '\0';
 		old_record(rec[i]);
 		cr_assert_eq(open_term(&p, 5, 200, false), 0, "%s",
 		    cxlp_errormsg());
-		cr_assert(log_has("waiting up to 0.2 s for its heartbeat"),
+		cr_assert(osim_log_has("waiting up to 0.2 s for its heartbeat"),
 		    "a record of term %llu was not watched: %s",
-		    (unsigned long long)rec[i], logbuf);
-		cr_assert(!log_has("is over"), "%s", logbuf);
+		    (unsigned long long)rec[i], osim_log);
+		cr_assert(!osim_log_has("is over"), "%s", osim_log);
 		pool_close(&p);
 	}
 }
@@ -225,13 +173,14 @@ Test(owner_term, an_owner_whose_term_is_over_stops_its_heartbeat)
 	struct pool_owner o;
 	struct pool *p = NULL, *ro = NULL;
 
-	cr_assert_eq(pool_open_owned(&p, path, 0, NULL, &own, NULL), 0, "%s",
+	cr_assert_eq(pool_open_owned(&p, osim_path, 0, NULL, &own, NULL), 0,
+	    "%s",
 	    cxlp_errormsg());
-	while (!log_has("term is over: its heartbeat stops")) {
+	while (!osim_log_has("term is over: its heartbeat stops")) {
 		nanosleep(&nap, NULL);
 	}
 	cr_assert_eq(atomic_load(&asked), 1);
-	cr_assert_eq(pool_open(&ro, path, POOL_RDONLY, NULL), 0, "%s",
+	cr_assert_eq(pool_open(&ro, osim_path, POOL_RDONLY, NULL), 0, "%s",
 	    cxlp_errormsg());
 	cr_assert_eq(pool_owner_get(ro, &o), 0);
 	cr_assert_eq(o.beat, 0, "it beat %llu times", (unsigned long long)o.beat);

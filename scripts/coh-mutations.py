@@ -126,7 +126,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
-    todo = [m for m in MUTATIONS if not args.names or m[0] in args.names]
+    chosen = [m for m in MUTATIONS if not args.names or m[0] in args.names]
     tmp = tempfile.mkdtemp(prefix="cxlp-mut-")
     tree = os.path.join(tmp, "tree")
     log = os.path.join(tmp, "log.txt")
@@ -141,7 +141,7 @@ def main():
            run(["ninja", "-C", "build"], tree, log) != 0:
             raise SystemExit(f"the unchanged tree does not build: {log}")
         rows, bad = [], 0
-        for name, what, edits, test in todo:
+        for name, what, edits, test in chosen:
             saved = apply(tree, edits)
             built = run(["ninja", "-C", "build"], tree, log) == 0
             rc = run(["meson", "test", "-C", "build", "--no-rebuild",

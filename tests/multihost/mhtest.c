@@ -121,6 +121,30 @@ mh_expect_clean(const struct mh_result *r, const char *what, uint32_t seen)
 	    r->missing == 0 && r->seen >= seen;
 }
 
+/* mh_readers_last_pass -- see mhtest.h */
+void
+mh_readers_last_pass(struct test_child r[], unsigned n,
+    const char *const hosts[], const char *const modes[],
+    const struct mh_spec spec[], uint32_t ns, uint32_t must)
+{
+	unsigned bad = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		mh_specs(&r[i], spec, ns);
+		mh_say(&r[i], 'd');
+	}
+	for (unsigned i = 0; i < n; i++) {
+		char what[64];
+		struct mh_result res = mh_result(&r[i]);
+
+		snprintf(what, sizeof(what), "reader %u on host %s, mode %s",
+		    i, hosts[i], modes[i]);
+		bad += !mh_expect_clean(&res, what, must);
+		mh_wait_ok(&r[i], what);
+	}
+	cr_assert_eq(bad, 0, "%u of %u readers read wrong (above)", bad, n);
+}
+
 /* mh_read_acks -- see mhtest.h */
 bool
 mh_read_acks(struct test_child *c, struct mh_acks *a, uint32_t want)

@@ -42,6 +42,12 @@ struct mh_result mh_result(struct test_child *c);
  * false after cr_expect failures that say what was wrong. */
 bool mh_expect_clean(const struct mh_result *r, const char *what,
     uint32_t seen);
+/* mh_readers_last_pass -- give readers r[0..n) (on hosts[i], in modes[i])
+ * the specs spec[0..ns) for a last pass, and assert that each read every
+ * one of the must acknowledged keys intact and exited cleanly. */
+void mh_readers_last_pass(struct test_child r[], unsigned n,
+    const char *const hosts[], const char *const modes[],
+    const struct mh_spec spec[], uint32_t ns, uint32_t must);
 
 /* A writer's acknowledged keys: acked[i] for key i < MH_ACKED_MAX. */
 #define MH_ACKED_MAX 20000

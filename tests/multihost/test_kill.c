@@ -19,13 +19,12 @@ TestSuite(kill, .fini = itest_stop, .timeout = 180);
 Test(kill, no_acknowledged_key_is_lost_and_none_is_seen_in_part)
 {
 	const char *wh[HOSTS] = { "B", "C" };
-	const char *hosts[] = { "C", "D", "D" };
-	const char *modes[] = { "d", "v", "s" };
+	const char *const hosts[] = { "C", "D", "D" };
+	const char *const modes[] = { "d", "v", "s" };
 	struct test_child r[3];
 	static struct mh_acks acks;
 	static struct mh_spec spec[HOSTS * LIVES * 64];
 	uint32_t ns = 0, must = 0;
-	unsigned bad = 0;
 
 	mh_start(POOL, NULL);
 	for (unsigned i = 0; i < 3; i++) {
@@ -54,19 +53,6 @@ Test(kill, no_acknowledged_key_is_lost_and_none_is_seen_in_part)
 			must += acks.count;
 		}
 	}
-	for (unsigned i = 0; i < 3; i++) {
-		mh_specs(&r[i], spec, ns);
-		mh_say(&r[i], 'd');
-	}
-	for (unsigned i = 0; i < 3; i++) {
-		char what[64];
-		struct mh_result res = mh_result(&r[i]);
-
-		snprintf(what, sizeof(what), "reader %u on host %s, mode %s",
-		    i, hosts[i], modes[i]);
-		bad += !mh_expect_clean(&res, what, must);
-		mh_wait_ok(&r[i], what);
-	}
-	cr_assert_eq(bad, 0, "%u of 3 readers read wrong (above)", bad);
+	mh_readers_last_pass(r, 3, hosts, modes, spec, ns, must);
 	itest_assert_pool_checks();
 }

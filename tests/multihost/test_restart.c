@@ -43,13 +43,12 @@ static const struct {
 
 Test(restart, every_acknowledged_key_survives_a_server_moved_to_host_e)
 {
-	const char *hosts[] = { "C", "D", "D" };
-	const char *modes[] = { "d", "d", "s" };
+	const char *const hosts[] = { "C", "D", "D" };
+	const char *const modes[] = { "d", "d", "s" };
 	struct test_child w[WRITERS], r[3];
 	static struct mh_acks acks[WRITERS];
 	static struct mh_spec spec[WRITERS * 64];
 	uint32_t ns = 0, must = 0, before[WRITERS];
-	unsigned bad = 0;
 
 	mh_start(POOL, NULL);
 	for (unsigned i = 0; i < WRITERS; i++) {
@@ -94,19 +93,6 @@ Test(restart, every_acknowledged_key_survives_a_server_moved_to_host_e)
 		cr_log_info("writer %s: %u keys acknowledged, %u before the "
 		    "restart was seen", W[i].prefix, acks[i].count, before[i]);
 	}
-	for (unsigned i = 0; i < 3; i++) {
-		mh_specs(&r[i], spec, ns);
-		mh_say(&r[i], 'd');
-	}
-	for (unsigned i = 0; i < 3; i++) {
-		char what[64];
-		struct mh_result res = mh_result(&r[i]);
-
-		snprintf(what, sizeof(what), "reader %u on host %s, mode %s",
-		    i, hosts[i], modes[i]);
-		bad += !mh_expect_clean(&res, what, must);
-		mh_wait_ok(&r[i], what);
-	}
-	cr_assert_eq(bad, 0, "%u of 3 readers read wrong (above)", bad);
+	mh_readers_last_pass(r, 3, hosts, modes, spec, ns, must);
 	itest_assert_pool_checks();
 }

@@ -42,6 +42,12 @@ const char *cline_method_name(enum cline_method m);
  * host that drops its copy reads them) and later stores are ordered
  * after them. The lines may stay cached. len 0 does nothing. */
 void cline_writeback(const void *addr, size_t len);
+/* cline_writeback_unfenced -- cline_writeback without its fence: the
+ * write-backs are issued and finish on their own, ordered with nothing;
+ * for advisory bytes whose delay costs nothing (a reader's access
+ * counters), so that no read waits for them. The next fence this thread
+ * runs (a drop's, a publish's) waits for them too. */
+void cline_writeback_unfenced(const void *addr, size_t len);
 /* cline_drop -- write back and drop every line of [addr, addr + len),
  * and fence: loads after it miss the cache and read memory. */
 void cline_drop(const void *addr, size_t len);

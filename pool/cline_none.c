@@ -28,6 +28,14 @@ cline_writeback(const void *addr, size_t len)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
+/* cline_writeback_unfenced -- see cline.h */
+void
+cline_writeback_unfenced(const void *addr, size_t len)
+{
+	(void)addr;
+	(void)len;
+}
+
 /* cline_drop -- see cline.h */
 void
 cline_drop(const void *addr, size_t len)

@@ -128,6 +128,13 @@ cline_writeback(const void *addr, size_t len)
 	__asm__ volatile("sfence" ::: "memory");
 }
 
+/* cline_writeback_unfenced -- see cline.h */
+void
+cline_writeback_unfenced(const void *addr, size_t len)
+{
+	each_line(addr, len, false);
+}
+
 /* cline_drop -- see cline.h */
 void
 cline_drop(const void *addr, size_t len)

@@ -199,6 +199,18 @@ coh_writeback(struct coh *c, const void *addr, uint64_t off, size_t len)
 	}
 }
 
+/* coh_writeback_lines -- see coh.h */
+void
+coh_writeback_lines(struct coh *c, const void *addr, uint64_t off,
+    size_t len)
+{
+	if (c->mode == POOL_COH_SW) {
+		cline_writeback_unfenced(addr, len);
+	} else {
+		coh_writeback(c, addr, off, len);
+	}
+}
+
 /* coh_drop -- see coh.h */
 void
 coh_drop(struct coh *c, const void *addr, uint64_t off, size_t len)

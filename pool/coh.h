@@ -77,6 +77,11 @@ const char *coh_map_path(const struct coh *c, const char *path);
  * sim this host's dirty lines are copied to the device; else nothing. */
 void coh_writeback(struct coh *c, const void *addr, uint64_t off,
     size_t len);
+/* coh_writeback_lines -- coh_writeback whose completion nobody waits
+ * for (sw: cline_writeback_unfenced; sim: as coh_writeback), for
+ * advisory bytes only. */
+void coh_writeback_lines(struct coh *c, const void *addr, uint64_t off,
+    size_t len);
 /* coh_drop -- the next loads of [addr, addr + len) (pool offset off) read
  * the device: in sw the lines are written back and dropped, in sim this
  * host's lines are reloaded from the device (dirty ones written back

@@ -33,5 +33,5 @@ hostslice_count(const struct pmap *m, uint8_t *slice, uint64_t slot)
 
 	__atomic_store_n(c, (uint8_t)(__atomic_load_n(c, __ATOMIC_RELAXED) +
 	    1), __ATOMIC_RELAXED);
-	pmap_writeback(m, c, 1);
+	pmap_writeback_lines(m, c, 1);
 }

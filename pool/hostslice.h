@@ -23,7 +23,9 @@ int hostslice_find(const struct pmap *m, const struct pool_sb *sb,
  * the writable mapping m): its counter goes one up (a plain load and
  * store: another process of this host may lose one, harmlessly) and
  * its line is written back to the device, where the metaserver reads
- * it. */
+ * it; the read does not wait for that write-back (pmap_writeback_lines:
+ * a count that reaches the device a little later costs nothing, a fence
+ * on every hit costs each read a wait). */
 void hostslice_count(const struct pmap *m, uint8_t *slice, uint64_t slot);
 
 #endif /* CXLP_POOL_HOSTSLICE_H */

@@ -412,6 +412,15 @@ pmap_writeback(const struct pmap *m, const void *addr, size_t len)
 	}
 }
 
+/* pmap_writeback_lines -- see map.h */
+void
+pmap_writeback_lines(const struct pmap *m, const void *addr, size_t len)
+{
+	if (m->coh != NULL && len != 0) {
+		coh_writeback_lines(m->coh, addr, file_off(m, addr, len), len);
+	}
+}
+
 /* pmap_fresh -- see map.h */
 void
 pmap_fresh(const struct pmap *m, const void *addr, size_t len)
@@ -434,6 +443,15 @@ pmap_fresh_many(const struct pmap *m, size_t n, const void *const addr[],
 		    len[i]);
 	}
 	coh_drop_fence(m->coh);
+}
+
+/* pmap_fresh_lines -- see map.h */
+void
+pmap_fresh_lines(const struct pmap *m, const void *addr, size_t len)
+{
+	if (m->coh != NULL && len != 0) {
+		coh_drop_lines(m->coh, addr, file_off(m, addr, len), len);
+	}
 }
 
 /* pmap_coherent -- see map.h */

@@ -77,6 +77,10 @@ void pmap_persist(const struct pmap *m, const void *addr, size_t len);
  * to the device, for a line that is not persisted (an advisory byte):
  * nothing unless m was opened through an sw or sim attachment. */
 void pmap_writeback(const struct pmap *m, const void *addr, size_t len);
+/* pmap_writeback_lines -- pmap_writeback without waiting for it (coh.h:
+ * coh_writeback_lines): for a byte whose delay costs nothing. */
+void pmap_writeback_lines(const struct pmap *m, const void *addr,
+    size_t len);
 /* pmap_fresh -- the next loads of [addr, addr + len) of m read what the
  * device holds now, not this host's cached copy: before every read of
  * bytes another host writes. Nothing unless m was opened through an sw
@@ -86,6 +90,11 @@ void pmap_fresh(const struct pmap *m, const void *addr, size_t len);
  * len[i]) of m, with one fence for them all. */
 void pmap_fresh_many(const struct pmap *m, size_t n, const void *const addr[],
     const size_t len[]);
+/* pmap_fresh_lines -- the drops of pmap_fresh of [addr, addr + len) of
+ * m without their fence: the loads of the range read the device only
+ * after the caller's next pmap_fresh_many (or pmap_fresh) on a mapping
+ * of the same attachment, whose fence covers them. */
+void pmap_fresh_lines(const struct pmap *m, const void *addr, size_t len);
 /* pmap_coherent -- m needs no write-back or drop (host or hw). */
 bool pmap_coherent(const struct pmap *m);
 

@@ -87,6 +87,11 @@ MUTATIONS = [
        "\t\tpmap_fresh((*rmap_slot(h, loc->region))->map, p, loc->len);",
        "\t\t(void)p;")],
      "coh_read"),
+    ("proof-value", "the value's drop in a cached hit's proof fence",
+     [("handler/region/rmap.c",
+       "\t\tpmap_fresh_lines((*rmap_slot(h, loc->region))->map, p,\n"
+       "\t\t    loc->len);\n", "\t\t(void)0;\n")],
+     "coh_read"),
     ("access-merged", "per-host access slices (all hosts in slice 0)",
      [("pool/hostslice.c", "\t\t\treturn (int)i;", "\t\t\treturn 0;")],
      "evict_hosts"),

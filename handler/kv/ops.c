@@ -208,7 +208,8 @@ retrieve_resolve(struct cxlp_handler *h, size_t n,
 		if (status[i] != 0) {
 			continue;
 		}
-		status[i] = rmap_resolve_ptr(h, &res[i].loc, &data[i]);
+		status[i] = rmap_resolve_ptr(h, &res[i].loc,
+		    (res[i].flags & RES_F_DROPPED) != 0, &data[i]);
 		if (status[i] == 0) {
 			lens[i] = res[i].loc.len;
 		} else {

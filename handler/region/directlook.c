@@ -28,6 +28,20 @@
  *    other answer (a miss, which a stale slot can fake; an odd or changed
  *    word; KVREAD_ASK) is looked up again with every drop. Assumed: no
  *    slot changes 2^24 times while a stale copy of it stays cached.
+ * 3. The values ride on the proof's fence [values_drop_lines]. Before
+ *    that fence, the lines of each cached hit's value (in a region this
+ *    handler maps) are dropped too, so the copy the caller makes next
+ *    needs no fence of its own (RES_F_DROPPED; rmap_resolve_ptr drops
+ *    the rest). The drop comes before the hit is proven, and that is
+ *    enough: a proven word was already the slot's when this host loaded
+ *    its cached copy, and the writer wrote its value back before its
+ *    REGISTER (contract 11), so the device held the value before the
+ *    drop, and every load after the fence reads it. A hit that fails its
+ *    proof wasted its drop (harmless; the new lookup's value is dropped
+ *    when resolved). A value freed and reused after the proof is what
+ *    the version check after the copy catches, as on every pool. The
+ *    access count of a hit (access_touch) is written back without a
+ *    fence for the same reason of cost (pool/hostslice.h).
  */
 #include <stddef.h>
 #include <string.h>
@@ -86,15 +100,39 @@ head_and_words_fresh(const struct direct *d, const uint64_t slot[],
 	pmap_fresh_many(d->map, n + 1, addr, len);
 }
 
+static struct proto_loc
+loc_of(const struct kvread_loc *l)
+{
+	return (struct proto_loc){ .region = l->region, .gen = l->gen,
+	    .region_off = l->region_off, .region_len = l->region_len,
+	    .off = l->off, .len = l->len };
+}
+
+/* The lines of the values of the hits among l[0..n) dropped, unfenced
+ * (note 3): dropped[i] for each whose region this handler maps. The
+ * caller holds map_lock (shared) until its fence. */
+static void
+values_drop_lines(struct cxlp_handler *h, size_t n,
+    const struct kvread_loc l[], const int rc[], bool dropped[])
+{
+	for (size_t i = 0; i < n; i++) {
+		struct proto_loc loc = loc_of(&l[i]);
+
+		dropped[i] = rc[i] == 0 && rmap_drop_value_lines(h, &loc);
+	}
+}
+
 /* kvread_lookup_batch of keys[0..n) on a mapping that needs drops:
  * from this host's cache first, each hit then proven by a fresh read of
- * its slot word, the rest looked up again with drops (note above). The
- * hits' words are dropped with the superblock's head, after every cached
- * lookup: true if nothing was looked up after that drop, which then
- * serves the chunk's check after (direct_chunk) */
+ * its slot word, the rest looked up again with drops (note 2). The
+ * hits' words are dropped with the superblock's head and their values'
+ * lines (note 3, dropped[i]), after every cached lookup: true if nothing
+ * was looked up after that drop, which then serves the chunk's check
+ * after (direct_chunk) */
 static bool
-lookup_cached(const struct direct *d, size_t n, const void *const keys[],
-    const size_t key_lens[], struct kvread_loc l[], int rc[])
+lookup_cached(struct cxlp_handler *h, const struct direct *d, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    struct kvread_loc l[], int rc[], bool dropped[])
 {
 	uint64_t slot[KVREAD_BATCH];
 	size_t hits = 0;
@@ -106,13 +144,17 @@ lookup_cached(const struct direct *d, size_t n, const void *const keys[],
 			slot[hits++] = l[i].slot;
 		}
 	}
+	pthread_rwlock_rdlock(&h->regions.map_lock);
+	values_drop_lines(h, n, l, rc, dropped);
 	head_and_words_fresh(d, slot, hits);
+	pthread_rwlock_unlock(&h->regions.map_lock);
 	for (size_t i = 0; i < n; i++) {
 		if (rc[i] == 0 &&
 		    kvread_word(&d->kr_nodrop, l[i].slot) == l[i].word) {
 			continue;
 		}
 		rc[i] = kvread_lookup(&d->kr, keys[i], key_lens[i], &l[i]);
+		dropped[i] = false;
 		again = true;
 	}
 	return !again;
@@ -127,18 +169,20 @@ lookup_cached(const struct direct *d, size_t n, const void *const keys[],
  * also covers commit_seq (sb_head_fresh), which direct_pass reads next
  * if this was its last chunk. */
 static void
-direct_chunk(struct direct *d, size_t n, const void *const keys[],
-    const size_t key_lens[], struct proto_result res[], bool ask[],
-    cxlp_version_t vers[], bool *intact_io)
+direct_chunk(struct cxlp_handler *h, struct direct *d, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    struct proto_result res[], bool ask[], cxlp_version_t vers[],
+    bool *intact_io)
 {
 	struct kvread_loc l[KVREAD_BATCH];
 	int rc[KVREAD_BATCH];
+	bool value_dropped[KVREAD_BATCH] = { false };
 	bool intact = *intact_io;
-
 	bool dropped = false;
 
 	if (intact && d->kr.fresh != NULL) {
-		dropped = lookup_cached(d, n, keys, key_lens, l, rc);
+		dropped = lookup_cached(h, d, n, keys, key_lens, l, rc,
+		    value_dropped);
 	} else if (intact) {
 		kvread_lookup_batch(&d->kr, n, keys, key_lens, l, rc);
 	}
@@ -157,10 +201,8 @@ direct_chunk(struct direct *d, size_t n, const void *const keys[],
 		res[i].status = rc[i];
 		if (rc[i] == 0) {
 			access_touch(d, l[i].slot);
-			res[i].loc = (struct proto_loc){ .region = l[i].region,
-			    .gen = l[i].gen, .region_off = l[i].region_off,
-			    .region_len = l[i].region_len, .off = l[i].off,
-			    .len = l[i].len };
+			res[i].loc = loc_of(&l[i]);
+			res[i].flags = value_dropped[i] ? RES_F_DROPPED : 0;
 			if (vers != NULL) { /* version_hits makes it a token */
 				vers[i].opaque[0] = l[i].word;
 				vers[i].opaque[1] = l[i].slot;
@@ -186,9 +228,9 @@ commit_seq(const struct direct *d)
  * visible one by one after its commit point (pool/kv.c note 2), and a
  * pass that met that would hold part of them. */
 static bool
-direct_pass(struct direct *d, size_t n, const void *const keys[],
-    const size_t key_lens[], struct proto_result res[], bool ask[],
-    cxlp_version_t vers[])
+direct_pass(struct cxlp_handler *h, struct direct *d, size_t n,
+    const void *const keys[], const size_t key_lens[],
+    struct proto_result res[], bool ask[], cxlp_version_t vers[])
 {
 	uint64_t seq;
 	bool intact;
@@ -203,8 +245,8 @@ direct_pass(struct direct *d, size_t n, const void *const keys[],
 	for (size_t i = 0; i < n; i += KVREAD_BATCH) {
 		size_t k = n - i < KVREAD_BATCH ? n - i : KVREAD_BATCH;
 
-		direct_chunk(d, k, keys + i, key_lens + i, res + i, ask + i,
-		    vers == NULL ? NULL : vers + i, &intact);
+		direct_chunk(h, d, k, keys + i, key_lens + i, res + i,
+		    ask + i, vers == NULL ? NULL : vers + i, &intact);
 	}
 	/* no drop: the last chunk's drop came after all its lookups
 	 * (direct_chunk) and covered commit_seq, and nothing read since
@@ -228,7 +270,7 @@ direct_lookup_batch(struct cxlp_handler *h, size_t n,
 
 	for (unsigned pass = 0; d != NULL && direct_usable(h, d) && !whole &&
 	    pass < COMMIT_PASSES; pass++) {
-		whole = direct_pass(d, n, keys, key_lens, res, ask, vers);
+		whole = direct_pass(h, d, n, keys, key_lens, res, ask, vers);
 	}
 	for (size_t i = 0; whole && i < n; i++) {
 		nask += ask[i];

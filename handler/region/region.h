@@ -67,8 +67,20 @@ void rmap_put(struct cxlp_handler *h, struct rmap_ent *e);
 /* rmap_fini -- unmap and free every entry, and the retired mappings (at
  * close, prefaulter stopped). */
 void rmap_fini(struct cxlp_handler *h);
+/* rmap_resolve_ptr -- rmap.c: loc's value as a pointer into its region's
+ * mapping (mapped on first use), its lines dropped on sw and sim pools
+ * unless dropped (the lookup's proof dropped them: RES_F_DROPPED). */
 int rmap_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
-    const void **data);
+    bool dropped, const void **data);
+/* rmap_drop_value_lines -- the lines of loc's value dropped without a
+ * fence (pmap_fresh_lines) if its region is mapped and loc lies inside
+ * it: true if so. map_lock held, shared. */
+bool rmap_drop_value_lines(struct cxlp_handler *h,
+    const struct proto_loc *loc);
+/* RES_F_DROPPED -- in a proto_result's flags, never on the wire: a
+ * direct lookup dropped the value's lines with its proof's fence
+ * (directlook.c note 3), so resolving it drops nothing more */
+#define RES_F_DROPPED 0x80000000u
 uint64_t rmap_foreign_count(struct cxlp_handler *h);
 /* rmap_own_unlink -- take my region (loc's id and gen) out of the
  * region map, so that no location resolves to its mapping any more (a

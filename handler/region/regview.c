@@ -273,7 +273,7 @@ cxlp_region_view(struct cxlp_handler *h, uint32_t region,
 	if (rc != 0) {
 		return rc;
 	}
-	if ((rc = rmap_resolve_ptr(h, &loc, &p)) != 0) {
+	if ((rc = rmap_resolve_ptr(h, &loc, false, &p)) != 0) {
 		return rc;
 	}
 	rmap_drain(h);

@@ -202,16 +202,41 @@ rmap_lookup(struct cxlp_handler *h, const struct proto_loc *loc)
 	    (loc->off - loc->region_off);
 }
 
-/* rmap_lookup, and the value's lines dropped (note 6); map_lock held */
+/* rmap_lookup, and the value's lines dropped unless the lookup's proof
+ * dropped them (note 6); map_lock held */
 static const void *
-rmap_lookup_fresh(struct cxlp_handler *h, const struct proto_loc *loc)
+rmap_lookup_fresh(struct cxlp_handler *h, const struct proto_loc *loc,
+    bool dropped)
 {
 	const void *p = rmap_lookup(h, loc);
 
-	if (p != NULL) {
+	if (p != NULL && !dropped) {
 		pmap_fresh((*rmap_slot(h, loc->region))->map, p, loc->len);
 	}
 	return p;
+}
+
+/* loc's value lies inside its region, as the index says it must (a
+ * location from a stale or damaged slot may not) */
+static bool
+loc_inside(const struct cxlp_handler *h, const struct proto_loc *loc)
+{
+	return owntab_loc_ok(h, loc) && loc->off >= loc->region_off &&
+	    loc->off - loc->region_off <= loc->region_len &&
+	    loc->len <= loc->region_len - (loc->off - loc->region_off);
+}
+
+/* rmap_drop_value_lines -- see region.h */
+bool
+rmap_drop_value_lines(struct cxlp_handler *h, const struct proto_loc *loc)
+{
+	const void *p = loc_inside(h, loc) ? rmap_lookup(h, loc) : NULL;
+
+	if (p != NULL) {
+		pmap_fresh_lines((*rmap_slot(h, loc->region))->map, p,
+		    loc->len);
+	}
+	return p != NULL;
 }
 
 static int
@@ -268,16 +293,14 @@ foreign_map(struct cxlp_handler *h, const struct proto_loc *loc,
 
 /* rmap_resolve_ptr -- turn a key location into a pointer into the
  * shared mapping, mapping the region read-only on first use, its lines
- * dropped (note 6). Returns 0 and
+ * dropped (note 6) unless dropped says the lookup did. Returns 0 and
  * *data, CXLP_E_BOUNDS / CXLP_E_PROTO for a location that makes no sense,
  * or the mapping's error. */
 int
 rmap_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
-    const void **data)
+    bool dropped, const void **data)
 {
-	if (!owntab_loc_ok(h, loc) || loc->off < loc->region_off ||
-	    loc->off - loc->region_off > loc->region_len ||
-	    loc->len > loc->region_len - (loc->off - loc->region_off)) {
+	if (!loc_inside(h, loc)) {
 		return cxlp_fail(CXLP_E_BOUNDS, "location %llu+%llu outside "
 		    "region %u (%llu+%llu)", (unsigned long long)loc->off,
 		    (unsigned long long)loc->len, loc->region,
@@ -285,7 +308,7 @@ rmap_resolve_ptr(struct cxlp_handler *h, const struct proto_loc *loc,
 		    (unsigned long long)loc->region_len);
 	}
 	pthread_rwlock_rdlock(&h->regions.map_lock);
-	*data = rmap_lookup_fresh(h, loc);
+	*data = rmap_lookup_fresh(h, loc, dropped);
 	pthread_rwlock_unlock(&h->regions.map_lock);
 	if (*data != NULL) {
 		return 0;

@@ -129,3 +129,13 @@ pool_upgrade(struct pool *p)
 	store_checksum(p);
 	return 0;
 }
+
+/* pool_layout -- see pool.h */
+void
+pool_layout(const struct pool *p, uint32_t *major, uint32_t *minor,
+    int *cut_from)
+{
+	*major = p->sb->major;
+	*minor = p->sb->minor;
+	*cut_from = layout_upgrade_torn(p->sb);
+}

@@ -69,10 +69,12 @@ ninja -C "$b" -j "$jobs" handler/libcxlpool.so.$ver \
 	{ tail -n 40 "$out/ninja.log" >&2; fail "ninja failed"; }
 
 # The old handler: this tree's compat client, against the old header and
-# library only (it uses the public API both releases share).
+# library only (it uses the public API both releases share). DT_RPATH,
+# not RUNPATH: meson test sets LD_LIBRARY_PATH to the new library, which
+# would win over a RUNPATH (compat-client says which it loaded).
 $cc -std=c11 -O1 -D_GNU_SOURCE -Wall -o "$out/bin/compat-client" \
 	"$here/client.c" -I"$out/src/include" -L"$b/handler" -lcxlpool \
-	-Wl,-rpath,"$b/handler" || fail "compat-client failed to build"
+	-Wl,--disable-new-dtags -Wl,-rpath,"$b/handler" || fail "compat-client failed to build"
 ln -sf "$b/metaserver/cxlpool-metaserver" "$out/bin/cxlpool-metaserver"
 ln -sf "$b/tools/pool-inspect/pool-inspect" "$out/bin/pool-inspect"
 echo "$want" >"$out/stamp"

@@ -24,8 +24,11 @@
  *                           pass (a metaserver restarting); "rc RC"
  *   stats                   "keys K pins P sessions S"
  *   quit                    close and exit 0
- * The first line is "ready" after the connect, or "error RC" and exit 2.
+ * The first line is "ready LIB" after the connect (LIB: the file of the
+ * libcxlpool it runs, so that a test knows which release it drives), or
+ * "error RC" and exit 2.
  */
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -186,6 +189,17 @@ cmd_stats(void)
 	    (unsigned long long)st.sessions);
 }
 
+/* the file the library was loaded from: LD_LIBRARY_PATH (which meson
+ * test sets to this tree's build) must not have swapped it */
+static const char *
+library(void)
+{
+	Dl_info info;
+
+	return dladdr((void *)cxlp_connect, &info) != 0 &&
+	    info.dli_fname != NULL ? info.dli_fname : "?";
+}
+
 /* one command line; false at quit or end of input */
 static bool
 run(const char *line)
@@ -241,7 +255,7 @@ main(int argc, char **argv)
 		    cxlp_errormsg());
 		return 2;
 	}
-	printf("ready\n");
+	printf("ready %s\n", library());
 	fflush(stdout);
 	while (fgets(line, sizeof(line), stdin) != NULL && run(line)) {
 		fflush(stdout);

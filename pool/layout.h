@@ -55,7 +55,12 @@
                               * and the host table hosts[] (sw and sim:
                               * one access slice per host); term (the
                               * highest election epoch a leader served
-                              * under) and the owner record's term */
+                              * under) and the owner record's term.
+                              * A writer's open upgrades an older 2.x
+                              * pool to 2.5 in place (pool/upgrade.c:
+                              * the version word, then the checksum);
+                              * a 2.4 reader opens a 2.5 host pool
+                              * whose term is 0 */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */

@@ -10,7 +10,8 @@
 # build-asan/ share one old build; a stamp naming the commit, the nng
 # prefix and client.c's hash makes a second run a no-op. Only the four
 # targets are built, at -O1 without debug info and with tests disabled:
-# about a minute on 2 cores from a cold ccache, seconds from a warm one.
+# about 6 s on 2 cores without ccache (115 files at -O1, no -g), under 1 s
+# when the stamp matches.
 #
 #   tests/compat/build-previous.sh [NNG_PREFIX]
 # NNG_PREFIX (else $CXLP_NNG_PREFIX, else .deps/nng): the nng that this

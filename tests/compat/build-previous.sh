@@ -43,7 +43,7 @@ if ! git -C "$top" cat-file -e "$commit^{commit}" 2>/dev/null; then
 		"(a shallow clone? git fetch --unshallow)"
 fi
 want="$commit $nng $(sha256sum "$here/client.c" | cut -c1-16)"
-if [ -x "$out/bin/compat-client" ] &&
+if [ -x "$out/bin/compat-client" ] && [ -x "$out/bin/cxlpool-metaserver" ] &&
 	[ "$(cat "$out/stamp" 2>/dev/null)" = "$want" ]; then
 	exit 0
 fi
@@ -58,13 +58,17 @@ git -C "$top" archive --format=tar "$commit" | tar -x -C "$out/src" ||
 b=$out/build
 # the library's file name carries the old project version
 ver=$(sed -n "s/^  version : '\\(.*\\)',$/\\1/p" "$out/src/meson.build")
-if [ ! -f "$b/build.ninja" ]; then
-	meson setup "$b" "$out/src" -Dnng_prefix="$nng" -Dtests=disabled \
-		-Dfuzz=false -Ddebug=false -Doptimization=1 \
-		>"$out/setup.log" 2>&1 ||
-		{ cat "$out/setup.log" >&2; fail "meson setup failed"; }
+opts="-Dnng_prefix=$nng -Dtests=disabled -Dfuzz=false -Ddebug=false
+	-Doptimization=1"
+if [ -f "$b/build.ninja" ]; then
+	set -- configure "$b" # kept for ccache and ninja; the prefix may change
+else
+	set -- setup "$b" "$out/src"
 fi
-ninja -C "$b" -j "$jobs" handler/libcxlpool.so.$ver \
+# shellcheck disable=SC2086
+meson "$@" $opts >"$out/setup.log" 2>&1 ||
+	{ cat "$out/setup.log" >&2; fail "meson $1 failed"; }
+ninja -C "$b" -j "$jobs" "handler/libcxlpool.so.$ver" \
 	metaserver/cxlpool-metaserver tools/pool-inspect/pool-inspect \
 	>"$out/ninja.log" 2>&1 ||
 	{ tail -n 40 "$out/ninja.log" >&2; fail "ninja failed"; }
@@ -75,7 +79,8 @@ ninja -C "$b" -j "$jobs" handler/libcxlpool.so.$ver \
 # would win over a RUNPATH (compat-client says which it loaded).
 $cc -std=c11 -O1 -D_GNU_SOURCE -Wall -o "$out/bin/compat-client" \
 	"$here/client.c" -I"$out/src/include" -L"$b/handler" -lcxlpool \
-	-Wl,--disable-new-dtags -Wl,-rpath,"$b/handler" || fail "compat-client failed to build"
+	-Wl,--disable-new-dtags -Wl,-rpath,"$b/handler" ||
+	fail "compat-client failed to build"
 ln -sf "$b/metaserver/cxlpool-metaserver" "$out/bin/cxlpool-metaserver"
 ln -sf "$b/tools/pool-inspect/pool-inspect" "$out/bin/pool-inspect"
 echo "$want" >"$out/stamp"

@@ -147,12 +147,17 @@ old_filled_pool(void)
 }
 
 
-Test(upgrade, old_handlers_stay_connected_across_the_upgrade)
+/* Two old handlers fill the old metaserver's pool and hold pins; the
+ * old metaserver stops and the new one upgrades the pool (with
+ * crash_at, first killed there by its crash point, then started again
+ * to finish), the handlers connected all along: they reattach, and
+ * their sessions, pins and keys are what they were. */
+static void
+connected_across(const char *crash_at)
 {
 	struct compat_client a, b, n;
 	char w[64];
 
-	compat_need_previous();
 	cr_assert_eq(compat_server_start(&srv, COMPAT_OLD, POOL_BYTES, NULL),
 	    0);
 	start(&a, COMPAT_OLD);
@@ -164,9 +169,17 @@ Test(upgrade, old_handlers_stay_connected_across_the_upgrade)
 	cr_assert_eq(compat_sb_minor(srv.pool), 4);
 
 	test_server_kill(&srv, SIGTERM);
+	if (crash_at != NULL) {
+		setenv("CXLP_CRASH_AT", crash_at, 1);
+		cr_assert_eq(compat_server_run(&srv, COMPAT_NEW),
+		    128 + SIGKILL);
+		unsetenv("CXLP_CRASH_AT");
+		cr_assert(!sealed(srv.pool), "cut between its stores");
+	}
 	serve(COMPAT_NEW);
-	cr_assert(test_server_log_has(&srv, "layout 2.4; upgrading it to "
-	    "2.5 in place"), "log %s", srv.log);
+	cr_assert(test_server_log_has(&srv, crash_at != NULL ? "was cut "
+	    "short; finishing it" : "layout 2.4; upgrading it to 2.5 in "
+	    "place"), "log %s", srv.log);
 	cr_assert_eq(compat_sb_minor(srv.pool), 5);
 	cr_assert(sealed(srv.pool));
 
@@ -193,6 +206,19 @@ Test(upgrade, old_handlers_stay_connected_across_the_upgrade)
 	cr_assert_eq(compat_client_stop(&a), 0);
 	cr_assert_eq(compat_client_stop(&b), 0);
 	cr_assert_eq(compat_client_stop(&n), 0);
+}
+
+Test(upgrade, old_handlers_stay_connected_across_the_upgrade)
+{
+	compat_need_previous();
+	connected_across(NULL);
+}
+
+Test(upgrade, old_handlers_stay_connected_across_a_kill_in_the_upgrade)
+{
+	compat_need_previous();
+	need_crash_points();
+	connected_across("1");
 }
 
 /* The new metaserver killed at each of the upgrade's two points (the

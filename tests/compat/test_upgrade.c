@@ -295,6 +295,14 @@ inspect(enum compat_rel rel, const char *cmd, const char *pool)
 	return compat_inspect(rel, args, out);
 }
 
+static int
+inspect_json(enum compat_rel rel, const char *cmd, const char *pool)
+{
+	const char *args[] = { cmd, pool, "--json", NULL };
+
+	return compat_inspect(rel, args, out);
+}
+
 /* Both pool-inspects on the 2.4 pool, on one whose upgrade was cut
  * between its stores, and on the upgraded pool; neither writes. */
 Test(upgrade, both_pool_inspects_on_the_pool_before_during_and_after)
@@ -317,6 +325,9 @@ Test(upgrade, both_pool_inspects_on_the_pool_before_during_and_after)
 	cr_assert_eq(inspect(COMPAT_NEW, "summary", srv.pool), 0);
 	cr_assert(test_file_has(out, "2.5 (its upgrade from 2.4 was cut "
 	    "short"), "%s", out);
+	cr_assert_eq(inspect_json(COMPAT_NEW, "summary", srv.pool), 0);
+	cr_assert(test_file_has(out, "\"layout\": \"2.5\", "
+	    "\"layout_upgrade_cut_from\": \"2.4\""), "%s", out);
 	/* what the previous release says of it: it cannot know */
 	cr_assert_neq(inspect(COMPAT_OLD, "check", srv.pool), 0);
 	cr_assert(test_file_has(out, "superblock checksum mismatch"), "%s",

@@ -221,16 +221,16 @@ layout_seal(struct pool_sb *sb)
 	sb->checksum = layout_sb_checksum(sb);
 }
 
-/* layout_upgrade_torn -- see layout.h. Runs only on a checksum that does
- * not match (layout_validate) or at a writer's open (pool_upgrade): at
- * most POOL_MINOR checksums of one superblock. */
+/* layout_upgrade_torn -- see layout.h. On a sound superblock one
+ * checksum; on another at most POOL_MINOR + 1. */
 int
 layout_upgrade_torn(const struct pool_sb *sb)
 {
 	struct pool_sb tmp;
 
-	if (sb->major != POOL_MAJOR || sb->minor != POOL_MINOR) {
-		return -1;
+	if (sb->major != POOL_MAJOR || sb->minor != POOL_MINOR ||
+	    layout_sb_checksum(sb) == sb->checksum) {
+		return -1; /* not this layout, or sound */
 	}
 	memcpy(&tmp, sb, sizeof(tmp));
 	for (uint32_t m = 0; m < POOL_MINOR; m++) {

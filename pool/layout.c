@@ -221,6 +221,27 @@ layout_seal(struct pool_sb *sb)
 	sb->checksum = layout_sb_checksum(sb);
 }
 
+/* layout_upgrade_torn -- see layout.h. On a sound superblock one
+ * checksum; on another at most POOL_MINOR + 1. */
+int
+layout_upgrade_torn(const struct pool_sb *sb)
+{
+	struct pool_sb tmp;
+
+	if (sb->major != POOL_MAJOR || sb->minor != POOL_MINOR ||
+	    layout_sb_checksum(sb) == sb->checksum) {
+		return -1; /* not this layout, or sound */
+	}
+	memcpy(&tmp, sb, sizeof(tmp));
+	for (uint32_t m = 0; m < POOL_MINOR; m++) {
+		tmp.minor = m;
+		if (layout_sb_checksum(&tmp) == sb->checksum) {
+			return (int)m;
+		}
+	}
+	return -1;
+}
+
 static bool
 all_zero(const void *p, size_t n)
 {
@@ -386,7 +407,8 @@ check_coherence(const struct pool_sb *sb, char *why, size_t n)
 	return 0;
 }
 
-/* layout_validate -- magic, version, checksum, reserved, geometry, size */
+/* layout_validate -- magic, version, checksum (or the one an interrupted
+ * upgrade left: pool/upgrade.c note 2), reserved, geometry, size */
 int
 layout_validate(const struct pool_sb *sb, uint64_t file_size, char *why,
     size_t n)
@@ -402,7 +424,8 @@ layout_validate(const struct pool_sb *sb, uint64_t file_size, char *why,
 		    (unsigned long long)POOL_INCOMPAT_KNOWN);
 		return CXLP_E_VERSION;
 	}
-	if (layout_sb_checksum(sb) != sb->checksum) {
+	if (layout_sb_checksum(sb) != sb->checksum &&
+	    layout_upgrade_torn(sb) < 0) {
 		snprintf(why, n, "superblock checksum mismatch");
 		return CXLP_E_CHECKSUM;
 	}

@@ -55,7 +55,12 @@
                               * and the host table hosts[] (sw and sim:
                               * one access slice per host); term (the
                               * highest election epoch a leader served
-                              * under) and the owner record's term */
+                              * under) and the owner record's term.
+                              * A writer's open upgrades an older 2.x
+                              * pool to 2.5 in place (pool/upgrade.c:
+                              * the version word, then the checksum);
+                              * a 2.4 reader opens a 2.5 host pool
+                              * whose term is 0 */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
@@ -442,10 +447,17 @@ int layout_plan_hosts(struct pool_sb *sb, uint32_t hosts, char *why,
 uint64_t layout_access_stride(const struct pool_sb *sb);
 /* layout_seal -- compute and store sb->checksum. */
 void layout_seal(struct pool_sb *sb);
+/* layout_upgrade_torn -- the older minor whose upgrade to POOL_MINOR was
+ * cut between its version store and its checksum store: sb says
+ * POOL_MINOR and its checksum is that of the same bytes with minor m <
+ * POOL_MINOR (pool/upgrade.c note 2). Returns m, or -1 (any other
+ * superblock, a sound one included). */
+int layout_upgrade_torn(const struct pool_sb *sb);
 /* layout_validate -- check a superblock read from a file of file_size
  * bytes. Returns 0, CXLP_E_BADMAGIC, CXLP_E_VERSION, CXLP_E_CHECKSUM or
  * CXLP_E_CORRUPT (truncated file, bad geometry, nonzero reserved), with
- * why filled. */
+ * why filled. A superblock an upgrade left between its two stores
+ * (layout_upgrade_torn) passes: the next writer finishes the upgrade. */
 int layout_validate(const struct pool_sb *sb, uint64_t file_size,
     char *why, size_t n);
 

@@ -31,6 +31,10 @@
  * claims the record [owner_claim] before attach repairs anything
  * (owner.c). pool_open owns nothing: pool-inspect and tests.
  *
+ * Upgrade [pool_upgrade]: a writer's open of a pool of an older 2.x
+ * layout brings it to this one in place, after validate and before the
+ * owner claim (upgrade.c); a read-only open leaves it as it is.
+ *
  * Format ordering [pool_format]: clear the magic (persisted), zero the
  * tables (persisted), write the superblock without its magic (persisted),
  * store the magic (one 8-byte store, persisted). A crash mid-format leaves
@@ -408,7 +412,10 @@ open_existing(struct pool *p, unsigned flags,
 		*fresh = true;
 		return format_existing(p, pp);
 	}
-	return validate(p);
+	if ((rc = validate(p)) != 0) {
+		return rc;
+	}
+	return (flags & POOL_RDONLY) ? 0 : pool_upgrade(p);
 }
 
 /* create path as a sparse file and format it */

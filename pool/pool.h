@@ -85,6 +85,11 @@ struct pool_media {
 	                          * or "page" (static string) */
 };
 
+/* pool_layout -- the layout version p's superblock says, and in
+ * *cut_from the older minor whose upgrade to it a crash cut short
+ * (pool/upgrade.c note 2: a writer's open finishes it), else -1. */
+void pool_layout(const struct pool *p, uint32_t *major, uint32_t *minor,
+    int *cut_from);
 /* pool_coherence -- the coherence mode p was formatted for (coh.h). */
 enum pool_coh pool_coherence(const struct pool *p);
 /* pool_fresh -- drop this host's cached copy of [addr, addr + len) of

@@ -165,6 +165,11 @@ struct pool_own;
 /* pool_boot_id -- this boot's id (/proc/sys/kernel/random/boot_id), NUL
  * padded; all zero if it cannot be read. */
 void pool_boot_id(char out[POOL_BOOT_ID_LEN]);
+/* pool_upgrade -- a writer's open of a validated pool of an older 2.x
+ * layout: bring it to POOL_MINOR in place, or finish an upgrade a crash
+ * cut short (upgrade.c). 0 for a pool of this layout or a newer minor,
+ * which it leaves alone. */
+int pool_upgrade(struct pool *p);
 /* owner_enter -- lock the mapped target and decide, from its owner
  * record, whether this server may take it (note 1): 0, or -EBUSY naming
  * the server that has it. Before anything is written; may wait. */

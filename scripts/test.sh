@@ -2,6 +2,8 @@
 # test.sh -- set up and run every cxlpool test: installs the Debian packages
 # (scripts/install-deps.sh --build; its --extras, python3-torch and the
 # packaging tools, install in the background while build/ compiles), then
+#   0. the previous release (tests/compat/build-previous.sh), which the
+#      compat suite runs against this one, from this clone's history
 #   1. build/       plain build, the whole suite (soak: 10 s of its --quick
 #                   run, on a pool small enough that it evicts all the
 #                   time, 10 s of --hostile and 8 s of --hosts 3; these
@@ -42,6 +44,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 export CXLP_REQUIRE_TORCH=1 # test_torch.py: torch is installed; no skip
+# tests/compat: the previous release is built below (build-previous.sh);
+# its tests fail rather than skip when it is missing (a shallow clone)
+export CXLP_COMPAT_REQUIRE=1
 
 # install-deps.sh --extras, started in the background: wait for it once,
 # before the first suite runs (test_torch.py needs torch). A failure is
@@ -145,6 +150,9 @@ step() {
 
 rc=0
 step deps scripts/install-deps.sh --build
+# the previous release, for the compat suite: from this clone's history
+# (tests/compat/PREVIOUS; seconds with a warm ccache)
+step previous tests/compat/build-previous.sh || rc=1
 scripts/install-deps.sh --extras >"$extras_log" 2>&1 &
 extras=$!
 # the whole run soaks build/ in step 5 (longer, the same four forms), so

@@ -2,7 +2,10 @@
  * cmd_summary.c -- `pool-inspect summary POOL [--json]`: the pool's
  * geometry, media and use, from pool_stats and pool_media on a read-only
  * open. Text is one "label  value" line each, sizes in binary units;
- * JSON has every number in bytes or counts. Free space comes as the
+ * JSON has every number in bytes or counts. The layout line is the
+ * version the superblock says, and whether a metaserver of this release
+ * would upgrade it or must finish an upgrade a crash cut short
+ * (pool/upgrade.c). Free space comes as the
  * bytes in no region and the largest free extent (the largest region a
  * REGION_ALLOC can still get without eviction); the access line is the
  * eviction policy's state (access.c): whether the pool has an access
@@ -20,6 +23,7 @@
 
 #include "cxlpool.h"
 #include "inspect.h"
+#include "layout.h"
 #include "owner.h"
 #include "pool.h"
 
@@ -171,6 +175,45 @@ print_evicted_json(struct jw *w, const struct pool_evict_stats *ev)
 	jw_close(w);
 }
 
+/* the layout the superblock says, and whether this release would
+ * upgrade it (pool/upgrade.c) or a crash cut its upgrade short */
+static void
+print_layout_text(const struct pool *p)
+{
+	uint32_t major, minor;
+	int cut;
+
+	pool_layout(p, &major, &minor, &cut);
+	if (cut >= 0) {
+		printf("%-14s %u.%u (its upgrade from %u.%d was cut short: the "
+		    "next metaserver to serve it finishes it; until then "
+		    "release %u.%d refuses it)\n", "layout", major, minor,
+		    major, cut, major, cut);
+	} else if (major == POOL_MAJOR && minor < POOL_MINOR) {
+		printf("%-14s %u.%u (a metaserver of this release upgrades it "
+		    "to %u.%u in place when it serves it)\n", "layout", major,
+		    minor, POOL_MAJOR, POOL_MINOR);
+	} else {
+		printf("%-14s %u.%u\n", "layout", major, minor);
+	}
+}
+
+static void
+print_layout_json(struct jw *w, const struct pool *p)
+{
+	uint32_t major, minor;
+	char v[24];
+	int cut;
+
+	pool_layout(p, &major, &minor, &cut);
+	snprintf(v, sizeof(v), "%u.%u", major, minor);
+	jw_str(w, "layout", v);
+	if (cut >= 0) {
+		snprintf(v, sizeof(v), "%u.%d", major, cut);
+		jw_str(w, "layout_upgrade_cut_from", v);
+	}
+}
+
 static void
 print_text(const char *path, const struct pool *p,
     const struct pool_stats *st, const struct pool_media *m,
@@ -179,6 +222,7 @@ print_text(const char *path, const struct pool *p,
 	char a[FMT_SIZE_LEN], b[FMT_SIZE_LEN], c[FMT_SIZE_LEN];
 
 	printf("%-14s %s\n", "pool", path);
+	print_layout_text(p);
 	printf("%-14s %s, %s, %s store granularity, %s mapping alignment\n",
 	    "media", m->devdax ? "devdax" : "file",
 	    m->is_volatile ? "volatile" : "persistent", m->granularity,
@@ -217,6 +261,7 @@ print_json(const char *path, const struct pool *p,
 
 	jw_begin(&w, stdout, 0);
 	jw_str(&w, "pool", path);
+	print_layout_json(&w, p);
 	jw_str(&w, "coherence", pool_coh_name(pool_coherence(p)));
 	jw_u64(&w, "term", pool_term(p));
 	jw_u64(&w, "size", st->size);

@@ -8,9 +8,9 @@
  * deliver (latebye.c), says HELLO (call.c), maps a first region
  * (regions.c; a pool with no room for one now leaves it without, to ask
  * at the first alloc), then starts direct reads and the keeper thread
- * (keepalive and give-back). cxlp_close stops the keeper, unmaps the
- * regions, then says BYE (one that gets no answer is kept for the next
- * connect) and frees the rest.
+ * (keepalive and give-back); a handler configured with its pool finds
+ * a new leader through the pool's owner record (leader.c). cxlp_close stops the keeper, unmaps the regions, then says BYE (one
+ * that gets no answer is kept for the next connect) and frees the rest.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -174,7 +174,7 @@ cxlp_connect(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	h = *out;
 	*out = NULL;
 	rc = client_open(&h->cl, h->cfg.server, h->cfg.timeout_ms,
-	    h->cfg.retries, &h->cfg.tls);
+	    h->cfg.retries, &h->cfg.tls, leader_finder(h), h);
 	if (rc != 0) {
 		goto err_free;
 	}

@@ -63,35 +63,44 @@ orec_map_read(const char *path, uint64_t len, struct coh *coh,
 
 /* the owner record: of the pool the first WELCOME named, through the
  * handler's own attachment; before it, of the configured pool, through
- * an attachment for this read (the pool's mode read from the device) */
+ * an attachment for this read (the pool's mode read from the device).
+ * *sim: the pool is the simulator's. */
 static int
-orec_read(struct cxlp_handler *h, struct pool_orec *r)
+orec_read(struct cxlp_handler *h, struct pool_orec *r, bool *sim)
 {
 	enum pool_coh mode;
 	struct coh *coh = NULL;
 	int rc;
 
 	if (h->pool_path != NULL) {
+		*sim = h->coh != NULL && coh_mode(h->coh) == POOL_COH_SIM;
 		return orec_map_read(h->pool_path, h->align, h->coh, r);
 	}
+	*sim = false;
 	if ((rc = coh_probe(h->cfg.pool, &mode)) != 0 ||
 	    (rc = coh_open(&coh, h->cfg.pool, mode)) != 0) {
 		return rc;
 	}
 	rc = orec_map_read(h->cfg.pool, 0, coh, r);
 	coh_close(&coh);
+	*sim = mode == POOL_COH_SIM;
 	return rc;
 }
 
-/* the owner's host is this one: its name is ours (the simulator's hosts
- * are one machine's processes, so one kernel, one name) */
+/* the owner runs on this kernel, where its ipc:// endpoints are: its
+ * host name is ours (in sim the record's name is "<H>@<name>",
+ * pool/owner_sw.c note 4, and every simulated host is this kernel) */
 static bool
-owner_local(const struct pool_orec *r)
+owner_local(const struct pool_orec *r, bool sim)
 {
 	char host[POOL_OREC_HOST_LEN] = "";
+	const char *name = r->host, *at = strchr(r->host, '@');
 
+	if (sim && at != NULL) {
+		name = at + 1;
+	}
 	(void)gethostname(host, sizeof(host) - 1);
-	return strncmp(host, r->host, sizeof(host)) == 0;
+	return strcmp(host, name) == 0;
 }
 
 /* client_finder_fn over h's pool: see net.h */
@@ -100,12 +109,14 @@ leader_find(void *arg, char *list, size_t n, bool *local)
 {
 	struct cxlp_handler *h = arg;
 	struct pool_orec r;
+	bool sim;
 	int rc;
 
 	list[0] = '\0';
-	if ((rc = orec_read(h, &r)) != 0) {
+	if ((rc = orec_read(h, &r, &sim)) != 0) {
 		return rc;
 	}
+
 	if (r.word == 0) {
 		return cxlp_fail(CXLP_E_NOTFOUND, "%s: no server owns the pool",
 		    h->pool_path);
@@ -117,7 +128,7 @@ leader_find(void *arg, char *list, size_t n, bool *local)
 	r.listen[sizeof(r.listen) - 1] = '\0';
 	r.host[sizeof(r.host) - 1] = '\0';
 	snprintf(list, n, "%s", r.listen);
-	*local = owner_local(&r);
+	*local = owner_local(&r, sim);
 	return 0;
 }
 

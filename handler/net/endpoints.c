@@ -118,8 +118,9 @@ endpoints_init(struct client *cl, const char *list)
 		char one[CFG_SERVER_MAX];
 
 		if (len == 0 || len >= sizeof(one)) {
-			return cxlp_fail(-EINVAL, "client: empty endpoint in "
-			    "'%s' (a comma-separated list of URLs)", list);
+			return cxlp_fail(-EINVAL, "client: an empty or too long "
+			    "endpoint in '%s' (a comma-separated list of URLs)",
+			    list);
 		}
 		snprintf(one, sizeof(one), "%.*s", (int)len, p);
 		if ((rc = tls_check(one, &cl->tls)) != 0) {

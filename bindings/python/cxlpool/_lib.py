@@ -122,6 +122,7 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_config_new": (c_int, [_P(c_void_p)]),
     "cxlp_config_delete": (None, [_P(c_void_p)]),
     "cxlp_config_set_server": (c_int, [_PTR, c_char_p]),
+    "cxlp_config_set_pool": (c_int, [_PTR, c_char_p]),
     "cxlp_config_set_page_size": (c_int, [_PTR, c_size_t]),
     "cxlp_config_set_region_size": (c_int, [_PTR, c_size_t]),
     "cxlp_config_set_auto_expand": (c_int, [_PTR, c_bool]),

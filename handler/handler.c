@@ -290,6 +290,7 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 	pthread_mutex_unlock(&h->reclaim.refill_lock);
 	st->foreign_maps = rmap_foreign_count(h);
 	st->redials = client_redials(h->cl);
+	st->endpoint_switches = client_switches(h->cl);
 	st->pages_reclaimed = __atomic_load_n(&h->reclaim.pages,
 	    __ATOMIC_RELAXED);
 	st->reclaims = __atomic_load_n(&h->reclaim.calls, __ATOMIC_RELAXED);

@@ -794,7 +794,11 @@ struct cxlp_stats {
 				      need, from the handler's own thread */
 	uint64_t pages_reserved;   /* of pages_allocated, those held by
 				      reservations and not yet taken */
-	uint64_t reserved[2];
+	uint64_t endpoint_switches; /* moves to another metaserver endpoint
+				      after this one stopped answering (a
+				      standby that took over: see
+				      cxlp_config_set_server) */
+	uint64_t reserved[1];
 };
 
 /* This handler's own counters, kept without a round trip, for a

@@ -146,6 +146,8 @@ Test(endpoints, handlers_follow_a_server_that_moved_to_another_endpoint)
 	itest_put(byrec, "rec", 3, 1, LEN);
 	itest_put(bylist, "list", 4, 1, LEN);
 	cr_assert_eq(itest_get_check(bylist, "rec", 1), 3);
+	cr_assert_eq(kv_stats(byrec).endpoint_switches, 1);
+	cr_assert_eq(kv_stats(bylist).endpoint_switches, 1);
 	/* the session and its pin were carried: one unpin, not two */
 	cr_assert_rc(cxlp_unpin(byrec, "rec-0", 5), 0);
 	cr_assert_rc(cxlp_unpin(byrec, "rec-0", 5), CXLP_E_NOTPINNED);
@@ -216,5 +218,6 @@ Test(deposed, a_reply_of_lost_term_moves_the_call_to_the_next_endpoint)
 	cr_assert_eq(st.sessions, 1);
 	cr_assert_eq(st.pages_registered, 2);
 	cr_assert_eq(st.pages_unresolved, 0);
+	cr_assert_eq(st.endpoint_switches, 1);
 	cxlp_close(&h);
 }

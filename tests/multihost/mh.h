@@ -90,7 +90,8 @@ mh_len(uint32_t i)
  *     connects again. A batch that ends CXLP_E_UNKNOWN is counted, with
  *     its start and end (CLOCK_MONOTONIC), not reported; any other
  *     failure ends it with a nonzero exit. At the stop it unpins the
- *     pin, writes MH_END and a struct mh_follow, and exits 0.
+ *     pin, reads its stats, writes MH_END and a struct mh_follow, and
+ *     exits 0.
  */
 #define MH_FOL_BATCH 4
 #define MH_FOL_MAX 256
@@ -104,7 +105,7 @@ struct mh_follow {
 	uint32_t reads;         /* reads back, every one intact */
 	uint32_t reads_after;   /* of them, started after MH_FOL_KILLED */
 	int32_t unpin_rc;       /* the unpin at the stop */
-	uint32_t pad;
+	uint32_t switches;      /* cxlp_stats endpoint_switches then */
 	uint64_t unknown_ns[MH_FOL_UNKNOWN_MAX][2]; /* start, end */
 };
 

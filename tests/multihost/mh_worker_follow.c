@@ -157,6 +157,7 @@ mh_follower(const char *url, const char *arg)
 {
 	static struct follower f;
 	char pool[1024], pin[48];
+	struct cxlp_stats st;
 	size_t pinlen;
 	uint32_t k = 0;
 
@@ -187,6 +188,12 @@ mh_follower(const char *url, const char *arg)
 	while (k >= MH_FOL_MAX && !stop_said(&f, -1)) {
 	} /* all stored: wait for the stop */
 	f.r.unpin_rc = cxlp_unpin(f.h, pin, pinlen);
+	if (cxlp_stats(f.h, &st) != 0) {
+		fprintf(stderr, "mh-worker: follower stats: %s\n",
+		    cxlp_errormsg());
+		return 14;
+	}
+	f.r.switches = (uint32_t)st.endpoint_switches;
 	if (mh_put_u32(MH_END) != 0 ||
 	    write(STDOUT_FILENO, &f.r, sizeof(f.r)) != sizeof(f.r)) {
 		return 13;

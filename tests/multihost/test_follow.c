@@ -80,6 +80,7 @@ follower_check(struct test_child *c, unsigned i, struct mh_acks *a,
 	    "the kill", i);
 	cr_assert_eq(r.unpin_rc, 0, "follower %u: the unpin after the "
 	    "takeover returned %d: its pin was not carried", i, r.unpin_rc);
+	cr_assert_geq(r.switches, 1, "follower %u never moved to B", i);
 	cr_assert_leq(r.unknown, 1, "follower %u: %u batches of unknown "
 	    "outcome, and only one was in flight at the kill", i, r.unknown);
 	for (uint32_t u = 0; u < r.unknown; u++) {

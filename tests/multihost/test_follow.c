@@ -7,10 +7,13 @@
  * values through A. Two know only A's endpoint and the pool's path
  * (they must find B in the owner record, another host's write, so
  * through a drop of its lines); two know the list "A,B" and no pool.
- * A is killed -9 under their load. Then:
+ * A is killed -9 under their load (or stopped with SIGSTOP until B
+ * serves, then resumed: it exits, deposed). Then:
  *   - B serves (its log says it was elected and recovered), and every
  *     follower's calls succeed again, stores and reads, on the handler
- *     it connected at the start (no connect again), its pin carried;
+ *     it connected at the start (no connect again), its pin carried (a
+ *     stopped leader's connection, up but silent, is dialed afresh
+ *     first, and left once that one cannot finish its handshake);
  *   - a batch that ended CXLP_E_UNKNOWN was one in flight at the kill
  *     (started before it, ended after), at most one per follower;
  *   - a reader on host G, through B, finds every key a follower
@@ -18,6 +21,7 @@
  * The time from the kill to every follower's progress is logged, not
  * asserted (bench/ measures takeovers).
  */
+#include <sys/wait.h>
 #include <time.h>
 
 #include "standbyfx.h"
@@ -26,6 +30,7 @@
 #define WORKERS 4
 #define BEFORE 24 /* keys each follower acknowledges before the kill */
 #define AFTER 16  /* and after it, at least */
+#define EXIT_LOST 3 /* metaserver/ms_int.h MS_EXIT_LOST */
 
 TestSuite(follow, .fini = standby_fini, .timeout = 240);
 
@@ -93,6 +98,20 @@ follower_check(struct test_child *c, unsigned i, struct mh_acks *a,
 	}
 }
 
+/* a, stopped while B took over, resumed: it serves nothing more and
+ * exits with MS_EXIT_LOST (metaserver/standby.c note 4) */
+static void
+deposed_exits(struct test_server *a)
+{
+	int st;
+
+	kill(a->pid, SIGCONT);
+	cr_assert_eq(waitpid(a->pid, &st, 0), a->pid);
+	a->pid = 0;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == EXIT_LOST, "the "
+	    "deposed leader ended with status 0x%x (log %s)", st, a->log);
+}
+
 /* a reader on G through srv (B now) finds every acknowledged key */
 static void
 read_all(struct mh_acks a[WORKERS])
@@ -117,13 +136,17 @@ read_all(struct mh_acks a[WORKERS])
 	mh_wait_ok(&r, "reader on G");
 }
 
-Test(follow, handlers_follow_a_standby_that_takes_over_under_load)
+/* A stopped with sig (SIGKILL, or SIGSTOP until B serves) under the
+ * followers' load; the rest of the test as the file's header says */
+static void
+takeover_under_load(int sig)
 {
 	static struct mh_acks acks[WORKERS];
 	struct test_child w[WORKERS];
 	struct test_server b = { 0 };
 	uint64_t t_kill, ms;
 
+	memset(acks, 0, sizeof(acks));
 	leader_and_standby(&b, POOL);
 	for (unsigned i = 0; i < WORKERS; i++) {
 		spawn_follower(&w[i], i, &b);
@@ -135,25 +158,43 @@ Test(follow, handlers_follow_a_standby_that_takes_over_under_load)
 		cr_assert(mh_read_acks(&w[i], &acks[i], BEFORE));
 	}
 	t_kill = mono_ns();
-	test_server_kill(&srv, SIGKILL); /* A, under load */
+	if (sig == SIGKILL) {
+		test_server_kill(&srv, SIGKILL); /* A, under load */
+	} else {
+		cr_assert_eq(kill(srv.pid, sig), 0);
+	}
 	for (unsigned i = 0; i < WORKERS; i++) {
 		mh_say(&w[i], MH_FOL_KILLED);
 	}
-	other = srv; /* A, gone: its socket and log go at the end */
+	other = srv; /* A: stopped at the end, its socket and log removed */
 	srv = b;
 	for (unsigned i = 0; i < WORKERS; i++) {
 		cr_assert(mh_read_acks(&w[i], &acks[i],
 		    acks[i].count + AFTER), "follower %u stopped", i);
 	}
 	ms = (mono_ns() - t_kill) / 1000000;
-	fprintf(stderr, "follow: %llu ms from the leader's kill -9 to %u "
-	    "more keys of every follower through B (TTL 2 s)\n",
-	    (unsigned long long)ms, AFTER);
+	fprintf(stderr, "follow: %llu ms from the leader's %s to %u more "
+	    "keys of every follower through B (TTL 2 s)\n",
+	    (unsigned long long)ms, sig == SIGKILL ? "kill -9" : "SIGSTOP",
+	    AFTER);
 	wait_log(&srv, "op=elect role=leader term=");
 	log_elect_lines(srv.log);
+	if (sig != SIGKILL) {
+		deposed_exits(&other);
+	}
 	for (unsigned i = 0; i < WORKERS; i++) {
 		follower_check(&w[i], i, &acks[i], t_kill);
 	}
 	read_all(acks);
 	itest_assert_pool_checks();
+}
+
+Test(follow, handlers_follow_a_standby_that_takes_over_under_load)
+{
+	takeover_under_load(SIGKILL);
+}
+
+Test(follow, handlers_leave_a_stopped_leader_for_the_standby)
+{
+	takeover_under_load(SIGSTOP);
 }

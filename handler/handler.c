@@ -8,8 +8,10 @@
  * deliver (latebye.c), says HELLO (call.c), maps a first region
  * (regions.c; a pool with no room for one now leaves it without, to ask
  * at the first alloc), then starts direct reads and the keeper thread
- * (keepalive and give-back); a handler configured with its pool finds
- * a new leader through the pool's owner record (leader.c). cxlp_close stops the keeper, unmaps the regions, then says BYE (one
+ * (keepalive and give-back). Its client moves to another endpoint when
+ * its own is gone (net/endpoints.c); one configured with its pool finds
+ * a new leader through the pool's owner record (session/leader.c).
+ * cxlp_close stops the keeper, unmaps the regions, then says BYE (one
  * that gets no answer is kept for the next connect) and frees the rest.
  */
 #include <errno.h>

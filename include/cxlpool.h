@@ -146,8 +146,9 @@ CXLP_API int cxlp_config_set_server(struct cxlp_config *cfg, const char *url);
  * record in shared memory, where the leader listens: at connect when no
  * configured endpoint answers, and whenever its endpoint stops
  * answering, so it follows a standby that takes the pool over without
- * being told its address (docs/standby.md). An ipc:// endpoint of a
- * leader on another host is not tried. Without it, a handler moves only
+ * being told its address (docs/standby.md). An endpoint of a leader on
+ * another host that reaches its own host only (ipc://, tcp:// on a
+ * wildcard or loopback address) is not tried. Without it, a handler moves only
  * among its configured endpoints (which keeps one configured with a
  * relay's endpoint behind its relay). The path is opened at connect, and
  * only read. */

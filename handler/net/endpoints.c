@@ -32,10 +32,11 @@
  *     another host's write), since it names the server that claimed the
  *     pool last; of those, ones of the current endpoint's scheme first.
  *     Then the other configured endpoints, in order after the current.
- *     Skipped: the current one; an owner's ipc:// endpoint when the
- *     owner runs on another host (ipc reaches this kernel only, where
- *     one path may be another pool's server); any the TLS options do
- *     not fit (tls_check).
+ *     Skipped: the current one; an owner's endpoint that reaches only
+ *     its own host (ipc://, a tcp one bound to a wildcard or loopback
+ *     address: host_only) when the owner runs on another host (dialed
+ *     from here it would reach this host, maybe another pool's server);
+ *     any the TLS options do not fit (tls_check).
  *  4. How [try_dial]: a dial in the background, watched for at most
  *     DIAL_WAIT_MS until its connection is up (the SP handshake done: a
  *     server serves there) or its dialer counts a failure (refused:
@@ -118,18 +119,18 @@ endpoints_init(struct client *cl, const char *list)
 		char one[CFG_SERVER_MAX];
 
 		if (len == 0 || len >= sizeof(one)) {
-			return cxlp_fail(-EINVAL, "client: an empty or too long "
-			    "endpoint in '%s' (a comma-separated list of URLs)",
-			    list);
+			return cxlp_fail(-EINVAL, "client: an empty or too "
+			    "long endpoint in '%s' (a comma-separated list of "
+			    "URLs)", list);
 		}
 		snprintf(one, sizeof(one), "%.*s", (int)len, p);
 		if ((rc = tls_check(one, &cl->tls)) != 0) {
 			return rc;
 		}
 		if (ep_add(cl, p, len, false) == NULL) {
-			return cxlp_fail(cl->neps == CEP_MAX ? -EINVAL : -ENOMEM,
-			    "client: more than %d endpoints, or out of memory",
-			    CEP_MAX);
+			rc = cl->neps == CEP_MAX ? -EINVAL : -ENOMEM;
+			return cxlp_fail(rc, "client: more than %d endpoints, "
+			    "or out of memory", CEP_MAX);
 		}
 		if (p[len] == '\0') {
 			return 0;
@@ -213,6 +214,34 @@ same_scheme(const char *a, const char *b)
 	return n > 0 && n == scheme_len(b) && memcmp(a, b, n) == 0;
 }
 
+/* url reaches its own host only: ipc://, or a tcp endpoint with no host,
+ * a wildcard or a loopback address (the metaserver binds tcp://:PORT to
+ * 127.0.0.1), which dialed from here would reach this host's server */
+static bool
+host_only(const char *url)
+{
+	static const char *const local[] = { "", "0.0.0.0", "[::]",
+		"localhost", "[::1]" };
+	const char *h = strstr(url, "://");
+	size_t n;
+
+	if (h == NULL || strncmp(url, "ipc://", 6) == 0 ||
+	    strncmp(url, "inproc://", 9) == 0) {
+		return true;
+	}
+	h += 3;
+	n = h[0] == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/");
+	if (n >= 4 && strncmp(h, "127.", 4) == 0) {
+		return true;
+	}
+	for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++) {
+		if (strlen(local[i]) == n && strncmp(h, local[i], n) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
 /* an owner endpoint of len bytes at url is worth a dial from this host */
 static bool
 owner_usable(const struct client *cl, const char *url, size_t len,
@@ -224,7 +253,7 @@ owner_usable(const struct client *cl, const char *url, size_t len,
 		return false;
 	}
 	snprintf(one, sizeof(one), "%.*s", (int)len, url);
-	if (!local && strncmp(one, "ipc://", 6) == 0) {
+	if (!local && host_only(one)) {
 		return false; /* note 3 */
 	}
 	return tls_check(one, &cl->tls) == 0;

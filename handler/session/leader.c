@@ -37,6 +37,13 @@
 #include "map.h"
 #include "session.h"
 
+/* the path the record is read from (orec_read) */
+static const char *
+pool_of(const struct cxlp_handler *h)
+{
+	return h->pool_path != NULL ? h->pool_path : h->cfg.pool;
+}
+
 /* the owner record of the pool at path now, through a fresh mapping of
  * [0, len) (0: all of it) made through coh, its lines dropped first */
 static int
@@ -116,14 +123,13 @@ leader_find(void *arg, char *list, size_t n, bool *local)
 	if ((rc = orec_read(h, &r, &sim)) != 0) {
 		return rc;
 	}
-
 	if (r.word == 0) {
 		return cxlp_fail(CXLP_E_NOTFOUND, "%s: no server owns the pool",
-		    h->pool_path);
+		    pool_of(h));
 	}
 	if (layout_orec_checksum(&r) != r.checksum) {
 		return cxlp_fail(CXLP_E_CHECKSUM, "%s: the owner record is "
-		    "being claimed", h->pool_path);
+		    "being claimed", pool_of(h));
 	}
 	r.listen[sizeof(r.listen) - 1] = '\0';
 	r.host[sizeof(r.host) - 1] = '\0';

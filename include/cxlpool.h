@@ -144,14 +144,15 @@ CXLP_API int cxlp_config_set_server(struct cxlp_config *cfg, const char *url);
  * this host names the file or device; at most 1023 bytes; NULL or ""
  * clears, the default). The handler then reads, from the pool's owner
  * record in shared memory, where the leader listens: at connect when no
- * configured endpoint answers, and whenever its endpoint stops
- * answering, so it follows a standby that takes the pool over without
- * being told its address (docs/standby.md). An endpoint of a leader on
- * another host that reaches its own host only (ipc://, tcp:// on a
- * wildcard or loopback address) is not tried. Without it, a handler moves only
- * among its configured endpoints (which keeps one configured with a
- * relay's endpoint behind its relay). The path is opened at connect, and
- * only read. */
+ * configured endpoint answers (from this path), and whenever its
+ * endpoint stops answering (from the path the metaserver named at
+ * connect, the one the handler maps), so it follows a standby that takes
+ * the pool over without being told its address (docs/standby.md). An
+ * endpoint of a leader on another host that reaches its own host only
+ * (ipc://, tcp:// on a wildcard or loopback address) is not tried.
+ * Without it, a handler moves only among its configured endpoints (which
+ * keeps one configured with a relay's endpoint behind its relay). The
+ * pool is only read, and only when the record is needed. */
 CXLP_API int cxlp_config_set_pool(struct cxlp_config *cfg, const char *path);
 /* cxlp_config_set_page_size -- at least 64 bytes, any size (a 1 KiB or
  * a 4 KiB + 64 chunk is fine: regions, not pages, are what is mapped;

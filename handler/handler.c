@@ -8,9 +8,11 @@
  * deliver (latebye.c), says HELLO (call.c), maps a first region
  * (regions.c; a pool with no room for one now leaves it without, to ask
  * at the first alloc), then starts direct reads and the keeper thread
- * (keepalive and give-back). cxlp_close stops the keeper, unmaps the
- * regions, then says BYE (one that gets no answer is kept for the next
- * connect) and frees the rest.
+ * (keepalive and give-back). Its client moves to another endpoint when
+ * its own is gone (net/endpoints.c); one configured with its pool finds
+ * a new leader through the pool's owner record (session/leader.c).
+ * cxlp_close stops the keeper, unmaps the regions, then says BYE (one
+ * that gets no answer is kept for the next connect) and frees the rest.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -174,7 +176,7 @@ cxlp_connect(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	h = *out;
 	*out = NULL;
 	rc = client_open(&h->cl, h->cfg.server, h->cfg.timeout_ms,
-	    h->cfg.retries, &h->cfg.tls);
+	    h->cfg.retries, &h->cfg.tls, leader_finder(h), h);
 	if (rc != 0) {
 		goto err_free;
 	}
@@ -290,6 +292,7 @@ stats_own(struct cxlp_handler *h, struct cxlp_stats *st)
 	pthread_mutex_unlock(&h->reclaim.refill_lock);
 	st->foreign_maps = rmap_foreign_count(h);
 	st->redials = client_redials(h->cl);
+	st->endpoint_switches = client_switches(h->cl);
 	st->pages_reclaimed = __atomic_load_n(&h->reclaim.pages,
 	    __ATOMIC_RELAXED);
 	st->reclaims = __atomic_load_n(&h->reclaim.calls, __ATOMIC_RELAXED);

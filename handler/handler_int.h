@@ -55,6 +55,7 @@ struct kvread;
 #define CFG_REGION_MAX (1ull << 40) /* region size cap, bytes */
 #define CFG_TLS_PATH_MAX 1024 /* a TLS file's path, NUL included */
 #define CFG_TLS_NAME_MAX 256  /* a TLS server name, NUL included */
+#define CFG_POOL_MAX 1024     /* a pool's path, NUL included */
 
 /* The TLS options of a tls+tcp:// connection (tls.c): PEM file paths and
  * the server name to verify; "" means not set. */
@@ -66,7 +67,11 @@ struct cfg_tls {
 };
 
 struct cxlp_config {
-	char server[CFG_SERVER_MAX]; /* nng URL, NUL-terminated */
+	char server[CFG_SERVER_MAX]; /* nng URLs, comma-separated,
+	                              * NUL-terminated (endpoints.c) */
+	char pool[CFG_POOL_MAX];     /* the pool's path, whose owner record
+	                              * names the leader; "": not set
+	                              * (session/leader.c) */
 	size_t page_size;            /* bytes, >= 64 (config.c note 1) */
 	size_t region_size;          /* bytes, >= page_size */
 	bool auto_expand;

@@ -124,7 +124,36 @@ CXLP_API int cxlp_config_new(struct cxlp_config **out);
 /* cxlp_config_delete -- NULL-safe; sets *cfg to NULL. */
 CXLP_API void cxlp_config_delete(struct cxlp_config **cfg);
 /* Setters return 0 or -EINVAL (value out of range; the config is kept). */
+/* cxlp_config_set_server -- the metaserver's endpoint, an nng URL
+ * (ipc:///path, tcp://host:port, tls+tcp://host:port; default
+ * ipc:///tmp/cxlpool.sock), or several, comma-separated, at most 16 and
+ * 511 bytes in all: a leader and its standbys ("tcp://a:7000,tcp://b:7000",
+ * cxlpool-metaserver --elect; docs/standby.md). cxlp_connect takes the
+ * first that answers (a standby listens on nothing, so it is passed at
+ * once). A handler whose endpoint stops answering (no connection for a
+ * whole timeout, or a metaserver that answers CXLP_E_CONN because it lost
+ * its term) moves on its own to another that answers: the endpoints the
+ * pool's owner record names first (with cxlp_config_set_pool), then the
+ * others configured; calls in flight are resent there and the session
+ * reattached, as across a metaserver restart (docs/recovery.md). A
+ * connection that is up but silent is dialed afresh at the same endpoint
+ * first. Every endpoint must fit the TLS options (below); connect
+ * returns -EINVAL for an empty item or more than 16. */
 CXLP_API int cxlp_config_set_server(struct cxlp_config *cfg, const char *url);
+/* cxlp_config_set_pool -- the path of the pool the metaserver serves (as
+ * this host names the file or device; at most 1023 bytes; NULL or ""
+ * clears, the default). The handler then reads, from the pool's owner
+ * record in shared memory, where the leader listens: at connect when no
+ * configured endpoint answers (from this path), and whenever its
+ * endpoint stops answering (from the path the metaserver named at
+ * connect, the one the handler maps), so it follows a standby that takes
+ * the pool over without being told its address (docs/standby.md). An
+ * endpoint of a leader on another host that reaches its own host only
+ * (ipc://, tcp:// on a wildcard or loopback address) is not tried.
+ * Without it, a handler moves only among its configured endpoints (which
+ * keeps one configured with a relay's endpoint behind its relay). The
+ * pool is only read, and only when the record is needed. */
+CXLP_API int cxlp_config_set_pool(struct cxlp_config *cfg, const char *path);
 /* cxlp_config_set_page_size -- at least 64 bytes, any size (a 1 KiB or
  * a 4 KiB + 64 chunk is fine: regions, not pages, are what is mapped;
  * below one cache line is refused, with cxlp_errormsg() saying so), at
@@ -767,7 +796,11 @@ struct cxlp_stats {
 				      need, from the handler's own thread */
 	uint64_t pages_reserved;   /* of pages_allocated, those held by
 				      reservations and not yet taken */
-	uint64_t reserved[2];
+	uint64_t endpoint_switches; /* moves to another metaserver endpoint
+				      after this one stopped answering (a
+				      standby that took over: see
+				      cxlp_config_set_server) */
+	uint64_t reserved[1];
 };
 
 /* This handler's own counters, kept without a round trip, for a

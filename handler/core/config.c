@@ -123,7 +123,8 @@ cxlp_config_delete(struct cxlp_config **cfg)
 	*cfg = NULL;
 }
 
-/* cxlp_config_set_server -- URL of the metaserver (nng syntax). */
+/* cxlp_config_set_server -- URL of the metaserver (nng syntax), or
+ * several, comma-separated (checked at connect: net/endpoints.c). */
 int
 cxlp_config_set_server(struct cxlp_config *cfg, const char *url)
 {
@@ -138,6 +139,25 @@ cxlp_config_set_server(struct cxlp_config *cfg, const char *url)
 		    "longer than %d bytes", CFG_SERVER_MAX - 1);
 	}
 	memcpy(cfg->server, url, len + 1);
+	return 0;
+}
+
+/* cxlp_config_set_pool -- the pool's path, for its owner record (see
+ * cxlpool.h; session/leader.c); NULL or "" clears. */
+int
+cxlp_config_set_pool(struct cxlp_config *cfg, const char *path)
+{
+	size_t len = path == NULL ? 0 : strnlen(path, CFG_POOL_MAX);
+
+	if (cfg == NULL) {
+		return cxlp_fail(-EINVAL, "config_set_pool: NULL config");
+	}
+	if (len >= CFG_POOL_MAX) {
+		return cxlp_fail(-EINVAL, "config_set_pool: path longer than "
+		    "%d bytes", CFG_POOL_MAX - 1);
+	}
+	memcpy(cfg->pool, len > 0 ? path : "", len);
+	cfg->pool[len] = '\0';
 	return 0;
 }
 

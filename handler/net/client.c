@@ -12,7 +12,9 @@
  * request in flight at once on the one socket. Every reply is validated
  * here (header decodes, op and request id match, status is an error code)
  * so the callers only decode bodies. A socket on which requests keep
- * timing out is replaced under the calls (csock.c says how and when).
+ * timing out is replaced under the calls (csock.c says how and when),
+ * and one whose endpoint is gone is replaced by a socket to another
+ * (endpoints.c: which one).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -63,45 +65,46 @@ nng_fork_check(void)
 static void
 client_free(struct client *cl)
 {
-	if (cl->tlscfg != NULL) {
-		nng_tls_config_free(cl->tlscfg);
-	}
+	endpoints_fini(cl);
 	explicit_bzero(&cl->tls, sizeof(cl->tls));
-	free(cl->url);
+	pthread_mutex_destroy(&cl->redial_lock);
+	pthread_mutex_destroy(&cl->lock);
 	free(cl);
 }
 
-/* client_open -- dial url (synchronously: an absent server is CXLP_E_CONN;
- * afterwards nng redials by itself, and calls dial afresh when a
- * connection hangs), over TLS for a tls+tcp:// url (tls.c). Returns 0 and
+/* client_open -- dial url, or the first of its comma-separated URLs
+ * that answers (synchronously: no server at any is CXLP_E_CONN;
+ * afterwards nng redials by itself, calls dial afresh when a connection
+ * hangs, and move to another endpoint when theirs is gone:
+ * endpoints.c), over TLS for a tls+tcp:// url (tls.c). Returns 0 and
  * *out (caller owns; client_close) or a negative error with *out ==
  * NULL. */
 int
 client_open(struct client **out, const char *url, unsigned timeout_ms,
-    unsigned retries, const struct cfg_tls *tls)
+    unsigned retries, const struct cfg_tls *tls, client_finder_fn finder,
+    void *arg)
 {
 	struct client *cl;
 	int rc;
 
 	*out = NULL;
-	if ((rc = nng_fork_check()) != 0 || (rc = tls_check(url, tls)) != 0) {
+	if ((rc = nng_fork_check()) != 0) {
 		return rc;
 	}
-	cl = calloc(1, sizeof(*cl));
-	if (cl == NULL || (cl->url = strdup(url)) == NULL) {
-		free(cl);
+	if ((cl = calloc(1, sizeof(*cl))) == NULL) {
 		return cxlp_fail(-ENOMEM, "client: out of memory");
-	}
-	cl->timeout_ms = timeout_ms;
-	cl->tls = *tls;
-	if ((tls_url(url) &&
-	    (rc = ctls_config_new(&cl->tlscfg, url, tls)) != 0) ||
-	    (rc = csock_open(&cl->cur, cl, 0)) != 0) {
-		client_free(cl);
-		return rc;
 	}
 	pthread_mutex_init(&cl->lock, NULL);
 	pthread_mutex_init(&cl->redial_lock, NULL);
+	cl->timeout_ms = timeout_ms;
+	cl->tls = *tls;
+	cl->finder = finder;
+	cl->finder_arg = arg;
+	if ((rc = endpoints_init(cl, url)) != 0 ||
+	    (rc = endpoints_open(cl)) != 0) {
+		client_free(cl);
+		return rc;
+	}
 	cl->next_id = 1;
 	cl->last_reply_ms = cxlp_now_coarse_ms();
 	cl->retries = retries;
@@ -122,8 +125,6 @@ client_close(struct client **clp)
 	}
 	cl = *clp;
 	csock_put(cl, cl->cur);
-	pthread_mutex_destroy(&cl->redial_lock);
-	pthread_mutex_destroy(&cl->lock);
 	client_free(cl);
 	*clp = NULL;
 }
@@ -316,6 +317,7 @@ exchange(struct client *cl, const struct frame *f, nng_msg **msg,
 			return rc;
 		}
 		rc = attempt(cl, c, f, msg);
+		rc = endpoints_reply(cl, cs, msg, rc); /* lost its term? */
 		(*sends)++;
 		csock_note(cs, rc);
 	}

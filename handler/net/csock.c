@@ -1,8 +1,9 @@
 /*
  * csock.c -- the sockets under the handler's client (client.c): dialing,
  * the free list of nng contexts on each, replacing one that hangs, and
- * closing one only when nng 1.5.2 can take it. With client.c and tls.c
- * the only handler files that include nng (client_int.h).
+ * closing one only when nng 1.5.2 can take it. With client.c,
+ * endpoints.c and tls.c the only handler files that include nng
+ * (client_int.h).
  *
  * A connection can hang without closing (a peer or relay that stops
  * answering), so once requests have timed out REDIAL_AFTER times in a row
@@ -14,7 +15,10 @@
  * changes. Sockets are reference counted: calls still waiting on the old
  * one finish their attempt, then move over; the last to leave closes it,
  * in the background and only once no late reply can arrive on it
- * (csock_retire: nng 1.5.2 wedges for good if one does).
+ * (csock_retire: nng 1.5.2 wedges for good if one does). A socket whose
+ * endpoint is gone (no connection through a timeout, or a server that
+ * lost its term) is left for another endpoint first (endpoints.c), and
+ * redialed here only when none answers.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -48,29 +52,31 @@ sock_options(nng_socket sock)
 	return 0;
 }
 
-/* Dial cs's socket to cl's url, with cl's TLS config if it has one. */
+/* Dial cs's socket to ep, with ep's TLS config if it has one. */
 static int
-csock_dial(struct csock *cs, const struct client *cl, int flags)
+csock_dial(struct csock *cs, const struct client *cl,
+    const struct cendpoint *ep, int flags)
 {
 	nng_dialer d;
 	int rv, rc;
 
-	if (cl->tlscfg == NULL) {
-		rv = nng_dial(cs->sock, cl->url, NULL, flags);
-	} else if ((rv = nng_dialer_create(&d, cs->sock, cl->url)) == 0) {
-		if ((rc = ctls_dialer_set(d, cl->tlscfg)) != 0) {
+	if (ep->tlscfg == NULL) {
+		rv = nng_dial(cs->sock, ep->url, NULL, flags);
+	} else if ((rv = nng_dialer_create(&d, cs->sock, ep->url)) == 0) {
+		if ((rc = ctls_dialer_set(d, ep->tlscfg)) != 0) {
 			nng_dialer_close(d);
 			return rc;
 		}
 		rv = nng_dialer_start(d, flags);
 	}
-	return rv == 0 ? 0 : ctls_dial_error(cl->url, &cl->tls,
+	return rv == 0 ? 0 : ctls_dial_error(ep->url, &cl->tls,
 	    cl->timeout_ms, rv);
 }
 
 /* csock_open -- see client_int.h */
 int
-csock_open(struct csock **out, const struct client *cl, int flags)
+csock_open(struct csock **out, const struct client *cl,
+    const struct cendpoint *ep, int flags)
 {
 	struct csock *cs;
 	int rv, rc;
@@ -85,9 +91,10 @@ csock_open(struct csock **out, const struct client *cl, int flags)
 		    nng_strerror(rv));
 	}
 	if ((rc = sock_options(cs->sock)) != 0 ||
-	    (rc = csock_dial(cs, cl, flags)) != 0) {
+	    (rc = csock_dial(cs, cl, ep, flags)) != 0) {
 		goto err_close;
 	}
+	cs->ep = ep;
 	cs->refs = 1;
 	*out = cs;
 	return 0;
@@ -136,18 +143,22 @@ stat_of(nng_stat *st, const char *name)
 	return s != NULL ? nng_stat_value(s) : 0;
 }
 
-/* What nng's per-pipe statistics say of cs's connection. */
-struct csock_state {
-	bool piped; /* a pipe is up: its SP handshake is complete */
-	bool owed;  /* a pipe has sent more messages than it received: a
-		     * request whose reply (late, after a timeout) the
-		     * server may still send */
-};
+/* the failures counted in a dialer's statistics st */
+static uint64_t
+dial_failures(nng_stat *st)
+{
+	static const char *const failed[] = { "refused", "timeout", "proto",
+		"auth", "other", "disconnect" };
+	uint64_t n = 0;
 
-/* The state of cs's pipes. If nng's statistics cannot be read, a pipe
- * is taken to be up and to owe nothing (what the callers did before
- * they could tell). */
-static struct csock_state
+	for (size_t i = 0; i < sizeof(failed) / sizeof(failed[0]); i++) {
+		n += stat_of(st, failed[i]);
+	}
+	return n;
+}
+
+/* csock_state -- see client_int.h */
+struct csock_state
 csock_state(const struct csock *cs)
 {
 	uint64_t id = (uint64_t)nng_socket_id(cs->sock);
@@ -159,8 +170,16 @@ csock_state(const struct csock *cs)
 	}
 	cst.piped = false;
 	for (st = nng_stat_child(all); st != NULL; st = nng_stat_next(st)) {
-		if (strcmp(nng_stat_name(st), "pipe") != 0 ||
-		    stat_of(st, "socket") != id) {
+		const char *name = nng_stat_name(st);
+
+		if (stat_of(st, "socket") != id) {
+			continue;
+		}
+		if (strcmp(name, "dialer") == 0) {
+			cst.dial_failed = cst.dial_failed ||
+			    dial_failures(st) > 0;
+		}
+		if (strcmp(name, "pipe") != 0) {
 			continue;
 		}
 		cst.piped = true;
@@ -317,13 +336,14 @@ redial(struct client *cl, struct csock *cs)
 	pthread_mutex_lock(&cl->lock);
 	mine = cl->cur == cs;
 	pthread_mutex_unlock(&cl->lock);
-	if (!mine || !csock_state(cs).piped) {
+	if (!mine || __atomic_load_n(&cs->stalls, __ATOMIC_RELAXED) <
+	    REDIAL_AFTER || !csock_state(cs).piped) {
 		pthread_mutex_unlock(&cl->redial_lock);
 		return;
 	}
-	if (csock_open(&fresh, cl, NNG_FLAG_NONBLOCK) != 0) {
+	if (csock_open(&fresh, cl, cs->ep, NNG_FLAG_NONBLOCK) != 0) {
 		pthread_mutex_unlock(&cl->redial_lock);
-		log_info("client: cannot redial %s: %s", cl->url,
+		log_info("client: cannot redial %s: %s", cs->ep->url,
 		    cxlp_errormsg());
 		return;
 	}
@@ -334,7 +354,7 @@ redial(struct client *cl, struct csock *cs)
 	pthread_mutex_unlock(&cl->redial_lock);
 	__atomic_fetch_add(&cl->redials, 1, __ATOMIC_RELAXED);
 	log_info("client: no reply on this connection %u times in a row, "
-	    "dialed %s afresh", REDIAL_AFTER, cl->url);
+	    "dialed %s afresh", REDIAL_AFTER, cs->ep->url);
 	csock_put(cl, old);
 }
 
@@ -353,8 +373,11 @@ csock_note(struct csock *cs, int rc)
 bool
 csock_stalled(struct csock *cs)
 {
-	return __atomic_load_n(&cs->stalls, __ATOMIC_RELAXED) >=
-	    REDIAL_AFTER;
+	unsigned n = __atomic_load_n(&cs->stalls, __ATOMIC_RELAXED);
+
+	return n >= REDIAL_AFTER ||
+	    __atomic_load_n(&cs->deposed, __ATOMIC_RELAXED) ||
+	    (n > 0 && !csock_state(cs).piped);
 }
 
 /* sock_enter -- see client_int.h */
@@ -365,7 +388,9 @@ sock_enter(struct client *cl, struct csock **csp, struct cctx **cp)
 	int rc;
 
 	if (csock_stalled(cs)) {
-		redial(cl, cs);
+		if (!endpoints_switch(cl, cs)) {
+			redial(cl, cs);
+		}
 		csock_put(cl, cs);
 		cs = csock_get(cl);
 	}

@@ -13,10 +13,24 @@
 
 /* ---- client.c ----------------------------------------------------------- */
 
-/* client_open -- see client.c; tls: the TLS options (a tls+tcp:// url
- * needs a CA; any other url none), copied. */
+#define CLIENT_LIST_MAX 256 /* a finder's list of endpoints, NUL included */
+
+/* client_finder_fn -- where the pool's owner says it listens now: 0 and
+ * its endpoints, comma-separated, in list (n bytes), and *local when the
+ * owner runs on this host (its ipc:// endpoints reach it); or an error
+ * (no owner, a claim under way, no pool). Called from any calling thread,
+ * one at a time. */
+typedef int (*client_finder_fn)(void *arg, char *list, size_t n,
+    bool *local);
+
+/* client_open -- see client.c; url: one endpoint, or several
+ * comma-separated (endpoints.c); tls: the TLS options (a tls+tcp:// url
+ * needs a CA; any other url none), copied; finder (may be NULL): where
+ * the pool's owner listens, asked when no endpoint answers, with arg,
+ * which must outlive the client. */
 int client_open(struct client **out, const char *url, unsigned timeout_ms,
-    unsigned retries, const struct cfg_tls *tls);
+    unsigned retries, const struct cfg_tls *tls, client_finder_fn finder,
+    void *arg);
 void client_close(struct client **cl);
 void client_set_session(struct client *cl, uint64_t session,
     uint64_t token);
@@ -34,6 +48,11 @@ uint64_t client_redials(const struct client *cl);
 int client_call_once(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep);
 void client_reply_fini(struct creply *rep);
+
+/* ---- endpoints.c -------------------------------------------------------- */
+
+/* client_switches -- how many times calls moved to another endpoint. */
+uint64_t client_switches(const struct client *cl);
 
 /* ---- tls.c -------------------------------------------------------------- */
 

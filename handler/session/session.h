@@ -86,6 +86,13 @@ int h_heartbeat_body(struct cxlp_handler *h, struct creply *rep);
 int h_get_results(struct creply *rep, struct proto_result *res, size_t n,
     bool exact, uint32_t *got);
 
+/* ---- leader.c ----------------------------------------------------------- */
+
+/* leader_finder -- the finder (net.h) of a handler configured with its
+ * pool (cxlp_config_set_pool): the endpoints its owner record names now
+ * (leader.c); NULL without a pool. Its argument is h. */
+client_finder_fn leader_finder(const struct cxlp_handler *h);
+
 /* ---- latebye.c ---------------------------------------------------------- */
 
 /* latebye_unanswered -- rc (of a BYE) says it got no answer (timeout, no

@@ -77,7 +77,38 @@ mh_len(uint32_t i)
  *     key 0, mh_len(0) bytes), then writes writer 2's pattern over the
  *     value in its own page, which no API call writes back; says
  *     MH_READY again and waits to be killed.
+ *
+ * follower PREFIX:WRITER:POOL  the takeover test's handler (URL may be
+ *     a comma-separated list; POOL a pool path for its owner record, or
+ *     "-"): connects once, stores PREFIX-pin-0 and pins it, says
+ *     MH_READY; after the go byte batch_stores MH_FOL_BATCH keys
+ *     PREFIX-i at a time (kv_fill(WRITER, i) of mh_len(i) bytes) and
+ *     reads an earlier one back through the server (direct reads off)
+ *     after each, writing the u32 index of every key stored true, until
+ *     MH_FOL_MAX keys or a byte on stdin: MH_FOL_KILLED (the leader was
+ *     killed: counts what follows) or any other byte (stop). It never
+ *     connects again. A batch that ends CXLP_E_UNKNOWN is counted, with
+ *     its start and end (CLOCK_MONOTONIC), not reported; any other
+ *     failure ends it with a nonzero exit. At the stop it unpins the
+ *     pin, reads its stats, writes MH_END and a struct mh_follow, and
+ *     exits 0.
  */
+#define MH_FOL_BATCH 4
+#define MH_FOL_MAX 256
+#define MH_FOL_KILLED 'k'
+#define MH_FOL_UNKNOWN_MAX 4
+
+struct mh_follow {
+	uint32_t unknown;       /* batches that ended CXLP_E_UNKNOWN */
+	uint32_t stored_after;  /* keys stored true in batches started after
+	                         * MH_FOL_KILLED */
+	uint32_t reads;         /* reads back, every one intact */
+	uint32_t reads_after;   /* of them, started after MH_FOL_KILLED */
+	int32_t unpin_rc;       /* the unpin at the stop */
+	uint32_t switches;      /* cxlp_stats endpoint_switches then */
+	uint64_t unknown_ns[MH_FOL_UNKNOWN_MAX][2]; /* start, end */
+};
+
 #define MH_GROUP 8
 #define MH_EV_PAGE (64u << 10)
 #define MH_EV_REGION (4u << 20)

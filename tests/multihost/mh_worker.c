@@ -21,6 +21,14 @@
 struct cxlp_handler *
 mh_connect(const char *url, size_t page, size_t region, bool direct)
 {
+	return mh_connect_pool(url, NULL, page, region, direct);
+}
+
+/* mh_connect_pool -- see mh_worker.h */
+struct cxlp_handler *
+mh_connect_pool(const char *url, const char *pool, size_t page,
+    size_t region, bool direct)
+{
 	struct cxlp_config *cfg = NULL;
 	struct cxlp_handler *h = NULL;
 	int rc;
@@ -29,6 +37,7 @@ mh_connect(const char *url, size_t page, size_t region, bool direct)
 		return NULL;
 	}
 	rc = cxlp_config_set_server(cfg, url);
+	rc = rc ? rc : cxlp_config_set_pool(cfg, pool);
 	rc = rc ? rc : cxlp_config_set_page_size(cfg, page);
 	rc = rc ? rc : cxlp_config_set_region_size(cfg, region);
 	rc = rc ? rc : cxlp_config_set_auto_expand(cfg, true);
@@ -411,6 +420,7 @@ static const struct role {
 	{ "hot-reader", mh_hot_reader },
 	{ "connect", mh_connect_only },
 	{ "rewrite", mh_rewrite },
+	{ "follower", mh_follower },
 };
 
 int

@@ -13,120 +13,17 @@
  *     request (a handler's HELLO waiting for it is refused), says it lost
  *     its term and exits MS_EXIT_LOST; the pool checks clean.
  */
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <time.h>
 
-#include "etcd_fixture.h"
-#include "mhtest.h"
+#include "standbyfx.h"
 
 #define POOL (64 * MiB)
 #define STEP 64          /* keys A acknowledges before it goes */
 #define EXIT_LOST 3      /* metaserver/ms_int.h MS_EXIT_LOST */
 #define SERVE_WAIT_MS 60000u /* B's takeover, on a slow machine */
 
-static struct etcdfx fx;
-static struct test_server other; /* the server srv is not */
-
-static void
-standby_fini(void)
-{
-	if (other.pid > 0) {
-		kill(other.pid, SIGCONT);
-		test_server_kill(&other, SIGKILL);
-	}
-	if (other.url[0] != '\0') {
-		unlink(other.url + strlen("ipc://"));
-		if (getenv("CXLP_TEST_KEEP_LOGS") == NULL) {
-			unlink(other.log);
-		}
-	}
-	itest_stop();
-	etcdfx_stop(&fx);
-}
-
 TestSuite(standby, .fini = standby_fini, .timeout = 240);
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* start s on host, on srv's pool, with --elect; no wait for ready */
-static void
-spawn_elect(struct test_server *s, const char *host, const char *tag)
-{
-	const char *bin = getenv("CXLP_METASERVER");
-	const char *argv[] = { bin, "--pool", srv.pool, "--listen", s->url,
-		"--coherence", "sim", "--evict-free", "0", "--elect", fx.spec,
-		"--elect-ttl", "2s", NULL };
-	struct test_spawn sp = { .path = bin, .argv = argv, .in_fd = -1,
-		.out_fd = -1 };
-
-	cr_assert_not_null(bin, "CXLP_METASERVER not set");
-	snprintf(s->pool, sizeof(s->pool), "%s", srv.pool);
-	snprintf(s->url, sizeof(s->url), "ipc:///tmp/cxlp-sb-%d-%s.sock",
-	    (int)getpid(), tag);
-	snprintf(s->log, sizeof(s->log), "/tmp/cxlp-sb-%d-%s.log",
-	    (int)getpid(), tag);
-	snprintf(s->sim_host, sizeof(s->sim_host), "%s", mh_host(host));
-	unlink(s->log);
-	sp.sim_host = s->sim_host;
-	sp.err_fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-	    0600);
-	cr_assert(sp.err_fd >= 0);
-	s->pid = test_spawn(&sp);
-	close(sp.err_fd);
-	cr_assert(s->pid > 0, "cannot start %s", bin);
-}
-
-/* until s's log has needle (asserts that s lives meanwhile) */
-static void
-wait_log(struct test_server *s, const char *needle)
-{
-	for (unsigned i = 0; i < SERVE_WAIT_MS / 20; i++) {
-		int st;
-
-		if (test_server_log_has(s, needle)) {
-			return;
-		}
-		cr_assert_neq(waitpid(s->pid, &st, WNOHANG), s->pid,
-		    "%s exited (status %d) before it logged '%s' (log %s)",
-		    s->url, st, needle, s->log);
-		test_sleep_ms(20);
-	}
-	cr_assert_fail("no '%s' in %s", needle, s->log);
-}
-
-/* The pool is formatted by a plain start (so that the election's key is
- * the default, /cxlpool/<pool uuid>), then served by A as leader with B
- * as its standby. */
-static void
-leader_and_standby(struct test_server *b)
-{
-	struct test_server a;
-
-	etcdfx_skip_unless_present();
-	etcdfx_start(&fx, 1);
-	mh_start(POOL, NULL);
-	test_server_kill(&srv, SIGTERM);
-	memset(&a, 0, sizeof(a));
-	spawn_elect(&a, "A", "a");
-	wait_log(&a, "cxlpool-metaserver: ready");
-	spawn_elect(b, "B", "b");
-	wait_log(b, "role=standby leader=");
-	cr_assert(test_server_log_has(b, a.url), "B's log does not name the "
-	    "leader's endpoint %s (log %s)", a.url, b->log);
-	/* srv is A from here on (mh_spawn connects to srv.url) */
-	unlink(srv.log);
-	unlink(srv.url + strlen("ipc://"));
-	srv = a;
-	other = *b; /* so that a failed assertion stops B too */
-}
 
 /* B answers no handler while it is a standby */
 static void
@@ -186,16 +83,6 @@ pool_term_now(void)
 	return strtoull(at + strlen("\"term\":"), NULL, 10);
 }
 
-/* srv's election lines, to the test's log: the takeover's parts */
-static void
-log_elect_lines(const char *path)
-{
-	char cmd[300];
-
-	snprintf(cmd, sizeof(cmd), "grep -h 'op=elect' %s >&2", path);
-	(void)system(cmd);
-}
-
 /* writer on C stores through A; returns its acknowledged keys' specs */
 static uint32_t
 write_through_a(struct test_child *w, struct mh_acks *acks,
@@ -246,7 +133,7 @@ Test(standby, killed_leader_is_replaced_and_nothing_acknowledged_is_lost)
 	uint64_t t0, ms, term_a, term_b;
 	uint32_t ns;
 
-	leader_and_standby(&b);
+	leader_and_standby(&b, POOL);
 	expect_refused(&b);
 	term_a = pool_term_now();
 	cr_assert_gt(term_a, 0, "leader A serves, and the pool has no term");
@@ -282,7 +169,7 @@ Test(standby, paused_leader_resumed_writes_nothing_and_exits)
 	char said;
 	int st;
 
-	leader_and_standby(&b);
+	leader_and_standby(&b, POOL);
 	ns = write_through_a(&w, &acks, spec, 256, false);
 	/* a handler on A, idle, whose store is sent while A is stopped:
 	 * it reaches A's workers the moment A resumes */

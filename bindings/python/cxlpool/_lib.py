@@ -74,7 +74,7 @@ LOG_OFF, LOG_ERR, LOG_INFO, LOG_DEBUG = 0, 1, 2, 3
 # typedef void (*cxlp_log_fn)(int level, const char *msg, void *arg);
 LOG_FN = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 
-# Field names of struct cxlp_stats, in order, without reserved[2].
+# Field names of struct cxlp_stats, in order, without reserved[1].
 STATS_FIELDS: Tuple[str, ...] = (
     "pool_bytes", "data_bytes", "free_bytes", "regions", "orphan_regions",
     "keys", "value_bytes", "sessions", "pins", "index_slots",
@@ -83,7 +83,7 @@ STATS_FIELDS: Tuple[str, ...] = (
     "pages_quarantined", "largest_free", "evicted_pressure",
     "evicted_watermark", "evicted_orphan", "evicted_bytes",
     "pages_reclaimed", "reclaims", "leases", "lease_expiries", "refills",
-    "pages_reserved",
+    "pages_reserved", "endpoint_switches",
 )
 
 
@@ -91,7 +91,7 @@ class StatsStruct(ctypes.Structure):
     """struct cxlp_stats, field for field."""
 
     _fields_ = [(name, c_uint64) for name in STATS_FIELDS] + [
-        ("reserved", c_uint64 * 2)]
+        ("reserved", c_uint64 * 1)]
 
 
 class VersionStruct(ctypes.Structure):
@@ -122,6 +122,7 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "cxlp_config_new": (c_int, [_P(c_void_p)]),
     "cxlp_config_delete": (None, [_P(c_void_p)]),
     "cxlp_config_set_server": (c_int, [_PTR, c_char_p]),
+    "cxlp_config_set_pool": (c_int, [_PTR, c_char_p]),
     "cxlp_config_set_page_size": (c_int, [_PTR, c_size_t]),
     "cxlp_config_set_region_size": (c_int, [_PTR, c_size_t]),
     "cxlp_config_set_auto_expand": (c_int, [_PTR, c_bool]),

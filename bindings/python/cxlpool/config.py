@@ -27,7 +27,10 @@ DEFAULT_SERVER_URL = "ipc:///tmp/cxlpool.sock"
 class Config:
     """What a :class:`Handler` connects to and how it carves its pages.
 
-    server_url   metaserver endpoint: ``ipc://path``, ``tcp://host:port``
+    server_url   metaserver endpoint: ``ipc://path``, ``tcp://host:port``,
+                 or several comma-separated (a leader and its standbys)
+    pool         the pool's path on this host: its owner record names
+                 the leader, whom the handler then follows ("": not set)
     page_size    bytes per page, i.e. the chunk size (alias ``chunk_size``)
     region_size  bytes per region taken from the pool
     auto_expand  take a new region when the owned ones are full
@@ -76,6 +79,7 @@ class Config:
     tls_cert: str = ""
     tls_key: str = ""
     tls_server_name: str = ""
+    pool: str = ""  # last: positional construction keeps its meaning
 
     @property
     def chunk_size(self) -> int:
@@ -108,6 +112,9 @@ class Config:
         if not isinstance(self.server_url, str):
             raise TypeError("server_url must be a str")
         check(lib.cxlp_config_set_server(cfg, self.server_url.encode()))
+        if not isinstance(self.pool, str):
+            raise TypeError("pool must be a str")
+        check(lib.cxlp_config_set_pool(cfg, self.pool.encode()))
         # the C setters keep page <= region at every step: the smallest
         # page first, so that neither order of the two refuses a valid
         # pair (a page over the default 64 MiB region did)

@@ -80,6 +80,7 @@ class Stats:
     lease_expiries: int    # leases that ran out
     refills: int           # of the reclaims, those made ahead of need
     pages_reserved: int    # of pages_allocated, held by reservations
+    endpoint_switches: int  # moves to another metaserver endpoint
 
     def as_dict(self) -> Dict[str, int]:
         """The counters as a plain dict."""

@@ -14,6 +14,13 @@
  * reattach's WELCOME says it does, the call is not repeated and every
  * later one fails with CXLP_E_STALE (h_check_open).
  *
+ * Every HELLO negotiates the protocol version anew (common/proto.h,
+ * "Negotiation"): sent at PROTO_VERSION with the range this library
+ * speaks, and, refused with CXLP_E_VERSION by a server that answers at an
+ * older version this library speaks (a version-2 metaserver), once again
+ * at that version [hello_negotiate]; the WELCOME's version is the
+ * session's (client_set_version).
+ *
  * It sits below every module that calls the server (handler.c, regions.c,
  * store.c, ops.c, poolid.c) and above client.c; nothing here calls up. A
  * session lost for good sets h->session_lost, which direct.c reads (its
@@ -148,6 +155,42 @@ names_host(const struct cxlp_handler *h)
 	return m == POOL_COH_SW || m == POOL_COH_SIM;
 }
 
+/* One HELLO of body m at protocol version v. */
+static int
+hello_at(struct cxlp_handler *h, const struct proto_hello *m, uint16_t v,
+    struct creply *rep)
+{
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	b.version = v;
+	proto_put_hello(&b, m);
+	rc = client_hello(h->cl, v, &b, rep);
+	pbuf_fini(&b);
+	return rc;
+}
+
+/* The HELLO at PROTO_VERSION, and once more at the version of a refusal
+ * for its version when this library speaks that one too (a server of an
+ * older version answers in its own). The WELCOME's version is then at
+ * most the one sent (client.c checks). */
+static int
+hello_negotiate(struct cxlp_handler *h, const struct proto_hello *m,
+    struct creply *rep)
+{
+	int rc = hello_at(h, m, PROTO_VERSION, rep);
+	uint16_t v = rep->hdr.version;
+
+	if (rc != CXLP_E_VERSION || v >= PROTO_VERSION ||
+	    !proto_version_ok(v)) {
+		return rc;
+	}
+	log_info("the metaserver at %s speaks protocol version %u: HELLO "
+	    "again at it", h->cfg.server, v);
+	return hello_at(h, m, v, rep);
+}
+
 /* h_hello -- see session.h. The HELLO asks for the reason of a
  * refusal, and promises heartbeats every keepalive_ms when the keeper
  * runs (metaserver/silence.c ends a session that breaks the promise: its
@@ -170,7 +213,6 @@ h_hello(struct cxlp_handler *h, uint32_t flags)
 	    .secret = h->cfg.secret, .secret_len = h->cfg.secret_len};
 	bool named = names_host(h);
 	struct creply rep;
-	struct pbuf b;
 	int rc;
 
 	if (named) {
@@ -179,10 +221,7 @@ h_hello(struct cxlp_handler *h, uint32_t flags)
 	}
 	(void)gethostname(host, sizeof(host) - 1);
 	m.host_len = (uint16_t)strnlen(host, PROTO_HOST_MAX);
-	pbuf_init(&b);
-	proto_put_hello(&b, &m);
-	rc = client_call(h->cl, PROTO_OP_HELLO, &b, &rep);
-	pbuf_fini(&b);
+	rc = hello_negotiate(h, &m, &rep);
 	if (rc == CXLP_E_PERM) {
 		return hello_refused(h);
 	}
@@ -190,6 +229,9 @@ h_hello(struct cxlp_handler *h, uint32_t flags)
 		return rc;
 	}
 	rc = welcome_take(h, &rep);
+	if (rc == 0) {
+		client_set_version(h->cl, rep.hdr.version);
+	}
 	client_reply_fini(&rep);
 	if (rc == 0 && !named && names_host(h) &&
 	    h_hello(h, PROTO_HELLO_REATTACH) != 0) {

@@ -95,20 +95,14 @@ dec_hello(struct req *rq)
 {
 	const struct proto_hello *m = &rq->hello;
 	int rc = proto_get_hello(&rq->body, &rq->hello);
-	unsigned lo, hi;
 
 	rq->flags = rq->hello.flags;
 	if (rc != 0) {
 		return rc;
 	}
-	lo = m->ver_min > PROTO_VERSION_MIN ? m->ver_min : PROTO_VERSION_MIN;
-	hi = m->ver_max < PROTO_VERSION ? m->ver_max : PROTO_VERSION;
-	if (lo > hi) {
-		return cxlp_fail(CXLP_E_VERSION, "HELLO: the handler speaks "
-		    "protocol versions %u..%u, this metaserver %u..%u",
-		    m->ver_min, m->ver_max, PROTO_VERSION_MIN, PROTO_VERSION);
-	}
-	rq->ver = (uint16_t)hi;
+	/* the header's version is in both ranges (the codec checked), so
+	 * they meet: a version outside ours was refused with its header */
+	rq->ver = m->ver_max < PROTO_VERSION ? m->ver_max : PROTO_VERSION;
 	return 0;
 }
 

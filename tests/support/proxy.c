@@ -523,6 +523,22 @@ has_results(unsigned op)
 	return op >= PROTO_OP_REGISTER && op <= PROTO_OP_DELETE;
 }
 
+/* proxy_set_term -- see proxy.h. */
+int
+proxy_set_term(uint8_t *reply, size_t len, uint64_t term)
+{
+	struct proto_rep_hdr h;
+	struct preader body;
+
+	if (proto_get_rep_hdr(reply, len, &h, &body) != 0 || h.version < 3) {
+		return cxlp_fail(CXLP_E_PROTO, "proxy: not a version-3 reply");
+	}
+	for (int i = 0; i < 8; i++) {
+		reply[24 + i] = (uint8_t)(term >> (8 * i));
+	}
+	return 0;
+}
+
 /* proxy_truncate_results -- see proxy.h. */
 int
 proxy_truncate_results(uint8_t *reply, size_t *len, uint32_t keep)

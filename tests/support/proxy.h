@@ -98,4 +98,10 @@ int proxy_release_held(struct proxy *p, unsigned timeout_ms);
  * CXLP_E_PROTO if the frame is not a successful reply with a result list. */
 int proxy_truncate_results(uint8_t *reply, size_t *len, uint32_t keep);
 
+/* proxy_set_term -- rewrite the term of the version-3 reply in
+ * reply[0..len) (common/proto.h: u64 at byte 24), as a metaserver of
+ * that term would have sent it. 0, or CXLP_E_PROTO for a frame that is
+ * not such a reply. */
+int proxy_set_term(uint8_t *reply, size_t len, uint64_t term);
+
 #endif /* CXLP_TEST_PROXY_H */

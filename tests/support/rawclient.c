@@ -177,7 +177,7 @@ request(struct raw_client *c, uint16_t op, const struct pbuf *body,
 	struct pbuf b;
 	int rc;
 
-	raw_frame(&b, c, PROTO_VERSION, op, c->token);
+	raw_frame(&b, c, c->version, op, c->token);
 	if (body != NULL) {
 		pbuf_put_bytes(&b, body->data, body->len);
 	}
@@ -246,7 +246,7 @@ hello_reply(struct raw_client *c, const uint8_t *rep, size_t len)
 int
 raw_hello(struct raw_client *c)
 {
-	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_HELLO,
+	struct proto_req_hdr h = { c->version, PROTO_OP_HELLO,
 		c->next_id++, 0, 0, 0 };
 	struct proto_hello m = { (uint32_t)getpid(), 0, 0, 0, "rawclient",
 		9, NULL, 0, 0, 0, 0, 0, 0 };

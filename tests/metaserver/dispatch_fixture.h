@@ -30,7 +30,9 @@
 struct dfx_cl {
 	uint64_t session, token, next_id, pipe;
 	struct proto_loc region; /* from cl_region */
-	uint16_t version;        /* of its frames; 0: PROTO_VERSION */
+	uint16_t version;        /* of its frames; 0: PROTO_VERSION (so a
+	                          * client is zeroed before its first HELLO,
+	                          * as dfx_hello does) */
 };
 
 extern struct ms dfx_ms;

@@ -27,7 +27,11 @@
  *        3.0 knows): each record is read by the prefix its decoder knows
  *        and the rest of it skipped; SESSIONS entries, which vary in
  *        size, each carry their length (u16);
- *      - request bodies other than HELLO's are the same bytes as in 2.
+ *      - request bodies other than HELLO's are the same bytes as in 2;
+ *      - a body whose parts depend on a request flag or on bytes being
+ *        left (the WELCOME's identity, HEARTBEAT's asks) grows only after
+ *        them: a newer minor sends the part (asks with n 0) before what
+ *        it appends.
  *      A change that is not an append is a new version.
  *   [v3] below marks what version 2 does not have.
  *

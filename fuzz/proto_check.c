@@ -251,6 +251,20 @@ redo_evict_rep(struct preader *r, unsigned op, struct pbuf *b)
 	return true;
 }
 
+/* A WELCOME's body says nothing of whether it holds the pool's identity
+ * (its HELLO's flag does): read with it when that works, else without. */
+static bool
+get_welcome(struct preader *r, struct proto_welcome *w)
+{
+	struct preader again = *r;
+
+	if (proto_get_welcome_id(r, w) == 0) {
+		return true;
+	}
+	*r = again;
+	return proto_get_welcome(r, w) == 0;
+}
+
 /* redo_rep_body -- decode the reply body op selects, re-encode into b. */
 static bool
 redo_rep_body(struct preader *r, unsigned op, struct pbuf *b)
@@ -261,8 +275,8 @@ redo_rep_body(struct preader *r, unsigned op, struct pbuf *b)
 	uint32_t n;
 
 	switch (op) {
-	case PROTO_OP_HELLO:
-		if (proto_get_welcome(r, &w) != 0) {
+	case PROTO_OP_HELLO: /* with the pool's identity, if it holds one */
+		if (!get_welcome(r, &w)) {
 			return false;
 		}
 		touch(w.path, w.path_len);

@@ -19,7 +19,9 @@
  * speaks, and, refused with CXLP_E_VERSION by a server that answers at an
  * older version this library speaks (a version-2 metaserver), once again
  * at that version [hello_negotiate]; the WELCOME's version is the
- * session's (client_set_version).
+ * session's (client_set_version). A call the server refuses for its
+ * version (a metaserver of another release took over) HELLOs again
+ * [renegotiate] and is repeated, as after CXLP_E_SESSION.
  *
  * It sits below every module that calls the server (handler.c, regions.c,
  * store.c, ops.c, poolid.c) and above client.c; nothing here calls up. A
@@ -28,6 +30,7 @@
  * keeper task that an ASK wakes (keeper.c), which the give-back is.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -355,6 +358,34 @@ reattach_or_lose(struct cxlp_handler *h, uint16_t op, uint64_t token)
 	    "failed", proto_op_name(op));
 }
 
+/* The metaserver refused a frame for its version (a reply said so: one
+ * of another release took the session over, a restart or a standby):
+ * nothing was applied. A refusal before sending (an op the session's
+ * version lacks: client.c) has no reply, hence no version. */
+static bool
+version_refused(int rc, const struct creply *rep)
+{
+	return rc == CXLP_E_VERSION && rep->hdr.version != 0;
+}
+
+/* ... so HELLO again, which negotiates the version anew (the session
+ * and its regions are kept as by any reattach), for op to be sent again;
+ * CXLP_E_STALE as reattach_or_lose. */
+static int
+renegotiate(struct cxlp_handler *h, uint16_t op)
+{
+	int rc = reattach_now(h);
+	char why[160];
+
+	if (rc != 0) {
+		snprintf(why, sizeof(why), "%s", cxlp_errormsg());
+		return cxlp_fail(rc, "%s: refused for its protocol version, and "
+		    "the HELLO that would renegotiate it failed: %s",
+		    proto_op_name(op), why);
+	}
+	return poolid_stale(h);
+}
+
 /* h_call_id -- see session.h */
 int
 h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
@@ -376,10 +407,13 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 	if (rc == 0 && rep->hdr.ask) {
 		note_ask(h);
 	}
-	if (rc != CXLP_E_SESSION || op == PROTO_OP_BYE) {
+	if (op == PROTO_OP_BYE ||
+	    (rc != CXLP_E_SESSION && !version_refused(rc, rep))) {
 		return rc;
 	}
-	if ((rc = reattach_or_lose(h, op, token)) != 0) {
+	rc = rc == CXLP_E_SESSION ? reattach_or_lose(h, op, token) :
+	    renegotiate(h, op);
+	if (rc != 0) {
 		return rc;
 	}
 	if (op == PROTO_OP_REGISTER) {

@@ -6,7 +6,8 @@
  * refused naming both ranges; a frame of another version than its
  * session's is refused. This handler against a version-2 metaserver (a
  * proxy that answers every version-3 frame as one does: CXLP_E_VERSION in
- * a version-2 header) falls back to 2 once and stays there; a reply of
+ * a version-2 header) falls back to 2 once and stays there, and follows
+ * its metaserver when one of version 2 takes over; a reply of
  * an older term than the handler has seen (the proxy rewrites it) is
  * dropped and the call still succeeds from the genuine reply.
  */
@@ -153,34 +154,20 @@ Test(protover, a_v3_hello_gets_v3_and_the_term)
 
 /* ---- this handler against a version-2 metaserver ---- */
 
-static atomic_uint v3_replies, v2_replies;
+static atomic_uint v2_replies;
 
-/* A version-2 server refuses every version-3 frame with CXLP_E_VERSION
- * in a version-2 header (no reason: it cannot read the frame); the
- * proxy turns the real server's version-3 replies into that, and passes
- * version-2 ones. */
+/* a proxy that answers every version-3 frame as a version-2 metaserver
+ * does (proxy_refuse_version: CXLP_E_VERSION in a version-2 header, not
+ * forwarded) and passes version-2 ones to this one, which serves them as
+ * a version-2 server would */
 static enum proxy_action
-v2_server(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
+count_v2(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
     size_t *reply_len, unsigned *delay_ms)
 {
-	struct pbuf b;
-	struct proto_rep_hdr h = { .version = 2, .op = op,
-		.req_id = req_id, .status = CXLP_E_VERSION };
-
-	(void)arg, (void)delay_ms;
-	if (reply == NULL || *reply_len < 6) {
-		return PROXY_PASS;
-	}
-	if (wire_u16(reply + 4) < 3) {
+	(void)arg, (void)op, (void)req_id, (void)delay_ms;
+	if (reply != NULL && *reply_len >= 6 && wire_u16(reply + 4) == 2) {
 		atomic_fetch_add(&v2_replies, 1);
-		return PROXY_PASS;
 	}
-	atomic_fetch_add(&v3_replies, 1);
-	pbuf_init(&b);
-	proto_put_rep_hdr(&b, &h);
-	memcpy(reply, b.data, b.len);
-	*reply_len = b.len;
-	pbuf_fini(&b);
 	return PROXY_PASS;
 }
 
@@ -189,15 +176,38 @@ Test(protover, a_handler_falls_back_to_v2_against_a_v2_metaserver)
 	struct cxlp_handler *h;
 	struct cxlp_stats st;
 
-	itest_proxy_start(v2_server);
+	itest_proxy_start(count_v2);
+	(void)proxy_refuse_version(px, 3);
 	h = itest_connect_via_proxy(2000, 1);
-	cr_assert_eq(atomic_load(&v3_replies), 1, "one HELLO at version 3");
+	cr_assert_eq(proxy_refuse_version(px, 3), 1, "one HELLO at 3");
 	(void)itest_put(h, "old", 1, 0, 64);
 	cr_assert_eq(itest_get_check(h, "old", 0), 1);
 	cr_assert_rc(cxlp_stats(h, &st), 0);
 	cr_assert_rc(cxlp_healthcheck(h), 0);
-	cr_assert_eq(atomic_load(&v3_replies), 1, "then only version 2");
+	cr_assert_eq(proxy_refuse_version(px, 3), 1, "then only version 2");
 	cr_assert_geq(atomic_load(&v2_replies), 4);
+	cxlp_close(&h);
+}
+
+/* A metaserver of version 2 takes over from one of 3 (a restart on an
+ * older release, a standby not yet upgraded): the handler's next call is
+ * refused for its version, so it HELLOs again, at 2, and the call goes
+ * through; what it stored before is still there. */
+Test(protover, a_handler_follows_its_metaserver_down_to_v2)
+{
+	struct cxlp_handler *h;
+
+	itest_proxy_start(count_v2);
+	h = itest_connect_via_proxy(2000, 1);
+	(void)itest_put(h, "before", 1, 0, 64);
+	cr_assert_eq(atomic_load(&v2_replies), 0, "a version-3 session");
+	(void)proxy_refuse_version(px, 3);
+	(void)itest_put(h, "after", 1, 0, 64);
+	cr_assert_eq(itest_get_check(h, "after", 0), 1);
+	cr_assert_eq(itest_get_check(h, "before", 0), 1);
+	cr_assert_geq(proxy_refuse_version(px, 3), 2, "the call and a HELLO "
+	    "refused at 3");
+	cr_assert_geq(atomic_load(&v2_replies), 2, "its HELLO and REGISTER");
 	cxlp_close(&h);
 }
 

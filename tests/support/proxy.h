@@ -75,6 +75,13 @@ uint64_t proxy_requests(struct proxy *p, unsigned op);
  * PROXY_DUP_REQUEST counts two, a PROXY_DROP_REQUEST none). */
 uint64_t proxy_forwarded(struct proxy *p);
 
+/* proxy_refuse_version -- from now on (from != 0), answer every request
+ * frame of protocol version `from` or later as a metaserver of version
+ * from - 1 does, without forwarding it: CXLP_E_VERSION in a reply header
+ * of that version (from 0: forward them again). Returns how many frames
+ * were answered so before this call. */
+uint64_t proxy_refuse_version(struct proxy *p, unsigned from);
+
 /* proxy_stall_seen -- from now on, drop every request that arrives on a
  * connection a request already came through (the connection stays up but
  * answers nothing, like a peer that hangs); new connections pass. */

@@ -512,8 +512,8 @@ get_v3_tail(struct preader *r, size_t known, uint16_t *minor,
 		return CXLP_E_PROTO;
 	}
 	if (hdr_len < known || hdr_len - known > r->left) {
-		return cxlp_fail(CXLP_E_PROTO, "%s.hdr_len: %u, not in %zu..%zu",
-		    what, hdr_len, known, known + r->left);
+		return cxlp_fail(CXLP_E_PROTO, "%s.hdr_len: %u, not in "
+		    "%zu..%zu", what, hdr_len, known, known + r->left);
 	}
 	preader_bytes(r, hdr_len - known, &p);
 	return 0;
@@ -781,9 +781,9 @@ proto_op_check(unsigned op, uint16_t version)
 		    "it", op);
 	}
 	if (version < since) {
-		return cxlp_fail(CXLP_E_VERSION, "%s needs protocol version %u; "
-		    "the session speaks %u (the metaserver is older): not sent",
-		    proto_op_name(op), since, version);
+		return cxlp_fail(CXLP_E_VERSION, "%s needs protocol version "
+		    "%u; the session speaks %u (the metaserver is older): not "
+		    "sent", proto_op_name(op), since, version);
 	}
 	return 0;
 }

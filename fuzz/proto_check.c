@@ -11,9 +11,10 @@
  * decoder that skipped a byte, misread a width or accepted a field it
  * should not would break one of these equalities. proto_reencode also
  * translates a frame to the other version, for the tests that every
- * message of one version reads the same in the other. Reading every byte of each decoded key, hostname and path lets
- * AddressSanitizer catch a pointer that escapes the frame. The module is
- * used by fuzz/fuzz_proto.c and by tests/common/test_proto.c.
+ * message of one version reads the same in the other. Reading every byte
+ * of each decoded key, hostname and path lets AddressSanitizer catch a
+ * pointer that escapes the frame. The module is used by fuzz/fuzz_proto.c
+ * and by tests/common/test_proto_msg.c and test_proto_version.c.
  */
 #include <stdbool.h>
 #include <stdlib.h>

@@ -379,8 +379,8 @@ renegotiate(struct cxlp_handler *h, uint16_t op)
 
 	if (rc != 0) {
 		snprintf(why, sizeof(why), "%s", cxlp_errormsg());
-		return cxlp_fail(rc, "%s: refused for its protocol version, and "
-		    "the HELLO that would renegotiate it failed: %s",
+		return cxlp_fail(rc, "%s: refused for its protocol version, "
+		    "and the HELLO that would renegotiate it failed: %s",
 		    proto_op_name(op), why);
 	}
 	return poolid_stale(h);

@@ -141,7 +141,8 @@ Test(proto, reply_header_round_trips_with_the_reply_bit)
 		uint16_t v = PROTO_VERSION_MIN + (uint16_t)(i % 2);
 		struct proto_rep_hdr h = { v,
 			(uint16_t)(1 + rnd_below(PROTO_OP_MAX)), rnd(),
-			-(int32_t)rnd_below(2000), NULL, 0, false, rnd(), 0 }, g;
+			-(int32_t)rnd_below(2000), NULL, 0, false, rnd(), 0 },
+		    g;
 		struct preader body;
 		struct pbuf b;
 

@@ -23,7 +23,8 @@ Test(proto_msg, hello_and_welcome_round_trip)
 			rnd(), (const char *)keybytes + i,
 			(uint16_t)rnd_below(PROTO_HOST_MAX + 1),
 			keybytes + 2 * i,
-			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0, 0, 0, 0, 0 }, hm;
+			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0, 0, 0,
+			0, 0 }, hm;
 		struct proto_welcome w = { rnd(), rnd(), rnd(), rnd(),
 			(const char *)keybytes + i,
 			(uint16_t)rnd_below(PROTO_PATH_MAX + 1), i % 2 != 0,

@@ -45,8 +45,8 @@ Test(proto_version, every_v2_message_reads_the_same_at_v3_and_back)
 			cr_assert(proto_reencode(f3.data, f3.len, t->request, 2,
 			    &back), "%s", t->name);
 			cr_assert_eq(back.len, f2.len, "%s", t->name);
-			cr_assert_arr_eq(back.data, f2.data, f2.len, "%s: v2 -> "
-			    "v3 -> v2 changed it", t->name);
+			cr_assert_arr_eq(back.data, f2.data, f2.len, "%s: "
+			    "v2 -> v3 -> v2 changed it", t->name);
 			pbuf_fini(&back);
 			pbuf_fini(&f3);
 			pbuf_fini(&f2);
@@ -135,8 +135,8 @@ Test(proto_version, every_v3_message_with_a_newer_minors_fields_reads_the_same)
 			build_at(t, 3, &f);
 			add_minor_fields(t, &f, &longer);
 			pbuf_init(&known);
-			cr_assert_eq(decode_exact(t, longer.data, longer.len), 0,
-			    "%s: %s", t->name, cxlp_errormsg());
+			cr_assert_eq(decode_exact(t, longer.data, longer.len),
+			    0, "%s: %s", t->name, cxlp_errormsg());
 			cr_assert(proto_reencode(longer.data, longer.len,
 			    t->request, 0, &known), "%s", t->name);
 			cr_assert_eq(known.len, f.len, "%s", t->name);

@@ -263,6 +263,7 @@ lib_set_log_fn(cxlp_log_fn fn)
 
 Test(protover, a_reply_of_an_older_term_is_dropped_and_the_call_succeeds)
 {
+	struct cxlp_counters ctr;
 	struct cxlp_handler *h;
 
 	lib_set_log_fn(keep_log);
@@ -273,6 +274,8 @@ Test(protover, a_reply_of_an_older_term_is_dropped_and_the_call_succeeds)
 	    "the REGISTER was sent again after its term-9 reply");
 	cr_assert(strstr(log_seen, "term 9, older than term 10") != NULL,
 	    "no log line of the drop: \"%s\"", log_seen);
+	cr_assert_rc(cxlp_counters(h, &ctr, sizeof(ctr)), 0);
+	cr_assert_eq(ctr.stale_replies, 1, "not counted");
 	cr_assert_eq(itest_get_check(h, "term", 0), 1, "the key's bytes");
 	cxlp_close(&h);
 	lib_set_log_fn(NULL);

@@ -419,45 +419,6 @@ client_new_id(struct client *cl)
 	return __atomic_fetch_add(&cl->next_id, 1, __ATOMIC_RELAXED);
 }
 
-/* reply msg refuses its request for its version (CXLP_E_VERSION) */
-static bool
-reply_refused_version(nng_msg *msg)
-{
-	struct proto_rep_hdr h;
-	struct preader body;
-
-	return proto_get_rep_hdr(nng_msg_body(msg), nng_msg_len(msg), &h,
-	    &body) == 0 && h.status == CXLP_E_VERSION;
-}
-
-/* One call's exchange, and once more when it was refused for its version
- * while a HELLO changed the session's (another thread's reattach): the
- * refused frame was not applied. Not for HELLO, whose body has the
- * version's layout (session/call.c negotiates). */
-static int
-exchange_at(struct client *cl, struct frame *f, nng_msg **msg,
-    unsigned retries, unsigned *sends)
-{
-	int rc;
-
-	if ((rc = proto_op_check(f->hdr.op, f->hdr.version)) != 0) {
-		return rc;
-	}
-	rc = exchange(cl, f, msg, retries, sends);
-	if (rc != 0 || f->hdr.op == PROTO_OP_HELLO ||
-	    client_version(cl) == f->hdr.version ||
-	    !reply_refused_version(*msg)) {
-		return rc;
-	}
-	nng_msg_free(*msg);
-	*msg = NULL;
-	f->hdr.version = client_version(cl);
-	if ((rc = proto_op_check(f->hdr.op, f->hdr.version)) != 0) {
-		return rc;
-	}
-	return exchange(cl, f, msg, retries, sends);
-}
-
 /* One call under request id `id` (0: a new one), at the session's
  * version (version 0) or at the one given (a HELLO). */
 static int
@@ -474,7 +435,10 @@ call(struct client *cl, uint16_t op, uint64_t id, const struct pbuf *body,
 
 	memset(rep, 0, sizeof(*rep));
 	client_get_session(cl, &f.hdr.session, &f.hdr.token);
-	rc = exchange_at(cl, &f, &msg, retries, &sends);
+	if ((rc = proto_op_check(op, f.hdr.version)) != 0) {
+		return rc; /* not sent: rep->hdr.version 0 */
+	}
+	rc = exchange(cl, &f, &msg, retries, &sends);
 	rep->sends = sends;
 	if (rc == 0) {
 		__atomic_store_n(&cl->last_reply_ms, cxlp_now_coarse_ms(),

@@ -67,21 +67,22 @@
  *       text (1..PROTO_ERRMSG_MAX bytes, not NUL-terminated) and nothing
  *       else (in 3: nothing else that 3.0 reads)
  *
- * Negotiation. A handler sends its first HELLO at the highest version it
- * speaks, with [v3] the range it speaks; the server answers at the
- * highest version both speak (the WELCOME's header version), and every
- * later frame of the session is of that version: the server refuses a
- * frame of another with CXLP_E_VERSION naming both (a session loaded
- * from the pool at a restart takes the version of its first frame). A
- * HELLO of a version the server does not speak is refused with
- * CXLP_E_VERSION in a reply header of the nearest version it speaks, and
- * the message names both ranges; a handler that speaks that version
- * sends its HELLO again at it, once (a version-2 server answers a
- * version-3 frame so: the handler then speaks 2, and its replies carry
- * no term). A version-2 HELLO is served at 2 exactly as a version-2
- * server serves it. A request that needs what the session's version
- * lacks is refused by its sender with CXLP_E_VERSION naming the version
- * that has it (proto_op_check), never sent to be misread.
+ * Negotiation. A handler sends every HELLO (reattaches too) at the highest
+ * version it speaks, with [v3] the range it speaks; the server answers at the
+ * highest version both speak (the WELCOME's header version), and every later
+ * frame of the session is of that version: the server refuses a frame of
+ * another with CXLP_E_VERSION naming both (a session loaded from the pool at a
+ * restart takes the version of its first frame). A HELLO of a version the
+ * server does not speak is refused with CXLP_E_VERSION in a reply header of the
+ * nearest version it speaks, and the message names the frame's version and the
+ * server's range; a handler that speaks that version sends its HELLO again at
+ * it, once (a version-2 server answers a version-3 frame so: the handler then
+ * speaks 2, and its replies carry no term). A later request refused for its
+ * version (a server of another release took over) makes the handler HELLO again
+ * and repeat it. A version-2 HELLO is served at 2 exactly as a version-2 server
+ * serves it. A request that needs what the session's version lacks is refused
+ * by its sender with CXLP_E_VERSION naming the version that has it
+ * (proto_op_check), never sent to be misread.
  *
  * Bodies ("keys" = u32 n, then n times { u16 len, len bytes }):
  *   HELLO       req: [v3] u16 ver_min, u16 ver_max: the versions the

@@ -46,7 +46,7 @@ static void
 frame_begin(struct bench_cl *c, uint16_t op)
 {
 	struct proto_req_hdr h = { PROTO_VERSION, op, ++c->next_id,
-		c->session, c->token };
+		c->session, c->token, 0 };
 
 	c->op = op;
 	pbuf_reset(&c->frame);
@@ -82,7 +82,7 @@ static int
 session_open(struct bench_cl *c)
 {
 	struct proto_hello m = { (uint32_t)getpid(), 0, 0, 1, "bench", 5,
-		NULL, 0, 0, 0, 0 };
+		NULL, 0, 0, 0, 0, 0, 0 };
 	struct proto_welcome w;
 	struct preader r;
 	uint64_t ns;

@@ -11,9 +11,13 @@
  * after it. Decoders are then straight lines of getters joined by ||, so
  * the first field that does not fit is the one the message names.
  *
- * Every public body decoder reads one whole body and rejects trailing
- * bytes: a frame has exactly one valid reading, which is what lets the fuzz
- * target check that re-encoding a decoded frame gives back the same bytes.
+ * Every public body decoder reads one whole body. In version 2 it rejects
+ * trailing bytes: a frame has exactly one valid reading, which is what
+ * lets the fuzz target check that re-encoding a decoded frame gives back
+ * the same bytes. In version 3 it skips them (and the unknown end of a
+ * header or a record): a frame that decodes re-encodes to its known part,
+ * which re-encodes to itself. Both rules live here, in pr_body_end,
+ * preader_end and the record helpers, so no body decoder has its own.
  * Counts are checked against their protocol bound AND against the bytes
  * left (each entry has a known minimum size) before anything is allocated,
  * so a 40-byte frame claiming 4096 keys costs one comparison, not a malloc.
@@ -47,12 +51,14 @@ pbuf_fini(struct pbuf *b)
 	pbuf_init(b);
 }
 
-/* pbuf_reset -- forget the contents and the error, keep the memory. */
+/* pbuf_reset -- forget the contents, the error and the version, keep
+ * the memory. */
 void
 pbuf_reset(struct pbuf *b)
 {
 	b->len = 0;
 	b->err = 0;
+	b->version = 0;
 }
 
 /* pbuf_reserve -- room for n more bytes, or false with b->err set. An
@@ -141,6 +147,7 @@ preader_init(struct preader *r, const void *buf, size_t len)
 	r->p = buf;
 	r->left = len;
 	r->err = 0;
+	r->version = PROTO_VERSION;
 }
 
 /* preader_bytes -- *p = the next n bytes (pointing into the frame). */
@@ -210,13 +217,25 @@ preader_u64(struct preader *r, uint64_t *v)
 	return true;
 }
 
-/* preader_end -- 0 if the frame was consumed exactly and without error. */
+/* skip_tail -- version 3: what is left of the body is a newer minor's */
+static void
+skip_tail(struct preader *r)
+{
+	if (preader_v3(r) && r->err == 0) {
+		r->p += r->left;
+		r->left = 0;
+	}
+}
+
+/* preader_end -- 0 if the frame was consumed exactly (version 3: what is
+ * left skipped) and without error. */
 int
 preader_end(struct preader *r)
 {
 	if (r->err != 0) {
 		return CXLP_E_PROTO;
 	}
+	skip_tail(r);
 	if (r->left != 0) {
 		r->err = cxlp_fail(CXLP_E_PROTO,
 		    "%zu trailing bytes after the body", r->left);
@@ -264,13 +283,15 @@ pr_get_u64(struct preader *r, uint64_t *v, const char *field)
 	return false;
 }
 
-/* body_end -- the body must be consumed exactly. */
+/* body_end -- the body must be consumed exactly (version 2), or what
+ * this codec does not know of it is skipped (version 3). */
 int
 pr_body_end(struct preader *r, const char *what)
 {
 	if (r->err != 0) {
 		return r->err;
 	}
+	skip_tail(r);
 	if (r->left != 0) {
 		return pr_reject(r, cxlp_fail(CXLP_E_PROTO,
 		    "%s: %zu trailing bytes after the body", what, r->left));
@@ -352,40 +373,201 @@ pr_get_key(struct preader *r, struct proto_key *k, uint32_t i)
 	return 0;
 }
 
+/* ---- versions: extensible bodies and records (proto.h "Versions") ---- */
+
+bool
+pbuf_v3(const struct pbuf *b)
+{
+	return b->version == 0 || b->version >= 3;
+}
+
+bool
+preader_v3(const struct preader *r)
+{
+	return r->version >= 3;
+}
+
+/* pbuf_put_rec -- see proto_int.h */
+void
+pbuf_put_rec(struct pbuf *b, size_t rec)
+{
+	if (pbuf_v3(b)) {
+		pbuf_put_u16(b, (uint16_t)rec);
+	}
+}
+
+/* pr_get_rec -- see proto_int.h */
+int
+pr_get_rec(struct preader *r, size_t known, size_t *rec, const char *field)
+{
+	uint16_t v;
+
+	*rec = known;
+	if (!preader_v3(r)) {
+		return r->err;
+	}
+	if (!pr_get_u16(r, &v, field)) {
+		return pr_reject(r, CXLP_E_PROTO);
+	}
+	if (v < known) {
+		return pr_reject(r, cxlp_fail(CXLP_E_PROTO, "%s: records of "
+		    "%u bytes, at least %zu expected", field, v, known));
+	}
+	*rec = v;
+	return 0;
+}
+
+/* pr_rec_begin -- see proto_int.h */
+int
+pr_rec_begin(struct preader *r, size_t rec, struct preader *sub,
+    const char *field)
+{
+	const uint8_t *p = NULL;
+
+	preader_init(sub, NULL, 0);
+	sub->version = r->version;
+	if (r->err != 0) {
+		sub->err = r->err;
+		return r->err;
+	}
+	if (rec > r->left) {
+		sub->err = pr_reject(r, cxlp_fail(CXLP_E_PROTO, "%s: record "
+		    "of %zu bytes, %zu left", field, rec, r->left));
+		return sub->err;
+	}
+	preader_bytes(r, rec, &p);
+	sub->p = p;
+	sub->left = rec;
+	return 0;
+}
+
+/* pr_rec_end -- see proto_int.h */
+int
+pr_rec_end(struct preader *r, struct preader *sub)
+{
+	if (sub->err != 0) {
+		return pr_reject(r, sub->err);
+	}
+	skip_tail(sub);
+	return 0;
+}
+
+/* pbuf_put_len16 -- see proto_int.h */
+void
+pbuf_put_len16(struct pbuf *b, size_t *at)
+{
+	*at = b->len;
+	pbuf_put_u16(b, 0);
+}
+
+/* pbuf_fix_len16 -- see proto_int.h */
+void
+pbuf_fix_len16(struct pbuf *b, size_t at)
+{
+	size_t n = b->len - at - 2;
+
+	if (b->err != 0) {
+		return;
+	}
+	if (n > UINT16_MAX) {
+		b->err = CXLP_E_PROTO;
+		return;
+	}
+	b->data[at] = (uint8_t)n;
+	b->data[at + 1] = (uint8_t)(n >> 8);
+}
+
 /* ---- headers ---- */
 
-/* proto_put_req_hdr -- append a request header. A zero h->version means
- * PROTO_VERSION (so a zeroed struct encodes a current frame). */
+/* proto_version_ok -- see proto.h */
+bool
+proto_version_ok(unsigned v)
+{
+	return v >= PROTO_VERSION_MIN && v <= PROTO_VERSION;
+}
+
+/* put_v3_tail -- version 3: the header's own length and the minor */
+static void
+put_v3_tail(struct pbuf *b, size_t hdr_len)
+{
+	pbuf_put_u16(b, (uint16_t)hdr_len);
+	pbuf_put_u16(b, PROTO_MINOR);
+}
+
+/* get_v3_tail -- version 3: hdr_len (>= what 3.0 wrote, within the
+ * frame) and the minor, then the unknown end of the header skipped */
+static int
+get_v3_tail(struct preader *r, size_t known, uint16_t *minor,
+    const char *what)
+{
+	const uint8_t *p;
+	uint16_t hdr_len = 0;
+
+	*minor = 0;
+	if (!preader_v3(r)) {
+		return 0;
+	}
+	if (!pr_get_u16(r, &hdr_len, "header.hdr_len") ||
+	    !pr_get_u16(r, minor, "header.minor")) {
+		return CXLP_E_PROTO;
+	}
+	if (hdr_len < known || hdr_len - known > r->left) {
+		return cxlp_fail(CXLP_E_PROTO, "%s.hdr_len: %u, not in "
+		    "%zu..%zu", what, hdr_len, known, known + r->left);
+	}
+	preader_bytes(r, hdr_len - known, &p);
+	return 0;
+}
+
+/* proto_put_req_hdr -- append a request header of h->version (0 means
+ * PROTO_VERSION, so a zeroed struct encodes a current frame), which the
+ * body appended after it follows (b->version). A version the codec does
+ * not speak is written as given (tests build such frames), with the
+ * layout of the nearest one. */
 void
 proto_put_req_hdr(struct pbuf *b, const struct proto_req_hdr *h)
 {
+	uint16_t v = h->version != 0 ? h->version : PROTO_VERSION;
+
+	b->version = v;
 	pbuf_put_u32(b, PROTO_MAGIC);
-	pbuf_put_u16(b, h->version != 0 ? h->version : PROTO_VERSION);
+	pbuf_put_u16(b, v);
 	pbuf_put_u16(b, h->op);
 	pbuf_put_u64(b, h->req_id);
 	pbuf_put_u64(b, h->session);
 	pbuf_put_u64(b, h->token);
+	if (v >= 3) {
+		put_v3_tail(b, PROTO_REQ_HDR_LEN_V3);
+	}
 }
 
 /* proto_put_rep_hdr -- append a reply header; sets PROTO_REPLY on the op.
- * A zero h->version means PROTO_VERSION. */
+ * A zero h->version means PROTO_VERSION; b->version becomes it, as
+ * proto_put_req_hdr's. The term is written in version 3 only. */
 void
 proto_put_rep_hdr(struct pbuf *b, const struct proto_rep_hdr *h)
 {
+	uint16_t v = h->version != 0 ? h->version : PROTO_VERSION;
+	bool msg = h->status != 0 && h->msg_len != 0 && h->msg != NULL;
+	uint16_t mlen = h->msg_len < PROTO_ERRMSG_MAX ? h->msg_len :
+	    PROTO_ERRMSG_MAX;
+
+	b->version = v;
 	pbuf_put_u32(b, PROTO_MAGIC);
-	pbuf_put_u16(b, h->version != 0 ? h->version : PROTO_VERSION);
+	pbuf_put_u16(b, v);
 	pbuf_put_u16(b, (uint16_t)(h->op | PROTO_REPLY));
 	pbuf_put_u64(b, h->req_id);
 	pbuf_put_u32(b, (uint32_t)h->status);
-	if (h->status == 0 || h->msg_len == 0 || h->msg == NULL) {
-		pbuf_put_u32(b, h->status == 0 && h->ask ? PROTO_REP_F_ASK : 0);
-		return;
+	pbuf_put_u32(b, msg ? PROTO_REP_F_MSG :
+	    h->status == 0 && h->ask ? PROTO_REP_F_ASK : 0);
+	if (v >= 3) {
+		pbuf_put_u64(b, h->term);
+		put_v3_tail(b, PROTO_REP_HDR_LEN_V3);
 	}
-	pbuf_put_u32(b, PROTO_REP_F_MSG);
-	pbuf_put_u16(b, h->msg_len < PROTO_ERRMSG_MAX ? h->msg_len :
-	    PROTO_ERRMSG_MAX);
-	pbuf_put_bytes(b, h->msg, h->msg_len < PROTO_ERRMSG_MAX ?
-	    h->msg_len : PROTO_ERRMSG_MAX);
+	if (msg) {
+		pbuf_put_u16(b, mlen);
+		pbuf_put_bytes(b, h->msg, mlen);
+	}
 }
 
 /* check_frame -- frame size, magic and version of either header. */
@@ -400,9 +582,10 @@ check_frame(size_t len, uint32_t magic, uint16_t version, const char *what)
 		return cxlp_fail(CXLP_E_PROTO, "%s.magic: 0x%08x, not \"CXLP\"",
 		    what, magic);
 	}
-	if (version != PROTO_VERSION) {
-		return cxlp_fail(CXLP_E_VERSION, "%s.version: %u, expected %u",
-		    what, version, PROTO_VERSION);
+	if (!proto_version_ok(version)) {
+		return cxlp_fail(CXLP_E_VERSION, "%s.version: %u, this side "
+		    "speaks %u..%u", what, version, PROTO_VERSION_MIN,
+		    PROTO_VERSION);
 	}
 	return 0;
 }
@@ -445,6 +628,11 @@ proto_get_req_hdr(const void *frame, size_t len, struct proto_req_hdr *h,
 		return pr_reject(body, CXLP_E_PROTO);
 	}
 	rc = check_frame(len, magic, h->version, "request");
+	body->version = h->version;
+	if (rc == 0) {
+		rc = get_v3_tail(body, PROTO_REQ_HDR_LEN_V3, &h->minor,
+		    "request");
+	}
 	if (rc == 0) {
 		rc = check_op(h->op, false, "request");
 	}
@@ -486,6 +674,9 @@ check_status(struct preader *body, struct proto_rep_hdr *h, uint32_t flags)
 	if (flags & PROTO_REP_F_MSG) {
 		return get_reason(body, h);
 	}
+	if (status != 0) {
+		skip_tail(body); /* version 3: a newer minor's */
+	}
 	if (status != 0 && body->left != 0) {
 		return cxlp_fail(CXLP_E_PROTO, "reply.status: %d but %zu body "
 		    "bytes follow", status, body->left);
@@ -518,6 +709,15 @@ proto_get_rep_hdr(const void *frame, size_t len, struct proto_rep_hdr *h,
 	h->op = (uint16_t)(op & ~PROTO_REPLY);
 	h->status = (int32_t)status;
 	rc = check_frame(len, magic, h->version, "reply");
+	body->version = h->version;
+	if (rc == 0 && preader_v3(body) &&
+	    !pr_get_u64(body, &h->term, "reply.term")) {
+		rc = CXLP_E_PROTO;
+	}
+	if (rc == 0) {
+		rc = get_v3_tail(body, PROTO_REP_HDR_LEN_V3, &h->minor,
+		    "reply");
+	}
 	if (rc == 0) {
 		rc = check_op(op, true, "reply");
 	}
@@ -556,4 +756,34 @@ proto_op_name(unsigned op)
 		return "UNKNOWN";
 	}
 	return names[op];
+}
+
+/* proto_op_version -- see proto.h: the ops of version 1 but for those
+ * version 2 added (request groups came within 2: a version-2 server
+ * without them answers CXLP_E_BADOP, which the handler names). */
+unsigned
+proto_op_version(unsigned op)
+{
+	if (op == 0 || op > PROTO_OP_MAX) {
+		return 0;
+	}
+	return op >= PROTO_OP_RECLAIM ? 2 : 1;
+}
+
+/* proto_op_check -- see proto.h */
+int
+proto_op_check(unsigned op, uint16_t version)
+{
+	unsigned since = proto_op_version(op);
+
+	if (since == 0) {
+		return cxlp_fail(CXLP_E_BADOP, "op %u: no protocol version has "
+		    "it", op);
+	}
+	if (version < since) {
+		return cxlp_fail(CXLP_E_VERSION, "%s needs protocol version "
+		    "%u; the session speaks %u (the metaserver is older): not "
+		    "sent", proto_op_name(op), since, version);
+	}
+	return 0;
 }

@@ -4,21 +4,51 @@
  *
  * Frames are little-endian and carried whole in one nng message (REQ/REP).
  * Every length is bounded before it is trusted: a decoder never reads past
- * the frame, never allocates from an unchecked count, and rejects trailing
- * bytes. Decoded keys point into the frame (zero copy), so a decoded
- * request lives only as long as its frame buffer.
+ * the frame and never allocates from an unchecked count. Decoded keys
+ * point into the frame (zero copy), so a decoded request lives only as
+ * long as its frame buffer.
+ *
+ * Versions. The codec speaks PROTO_VERSION_MIN..PROTO_VERSION (2..3); a
+ * frame's header says its version and all of the frame follows it. The
+ * header encoders set the pbuf's version, so a body appended after a
+ * header takes its layout (a body built apart takes the pbuf's version,
+ * 0 = PROTO_VERSION); the header decoders set the body reader's. Which
+ * version a session speaks is chosen at HELLO (below: "Negotiation").
+ *   2  strict: every decoder rejects trailing bytes, so a frame has one
+ *      reading and a field a newer peer added is refused, not skipped.
+ *   3  extensible, fixed in the codec, not in each op:
+ *      - each header carries its own length (hdr_len) and the sender's
+ *        minor; a decoder reads the fields it knows and skips to hdr_len;
+ *      - a body ends at the frame's end: a decoder reads the fields it
+ *        knows and skips the rest (a newer 3.x appends fields at the end
+ *        of a body, never inserts or changes one);
+ *      - arrays of fixed-size records (results, asks, reclaimed pages)
+ *        carry their record size (u16 rec after the count, >= the size
+ *        3.0 knows): each record is read by the prefix its decoder knows
+ *        and the rest of it skipped; SESSIONS entries, which vary in
+ *        size, each carry their length (u16);
+ *      - request bodies other than HELLO's are the same bytes as in 2;
+ *      - a body whose parts depend on a request flag or on bytes being
+ *        left (the WELCOME's identity, HEARTBEAT's asks) grows only after
+ *        them: a newer minor sends the part (asks with n 0) before what
+ *        it appends.
+ *      A change that is not an append is a new version.
+ *   [v3] below marks what version 2 does not have.
  *
  * Request frame:
  *   u32 magic    PROTO_MAGIC ("CXLP")
- *   u16 version  PROTO_VERSION
+ *   u16 version  PROTO_VERSION_MIN..PROTO_VERSION: the session's
  *   u16 op       enum proto_op
  *   u64 req_id   per session, chosen by the client; a retry reuses it
  *   u64 session  0 before HELLO
  *   u64 token    session token from HELLO (0 before)
+ *   [v3] u16 hdr_len  bytes of this header (36 in 3.0, >= 36)
+ *   [v3] u16 minor    the sender's minor of version 3 (PROTO_MINOR)
  *   ... body, per op (below)
  *
  * Reply frame:
- *   u32 magic, u16 version, u16 op (request op | PROTO_REPLY)
+ *   u32 magic, u16 version (the request's), u16 op (request op |
+ *                PROTO_REPLY)
  *   u64 req_id   echoed
  *   i32 status   0 or a negative cxlp error for the whole request
  *   u32 flags    0, or PROTO_REP_F_MSG on an error reply to a request
@@ -26,13 +56,38 @@
  *                PROTO_REP_F_ASK on a success reply to a session that
  *                gives regions back (PROTO_HELLO_GIVEBACK): the server
  *                asks it for regions, its HEARTBEAT reply says which
+ *   [v3] u64 term     the metaserver's election term (its epoch, the
+ *                     pool's sb.term; 0 without --elect): a handler
+ *                     drops a reply of an older term than the newest it
+ *                     has seen (contract 12), as if it were lost
+ *   [v3] u16 hdr_len  bytes of this header (36 in 3.0, >= 36)
+ *   [v3] u16 minor    the sender's minor of version 3 (PROTO_MINOR)
  *   ... body, per op, present only when status == 0; with
  *       PROTO_REP_F_MSG (status != 0) the body is u16 len + the reason
  *       text (1..PROTO_ERRMSG_MAX bytes, not NUL-terminated) and nothing
- *       else
+ *       else (in 3: nothing else that 3.0 reads)
+ *
+ * Negotiation. A handler sends every HELLO (reattaches too) at the highest
+ * version it speaks, with [v3] the range it speaks; the server answers at the
+ * highest version both speak (the WELCOME's header version), and every later
+ * frame of the session is of that version: the server refuses a frame of
+ * another with CXLP_E_VERSION naming both (a session loaded from the pool at a
+ * restart takes the version of its first frame). A HELLO of a version the
+ * server does not speak is refused with CXLP_E_VERSION in a reply header of the
+ * nearest version it speaks, and the message names the frame's version and the
+ * server's range; a handler that speaks that version sends its HELLO again at
+ * it, once (a version-2 server answers a version-3 frame so: the handler then
+ * speaks 2, and its replies carry no term). A later request refused for its
+ * version (a server of another release took over) makes the handler HELLO again
+ * and repeat it. A version-2 HELLO is served at 2 exactly as a version-2 server
+ * serves it. A request that needs what the session's version lacks is refused
+ * by its sender with CXLP_E_VERSION naming the version that has it
+ * (proto_op_check), never sent to be misread.
  *
  * Bodies ("keys" = u32 n, then n times { u16 len, len bytes }):
- *   HELLO       req: u32 pid, u32 flags (PROTO_HELLO_REATTACH: the header's
+ *   HELLO       req: [v3] u16 ver_min, u16 ver_max: the versions the
+ *                    handler speaks (the header's is within them), then
+ *                    u32 pid, u32 flags (PROTO_HELLO_REATTACH: the header's
  *                    session/token name the session to resume; without
  *                    it, session is 0 and token a random nonce: a resent
  *                    HELLO with the same nonce, pid and start time gets
@@ -73,7 +128,9 @@
  *   REGION_FREE req: u32 region, u32 gen          rep: empty
  *   REGISTER    req: u32 flags (PROTO_F_PIN, PROTO_F_LEASE), u32 n, n times
  *                    { u16 len, key, u32 region, u64 off, u64 len }
- *               rep: u32 n, n times result
+ *               rep: u32 n, [v3] u16 rec (>= PROTO_RESULT_LEN), n times
+ *                    result (in 3: rec bytes each); every "results"
+ *                    below is such a list
  *   LOOKUP      req: u32 flags (PROTO_F_PIN, _LEASE), keys  rep: u32 n,
  *                    results
  *   EXISTS      req: u32 flags (0), keys              rep: u32 n, results
@@ -84,11 +141,13 @@
  *   STATS       req: empty   rep: u32 n (<= PROTO_STATS_MAX), n times u64
  *               in enum proto_stat order (a newer server may send more)
  *   HEARTBEAT   req: empty   rep: empty; to a PROTO_HELLO_GIVEBACK
- *                    session: u32 n (<= PROTO_ASKS_MAX), n times { u32
- *                    region, u32 gen }: regions the server asks back
+ *                    session: u32 n (<= PROTO_ASKS_MAX), [v3] u16 rec
+ *                    (>= 8), n times { u32 region, u32 gen }: regions
+ *                    the server asks back
  *   BYE         req: empty   rep: empty (ends the session)
  *   SESSIONS    req: empty   rep: u32 n (<= PROTO_SESSIONS_MAX), n times
- *                    { u64 id, u32 pid, u32 flags (PROTO_SESS_*),
+ *                    { [v3] u16 len (of the rest of the entry),
+ *                    u64 id, u32 pid, u32 flags (PROTO_SESS_*),
  *                    u64 start_time, u64 instance, u32 regions owned,
  *                    u32 pins held, u16 len + host (<= PROTO_HOST_MAX) }
  *               (every session the server knows, the caller's included)
@@ -103,7 +162,8 @@
  *                    after this wait, keep its place among the waiters)
  *               rep: u32 kind; PROTO_RECLAIM_REGION: loc (a new region,
  *                    as REGION_ALLOC's reply); PROTO_RECLAIM_PAGES: u32 n
- *                    (1..PROTO_RECLAIM_MAX), n times { u32 region, u32
+ *                    (1..PROTO_RECLAIM_MAX), [v3] u16 rec (>= 12), n
+ *                    times { u32 region, u32
  *                    gen, u32 page }: pages of the caller's own regions
  *                    whose keys were evicted to make room (durably gone
  *                    from the index; free for the caller again). Its
@@ -139,14 +199,27 @@
 
 #define PROTO_MAGIC 0x504c5843u /* "CXLP" little-endian */
 /* 2: RECLAIM and LEASE, the reply header's ask flag and HELLO's GIVEBACK
- * and LEASE flags (eviction), RECLAIM's wait (backpressure). A peer of
- * another version is refused with CXLP_E_VERSION naming both versions
- * (check_frame, proto.c): at its first request, the HELLO. */
-#define PROTO_VERSION 2
+ * and LEASE flags (eviction), RECLAIM's wait (backpressure).
+ * 3: negotiation (HELLO's range), the term in every reply, headers and
+ * bodies that a decoder skips the unknown end of, records that carry
+ * their size. The versions the codec speaks interoperate (the top
+ * comment); a peer of any other is refused with CXLP_E_VERSION naming
+ * both ranges (check_frame, proto.c). */
+#define PROTO_VERSION 3
+#define PROTO_VERSION_MIN 2
+#define PROTO_MINOR 0 /* of PROTO_VERSION: what this codec appended */
 #define PROTO_REPLY 0x8000u
-#define PROTO_REQ_HDR_LEN 32
-#define PROTO_REP_HDR_LEN 24
+#define PROTO_REQ_HDR_LEN 32    /* version 2 */
+#define PROTO_REP_HDR_LEN 24    /* version 2 */
+#define PROTO_REQ_HDR_LEN_V3 36 /* + u16 hdr_len, u16 minor */
+#define PROTO_REP_HDR_LEN_V3 36 /* + u64 term, u16 hdr_len, u16 minor */
 #define PROTO_RESULT_LEN 48
+/* proto_req_hdr_len, proto_rep_hdr_len -- the header's length at
+ * version v (the one this codec writes). */
+#define proto_req_hdr_len(v) ((v) >= 3 ? PROTO_REQ_HDR_LEN_V3 :            \
+	PROTO_REQ_HDR_LEN)
+#define proto_rep_hdr_len(v) ((v) >= 3 ? PROTO_REP_HDR_LEN_V3 :            \
+	PROTO_REP_HDR_LEN)
 #define PROTO_HOST_MAX 255
 #define PROTO_SECRET_MAX 256
 #define PROTO_PATH_MAX 4095
@@ -154,7 +227,8 @@
 #define PROTO_SESSIONS_MAX 4096
 /* Largest frame either side accepts: a full batch of largest keys. */
 #define PROTO_FRAME_MAX                                                    \
-	(PROTO_REQ_HDR_LEN + 8 + (size_t)CXLP_BATCH_MAX * (2 + CXLP_KEY_MAX + 20))
+	(PROTO_REQ_HDR_LEN_V3 + 8 +                                        \
+	(size_t)CXLP_BATCH_MAX * (2 + CXLP_KEY_MAX + 20))
 
 enum proto_op {
 	PROTO_OP_HELLO = 1,
@@ -232,11 +306,12 @@ enum proto_stat {
 _Static_assert(PROTO_STAT_COUNT <= PROTO_STATS_MAX, "STATS reply bound");
 
 struct proto_req_hdr {
-	uint16_t version;
+	uint16_t version; /* 0 encodes PROTO_VERSION */
 	uint16_t op;
 	uint64_t req_id;
 	uint64_t session;
 	uint64_t token;
+	uint16_t minor;   /* decoded (v3; 0 in 2); PROTO_MINOR is encoded */
 };
 
 struct proto_rep_hdr {
@@ -248,6 +323,8 @@ struct proto_rep_hdr {
 	                   * into the frame when decoded; NULL when none */
 	uint16_t msg_len; /* bytes, <= PROTO_ERRMSG_MAX; 0 = none */
 	bool ask;         /* PROTO_REP_F_ASK (success replies only) */
+	uint64_t term;    /* v3: the server's election term; 0 in 2 */
+	uint16_t minor;   /* decoded (v3; 0 in 2); PROTO_MINOR is encoded */
 };
 
 struct proto_key {
@@ -290,6 +367,9 @@ struct proto_hello {
 	uint32_t lease_ms;     /* ms; sent (and > 0) iff PROTO_HELLO_LEASE */
 	uint64_t host_hash;    /* coh_host_hash(); sent (and != 0) iff
 	                        * PROTO_HELLO_HOSTID */
+	uint16_t ver_min;      /* v3: versions the handler speaks; encoded
+	                        * as PROTO_VERSION_MIN.. when 0, decoded from */
+	uint16_t ver_max;      /* a version-2 HELLO as 2..2 */
 };
 
 /* Which file the server serves, so a handler can tell that what it
@@ -337,6 +417,9 @@ struct pbuf {
 	size_t len;
 	size_t cap;
 	int err;
+	uint16_t version; /* the layout encoders write: set by the header
+	                   * encoders; 0 (pbuf_init, pbuf_reset) means
+	                   * PROTO_VERSION */
 };
 
 void pbuf_init(struct pbuf *b);
@@ -357,6 +440,10 @@ struct preader {
 	const uint8_t *p;
 	size_t left;
 	int err;
+	uint16_t version; /* the layout decoders read: PROTO_VERSION from
+	                   * preader_init, the frame's from the header
+	                   * decoders (3: the unknown end of a body is
+	                   * skipped, 2: refused) */
 };
 
 void preader_init(struct preader *r, const void *buf, size_t len);
@@ -364,13 +451,16 @@ bool preader_u16(struct preader *r, uint16_t *v);
 bool preader_u32(struct preader *r, uint32_t *v);
 bool preader_u64(struct preader *r, uint64_t *v);
 bool preader_bytes(struct preader *r, size_t n, const uint8_t **p);
-/* preader_end -- 0 if everything was consumed without error, else
- * CXLP_E_PROTO (trailing bytes or an earlier failure). */
+/* preader_end -- 0 if everything was consumed without error (version
+ * 3: what is left is skipped), else CXLP_E_PROTO (version 2: trailing
+ * bytes; or an earlier failure). */
 int preader_end(struct preader *r);
 
 /* Headers. The decoders return 0, CXLP_E_PROTO (short frame, bad magic,
- * reserved bits set, reply bit wrong), CXLP_E_VERSION or CXLP_E_BADOP; on
- * success *body is positioned at the body. */
+ * reserved bits set, reply bit wrong), CXLP_E_VERSION (not in
+ * PROTO_VERSION_MIN..PROTO_VERSION; the message names both) or
+ * CXLP_E_BADOP; on success *body is positioned at the body, with the
+ * frame's version. The encoders set b->version to the header's. */
 void proto_put_req_hdr(struct pbuf *b, const struct proto_req_hdr *h);
 void proto_put_rep_hdr(struct pbuf *b, const struct proto_rep_hdr *h);
 int proto_get_req_hdr(const void *frame, size_t len, struct proto_req_hdr *h,
@@ -508,5 +598,15 @@ int proto_get_group_id(struct preader *r, const uint8_t **id,
 
 /* proto_op_name -- "REGISTER" etc., "UNKNOWN" for anything else. */
 const char *proto_op_name(unsigned op);
+
+/* proto_op_version -- the first protocol version that has op (0 for an
+ * unknown op). */
+unsigned proto_op_version(unsigned op);
+/* proto_op_check -- a sender's check before it sends op in a session of
+ * the given version: 0, or CXLP_E_VERSION with a message naming the
+ * version that has op (the peer would misread or refuse it). */
+int proto_op_check(unsigned op, uint16_t version);
+/* proto_version_ok -- PROTO_VERSION_MIN <= v <= PROTO_VERSION. */
+bool proto_version_ok(unsigned v);
 
 #endif /* CXLP_PROTO_H */

@@ -272,6 +272,7 @@ proto_put_results(struct pbuf *b, size_t n, const struct proto_result *res)
 		b->err = CXLP_E_BATCH;
 	}
 	pbuf_put_u32(b, (uint32_t)n);
+	pbuf_put_rec(b, PROTO_RESULT_LEN);
 	for (size_t i = 0; i < n && b->err == 0; i++) {
 		pbuf_put_u32(b, (uint32_t)res[i].status);
 		pbuf_put_u32(b, res[i].flags);
@@ -313,6 +314,7 @@ proto_get_results(struct preader *r, struct proto_result *res, uint32_t max,
     uint32_t *n)
 {
 	uint32_t count = 0;
+	size_t rec = PROTO_RESULT_LEN;
 	int rc = 0;
 
 	*n = 0;
@@ -323,13 +325,20 @@ proto_get_results(struct preader *r, struct proto_result *res, uint32_t max,
 		return pr_reject(r, cxlp_fail(CXLP_E_PROTO,
 		    "results.n: %u, at most %u expected", count, max));
 	}
-	if (count > r->left / PROTO_RESULT_LEN) {
+	if ((rc = pr_get_rec(r, PROTO_RESULT_LEN, &rec, "results.rec")) != 0) {
+		return rc;
+	}
+	if (count > r->left / rec) {
 		return pr_reject(r, cxlp_fail(CXLP_E_PROTO,
 		    "results.n: %u results cannot fit in %zu bytes", count,
 		    r->left));
 	}
 	for (uint32_t i = 0; i < count && rc == 0; i++) {
-		rc = get_result(r, &res[i], i);
+		struct preader sub;
+
+		(void)pr_rec_begin(r, rec, &sub, "result");
+		(void)get_result(&sub, &res[i], i);
+		rc = pr_rec_end(r, &sub);
 	}
 	if (rc == 0) {
 		rc = pr_body_end(r, "results");

@@ -26,10 +26,16 @@
 
 /* ---- HELLO ---- */
 
-/* proto_put_hello -- append a HELLO request body. */
+/* proto_put_hello -- append a HELLO request body (version 3: the range
+ * first, PROTO_VERSION_MIN..PROTO_VERSION where m leaves it 0). */
 void
 proto_put_hello(struct pbuf *b, const struct proto_hello *m)
 {
+	if (pbuf_v3(b)) {
+		pbuf_put_u16(b, m->ver_min != 0 ? m->ver_min :
+		    PROTO_VERSION_MIN);
+		pbuf_put_u16(b, m->ver_max != 0 ? m->ver_max : PROTO_VERSION);
+	}
 	pbuf_put_u32(b, m->pid);
 	pbuf_put_u32(b, m->flags);
 	pbuf_put_u64(b, m->start_time);
@@ -49,6 +55,28 @@ proto_put_hello(struct pbuf *b, const struct proto_hello *m)
 	}
 }
 
+/* The versions a HELLO's sender speaks: version 3 says, and its frame's
+ * version must be one of them; a version-2 HELLO speaks 2 only. */
+static int
+get_hello_range(struct preader *r, struct proto_hello *m)
+{
+	m->ver_min = m->ver_max = r->version;
+	if (!preader_v3(r)) {
+		return 0;
+	}
+	if (!pr_get_u16(r, &m->ver_min, "hello.ver_min") ||
+	    !pr_get_u16(r, &m->ver_max, "hello.ver_max")) {
+		return pr_reject(r, CXLP_E_PROTO);
+	}
+	if (m->ver_min == 0 || m->ver_min > m->ver_max ||
+	    r->version < m->ver_min || r->version > m->ver_max) {
+		return pr_reject(r, cxlp_fail(CXLP_E_PROTO, "hello: versions "
+		    "%u..%u in a frame of version %u", m->ver_min, m->ver_max,
+		    r->version));
+	}
+	return 0;
+}
+
 /* proto_get_hello -- decode a HELLO request body; m->host points into the
  * frame. Returns 0 or CXLP_E_PROTO. */
 int
@@ -58,7 +86,8 @@ proto_get_hello(struct preader *r, struct proto_hello *m)
 	int rc;
 
 	memset(m, 0, sizeof(*m));
-	if (!pr_get_u32(r, &m->pid, "hello.pid") ||
+	if (get_hello_range(r, m) != 0 ||
+	    !pr_get_u32(r, &m->pid, "hello.pid") ||
 	    !pr_get_u32(r, &m->flags, "hello.flags") ||
 	    !pr_get_u64(r, &m->start_time, "hello.start_time") ||
 	    !pr_get_u64(r, &m->instance_id, "hello.instance_id")) {
@@ -272,6 +301,11 @@ proto_put_sessions(struct pbuf *b, size_t n,
 	}
 	pbuf_put_u32(b, (uint32_t)n);
 	for (size_t i = 0; i < n && b->err == 0; i++) {
+		size_t at = 0;
+
+		if (pbuf_v3(b)) {
+			pbuf_put_len16(b, &at);
+		}
 		pbuf_put_u64(b, v[i].id);
 		pbuf_put_u32(b, v[i].pid);
 		pbuf_put_u32(b, v[i].flags);
@@ -281,11 +315,14 @@ proto_put_sessions(struct pbuf *b, size_t n,
 		pbuf_put_u32(b, v[i].pins);
 		pbuf_put_u16(b, v[i].host_len);
 		pbuf_put_bytes(b, v[i].host, v[i].host_len);
+		if (pbuf_v3(b)) {
+			pbuf_fix_len16(b, at);
+		}
 	}
 }
 
 static int
-get_session(struct preader *r, struct proto_session_info *s)
+get_session_fields(struct preader *r, struct proto_session_info *s)
 {
 	if (!pr_get_u64(r, &s->id, "session.id") ||
 	    !pr_get_u32(r, &s->pid, "session.pid") ||
@@ -302,6 +339,25 @@ get_session(struct preader *r, struct proto_session_info *s)
 	}
 	return pr_get_string(r, &s->host, &s->host_len, PROTO_HOST_MAX,
 	    "session.host");
+}
+
+/* One SESSIONS entry; in version 3 within its own length, whose unknown
+ * end is skipped. */
+static int
+get_session(struct preader *r, struct proto_session_info *s)
+{
+	struct preader sub;
+	uint16_t len;
+
+	if (!preader_v3(r)) {
+		return get_session_fields(r, s);
+	}
+	if (!pr_get_u16(r, &len, "session.len") ||
+	    pr_rec_begin(r, len, &sub, "session") != 0) {
+		return pr_reject(r, CXLP_E_PROTO);
+	}
+	(void)get_session_fields(&sub, s);
+	return pr_rec_end(r, &sub);
 }
 
 /* proto_get_sessions -- decode a SESSIONS reply body. Returns 0 with *v a

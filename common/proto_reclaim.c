@@ -17,6 +17,7 @@
 #include "proto_int.h"
 
 #define PAGE_ENTRY_LEN 12 /* u32 region, u32 gen, u32 page */
+#define ASK_ENTRY_LEN 8   /* u32 region, u32 gen */
 
 /* proto_put_asks -- append a HEARTBEAT reply's asks (n <=
  * PROTO_ASKS_MAX). */
@@ -24,6 +25,7 @@ void
 proto_put_asks(struct pbuf *b, uint32_t n, const struct proto_region_ref *v)
 {
 	pbuf_put_u32(b, n);
+	pbuf_put_rec(b, ASK_ENTRY_LEN);
 	for (uint32_t i = 0; i < n; i++) {
 		pbuf_put_u32(b, v[i].region);
 		pbuf_put_u32(b, v[i].gen);
@@ -34,17 +36,27 @@ proto_put_asks(struct pbuf *b, uint32_t n, const struct proto_region_ref *v)
 int
 proto_get_asks(struct preader *r, struct proto_region_ref *v, uint32_t *n)
 {
+	size_t rec = ASK_ENTRY_LEN;
+
 	*n = 0;
 	if (!pr_get_u32(r, n, "asks.n") || *n > PROTO_ASKS_MAX) {
 		*n = 0;
 		cxlp_fail(CXLP_E_PROTO, "asks: count");
 		return pr_reject(r, CXLP_E_PROTO);
 	}
+	if (pr_get_rec(r, ASK_ENTRY_LEN, &rec, "asks.rec") != 0) {
+		*n = 0;
+		return r->err;
+	}
 	for (uint32_t i = 0; i < *n; i++) {
-		if (!pr_get_u32(r, &v[i].region, "asks.region") ||
-		    !pr_get_u32(r, &v[i].gen, "asks.gen")) {
+		struct preader sub;
+
+		(void)pr_rec_begin(r, rec, &sub, "asks");
+		(void)(pr_get_u32(&sub, &v[i].region, "asks.region") &&
+		    pr_get_u32(&sub, &v[i].gen, "asks.gen"));
+		if (pr_rec_end(r, &sub) != 0) {
 			*n = 0;
-			return pr_reject(r, CXLP_E_PROTO);
+			return r->err;
 		}
 	}
 	return pr_body_end(r, "asks");
@@ -94,6 +106,7 @@ proto_put_reclaimed(struct pbuf *b, const struct proto_reclaimed *m)
 		return;
 	}
 	pbuf_put_u32(b, m->n);
+	pbuf_put_rec(b, PAGE_ENTRY_LEN);
 	for (uint32_t i = 0; i < m->n; i++) {
 		pbuf_put_u32(b, m->pages[i].region);
 		pbuf_put_u32(b, m->pages[i].gen);
@@ -106,6 +119,8 @@ proto_put_reclaimed(struct pbuf *b, const struct proto_reclaimed *m)
 int
 proto_get_reclaimed(struct preader *r, struct proto_reclaimed *m)
 {
+	size_t rec = PAGE_ENTRY_LEN;
+
 	memset(m, 0, sizeof(*m));
 	if (!pr_get_u32(r, &m->kind, "reclaimed.kind")) {
 		return pr_reject(r, CXLP_E_PROTO);
@@ -118,7 +133,9 @@ proto_get_reclaimed(struct preader *r, struct proto_reclaimed *m)
 	}
 	if (m->kind != PROTO_RECLAIM_PAGES ||
 	    !pr_get_u32(r, &m->n, "reclaimed.n") || m->n == 0 ||
-	    m->n > PROTO_RECLAIM_MAX || m->n > r->left / PAGE_ENTRY_LEN) {
+	    m->n > PROTO_RECLAIM_MAX ||
+	    pr_get_rec(r, PAGE_ENTRY_LEN, &rec, "reclaimed.rec") != 0 ||
+	    m->n > r->left / rec) {
 		m->n = 0;
 		cxlp_fail(CXLP_E_PROTO, "reclaimed: kind %u or count",
 		    m->kind);
@@ -129,9 +146,14 @@ proto_get_reclaimed(struct preader *r, struct proto_reclaimed *m)
 		return cxlp_fail(-ENOMEM, "reclaimed: no memory");
 	}
 	for (uint32_t i = 0; i < m->n; i++) {
-		(void)(pr_get_u32(r, &m->pages[i].region, "reclaimed.region") &&
-		    pr_get_u32(r, &m->pages[i].gen, "reclaimed.gen") &&
-		    pr_get_u32(r, &m->pages[i].page, "reclaimed.page"));
+		struct preader sub;
+
+		(void)pr_rec_begin(r, rec, &sub, "reclaimed");
+		(void)(pr_get_u32(&sub, &m->pages[i].region,
+		    "reclaimed.region") &&
+		    pr_get_u32(&sub, &m->pages[i].gen, "reclaimed.gen") &&
+		    pr_get_u32(&sub, &m->pages[i].page, "reclaimed.page"));
+		(void)pr_rec_end(r, &sub);
 	}
 	if (pr_body_end(r, "reclaimed") != 0) {
 		free(m->pages);

@@ -17,6 +17,8 @@
  *                   its bounds check
  *        bit 3  pass each frame through ms_hello_admit first, as a frame
  *                   from a tcp peer would be (the server has a secret)
+ *        bit 4  bit 0's HELLO is of protocol version 2 (an old
+ *                   handler's session: its frames must be of 2 too)
  *        bits 5-7  the pipe id the frames arrive on
  *
  * After the script the pipe goes away and every session it opened is
@@ -219,8 +221,8 @@ send_frame(struct script *s, const uint8_t *p, size_t len)
 static void
 hello(struct script *s)
 {
-	struct proto_req_hdr h = { .version = PROTO_VERSION,
-		.op = PROTO_OP_HELLO, .req_id = 1 };
+	struct proto_req_hdr h = { .version = (s->mode & 0x10) ? 2 :
+		PROTO_VERSION, .op = PROTO_OP_HELLO, .req_id = 1 };
 	struct proto_hello m = { .pid = 1, .host = "fuzz", .host_len = 4,
 		.secret = (const uint8_t *)FUZZ_SECRET,
 		.secret_len = (uint16_t)strlen(FUZZ_SECRET) };

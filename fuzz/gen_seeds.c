@@ -2,9 +2,12 @@
  * gen_seeds.c -- write the seed corpus of fuzz_proto: a few valid frames
  * of every request and reply type, built with the codec's own encoders.
  *
- * Usage: gen_seeds DIR [DISPATCH_DIR]. Each frame goes to DIR/<name>.bin;
- * with DISPATCH_DIR, the scripts of fuzz_dispatch (see fuzz_dispatch.c for
- * their format) go there too. The output is
+ * Usage: gen_seeds DIR [DISPATCH_DIR]. Each frame goes to DIR/<name>.bin,
+ * once at PROTO_VERSION and once at version 2 (DIR/v2_<name>.bin: what
+ * an old peer sends), with a few version-3 frames a newer minor could
+ * send (unknown header, body and record ends: v3x_*); with DISPATCH_DIR,
+ * the scripts of fuzz_dispatch (see fuzz_dispatch.c for their format) go
+ * there too, one of them a version-2 session's. The output is
  * deterministic, so regenerating the committed corpus changes nothing
  * unless the protocol changed.
  */
@@ -16,6 +19,7 @@
 
 static const char *dir;
 static int failures;
+static uint16_t version = PROTO_VERSION; /* of the frames written */
 
 static void
 save(const char *name, struct pbuf *b)
@@ -23,7 +27,8 @@ save(const char *name, struct pbuf *b)
 	char path[4096];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s.bin", dir, name);
+	snprintf(path, sizeof(path), "%s/%s%s.bin", dir,
+	    version == PROTO_VERSION ? "" : "v2_", name);
 	f = fopen(path, "wb");
 	if (b->err != 0 || f == NULL ||
 	    fwrite(b->data, 1, b->len, f) != b->len) {
@@ -40,7 +45,7 @@ static void
 req(struct pbuf *b, unsigned op, uint64_t id)
 {
 	struct proto_req_hdr h = {
-		.version = PROTO_VERSION, .op = (uint16_t)op, .req_id = id,
+		.version = version, .op = (uint16_t)op, .req_id = id,
 		.session = 7, .token = 0x1234567890abcdefULL,
 	};
 
@@ -51,8 +56,8 @@ static void
 rep(struct pbuf *b, unsigned op, int32_t status)
 {
 	struct proto_rep_hdr h = {
-		.version = PROTO_VERSION, .op = (uint16_t)op, .req_id = 42,
-		.status = status,
+		.version = version, .op = (uint16_t)op, .req_id = 42,
+		.status = status, .term = 5,
 	};
 
 	proto_put_rep_hdr(b, &h);
@@ -63,8 +68,9 @@ static void
 rep_msg(struct pbuf *b, unsigned op, int32_t status, const char *msg)
 {
 	struct proto_rep_hdr h = {
-		.version = PROTO_VERSION, .op = (uint16_t)op, .req_id = 43,
+		.version = version, .op = (uint16_t)op, .req_id = 43,
 		.status = status, .msg = msg, .msg_len = (uint16_t)strlen(msg),
+		.term = 5,
 	};
 
 	proto_put_rep_hdr(b, &h);
@@ -186,6 +192,37 @@ seed_replies(struct pbuf *b)
 	seed_sessions(b);
 }
 
+/* Version-3 frames of a newer minor: a header with a field 3.0 does not
+ * know, a body with one appended, results of longer records. */
+static void
+seed_newer_minor(struct pbuf *b)
+{
+	struct proto_result res = { 0, PROTO_R_NEW,
+		{ 3, 1, 4 << 20, 2 << 20, 4 << 20, 4096 } };
+
+	req(b, PROTO_OP_HEARTBEAT, 20);
+	b->data[32] = PROTO_REQ_HDR_LEN_V3 + 4; /* u16 hdr_len */
+	pbuf_put_u32(b, 0xfeedbeef);
+	save("v3x_req_header", b);
+	req(b, PROTO_OP_REGION_FREE, 21);
+	proto_put_region_free(b, 3, 1);
+	pbuf_put_u64(b, 0xfeedbeef);
+	save("v3x_req_body", b);
+	rep(b, PROTO_OP_LOOKUP, 0);
+	pbuf_put_u32(b, 1);                     /* n */
+	pbuf_put_u16(b, PROTO_RESULT_LEN + 8);  /* rec */
+	pbuf_put_u32(b, (uint32_t)res.status);
+	pbuf_put_u32(b, res.flags);
+	pbuf_put_u32(b, res.loc.region);
+	pbuf_put_u32(b, res.loc.gen);
+	pbuf_put_u64(b, res.loc.region_off);
+	pbuf_put_u64(b, res.loc.region_len);
+	pbuf_put_u64(b, res.loc.off);
+	pbuf_put_u64(b, res.loc.len);
+	pbuf_put_u64(b, 0xfeedbeef);            /* a 3.1 field */
+	save("v3x_rep_records", b);
+}
+
 /* ---- fuzz_dispatch scripts: u8 mode, then { u16 len, frame } ... ---- */
 
 /* Append the frame in f to script s as { u16 len, bytes }; reset f. */
@@ -238,11 +275,12 @@ step_region(struct pbuf *s, struct pbuf *f, uint64_t id)
 	step(s, f);
 }
 
-/* Every op in a session's life, ending with BYE. */
+/* Every op in a session's life, ending with BYE (mode 0x07; 0x17 for
+ * a version-2 session). */
 static void
-script_session(struct pbuf *s, struct pbuf *f)
+script_session(struct pbuf *s, struct pbuf *f, uint8_t mode)
 {
-	pbuf_put_bytes(s, (uint8_t[]){ 0x07 }, 1);
+	pbuf_put_bytes(s, &mode, 1);
 	step_region(s, f, 2);
 	step_register(s, f, 3, PROTO_F_PIN);
 	step_keys(s, f, PROTO_OP_LOOKUP, 4, PROTO_F_PIN);
@@ -340,7 +378,10 @@ seed_dispatch(void)
 
 	pbuf_init(&s);
 	pbuf_init(&f);
-	script_session(&s, &f);
+	script_session(&s, &f, 0x07);
+	version = 2; /* an old handler's session (fuzz_dispatch mode bit 4) */
+	script_session(&s, &f, 0x17);
+	version = PROTO_VERSION;
 	script_dies(&s, &f);
 	script_tcp(&s, &f);
 	script_hostile(&s, &f);
@@ -361,6 +402,11 @@ main(int argc, char **argv)
 	pbuf_init(&b);
 	seed_requests(&b);
 	seed_replies(&b);
+	seed_newer_minor(&b);
+	version = 2;
+	seed_requests(&b);
+	seed_replies(&b);
+	version = PROTO_VERSION;
 	pbuf_fini(&b);
 	if (argc == 3) {
 		dir = argv[2];

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -318,6 +319,10 @@ cxlp_counters(const struct cxlp_handler *h, struct cxlp_counters *c,
 	size = size < sizeof(*c) ? size : sizeof(*c);
 	for (size_t i = 0; i < size / sizeof(uint64_t); i++) {
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	}
+	if (size >= offsetof(struct cxlp_counters, stale_replies) +
+	    sizeof(c->stale_replies)) { /* the client counts them */
+		c->stale_replies = client_stale_replies(h->cl);
 	}
 	return 0;
 }

@@ -814,6 +814,8 @@ struct cxlp_counters {
 	uint64_t keys_stored;  /* keys this handler's stores put in the
 	                          pool at its own pages */
 	uint64_t bytes_stored; /* their value bytes */
+	uint64_t stale_replies; /* replies of an older metaserver term than
+	                          one seen (a deposed leader's) dropped */
 };
 /* cxlp_counters -- copy the first size bytes of this handler's counters
  * into *c (pass sizeof(*c): a newer library fills only what the caller

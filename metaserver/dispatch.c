@@ -35,6 +35,14 @@
  * occurrences); DELETE, REGION_FREE and BYE find their work done and
  * answer NOTFOUND, PERM or SESSION -- an answer changed, nothing applied
  * twice.
+ *
+ * Versions (common/proto.h, "Negotiation"). A reply is of its request's
+ * version (rq->ver): a version-2 handler gets version-2 replies, byte for
+ * byte what a version-2 server sends. HELLO chooses the session's version
+ * (dec_hello: the highest both sides speak) and sess_enter refuses a
+ * frame of another. A frame of a version this server does not speak is
+ * answered at the nearest one it does (reply_version), so that a newer
+ * handler can read the refusal and try again at it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -80,13 +88,22 @@ dec_none(struct req *rq)
 	return 0;
 }
 
+/* HELLO: its body, and the version of the session: the highest one both
+ * the handler (hello.ver_min..ver_max) and this server speak. */
 static int
 dec_hello(struct req *rq)
 {
+	const struct proto_hello *m = &rq->hello;
 	int rc = proto_get_hello(&rq->body, &rq->hello);
 
 	rq->flags = rq->hello.flags;
-	return rc;
+	if (rc != 0) {
+		return rc;
+	}
+	/* the header's version is in both ranges (the codec checked), so
+	 * they meet: a version outside ours was refused with its header */
+	rq->ver = m->ver_max < PROTO_VERSION ? m->ver_max : PROTO_VERSION;
+	return 0;
 }
 
 static int
@@ -228,7 +245,21 @@ peek_hdr(const void *frame, size_t len, struct proto_req_hdr *h)
 		op &= (uint16_t)~PROTO_REPLY;
 		h->op = op <= PROTO_OP_MAX ? op : 0; /* known ops only */
 		h->req_id = req_id;
+		h->version = version;
 	}
+}
+
+/* The version of the reply to a frame of version v: v, or the nearest
+ * version this server speaks (a peer of another reads its refusal in
+ * the layout it may know: version 2's header is version 1's). */
+static uint16_t
+reply_version(uint16_t v)
+{
+	if (v == 0) {
+		return PROTO_VERSION;
+	}
+	return v < PROTO_VERSION_MIN ? PROTO_VERSION_MIN :
+	    v > PROTO_VERSION ? PROTO_VERSION : v;
 }
 
 static int
@@ -240,12 +271,15 @@ parse_hdr(struct req *rq, const void *frame, size_t len,
 	*def = NULL;
 	if (len > PROTO_FRAME_MAX) {
 		peek_hdr(frame, len, &rq->h);
+		rq->ver = reply_version(rq->h.version);
 		return cxlp_fail(CXLP_E_PROTO, "frame of %zu bytes, max %zu",
 		    len, (size_t)PROTO_FRAME_MAX);
 	}
 	rc = proto_get_req_hdr(frame, len, &rq->h, &rq->body);
+	rq->ver = reply_version(rq->h.version);
 	if (rc != 0) {
 		peek_hdr(frame, len, &rq->h);
+		rq->ver = reply_version(rq->h.version);
 		return rc;
 	}
 	if (rq->h.op > PROTO_OP_MAX || ops[rq->h.op].apply == NULL) {
@@ -352,8 +386,8 @@ static void
 put_error(struct req *rq, int rc)
 {
 	const char *why = cxlp_errormsg();
-	struct proto_rep_hdr h = { .version = PROTO_VERSION, .op = rq->h.op,
-		.req_id = rq->h.req_id, .status = rc };
+	struct proto_rep_hdr h = { .version = rq->ver, .op = rq->h.op,
+		.req_id = rq->h.req_id, .status = rc, .term = rq->ms->term };
 
 	if (ms_errlog_admit(rq->ms, rq->pipe)) { /* a flood is cut short */
 		log_err("op=%s session=%llu req=%llu rc=%d msg=\"%s\"",

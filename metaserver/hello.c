@@ -341,6 +341,8 @@ ms_hello_admit(struct ms *ms, const void *frame, size_t len,
 	    secret_ok(ms, &m)) {
 		return 0;
 	}
+	rh.version = h.version; /* a version-2 HELLO gets a version-2 reply */
+	rh.term = ms->term;
 	log_err("op=hello pid=%u rc=%d msg=\"%s shared secret from a "
 	    "non-ipc peer: refused\"", m.pid, CXLP_E_PERM,
 	    m.secret_len == 0 ? "no" : "wrong");

@@ -218,6 +218,7 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	memset(ms, 0, sizeof(*ms));
 	ms->metrics.start_ms = cxlp_now_ms();
 	ms->grace_ms = cfg->grace_ms;
+	ms->term = cfg->elect_term;
 	ms->sess_per_proc = cfg->sess_per_proc != 0 ? cfg->sess_per_proc :
 	    MS_SESS_PER_PROC_DEFAULT;
 	rc = locks_init(ms);

@@ -177,6 +177,9 @@ struct ms_sess {
 	uint64_t fence_pid;   /* fenced: the process that may still write */
 	char host[64];        /* as the HELLO (or the record) named it */
 	bool dead;            /* ended; freed when refs drops to 0 */
+	uint16_t version;     /* protocol version its HELLO chose (every
+	                       * frame of it must be of it: sess_enter); 0
+	                       * loaded from the pool, until its first frame */
 	unsigned refs;        /* requests in flight */
 	struct rcache rcache; /* its replies (replycache.c) */
 };
@@ -329,6 +332,9 @@ struct ms {
 	                          * sess_lock */
 	struct elect *elect; /* --elect: this server's term (standby.c), or
 	                      * NULL; set once the pool is open */
+	uint64_t term;       /* that term's epoch (cfg->elect_term), 0
+	                      * without --elect: in every version-3 reply
+	                      * (op_put_hdr), so handlers drop older terms' */
 };
 
 /* Lock wrappers: a lock failure is a bug, so they abort (nng style). */
@@ -475,6 +481,9 @@ int sess_enter(struct ms *ms, const struct proto_req_hdr *h,
     struct ms_sess **out);
 void sess_leave(struct ms *ms, struct ms_sess *s, uint64_t req_id,
     const struct pbuf *reply);
+/* sess_set_version -- the protocol version a HELLO chose for s: its every
+ * later frame must be of it (sess_enter refuses others). */
+void sess_set_version(struct ms *ms, struct ms_sess *s, uint16_t version);
 int ms_sess_load(struct ms *ms, uint64_t now_ms);
 void ms_sess_free_all(struct ms *ms);
 /* Transitions (session.c design note 1), called by liveness.c: */

@@ -25,6 +25,8 @@ struct req {
 	struct ms *ms;
 	uint64_t pipe;
 	struct proto_req_hdr h;
+	uint16_t ver;        /* of the reply: the frame's, or the version
+	                      * HELLO negotiated (dec_hello) */
 	struct preader body;
 	struct ms_sess *s;   /* NULL for HELLO */
 	struct pbuf *reply;
@@ -82,11 +84,12 @@ static inline void
 op_put_hdr(struct req *rq, int status)
 {
 	struct proto_rep_hdr h = {
-		.version = PROTO_VERSION,
+		.version = rq->ver,
 		.op = rq->h.op,
 		.req_id = rq->h.req_id,
 		.status = status,
 		.ask = status == 0 && ms_ask_pending(rq->ms, rq->s),
+		.term = rq->ms->term,
 	};
 
 	proto_put_rep_hdr(rq->reply, &h);

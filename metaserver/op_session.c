@@ -30,6 +30,7 @@ op_hello(struct req *rq)
 	if (rc != 0) {
 		return rc;
 	}
+	sess_set_version(rq->ms, s, rq->ver);
 	w.session = s->id;
 	w.token = s->token;
 	w.pool_size = pool_size(p);

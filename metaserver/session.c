@@ -212,6 +212,31 @@ reply_is_for(const struct pbuf *reply, uint16_t op)
 	    (op | PROTO_REPLY);
 }
 
+/* Every frame of a session is of the version its HELLO chose; one loaded
+ * from the pool at a restart takes its first frame's (sess_lock held). */
+static int
+sess_version(struct ms_sess *s, const struct proto_req_hdr *h)
+{
+	if (s->version == 0) {
+		s->version = h->version;
+	}
+	if (h->version != s->version) {
+		return cxlp_fail(CXLP_E_VERSION, "request.version: %u, but "
+		    "session %llu speaks protocol version %u (its HELLO chose "
+		    "it)", h->version, (unsigned long long)s->id, s->version);
+	}
+	return 0;
+}
+
+/* sess_set_version -- see ms_int.h */
+void
+sess_set_version(struct ms *ms, struct ms_sess *s, uint16_t version)
+{
+	ms_sess_lock(ms);
+	s->version = version;
+	ms_sess_unlock(ms);
+}
+
 /* sess_enter -- check the header's session and token and bind the session
  * to pipe_id. Returns 0 with a reference in *out (the caller applies the
  * request, then calls sess_leave), 1 when the request was already answered
@@ -239,6 +264,9 @@ sess_enter(struct ms *ms, const struct proto_req_hdr *h, uint64_t pipe_id,
 			rc = cxlp_fail(CXLP_E_SESSION, "session %llu was "
 			    "ended: silent longer than its keepalive allows",
 			    (unsigned long long)h->session);
+			break;
+		}
+		if ((rc = sess_version(s, h)) != 0) {
 			break;
 		}
 		sess_bind(ms, s, pipe_id);

@@ -40,7 +40,12 @@ rc=0
 for t in fuzz_proto fuzz_dispatch; do
 	mkdir -p "$b/corpus/$t"
 	echo "fuzz.sh: $t for ${secs}s"
-	if ! "./$b/fuzz/$t" -max_total_time="$secs" -timeout=10 \
+	dict=
+	if [ -f "fuzz/${t#fuzz_}.dict" ]; then
+		dict="-dict=fuzz/${t#fuzz_}.dict"
+	fi
+	# shellcheck disable=SC2086
+	if ! "./$b/fuzz/$t" $dict -max_total_time="$secs" -timeout=10 \
 	    -rss_limit_mb=2048 -print_final_stats=1 \
 	    -artifact_prefix="$b/$t-" \
 	    "$b/corpus/$t" "fuzz/corpus/${t#fuzz_}" 2>"$b/$t.log"; then

@@ -15,6 +15,14 @@
  * timing out is replaced under the calls (csock.c says how and when),
  * and one whose endpoint is gone is replaced by a socket to another
  * (endpoints.c: which one).
+ *
+ * Versions and terms (common/proto.h, "Negotiation"). Requests go out at
+ * the version the session's HELLO chose (client_set_version; the HELLO
+ * itself is session/call.c's), and an op that version lacks is refused
+ * here, never sent. A version-3 reply carries the metaserver's term: the
+ * client keeps the newest it has seen and drops a reply of an older one
+ * (a deposed leader's, contract 12) as if it were lost, so the request is
+ * sent again under its id like any lost reply (reply_stale).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -106,6 +114,7 @@ client_open(struct client **out, const char *url, unsigned timeout_ms,
 		return rc;
 	}
 	cl->next_id = 1;
+	cl->version = PROTO_VERSION;
 	cl->last_reply_ms = cxlp_now_coarse_ms();
 	cl->retries = retries;
 	*out = cl;
@@ -141,6 +150,28 @@ uint64_t
 client_redials(const struct client *cl)
 {
 	return __atomic_load_n(&cl->redials, __ATOMIC_RELAXED);
+}
+
+/* client_set_version -- the protocol version later requests are sent
+ * at (PROTO_VERSION_MIN..PROTO_VERSION). */
+void
+client_set_version(struct client *cl, uint16_t version)
+{
+	__atomic_store_n(&cl->version, version, __ATOMIC_RELEASE);
+}
+
+/* client_version -- the version requests are sent at now. */
+uint16_t
+client_version(const struct client *cl)
+{
+	return __atomic_load_n(&cl->version, __ATOMIC_ACQUIRE);
+}
+
+/* client_stale_replies -- replies of an older term dropped so far. */
+uint64_t
+client_stale_replies(const struct client *cl)
+{
+	return __atomic_load_n(&cl->stale, __ATOMIC_RELAXED);
 }
 
 /* client_set_session -- the session and token later requests carry. */
@@ -186,7 +217,7 @@ frame_build(const struct frame *f, nng_msg **out)
 		return cxlp_fail(-ENOMEM, "client: cannot encode %s",
 		    proto_op_name(op));
 	}
-	cxlp_assert(h.len == PROTO_REQ_HDR_LEN);
+	cxlp_assert(h.len == proto_req_hdr_len(f->hdr.version));
 	if (nng_msg_alloc(out, h.len + blen) != 0) {
 		pbuf_fini(&h);
 		*out = NULL;
@@ -241,8 +272,26 @@ status_plausible(int32_t st)
 	    (st < 0 && st > -4096);
 }
 
+/* A reply's version: the request's; to a HELLO, the one the server chose
+ * (at most the request's); an error may come at the server's own (a
+ * version-2 server refuses a version-3 frame in a version-2 reply). */
 static int
-reply_check(nng_msg *msg, uint16_t op, uint64_t id, struct creply *rep)
+reply_version_check(const struct creply *rep, uint16_t op, uint16_t sent)
+{
+	uint16_t v = rep->hdr.version;
+
+	if (v == sent || (v < sent && (op == PROTO_OP_HELLO ||
+	    rep->hdr.status != 0))) {
+		return 0;
+	}
+	return cxlp_fail(CXLP_E_PROTO, "client: %s: reply of protocol "
+	    "version %u to a request of version %u", proto_op_name(op), v,
+	    sent);
+}
+
+static int
+reply_check(nng_msg *msg, uint16_t op, uint64_t id, uint16_t sent,
+    struct creply *rep)
 {
 	int rc;
 
@@ -270,6 +319,9 @@ reply_check(nng_msg *msg, uint16_t op, uint64_t id, struct creply *rep)
 		return cxlp_fail(CXLP_E_PROTO, "client: %s: status %d",
 		    proto_op_name(op), (int)rep->hdr.status);
 	}
+	if ((rc = reply_version_check(rep, op, sent)) != 0) {
+		return rc;
+	}
 	if (rep->hdr.status != 0 && rep->hdr.msg_len > 0) {
 		return cxlp_fail(rep->hdr.status, "%s: server says %s: %.*s",
 		    proto_op_name(op), cxlp_strerror(rep->hdr.status),
@@ -280,6 +332,36 @@ reply_check(nng_msg *msg, uint16_t op, uint64_t id, struct creply *rep)
 		    proto_op_name(op), cxlp_strerror(rep->hdr.status));
 	}
 	return 0;
+}
+
+/* A version-3 reply of an older term than the newest seen: a deposed
+ * metaserver's (contract 12), dropped and counted; the newest term moves
+ * up with every reply of a newer one. A reply whose header does not
+ * decode is reply_check's to refuse. */
+static bool
+reply_stale(struct client *cl, const struct frame *f, nng_msg *msg)
+{
+	struct proto_rep_hdr h;
+	struct preader body;
+	uint64_t newest = __atomic_load_n(&cl->term, __ATOMIC_ACQUIRE);
+
+	if (proto_get_rep_hdr(nng_msg_body(msg), nng_msg_len(msg), &h,
+	    &body) != 0 || h.version < 3) {
+		return false;
+	}
+	while (h.term > newest && !__atomic_compare_exchange_n(&cl->term,
+	    &newest, h.term, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+	}
+	if (h.term >= newest) {
+		return false;
+	}
+	__atomic_fetch_add(&cl->stale, 1, __ATOMIC_RELAXED);
+	log_err("%s #%llu: reply of metaserver term %llu, older than term "
+	    "%llu seen: dropped (a deposed leader's), the request is sent "
+	    "again", proto_op_name(f->hdr.op),
+	    (unsigned long long)f->hdr.req_id, (unsigned long long)h.term,
+	    (unsigned long long)newest);
+	return true;
 }
 
 /* No reply, or the connection dropped under the request: the request may
@@ -320,6 +402,12 @@ exchange(struct client *cl, const struct frame *f, nng_msg **msg,
 		rc = endpoints_reply(cl, cs, msg, rc); /* lost its term? */
 		(*sends)++;
 		csock_note(cs, rc);
+		if (rc == 0 && reply_stale(cl, f, *msg)) {
+			nng_msg_free(*msg);
+			*msg = NULL;
+			rc = cxlp_fail(CXLP_E_TIMEOUT, "reply of an older "
+			    "term dropped");
+		}
 	}
 	ctx_put(cl, cs, c);
 	csock_put(cl, cs);
@@ -333,19 +421,25 @@ client_new_id(struct client *cl)
 	return __atomic_fetch_add(&cl->next_id, 1, __ATOMIC_RELAXED);
 }
 
-/* One call under request id `id` (0: a new one). */
+/* One call under request id `id` (0: a new one), at the session's
+ * version (version 0) or at the one given (a HELLO). */
 static int
 call(struct client *cl, uint16_t op, uint64_t id, const struct pbuf *body,
-    struct creply *rep, unsigned retries)
+    struct creply *rep, unsigned retries, uint16_t version)
 {
-	struct frame f = {.hdr = {.version = PROTO_VERSION, .op = op,
+	struct frame f = {.hdr = {.version = version != 0 ? version :
+	    client_version(cl), .op = op,
 	    .req_id = id != 0 ? id : client_new_id(cl)}, .body = body};
 	nng_msg *msg = NULL;
 	unsigned sends = 0;
+	uint16_t v;
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
 	client_get_session(cl, &f.hdr.session, &f.hdr.token);
+	if ((rc = proto_op_check(op, f.hdr.version)) != 0) {
+		return rc; /* not sent: rep->hdr.version 0 */
+	}
 	rc = exchange(cl, &f, &msg, retries, &sends);
 	rep->sends = sends;
 	if (rc == 0) {
@@ -359,11 +453,13 @@ call(struct client *cl, uint16_t op, uint64_t id, const struct pbuf *body,
 	if (rc != 0) {
 		return rc;
 	}
-	rc = reply_check(msg, op, f.hdr.req_id, rep);
+	rc = reply_check(msg, op, f.hdr.req_id, f.hdr.version, rep);
 	if (rc != 0) {
+		v = rep->hdr.version; /* a HELLO refused for its version */
 		nng_msg_free(msg);
 		memset(rep, 0, sizeof(*rep));
 		rep->sends = sends;
+		rep->hdr.version = v;
 		return rc;
 	}
 	rep->msg = msg;
@@ -379,7 +475,7 @@ int
 client_call(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep)
 {
-	return call(cl, op, 0, body, rep, cl->retries);
+	return call(cl, op, 0, body, rep, cl->retries, 0);
 }
 
 /* client_call_id -- client_call under a request id from client_new_id,
@@ -388,7 +484,7 @@ int
 client_call_id(struct client *cl, uint16_t op, uint64_t id,
     const struct pbuf *body, struct creply *rep)
 {
-	return call(cl, op, id, body, rep, cl->retries);
+	return call(cl, op, id, body, rep, cl->retries, 0);
 }
 
 /* client_call_once -- client_call without retries (BYE at close). */
@@ -396,7 +492,18 @@ int
 client_call_once(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep)
 {
-	return call(cl, op, 0, body, rep, 0);
+	return call(cl, op, 0, body, rep, 0, 0);
+}
+
+/* client_hello -- client_call of a HELLO whose body is of version
+ * `version` (its frame is sent at it; the session's version changes only
+ * with client_set_version). A reply that refuses it with CXLP_E_VERSION
+ * leaves the version of its header in rep->hdr.version. */
+int
+client_hello(struct client *cl, uint16_t version, const struct pbuf *body,
+    struct creply *rep)
+{
+	return call(cl, PROTO_OP_HELLO, 0, body, rep, cl->retries, version);
 }
 
 /* client_reply_fini -- release a reply; NULL-safe, idempotent. */

@@ -66,6 +66,10 @@ struct client {
 	uint64_t token;       /* atomic */
 	uint64_t redials;     /* atomic: sockets replaced */
 	uint64_t last_reply_ms; /* atomic: cxlp_now_coarse_ms() of the last reply */
+	uint16_t version;     /* atomic: protocol version requests are sent
+	                       * at (client_set_version: the WELCOME's) */
+	uint64_t term;        /* atomic: newest term a reply carried */
+	uint64_t stale;       /* atomic: replies of older terms dropped */
 	unsigned timeout_ms;
 	unsigned retries;
 	struct cfg_tls tls;     /* the TLS options of every endpoint */

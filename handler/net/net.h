@@ -37,6 +37,9 @@ void client_set_session(struct client *cl, uint64_t session,
 void client_get_session(const struct client *cl, uint64_t *session,
     uint64_t *token);
 uint64_t client_new_id(struct client *cl);
+void client_set_version(struct client *cl, uint16_t version);
+uint16_t client_version(const struct client *cl);
+uint64_t client_stale_replies(const struct client *cl);
 /* client_last_reply_ms -- cxlp_now_coarse_ms() when the last reply arrived (or
  * when the client opened). */
 uint64_t client_last_reply_ms(const struct client *cl);
@@ -46,6 +49,8 @@ int client_call(struct client *cl, uint16_t op, const struct pbuf *body,
     struct creply *rep);
 uint64_t client_redials(const struct client *cl);
 int client_call_once(struct client *cl, uint16_t op, const struct pbuf *body,
+    struct creply *rep);
+int client_hello(struct client *cl, uint16_t version, const struct pbuf *body,
     struct creply *rep);
 void client_reply_fini(struct creply *rep);
 

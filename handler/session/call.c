@@ -14,6 +14,15 @@
  * reattach's WELCOME says it does, the call is not repeated and every
  * later one fails with CXLP_E_STALE (h_check_open).
  *
+ * Every HELLO negotiates the protocol version anew (common/proto.h,
+ * "Negotiation"): sent at PROTO_VERSION with the range this library
+ * speaks, and, refused with CXLP_E_VERSION by a server that answers at an
+ * older version this library speaks (a version-2 metaserver), once again
+ * at that version [hello_negotiate]; the WELCOME's version is the
+ * session's (client_set_version). A call the server refuses for its
+ * version (a metaserver of another release took over) HELLOs again
+ * [renegotiate] and is repeated, as after CXLP_E_SESSION.
+ *
  * It sits below every module that calls the server (handler.c, regions.c,
  * store.c, ops.c, poolid.c) and above client.c; nothing here calls up. A
  * session lost for good sets h->session_lost, which direct.c reads (its
@@ -21,6 +30,7 @@
  * keeper task that an ASK wakes (keeper.c), which the give-back is.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -148,6 +158,42 @@ names_host(const struct cxlp_handler *h)
 	return m == POOL_COH_SW || m == POOL_COH_SIM;
 }
 
+/* One HELLO of body m at protocol version v. */
+static int
+hello_at(struct cxlp_handler *h, const struct proto_hello *m, uint16_t v,
+    struct creply *rep)
+{
+	struct pbuf b;
+	int rc;
+
+	pbuf_init(&b);
+	b.version = v;
+	proto_put_hello(&b, m);
+	rc = client_hello(h->cl, v, &b, rep);
+	pbuf_fini(&b);
+	return rc;
+}
+
+/* The HELLO at PROTO_VERSION, and once more at the version of a refusal
+ * for its version when this library speaks that one too (a server of an
+ * older version answers in its own). The WELCOME's version is then at
+ * most the one sent (client.c checks). */
+static int
+hello_negotiate(struct cxlp_handler *h, const struct proto_hello *m,
+    struct creply *rep)
+{
+	int rc = hello_at(h, m, PROTO_VERSION, rep);
+	uint16_t v = rep->hdr.version;
+
+	if (rc != CXLP_E_VERSION || v >= PROTO_VERSION ||
+	    !proto_version_ok(v)) {
+		return rc;
+	}
+	log_info("the metaserver at %s speaks protocol version %u: HELLO "
+	    "again at it", h->cfg.server, v);
+	return hello_at(h, m, v, rep);
+}
+
 /* h_hello -- see session.h. The HELLO asks for the reason of a
  * refusal, and promises heartbeats every keepalive_ms when the keeper
  * runs (metaserver/silence.c ends a session that breaks the promise: its
@@ -170,7 +216,6 @@ h_hello(struct cxlp_handler *h, uint32_t flags)
 	    .secret = h->cfg.secret, .secret_len = h->cfg.secret_len};
 	bool named = names_host(h);
 	struct creply rep;
-	struct pbuf b;
 	int rc;
 
 	if (named) {
@@ -179,10 +224,7 @@ h_hello(struct cxlp_handler *h, uint32_t flags)
 	}
 	(void)gethostname(host, sizeof(host) - 1);
 	m.host_len = (uint16_t)strnlen(host, PROTO_HOST_MAX);
-	pbuf_init(&b);
-	proto_put_hello(&b, &m);
-	rc = client_call(h->cl, PROTO_OP_HELLO, &b, &rep);
-	pbuf_fini(&b);
+	rc = hello_negotiate(h, &m, &rep);
 	if (rc == CXLP_E_PERM) {
 		return hello_refused(h);
 	}
@@ -190,6 +232,9 @@ h_hello(struct cxlp_handler *h, uint32_t flags)
 		return rc;
 	}
 	rc = welcome_take(h, &rep);
+	if (rc == 0) {
+		client_set_version(h->cl, rep.hdr.version);
+	}
 	client_reply_fini(&rep);
 	if (rc == 0 && !named && names_host(h) &&
 	    h_hello(h, PROTO_HELLO_REATTACH) != 0) {
@@ -313,6 +358,34 @@ reattach_or_lose(struct cxlp_handler *h, uint16_t op, uint64_t token)
 	    "failed", proto_op_name(op));
 }
 
+/* The metaserver refused a frame for its version (a reply said so: one
+ * of another release took the session over, a restart or a standby):
+ * nothing was applied. A refusal before sending (an op the session's
+ * version lacks: client.c) has no reply, hence no version. */
+static bool
+version_refused(int rc, const struct creply *rep)
+{
+	return rc == CXLP_E_VERSION && rep->hdr.version != 0;
+}
+
+/* ... so HELLO again, which negotiates the version anew (the session
+ * and its regions are kept as by any reattach), for op to be sent again;
+ * CXLP_E_STALE as reattach_or_lose. */
+static int
+renegotiate(struct cxlp_handler *h, uint16_t op)
+{
+	int rc = reattach_now(h);
+	char why[160];
+
+	if (rc != 0) {
+		snprintf(why, sizeof(why), "%s", cxlp_errormsg());
+		return cxlp_fail(rc, "%s: refused for its protocol version, "
+		    "and the HELLO that would renegotiate it failed: %s",
+		    proto_op_name(op), why);
+	}
+	return poolid_stale(h);
+}
+
 /* h_call_id -- see session.h */
 int
 h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
@@ -334,10 +407,13 @@ h_call_id(struct cxlp_handler *h, uint16_t op, uint64_t id,
 	if (rc == 0 && rep->hdr.ask) {
 		note_ask(h);
 	}
-	if (rc != CXLP_E_SESSION || op == PROTO_OP_BYE) {
+	if (op == PROTO_OP_BYE ||
+	    (rc != CXLP_E_SESSION && !version_refused(rc, rep))) {
 		return rc;
 	}
-	if ((rc = reattach_or_lose(h, op, token)) != 0) {
+	rc = rc == CXLP_E_SESSION ? reattach_or_lose(h, op, token) :
+	    renegotiate(h, op);
+	if (rc != 0) {
 		return rc;
 	}
 	if (op == PROTO_OP_REGISTER) {

@@ -42,14 +42,15 @@ rnd_fill(uint8_t *p, size_t n)
 }
 
 uint8_t keybytes[CXLP_BATCH_MAX * 8 + CXLP_KEY_MAX];
+uint16_t fx_version = PROTO_VERSION;
 
 /* ---- frame builders, one per message type ---- */
 
 static void
 put_req(struct pbuf *b, unsigned op)
 {
-	struct proto_req_hdr h = { PROTO_VERSION, (uint16_t)op, rnd(), rnd(),
-		rnd() };
+	struct proto_req_hdr h = { fx_version, (uint16_t)op, rnd(), rnd(),
+		rnd(), 0 };
 
 	proto_put_req_hdr(b, &h);
 }
@@ -57,8 +58,8 @@ put_req(struct pbuf *b, unsigned op)
 static void
 put_rep(struct pbuf *b, unsigned op)
 {
-	struct proto_rep_hdr h = { PROTO_VERSION, (uint16_t)op, rnd(), 0, NULL, 0,
-		false };
+	struct proto_rep_hdr h = { fx_version, (uint16_t)op, rnd(), 0, NULL, 0,
+		false, rnd(), 0 };
 
 	proto_put_rep_hdr(b, &h);
 }
@@ -75,7 +76,8 @@ build_hello(struct pbuf *b)
 {
 	struct proto_hello m = { (uint32_t)rnd(), rnd_below(2), rnd(), rnd(),
 		(const char *)keybytes, (uint16_t)rnd_below(PROTO_HOST_MAX),
-		keybytes, (uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0, 0, 0 };
+		keybytes, (uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0, 0, 0, 0,
+		0 };
 
 	put_req(b, PROTO_OP_HELLO);
 	proto_put_hello(b, &m);
@@ -235,8 +237,8 @@ build_req_empty(struct pbuf *b)
 static void
 build_rep_empty(struct pbuf *b)
 {
-	struct proto_rep_hdr h = { PROTO_VERSION, 1 + rnd_below(PROTO_OP_MAX),
-		rnd(), -(int32_t)rnd_below(1100), NULL, 0, false };
+	struct proto_rep_hdr h = { fx_version, 1 + rnd_below(PROTO_OP_MAX),
+		rnd(), -(int32_t)rnd_below(1100), NULL, 0, false, rnd(), 0 };
 
 	proto_put_rep_hdr(b, &h);
 }
@@ -545,8 +547,8 @@ build_group_regs(struct pbuf *b)
 	build_regs(&regs);
 	put_req(b, PROTO_OP_GROUP_REGISTER);
 	proto_put_group_id(b, g.id, g.id_len);
-	pbuf_put_bytes(b, regs.data + PROTO_REQ_HDR_LEN,
-	    regs.len - PROTO_REQ_HDR_LEN);
+	pbuf_put_bytes(b, regs.data + proto_req_hdr_len(fx_version),
+	    regs.len - proto_req_hdr_len(fx_version));
 	pbuf_fini(&regs);
 }
 
@@ -614,6 +616,7 @@ decode_exact(const struct msg_type *t, const uint8_t *f, size_t len)
 void
 setup(void)
 {
+	fx_version = PROTO_VERSION;
 	rng_seed(1);
 	rnd_fill(keybytes, sizeof(keybytes));
 }

@@ -23,6 +23,10 @@
 /* A pool of random key bytes that decoded keys point back into. */
 extern uint8_t keybytes[CXLP_BATCH_MAX * 8 + CXLP_KEY_MAX];
 
+/* The protocol version the builders write frames of: PROTO_VERSION
+ * after setup(); a test of both versions sets it. */
+extern uint16_t fx_version;
+
 /* setup -- the suites' .init: seed the stream with 1, fill keybytes. */
 void setup(void);
 

@@ -91,8 +91,13 @@ Test(proto, preader_end_rejects_trailing_bytes)
 	uint16_t v;
 
 	preader_init(&r, f, sizeof(f));
+	r.version = 2; /* version 2 is strict */
 	cr_assert(preader_u16(&r, &v));
 	cr_assert_eq(preader_end(&r), CXLP_E_PROTO);
+	preader_init(&r, f, sizeof(f)); /* version 3 skips a newer minor's */
+	cr_assert(preader_u16(&r, &v));
+	cr_assert_eq(preader_end(&r), 0);
+	cr_assert_eq(r.left, 0);
 	preader_init(&r, f, sizeof(f));
 	cr_assert(preader_bytes(&r, 3, &p));
 	cr_assert_eq(p, f);
@@ -106,17 +111,21 @@ Test(proto, preader_end_rejects_trailing_bytes)
 Test(proto, request_header_round_trips)
 {
 	for (int i = 0; i < 100; i++) {
-		struct proto_req_hdr h = { PROTO_VERSION,
+		uint16_t v = PROTO_VERSION_MIN + (uint16_t)(i % 2);
+		struct proto_req_hdr h = { v,
 			(uint16_t)(1 + rnd_below(PROTO_OP_MAX)), rnd(), rnd(),
-			rnd() }, g;
+			rnd(), 0 }, g;
 		struct preader body;
 		struct pbuf b;
 
 		pbuf_init(&b);
 		proto_put_req_hdr(&b, &h);
-		cr_assert_eq(b.len, PROTO_REQ_HDR_LEN);
+		cr_assert_eq(b.len, proto_req_hdr_len(v));
+		cr_assert_eq(b.version, v, "the body follows the header");
 		cr_assert_eq(proto_get_req_hdr(b.data, b.len, &g, &body), 0);
 		cr_assert_eq(g.version, h.version);
+		cr_assert_eq(body.version, v);
+		cr_assert_eq(g.minor, v >= 3 ? PROTO_MINOR : 0);
 		cr_assert_eq(g.op, h.op);
 		cr_assert_eq(g.req_id, h.req_id);
 		cr_assert_eq(g.session, h.session);
@@ -129,20 +138,23 @@ Test(proto, request_header_round_trips)
 Test(proto, reply_header_round_trips_with_the_reply_bit)
 {
 	for (int i = 0; i < 100; i++) {
-		struct proto_rep_hdr h = { PROTO_VERSION,
+		uint16_t v = PROTO_VERSION_MIN + (uint16_t)(i % 2);
+		struct proto_rep_hdr h = { v,
 			(uint16_t)(1 + rnd_below(PROTO_OP_MAX)), rnd(),
-			-(int32_t)rnd_below(2000), NULL, 0, false }, g;
+			-(int32_t)rnd_below(2000), NULL, 0, false, rnd(), 0 },
+		    g;
 		struct preader body;
 		struct pbuf b;
 
 		pbuf_init(&b);
 		proto_put_rep_hdr(&b, &h);
-		cr_assert_eq(b.len, PROTO_REP_HDR_LEN);
+		cr_assert_eq(b.len, proto_rep_hdr_len(v));
 		cr_assert_eq(b.data[7] & 0x80, 0x80, "op carries PROTO_REPLY");
 		cr_assert_eq(proto_get_rep_hdr(b.data, b.len, &g, &body), 0);
 		cr_assert_eq(g.op, h.op);
 		cr_assert_eq(g.req_id, h.req_id);
 		cr_assert_eq(g.status, h.status);
+		cr_assert_eq(g.term, v >= 3 ? h.term : 0, "the term: 3 only");
 		pbuf_fini(&b);
 	}
 }
@@ -189,6 +201,10 @@ req_hdr_rc(uint32_t magic, uint16_t version, uint16_t op)
 	pbuf_put_u16(&b, version);
 	pbuf_put_u16(&b, op);
 	pbuf_put_bytes(&b, keybytes, 24);
+	if (version >= 3) {
+		pbuf_put_u16(&b, PROTO_REQ_HDR_LEN_V3);
+		pbuf_put_u16(&b, 0);
+	}
 	rc = proto_get_req_hdr(b.data, b.len, &h, &body);
 	if (rc != 0) {
 		cr_assert_eq(preader_end(&body), CXLP_E_PROTO,
@@ -203,9 +219,13 @@ Test(proto, request_header_rejects_bad_magic_version_and_op)
 	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, PROTO_VERSION, 1), 0);
 	cr_assert_eq(req_hdr_rc(PROTO_MAGIC ^ 1, PROTO_VERSION, 1),
 	    CXLP_E_PROTO);
+	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, PROTO_VERSION_MIN, 1), 0);
 	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, PROTO_VERSION + 1, 1),
 	    CXLP_E_VERSION);
-	cr_assert(strstr(cxlp_errormsg(), "version") != NULL);
+	cr_assert(strstr(cxlp_errormsg(), "version: 4, this side speaks "
+	    "2..3") != NULL, "%s", cxlp_errormsg());
+	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, PROTO_VERSION_MIN - 1, 1),
+	    CXLP_E_VERSION);
 	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, 0, 1), CXLP_E_VERSION);
 	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, PROTO_VERSION, 0), CXLP_E_BADOP);
 	cr_assert_eq(req_hdr_rc(PROTO_MAGIC, PROTO_VERSION, PROTO_OP_MAX + 1),
@@ -218,7 +238,7 @@ Test(proto, request_header_rejects_bad_magic_version_and_op)
 
 Test(proto, request_header_fills_req_id_even_when_rejected)
 {
-	struct proto_req_hdr h = { 7, PROTO_OP_LOOKUP, 0xabcdef, 1, 2 }, g;
+	struct proto_req_hdr h = { 7, PROTO_OP_LOOKUP, 0xabcdef, 1, 2, 0 }, g;
 	struct preader body;
 	struct pbuf b;
 
@@ -230,6 +250,7 @@ Test(proto, request_header_fills_req_id_even_when_rejected)
 	pbuf_fini(&b);
 }
 
+/* A version-2 reply header written by hand, then body bytes. */
 static int
 rep_hdr_rc(uint16_t op, uint32_t status, uint32_t reserved, size_t body)
 {
@@ -240,7 +261,7 @@ rep_hdr_rc(uint16_t op, uint32_t status, uint32_t reserved, size_t body)
 
 	pbuf_init(&b);
 	pbuf_put_u32(&b, PROTO_MAGIC);
-	pbuf_put_u16(&b, PROTO_VERSION);
+	pbuf_put_u16(&b, 2);
 	pbuf_put_u16(&b, op);
 	pbuf_put_u64(&b, 1);
 	pbuf_put_u32(&b, status);
@@ -271,11 +292,59 @@ Test(proto, reply_header_rejects_bad_op_reserved_and_status)
 	    CXLP_E_PROTO, "an error reply carries no body");
 }
 
+/* Version 3: a header longer than 3.0's (a newer minor's fields) is
+ * skipped to its hdr_len; a shorter one, or one past the frame, refused;
+ * an error reply's unknown body is skipped. */
+Test(proto, a_v3_header_is_read_by_its_known_prefix)
+{
+	struct proto_rep_hdr h = { .op = PROTO_OP_STATS, .req_id = 5,
+		.status = CXLP_E_NOTFOUND, .term = 77 }, g;
+	struct preader body;
+	struct pbuf b;
+
+	pbuf_init(&b);
+	proto_put_rep_hdr(&b, &h);
+	b.data[32] = PROTO_REP_HDR_LEN_V3 + 4; /* u16 hdr_len */
+	pbuf_put_u32(&b, 0xfeedbeef);          /* a 3.1 header field */
+	pbuf_put_u32(&b, 0xfeedbeef);          /* a 3.1 body of an error */
+	cr_assert_eq(proto_get_rep_hdr(b.data, b.len, &g, &body), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(g.term, 77);
+	cr_assert_eq(g.status, CXLP_E_NOTFOUND);
+	cr_assert_eq(body.left, 0);
+	b.data[32] = PROTO_REP_HDR_LEN_V3 - 1;
+	cr_assert_eq(proto_get_rep_hdr(b.data, b.len, &g, &body),
+	    CXLP_E_PROTO);
+	cr_assert(strstr(cxlp_errormsg(), "hdr_len") != NULL);
+	b.data[32] = 200;
+	cr_assert_eq(proto_get_rep_hdr(b.data, b.len, &g, &body),
+	    CXLP_E_PROTO);
+	pbuf_fini(&b);
+}
+
+/* Negotiation's rules, and the sender's check of an op against the
+ * session's version. */
+Test(proto, versions_speak_their_range_and_ops_name_theirs)
+{
+	cr_assert(proto_version_ok(2) && proto_version_ok(3));
+	cr_assert(!proto_version_ok(1) && !proto_version_ok(4));
+	cr_assert_eq(proto_op_version(PROTO_OP_HELLO), 1);
+	cr_assert_eq(proto_op_version(PROTO_OP_RECLAIM), 2);
+	cr_assert_eq(proto_op_version(PROTO_OP_GROUP_LOOKUP), 2);
+	cr_assert_eq(proto_op_version(PROTO_OP_MAX + 1), 0);
+	cr_assert_eq(proto_op_check(PROTO_OP_LEASE, 2), 0);
+	cr_assert_eq(proto_op_check(PROTO_OP_LEASE, 1), CXLP_E_VERSION);
+	cr_assert(strstr(cxlp_errormsg(), "LEASE needs protocol version 2; "
+	    "the session speaks 1") != NULL, "%s", cxlp_errormsg());
+	cr_assert_eq(proto_op_check(0, 3), CXLP_E_BADOP);
+}
+
 Test(proto, frames_up_to_the_frame_max_are_accepted)
 {
 	size_t len = PROTO_FRAME_MAX + 1;
 	uint8_t *f = calloc(1, len);
-	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_LOOKUP, 1, 0, 0 }, g;
+	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_LOOKUP, 1, 0, 0,
+		0 }, g;
 	struct preader body;
 	struct pbuf b;
 
@@ -310,7 +379,7 @@ Test(proto, an_error_reply_carries_its_reason_only_when_flagged)
 	pbuf_reset(&b);
 	h.status = 0;
 	proto_put_rep_hdr(&b, &h);
-	cr_assert_eq(b.len, PROTO_REP_HDR_LEN);
+	cr_assert_eq(b.len, PROTO_REP_HDR_LEN_V3);
 	cr_assert_eq(proto_get_rep_hdr(b.data, b.len, &g, &body), 0);
 	cr_assert_eq(g.msg_len, 0);
 	pbuf_fini(&b);
@@ -334,7 +403,7 @@ Test(proto, a_reason_longer_than_the_bound_is_cut_and_a_forged_one_refused)
 	cr_assert_eq(proto_get_rep_hdr(b.data, b.len, &g, &body), 0);
 	cr_assert_eq(g.msg_len, PROTO_ERRMSG_MAX);
 	/* a length above the bound, written by hand */
-	b.data[PROTO_REP_HDR_LEN + 1] = 1; /* u16 len 511 */
+	b.data[PROTO_REP_HDR_LEN_V3 + 1] = 1; /* u16 len 511 */
 	cr_assert_eq(proto_get_rep_hdr(b.data, b.len, &g, &body),
 	    CXLP_E_PROTO);
 	pbuf_fini(&b);

@@ -23,7 +23,8 @@ Test(proto_msg, hello_and_welcome_round_trip)
 			rnd(), (const char *)keybytes + i,
 			(uint16_t)rnd_below(PROTO_HOST_MAX + 1),
 			keybytes + 2 * i,
-			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0, 0, 0 }, hm;
+			(uint16_t)rnd_below(PROTO_SECRET_MAX + 1), 0, 0, 0,
+			0, 0 }, hm;
 		struct proto_welcome w = { rnd(), rnd(), rnd(), rnd(),
 			(const char *)keybytes + i,
 			(uint16_t)rnd_below(PROTO_PATH_MAX + 1), i % 2 != 0,
@@ -61,8 +62,17 @@ Test(proto_msg, hello_and_welcome_round_trip)
 	}
 }
 
+/* v2 reader of b */
+static void
+reader_v2(struct preader *r, const struct pbuf *b, size_t len)
+{
+	preader_init(r, b->data, len);
+	r->version = 2;
+}
+
 /* A WELCOME to a HELLO that asked for the pool identity must carry it,
- * and one to a HELLO that did not (an old handler's) must not. */
+ * and in version 2 one to a HELLO that did not (an old handler's) must
+ * not; in version 3 a reader that does not ask skips it. */
 Test(proto_msg, a_welcome_has_the_pool_identity_iff_it_was_asked_for)
 {
 	struct proto_welcome w = { 1, 2, 3, 4096, "/p", 2, true,
@@ -71,17 +81,23 @@ Test(proto_msg, a_welcome_has_the_pool_identity_iff_it_was_asked_for)
 	struct pbuf b;
 
 	pbuf_init(&b);
+	b.version = 2;
 	proto_put_welcome(&b, &w);
-	preader_init(&r, b.data, b.len);
+	reader_v2(&r, &b, b.len);
 	cr_assert_eq(proto_get_welcome(&r, &wm), CXLP_E_PROTO);
-	preader_init(&r, b.data, b.len - 32);
+	reader_v2(&r, &b, b.len - 32);
 	cr_assert_eq(proto_get_welcome_id(&r, &wm), CXLP_E_PROTO);
-	preader_init(&r, b.data, b.len - 32);
+	reader_v2(&r, &b, b.len - 32);
 	cr_assert_eq(proto_get_welcome(&r, &wm), 0);
 	cr_assert(!wm.has_id);
-	preader_init(&r, b.data, b.len);
+	reader_v2(&r, &b, b.len);
 	cr_assert_eq(proto_get_welcome_id(&r, &wm), 0);
 	cr_assert(wm.has_id && wm.id.nonce == 5 && wm.id.ino == 8);
+	preader_init(&r, b.data, b.len); /* version 3 */
+	cr_assert_eq(proto_get_welcome(&r, &wm), 0);
+	cr_assert(!wm.has_id && wm.session == 1 && wm.path_len == 2);
+	preader_init(&r, b.data, b.len - 32);
+	cr_assert_eq(proto_get_welcome_id(&r, &wm), CXLP_E_PROTO);
 	pbuf_fini(&b);
 }
 
@@ -182,9 +198,12 @@ Test(proto_msg, results_round_trip)
 
 		rnd_results(n, res);
 		pbuf_init(&b);
+		b.version = PROTO_VERSION_MIN + (uint16_t)(i % 2);
 		proto_put_results(&b, n, res);
-		cr_assert_eq(b.len, 4 + n * PROTO_RESULT_LEN);
+		cr_assert_eq(b.len, 4 + (b.version >= 3 ? 2 : 0) +
+		    n * PROTO_RESULT_LEN);
 		preader_init(&r, b.data, b.len);
+		r.version = b.version;
 		cr_assert_eq(proto_get_results(&r, out, 200, &n2), 0);
 		cr_assert_eq(n2, n);
 		for (size_t j = 0; j < n; j++) {
@@ -263,28 +282,33 @@ Test(proto_msg, sessions_round_trip_with_hosts_pointing_into_the_frame)
 
 Test(proto_msg, every_message_truncated_at_every_byte_is_rejected)
 {
-	for (size_t t = 0; t < MSG_NTYPES; t++) {
+	for (size_t t = 0; t < 2 * MSG_NTYPES; t++) {
+		fx_version = t < MSG_NTYPES ? 2 : 3;
 		for (int rep = 0; rep < 5; rep++) {
 			struct pbuf b;
 
 			pbuf_init(&b);
-			msg_types[t].build(&b);
+			msg_types[t % MSG_NTYPES].build(&b);
 			cr_assert_eq(b.err, 0);
-			cr_assert_eq(decode_exact(&msg_types[t], b.data,
-			    b.len), 0, "%s: %s", msg_types[t].name,
-			    cxlp_errormsg());
+			cr_assert_eq(decode_exact(&msg_types[t % MSG_NTYPES],
+			    b.data, b.len), 0, "%s: %s",
+			    msg_types[t % MSG_NTYPES].name, cxlp_errormsg());
 			for (size_t cut = 0; cut < b.len; cut++) {
-				cr_assert_eq(decode_exact(&msg_types[t], b.data,
-				    cut), CXLP_E_PROTO, "%s cut at %zu of %zu",
-				    msg_types[t].name, cut, b.len);
+				cr_assert_eq(decode_exact(&msg_types[t %
+				    MSG_NTYPES], b.data, cut), CXLP_E_PROTO,
+				    "%s v%u cut at %zu of %zu",
+				    msg_types[t % MSG_NTYPES].name, fx_version,
+				    cut, b.len);
 			}
 			pbuf_fini(&b);
 		}
 	}
 }
 
+/* version 2 is strict (version 3 skips them: test_proto.c) */
 Test(proto_msg, every_message_with_a_trailing_byte_is_rejected)
 {
+	fx_version = 2;
 	for (size_t t = 0; t < MSG_NTYPES; t++) {
 		struct pbuf b;
 
@@ -383,7 +407,7 @@ Test(proto_msg, result_flags_status_and_loc_are_checked)
 		pbuf_put_u32(&b, rows[i].flags);
 		pbuf_put_u32(&b, rows[i].region);
 		pbuf_put_bytes(&b, (uint8_t[36]){ 0 }, 36);
-		preader_init(&r, b.data, b.len);
+		reader_v2(&r, &b, b.len);
 		cr_assert_eq(proto_get_results(&r, out, 1, &n), rows[i].rc,
 		    "row %zu", i);
 		pbuf_fini(&b);
@@ -448,6 +472,7 @@ Test(proto_msg, mutated_frames_decode_safely_and_canonically)
 		uint8_t *copy;
 		struct pbuf b;
 
+		fx_version = PROTO_VERSION_MIN + (uint16_t)rnd_below(2);
 		pbuf_init(&b);
 		t->build(&b);
 		mutate(&b);
@@ -480,11 +505,13 @@ Test(proto_msg, random_bytes_into_every_body_decoder_never_crash)
 			/* Skip the header: feed the bytes as a body. */
 			struct pbuf b;
 
+			fx_version = PROTO_VERSION_MIN + (uint16_t)(i % 2);
 			pbuf_init(&b);
 			msg_types[t].build(&b);
-			b.len = msg_types[t].request ? PROTO_REQ_HDR_LEN :
-			    PROTO_REP_HDR_LEN;
-			if (b.len == PROTO_REP_HDR_LEN) {
+			b.len = msg_types[t].request ?
+			    proto_req_hdr_len(fx_version) :
+			    proto_rep_hdr_len(fx_version);
+			if (!msg_types[t].request) {
 				memset(b.data + 16, 0, 4); /* status 0 */
 			}
 			pbuf_put_bytes(&b, f, len);

@@ -55,8 +55,10 @@ keys_rc(uint32_t n, uint32_t klen)
 	int rc;
 
 	pbuf_init(&b);
+	b.version = 2; /* the layouts below are version 2's */
 	key_body(&b, n, klen, false);
 	preader_init(&r, b.data, b.len);
+	r.version = 2;
 	rc = proto_get_keys(&r, &flags, &k, &got);
 	cr_assert_eq(k == NULL, rc != 0);
 	cr_assert_eq(got, rc == 0 ? n : 0);
@@ -75,11 +77,13 @@ regs_rc(uint32_t n, uint32_t klen, size_t *frame_len)
 	int rc;
 
 	pbuf_init(&b);
-	pbuf_put_bytes(&b, keybytes, PROTO_REQ_HDR_LEN); /* room of a hdr */
+	b.version = 2; /* the layouts below are version 2's */
+	pbuf_put_bytes(&b, keybytes, PROTO_REQ_HDR_LEN_V3); /* a header's */
 	key_body(&b, n, klen, true);
 	*frame_len = b.len;
-	preader_init(&r, b.data + PROTO_REQ_HDR_LEN,
-	    b.len - PROTO_REQ_HDR_LEN);
+	preader_init(&r, b.data + PROTO_REQ_HDR_LEN_V3,
+	    b.len - PROTO_REQ_HDR_LEN_V3);
+	r.version = 2;
 	rc = proto_get_regs(&r, &flags, &g, &got);
 	cr_assert_eq(g == NULL, rc != 0);
 	free(g);
@@ -127,6 +131,7 @@ string_rc(bool hello, uint32_t slen)
 	int rc;
 
 	pbuf_init(&b);
+	b.version = 2; /* the layouts below are version 2's */
 	pbuf_put_bytes(&b, (uint8_t[32]){ 0 }, hello ? 24 : 32);
 	pbuf_put_u16(&b, (uint16_t)slen);
 	pbuf_put_bytes(&b, keybytes, slen);
@@ -134,6 +139,7 @@ string_rc(bool hello, uint32_t slen)
 		pbuf_put_u16(&b, 0); /* no secret */
 	}
 	preader_init(&r, b.data, b.len);
+	r.version = 2;
 	rc = hello ? proto_get_hello(&r, &m) : proto_get_welcome(&r, &w);
 	pbuf_fini(&b);
 	return rc;
@@ -159,12 +165,14 @@ secret_rc(uint32_t slen, size_t have)
 	int rc;
 
 	pbuf_init(&b);
+	b.version = 2; /* the layouts below are version 2's */
 	pbuf_put_bytes(&b, (uint8_t[24]){ 0 }, 24);
 	pbuf_put_u16(&b, 2);
 	pbuf_put_bytes(&b, "h1", 2);
 	pbuf_put_u16(&b, (uint16_t)slen);
 	pbuf_put_bytes(&b, keybytes, have);
 	preader_init(&r, b.data, b.len);
+	r.version = 2;
 	rc = proto_get_hello(&r, &m);
 	if (rc == 0 && (m.secret_len != slen ||
 	    (slen > 0 && memcmp(m.secret, keybytes, slen) != 0))) {
@@ -196,8 +204,10 @@ results_rc(uint32_t n, uint32_t max)
 
 	memset(res, 0, sizeof(res));
 	pbuf_init(&b);
+	b.version = 2; /* the layouts below are version 2's */
 	proto_put_results(&b, n, res);
 	preader_init(&r, b.data, b.len);
+	r.version = 2;
 	rc = proto_get_results(&r, out, max, &got);
 	pbuf_fini(&b);
 	return rc;
@@ -219,12 +229,15 @@ Test(proto_msg, stats_count_is_bounded_by_stats_max)
 	struct pbuf b;
 
 	pbuf_init(&b);
+	b.version = 2; /* the layouts below are version 2's */
 	proto_put_stats(&b, PROTO_STATS_MAX, v);
 	preader_init(&r, b.data, b.len);
+	r.version = 2;
 	cr_assert_eq(proto_get_stats(&r, out, PROTO_STATS_MAX, &n), 0);
 	pbuf_reset(&b);
 	proto_put_stats(&b, PROTO_STATS_MAX + 1, v);
 	preader_init(&r, b.data, b.len);
+	r.version = 2;
 	cr_assert_eq(proto_get_stats(&r, out, PROTO_STATS_MAX, &n),
 	    CXLP_E_PROTO);
 	cr_assert(strstr(cxlp_errormsg(), "stats.n") != NULL);
@@ -242,6 +255,7 @@ sessions_rc(uint32_t n, uint32_t host_len, uint32_t flags)
 	int rc;
 
 	pbuf_init(&b);
+	b.version = 2; /* the layouts below are version 2's */
 	pbuf_put_u32(&b, n);
 	for (uint32_t i = 0; i < n; i++) {
 		pbuf_put_bytes(&b, keybytes, 12); /* id, pid */
@@ -251,6 +265,7 @@ sessions_rc(uint32_t n, uint32_t host_len, uint32_t flags)
 		pbuf_put_bytes(&b, keybytes, host_len);
 	}
 	preader_init(&r, b.data, b.len);
+	r.version = 2;
 	rc = proto_get_sessions(&r, &out, &got);
 	cr_assert_eq(out == NULL, rc != 0 || n == 0);
 	cr_assert_eq(got, rc == 0 ? n : 0);
@@ -292,10 +307,12 @@ Test(proto_msg, a_huge_session_count_in_a_short_frame_allocates_nothing)
 
 	for (size_t i = 0; i < 3; i++) {
 		pbuf_init(&b);
+		b.version = 2; /* the layouts below are version 2's */
 		pbuf_put_u32(&b, counts[i]);
 		pbuf_put_bytes(&b, keybytes, 60); /* one entry and a bit */
 		calloc_bytes = 0;
 		preader_init(&r, b.data, b.len);
+		r.version = 2;
 		cr_assert_eq(proto_get_sessions(&r, &v, &n), CXLP_E_PROTO);
 		cr_assert_null(v);
 		cr_assert_eq(calloc_bytes, 0, "count %u allocated %zu bytes",
@@ -317,14 +334,17 @@ Test(proto_msg, a_huge_count_in_a_short_frame_allocates_nothing)
 
 	for (size_t i = 0; i < 3; i++) {
 		pbuf_init(&b);
+		b.version = 2; /* the layouts below are version 2's */
 		pbuf_put_u32(&b, 0);
 		pbuf_put_u32(&b, counts[i]);
 		pbuf_put_u16(&b, 5);
 		pbuf_put_bytes(&b, "hello", 5);
 		calloc_bytes = 0;
 		preader_init(&r, b.data, b.len);
+		r.version = 2;
 		cr_assert_neq(proto_get_keys(&r, &flags, &k, &n), 0);
 		preader_init(&r, b.data, b.len);
+		r.version = 2;
 		cr_assert_neq(proto_get_regs(&r, &flags, &g, &n), 0);
 		cr_assert_eq(calloc_bytes, 0, "count %u allocated %zu bytes",
 		    counts[i], calloc_bytes);

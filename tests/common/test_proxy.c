@@ -135,7 +135,7 @@ send_request(nng_socket s, uint16_t op, uint64_t id, size_t n)
 	static const char *const k[8] = { "a", "bb", "ccc", "d", "e", "f",
 		"g", "h" };
 	static const size_t kl[8] = { 1, 2, 3, 1, 1, 1, 1, 1 };
-	struct proto_req_hdr h = { PROTO_VERSION, op, id, 1, 2 };
+	struct proto_req_hdr h = { PROTO_VERSION, op, id, 1, 2, 0 };
 	struct proto_reg g[8];
 	struct pbuf b;
 
@@ -387,7 +387,7 @@ busy_client(void *arg)
 	pbuf_init(&b);
 	for (uint64_t i = 0; i < 20; i++) {
 		struct proto_req_hdr rh = { PROTO_VERSION, PROTO_OP_HEARTBEAT,
-			base + i, 0, 0 };
+			base + i, 0, 0, 0 };
 
 		pbuf_reset(&b);
 		proto_put_req_hdr(&b, &rh);
@@ -444,7 +444,7 @@ Test(proxy, start_fails_cleanly_on_a_bad_url)
 Test(proxy, truncate_results_keeps_short_lists_and_refuses_other_frames)
 {
 	struct proto_rep_hdr h = { PROTO_VERSION, PROTO_OP_LOOKUP, 1, 0, NULL, 0,
-		false };
+		false, 0, 0 };
 	struct proto_result res[3] = { { 0 } };
 	struct pbuf b;
 	size_t len;
@@ -456,7 +456,7 @@ Test(proxy, truncate_results_keeps_short_lists_and_refuses_other_frames)
 	cr_assert_eq(proxy_truncate_results(b.data, &len, 3), 0);
 	cr_assert_eq(len, b.len, "keep >= n changes nothing");
 	cr_assert_eq(proxy_truncate_results(b.data, &len, 0), 0);
-	cr_assert_eq(len, PROTO_REP_HDR_LEN + 4);
+	cr_assert_eq(len, PROTO_REP_HDR_LEN_V3 + 4 + 2); /* n, rec */
 	pbuf_reset(&b);
 	h.op = PROTO_OP_STATS;
 	proto_put_rep_hdr(&b, &h);

@@ -403,7 +403,7 @@ static void
 op_hello(struct run *r, int s)
 {
 	struct proto_hello m = { (uint32_t)getpid(), 0, 0, 0, "crashtest",
-		9, NULL, 0, 0, 0, 0 };
+		9, NULL, 0, 0, 0, 0, 0, 0 };
 	struct proto_welcome w;
 	struct preader rd;
 	struct pbuf b;

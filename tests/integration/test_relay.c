@@ -80,10 +80,10 @@ static int
 forged_hello(struct raw_client *c, uint64_t start)
 {
 	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_HELLO,
-		c->next_id++, 0, 0 };
+		c->next_id++, 0, 0, 0 };
 	char host[32];
 	struct proto_hello m = { (uint32_t)getpid(), 0, start, 0, host, 0,
-		NULL, 0, 0, 0, 0 };
+		NULL, 0, 0, 0, 0, 0, 0 };
 	struct proto_rep_hdr rh;
 	struct preader r;
 	struct pbuf b;

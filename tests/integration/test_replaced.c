@@ -309,12 +309,13 @@ static enum proxy_action
 far_host(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
     size_t *reply_len, unsigned *delay_ms)
 {
-	size_t path_at = PROTO_REP_HDR_LEN + 32, plen;
+	size_t path_at = PROTO_REP_HDR_LEN_V3 + 32, plen;
 
 	(void)arg, (void)req_id, (void)delay_ms;
 	if (reply == NULL || op != PROTO_OP_HELLO || *reply_len < path_at + 2) {
 		return PROXY_PASS;
 	}
+	path_at = proto_rep_hdr_len(reply[4]) + 32; /* u16 version, < 256 */
 	plen = (size_t)(reply[path_at] | reply[path_at + 1] << 8);
 	if (*reply_len == path_at + 2 + plen + 32) {
 		memset(reply + path_at + 2 + plen + 8, 0, 8); /* boot */

@@ -73,8 +73,8 @@ void
 dfx_put_req(struct pbuf *b, const struct dfx_cl *c, uint16_t op,
     uint64_t req_id)
 {
-	struct proto_req_hdr h = { PROTO_VERSION, op, req_id,
-		c == NULL ? 0 : c->session, c == NULL ? 0 : c->token };
+	struct proto_req_hdr h = { c == NULL ? 0 : c->version, op, req_id,
+		c == NULL ? 0 : c->session, c == NULL ? 0 : c->token, 0 };
 
 	proto_put_req_hdr(b, &h);
 }
@@ -131,7 +131,7 @@ dfx_hello_from(struct dfx_cl *c, uint64_t pipe, uint32_t flags, uint32_t pid,
     uint64_t start_time, const char *host)
 {
 	struct proto_hello m = { pid, flags, start_time, 7, host,
-		(uint16_t)strlen(host), NULL, 0, 0, 0, 0 };
+		(uint16_t)strlen(host), NULL, 0, 0, 0, 0, 0, 0 };
 	struct proto_rep_hdr h;
 	struct proto_welcome w;
 	struct preader r;
@@ -161,7 +161,14 @@ dfx_hello_from(struct dfx_cl *c, uint64_t pipe, uint32_t flags, uint32_t pid,
 void
 dfx_hello(struct dfx_cl *c, uint64_t pipe)
 {
+	dfx_hello_v(c, pipe, 0);
+}
+
+void
+dfx_hello_v(struct dfx_cl *c, uint64_t pipe, uint16_t version)
+{
 	memset(c, 0, sizeof(*c));
+	c->version = version;
 	cr_assert_eq(dfx_hello_flags(c, pipe, 0, (uint32_t)getpid(), 0), 0);
 	cr_assert_neq(c->session, 0);
 }

@@ -30,6 +30,9 @@
 struct dfx_cl {
 	uint64_t session, token, next_id, pipe;
 	struct proto_loc region; /* from cl_region */
+	uint16_t version;        /* of its frames; 0: PROTO_VERSION (so a
+	                          * client is zeroed before its first HELLO,
+	                          * as dfx_hello does) */
 };
 
 extern struct ms dfx_ms;
@@ -54,6 +57,8 @@ int dfx_hello_flags(struct dfx_cl *c, uint64_t pipe, uint32_t flags,
 int dfx_hello_from(struct dfx_cl *c, uint64_t pipe, uint32_t flags,
     uint32_t pid, uint64_t start_time, const char *host);
 void dfx_hello(struct dfx_cl *c, uint64_t pipe);
+/* dfx_hello_v -- dfx_hello, its frames of version (0: PROTO_VERSION). */
+void dfx_hello_v(struct dfx_cl *c, uint64_t pipe, uint16_t version);
 int dfx_region_alloc(struct dfx_cl *c, uint64_t len, uint64_t page,
     struct proto_loc *loc);
 void dfx_client(struct dfx_cl *c, uint64_t pipe);

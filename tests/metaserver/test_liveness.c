@@ -47,7 +47,7 @@ Test(liveness, a_session_whose_process_died_ends_when_its_pipe_goes)
 
 Test(liveness, a_reused_pid_with_another_start_time_counts_as_dead)
 {
-	struct dfx_cl a, b;
+	struct dfx_cl a = { 0 }, b = { 0 };
 
 	dfx_hello(&b, 2);
 	memset(&a, 0, sizeof(a));
@@ -187,7 +187,7 @@ Test(liveness, a_late_request_on_an_old_pipe_leaves_a_live_session_alone)
 Test(liveness, a_session_keeps_the_pid_the_server_saw_on_its_pipe)
 {
 	struct pool_session r;
-	struct dfx_cl a;
+	struct dfx_cl a = { 0 };
 	char host[64] = "";
 
 	cr_assert_eq(gethostname(host, sizeof(host) - 1), 0);
@@ -237,7 +237,7 @@ relay_end(pid_t pid)
 Test(liveness, a_handler_behind_a_relay_keeps_its_session_past_the_relays_exit_and_restarts)
 {
 	struct pool_session r;
-	struct dfx_cl a, b;
+	struct dfx_cl a = { 0 }, b = { 0 };
 	struct proto_result res;
 	uint64_t start = 0;
 	pid_t relay = relay_start();
@@ -293,7 +293,7 @@ Test(liveness, a_handler_behind_a_relay_keeps_its_session_past_the_relays_exit_a
 Test(liveness, a_claimed_pid_is_not_looked_at_after_a_restart)
 {
 	struct pool_session r;
-	struct dfx_cl a, b;
+	struct dfx_cl a = { 0 }, b = { 0 };
 	uint64_t start = 0;
 	pid_t other = getppid(); /* live, and not the handler */
 	char host[64] = "", state;

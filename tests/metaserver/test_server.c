@@ -409,9 +409,9 @@ Test(server, sigterm_of_a_tls_server_exits_0, .timeout = 300)
  * pipe is recorded before nng lets it receive (server.c, Pipes). */
 Test(server, a_hello_on_a_pipe_being_recorded_is_the_peers)
 {
-	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_HELLO, 1, 0, 0 };
+	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_HELLO, 1, 0, 0, 0 };
 	struct proto_hello m = { 1, 0, 12345, 0, "rawclient", 9, NULL, 0,
-		0, 0, 0 };
+		0, 0, 0, 0, 0 };
 	struct proto_session_info *v = NULL;
 	struct proto_rep_hdr rh;
 	struct proto_welcome w;

@@ -300,7 +300,7 @@ Test(silence, one_process_is_bounded_and_told_which_limit_it_hit)
  * process each time, and could take the whole session table. */
 Test(silence, forged_start_times_in_hellos_are_one_process)
 {
-	struct dfx_cl c, other;
+	struct dfx_cl c = { 0 }, other;
 	char host[16];
 	int st = 0;
 

@@ -7,8 +7,9 @@
  *   - A killed -9: B is elected, recovers the pool and serves; a new
  *     handler on B finds every key A acknowledged, with its bytes; the
  *     pool's term (pool-inspect summary --json) is B's, greater than
- *     A's (pool/owner.c note 7). The takeover time (kill to B's first
- *     successful call) is logged, not asserted.
+ *     A's (pool/owner.c note 7), and so is the term in B's replies as A's
+ *     was in A's (protocol version 3). The takeover time (kill to B's
+ *     first successful call) is logged, not asserted.
  *   - A SIGSTOPped past its TTL: B takes over; A, resumed, admits no
  *     request (a handler's HELLO waiting for it is refused), says it lost
  *     its term and exits MS_EXIT_LOST; the pool checks clean.
@@ -16,6 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "rawclient.h"
 #include "standbyfx.h"
 
 #define POOL (64 * MiB)
@@ -124,6 +126,31 @@ read_through_b(const struct mh_spec *spec, uint32_t ns, uint32_t must)
 	mh_wait_ok(&r, "reader on D");
 }
 
+/* the term a version-3 reply of the server at url carries (a raw
+ * session's HEARTBEAT: docs/protocol.md, "Versions") */
+static uint64_t
+reply_term(const char *url)
+{
+	struct raw_client c;
+	struct proto_rep_hdr h;
+	struct preader body;
+	uint8_t *rep = NULL;
+	size_t len = 0;
+	struct pbuf b;
+
+	cr_assert_eq(raw_open(&c, url), 0);
+	cr_assert_eq(raw_hello(&c), 0, "%s", cxlp_errormsg());
+	raw_frame(&b, &c, PROTO_VERSION, PROTO_OP_HEARTBEAT, c.token);
+	cr_assert_eq(raw_call(&c, b.data, b.len, &rep, &len), 0);
+	pbuf_fini(&b);
+	cr_assert_eq(proto_get_rep_hdr(rep, len, &h, &body), 0);
+	cr_assert_eq(h.version, PROTO_VERSION);
+	free(rep);
+	(void)raw_request(&c, PROTO_OP_BYE, NULL, NULL, 0, NULL);
+	raw_close(&c);
+	return h.term;
+}
+
 Test(standby, killed_leader_is_replaced_and_nothing_acknowledged_is_lost)
 {
 	static struct mh_acks acks;
@@ -137,6 +164,7 @@ Test(standby, killed_leader_is_replaced_and_nothing_acknowledged_is_lost)
 	expect_refused(&b);
 	term_a = pool_term_now();
 	cr_assert_gt(term_a, 0, "leader A serves, and the pool has no term");
+	cr_assert_eq(reply_term(srv.url), term_a, "A's replies carry its term");
 	ns = write_through_a(&w, &acks, spec, 256, true);
 	t0 = now_ms(); /* A was killed just before (write_through_a) */
 	ms = first_call(b.url, t0);
@@ -153,6 +181,7 @@ Test(standby, killed_leader_is_replaced_and_nothing_acknowledged_is_lost)
 	cr_assert_gt(term_b, term_a, "B serves, and the pool's term is %llu, "
 	    "A's was %llu", (unsigned long long)term_b,
 	    (unsigned long long)term_a);
+	cr_assert_eq(reply_term(srv.url), term_b, "B's replies carry its term");
 	read_through_b(spec, ns, acks.count);
 	itest_assert_pool_checks();
 }

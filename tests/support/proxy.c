@@ -55,6 +55,8 @@ struct proxy {
 	atomic_bool stopping;
 	atomic_uint_fast64_t requests[PROTO_OP_MAX + 1]; /* [0]: unknown op */
 	atomic_uint_fast64_t forwarded;
+	atomic_uint refuse_from;      /* proxy_refuse_version; 0: none */
+	atomic_uint_fast64_t refused; /* frames it answered so */
 	pthread_mutex_t pipes_lock;           /* guards the two pipe sets */
 	uint32_t seen[PROXY_PIPES_MAX];       /* pipes requests came from */
 	uint32_t stalled[PROXY_PIPES_MAX];    /* pipes whose requests vanish */
@@ -228,6 +230,36 @@ hold(struct proxy *p, nng_msg *req)
 	}
 }
 
+/* A frame of version refuse_from or later, answered as a metaserver of
+ * the version before would (common/proto.h, "Negotiation"): CXLP_E_VERSION
+ * in its own header, nothing forwarded. true when req was so consumed. */
+static bool
+refuse_newer(struct worker *w, nng_msg *req, uint16_t op, uint64_t id)
+{
+	struct proxy *p = w->p;
+	unsigned from = atomic_load(&p->refuse_from);
+	const uint8_t *f = nng_msg_body(req);
+	struct proto_rep_hdr h = { .version = (uint16_t)(from - 1), .op = op,
+		.req_id = id, .status = CXLP_E_VERSION };
+	nng_msg *rep = NULL;
+	struct pbuf b;
+
+	if (from == 0 || nng_msg_len(req) < 6 ||
+	    (unsigned)(f[4] | f[5] << 8) < from) {
+		return false;
+	}
+	atomic_fetch_add(&p->refused, 1);
+	nng_msg_free(req);
+	pbuf_init(&b);
+	proto_put_rep_hdr(&b, &h);
+	if (b.err == 0 && nng_msg_alloc(&rep, b.len) == 0) {
+		memcpy(nng_msg_body(rep), b.data, b.len);
+		ctx_send(p, w->rep_ctx, w->aio, rep);
+	}
+	pbuf_fini(&b);
+	return true;
+}
+
 /* serve -- apply the hook's faults to one request; consumes req. */
 static void
 serve(struct worker *w, nng_msg *req)
@@ -243,6 +275,9 @@ serve(struct worker *w, nng_msg *req)
 	atomic_fetch_add(&p->requests[op <= PROTO_OP_MAX ? op : 0], 1);
 	if (pipe_stalled(p, req)) {
 		nng_msg_free(req);
+		return;
+	}
+	if (refuse_newer(w, req, op, id)) {
 		return;
 	}
 	a = ask(p, op, id, NULL, &delay);
@@ -508,6 +543,14 @@ proxy_requests(struct proxy *p, unsigned op)
 	return op <= PROTO_OP_MAX ? atomic_load(&p->requests[op]) : 0;
 }
 
+/* proxy_refuse_version -- see proxy.h. */
+uint64_t
+proxy_refuse_version(struct proxy *p, unsigned from)
+{
+	atomic_store(&p->refuse_from, from);
+	return atomic_load(&p->refused);
+}
+
 /* proxy_forwarded -- see proxy.h. */
 uint64_t
 proxy_forwarded(struct proxy *p)
@@ -521,6 +564,22 @@ static bool
 has_results(unsigned op)
 {
 	return op >= PROTO_OP_REGISTER && op <= PROTO_OP_DELETE;
+}
+
+/* proxy_set_term -- see proxy.h. */
+int
+proxy_set_term(uint8_t *reply, size_t len, uint64_t term)
+{
+	struct proto_rep_hdr h;
+	struct preader body;
+
+	if (proto_get_rep_hdr(reply, len, &h, &body) != 0 || h.version < 3) {
+		return cxlp_fail(CXLP_E_PROTO, "proxy: not a version-3 reply");
+	}
+	for (int i = 0; i < 8; i++) {
+		reply[24 + i] = (uint8_t)(term >> (8 * i));
+	}
+	return 0;
 }
 
 /* proxy_truncate_results -- see proxy.h. */

@@ -75,6 +75,13 @@ uint64_t proxy_requests(struct proxy *p, unsigned op);
  * PROXY_DUP_REQUEST counts two, a PROXY_DROP_REQUEST none). */
 uint64_t proxy_forwarded(struct proxy *p);
 
+/* proxy_refuse_version -- from now on (from != 0), answer every request
+ * frame of protocol version `from` or later as a metaserver of version
+ * from - 1 does, without forwarding it: CXLP_E_VERSION in a reply header
+ * of that version (from 0: forward them again). Returns how many frames
+ * were answered so before this call. */
+uint64_t proxy_refuse_version(struct proxy *p, unsigned from);
+
 /* proxy_stall_seen -- from now on, drop every request that arrives on a
  * connection a request already came through (the connection stays up but
  * answers nothing, like a peer that hangs); new connections pass. */
@@ -97,5 +104,11 @@ int proxy_release_held(struct proxy *p, unsigned timeout_ms);
  * updated). Returns 0 (also when it already has <= keep results), or
  * CXLP_E_PROTO if the frame is not a successful reply with a result list. */
 int proxy_truncate_results(uint8_t *reply, size_t *len, uint32_t keep);
+
+/* proxy_set_term -- rewrite the term of the version-3 reply in
+ * reply[0..len) (common/proto.h: u64 at byte 24), as a metaserver of
+ * that term would have sent it. 0, or CXLP_E_PROTO for a frame that is
+ * not such a reply. */
+int proxy_set_term(uint8_t *reply, size_t len, uint64_t term);
 
 #endif /* CXLP_TEST_PROXY_H */

@@ -149,7 +149,7 @@ raw_frame(struct pbuf *b, struct raw_client *c, uint16_t version,
     uint16_t op, uint64_t token)
 {
 	struct proto_req_hdr h = { version, op, c->next_id++, c->session,
-		token };
+		token, 0 };
 
 	pbuf_init(b);
 	proto_put_req_hdr(b, &h);
@@ -177,7 +177,7 @@ request(struct raw_client *c, uint16_t op, const struct pbuf *body,
 	struct pbuf b;
 	int rc;
 
-	raw_frame(&b, c, PROTO_VERSION, op, c->token);
+	raw_frame(&b, c, c->version, op, c->token);
 	if (body != NULL) {
 		pbuf_put_bytes(&b, body->data, body->len);
 	}
@@ -246,10 +246,10 @@ hello_reply(struct raw_client *c, const uint8_t *rep, size_t len)
 int
 raw_hello(struct raw_client *c)
 {
-	struct proto_req_hdr h = { PROTO_VERSION, PROTO_OP_HELLO,
-		c->next_id++, 0, 0 };
+	struct proto_req_hdr h = { c->version, PROTO_OP_HELLO,
+		c->next_id++, 0, 0, 0 };
 	struct proto_hello m = { (uint32_t)getpid(), 0, 0, 0, "rawclient",
-		9, NULL, 0, 0, 0, 0 };
+		9, NULL, 0, 0, 0, 0, 0, 0 };
 	struct pbuf b;
 	uint8_t *rep = NULL;
 	size_t rep_len;

@@ -17,6 +17,8 @@ struct raw_client {
 	uint64_t session; /* from raw_hello */
 	uint64_t token;
 	uint64_t next_id;
+	uint16_t version; /* of raw_hello's and raw_request's frames (0 after
+	                   * raw_open: PROTO_VERSION) */
 };
 
 int raw_open(struct raw_client *c, const char *url);

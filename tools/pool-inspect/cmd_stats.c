@@ -188,7 +188,7 @@ static int
 xact(struct conn *c, uint16_t op, struct pbuf *b, struct preader *body)
 {
 	struct proto_req_hdr h = { PROTO_VERSION, op, c->next_id++,
-	    c->session, c->token };
+	    c->session, c->token, 0 };
 	struct proto_rep_hdr rh;
 	struct pbuf req;
 	int rv, rc;

@@ -26,6 +26,7 @@ COUNTER_FIELDS = (
      "memory."),
     ("keys_stored", "Keys this handler's stores put in the pool."),
     ("bytes_stored", "Value bytes of those keys."),
+    ("stale_replies", "Replies of an older metaserver term dropped."),
 )
 
 

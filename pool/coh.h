@@ -77,6 +77,15 @@ const char *coh_map_path(const struct coh *c, const char *path);
  * sim this host's dirty lines are copied to the device; else nothing. */
 void coh_writeback(struct coh *c, const void *addr, uint64_t off,
     size_t len);
+/* coh_set_gate -- from now on, coh_writeback in sw and sim first asks
+ * may_write(arg) (a metaserver's term still holds: elect_may_write) and,
+ * if false, writes nothing back (coh.c note 4). NULL: no gate. Set it
+ * before the pool is written (pool_open_owned does, from
+ * pool_own.may_write). */
+void coh_set_gate(struct coh *c, bool (*may_write)(void *arg), void *arg);
+/* coh_refused -- write-backs the gate refused so far (NULL-safe: 0). */
+uint64_t coh_refused(const struct coh *c);
+
 /* coh_drop -- the next loads of [addr, addr + len) (pool offset off) read
  * the device: in sw the lines are written back and dropped, in sim this
  * host's lines are reloaded from the device (dirty ones written back

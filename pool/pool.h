@@ -87,6 +87,9 @@ struct pool_media {
 
 /* pool_coherence -- the coherence mode p was formatted for (coh.h). */
 enum pool_coh pool_coherence(const struct pool *p);
+/* pool_writebacks_refused -- write-backs of p's lines that the term's
+ * gate refused (pool_own.may_write false: coh.c note 6). */
+uint64_t pool_writebacks_refused(const struct pool *p);
 /* pool_fresh -- drop this host's cached copy of [addr, addr + len) of
  * p's mapping before reading bytes another host writes (sw, sim; else
  * nothing). */

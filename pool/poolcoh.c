@@ -161,6 +161,13 @@ pool_coherence(const struct pool *p)
 	return (enum pool_coh)p->sb->coherence;
 }
 
+/* pool_writebacks_refused -- see pool.h */
+uint64_t
+pool_writebacks_refused(const struct pool *p)
+{
+	return coh_refused(p->coh);
+}
+
 /* pool_fresh -- see pool.h */
 void
 pool_fresh(const struct pool *p, const void *addr, size_t len)

@@ -13,9 +13,10 @@
  *     stored before.
  *   - the same with a 3-node etcd cluster of which two nodes are
  *     stopped (the one left has no quorum).
- *   - two standbys racing for one vacancy (the leader killed -9):
- *     exactly one wins and serves; the other stays a standby that
- *     names the winner.
+ *   - two standbys racing for one vacancy (both stopped while the
+ *     leader is killed -9 and its lease runs out, then resumed at once,
+ *     so that both campaign in their first step): exactly one wins and
+ *     serves; the other stays a standby that names the winner.
  * Timing is never asserted, only order: each wait has a generous
  * bound for a slow machine.
  */
@@ -234,6 +235,22 @@ Test(fencing, etcd_minority_the_leader_serves_its_lease_out_then_one_leader)
 	quorum_lost_then_back(kill_two, start_two);
 }
 
+/* B and C stopped while A leads; A killed -9 and its lease run out at
+ * etcd; B and C resumed together, so that both see the vacancy in their
+ * first look and campaign at once. */
+static void
+vacancy_for_two(void)
+{
+	for (unsigned i = 1; i < NSERV; i++) {
+		kill(ms[i].pid, SIGSTOP);
+	}
+	test_server_kill(&ms[0], SIGKILL);
+	test_sleep_ms(TTL_MS + 1500); /* the lease expires at etcd */
+	for (unsigned i = 1; i < NSERV; i++) {
+		kill(ms[i].pid, SIGCONT);
+	}
+}
+
 Test(fencing, two_standbys_race_for_one_vacancy_and_one_wins)
 {
 	uint64_t term0, term1;
@@ -242,7 +259,7 @@ Test(fencing, two_standbys_race_for_one_vacancy_and_one_wins)
 
 	leader_and_standbys(1, 3);
 	term0 = sbfx_pool_term();
-	test_server_kill(&ms[0], SIGKILL);
+	vacancy_for_two();
 	who = exactly_one_serves(3);
 	cr_assert(who == 1 || who == 2);
 	loser = 3 - who;

@@ -377,6 +377,9 @@ int ms_standby_wait(const struct ms_config *cfg, struct elect **out);
  * SIGINT/SIGTERM, or ms_init's error. */
 int ms_init_elected(struct ms *ms, const struct ms_config *cfg,
     struct elect *e);
+/* ms_takeover_record -- an elected leader that serves now records its
+ * takeover in the pool (standby.c note 6); nothing without --elect. */
+void ms_takeover_record(struct ms *ms);
 /* ms_term_ok -- ms may write its pool: it has no election, or its term
  * holds (elect_may_write). Lock-free: checked before every write batch
  * (dispatch.c apply_locked, the reaper). */

@@ -644,6 +644,7 @@ ms_serve(const struct ms_config *cfg)
 		fprintf(stderr, "cxlpool-metaserver: %s\n", cxlp_errormsg());
 	} else {
 		print_ready(cfg);
+		ms_takeover_record(&srv.ms);
 		(void)ms_notify_ready(cfg);
 		log_info("op=shutdown signal=%d", wait_signal());
 		ms_notify_stopping(cfg);

@@ -75,6 +75,9 @@ void pool_file_id(const struct pool *p, uint64_t *dev, uint64_t *ino);
 bool pool_path_changed(const struct pool *p, const char **what);
 uint64_t pool_size(const struct pool *p);
 uint64_t pool_align(const struct pool *p);
+/* pool_uuid_hex -- the pool's uuid (set at format) as 32 hex digits and
+ * a NUL, the default election key's tail (/cxlpool/<uuid>). */
+void pool_uuid_hex(const struct pool *p, char out[33]);
 
 /* What the pool lives on, as the mapping found it. */
 struct pool_media {

@@ -153,26 +153,47 @@ sbfx_expect_exit(struct test_server *s, int status, unsigned ms)
 	    s->log);
 }
 
+/* sbfx_summary -- see standbyfx.h */
+void
+sbfx_summary(char *out, size_t cap, bool elect)
+{
+	const char *bin = getenv("CXLP_POOL_INSPECT");
+	char cmd[768];
+	size_t n;
+	FILE *f;
+
+	cr_assert_not_null(bin, "CXLP_POOL_INSPECT not set");
+	snprintf(cmd, sizeof(cmd), "%s summary --json %s%s%s", bin, srv.pool,
+	    elect ? " --elect " : "", elect ? sbfx_etcd.spec : "");
+	cr_assert_not_null(f = popen(cmd, "r"));
+	n = fread(out, 1, cap - 1, f);
+	out[n] = '\0';
+	cr_assert_eq(pclose(f), 0, "%s failed: %s", cmd, out);
+}
+
+/* sbfx_json_u64 -- see standbyfx.h */
+uint64_t
+sbfx_json_u64(const char *json, const char *after, const char *name)
+{
+	const char *at = after != NULL ? strstr(json, after) : json;
+	char want[64];
+
+	cr_assert_not_null(at, "no %s in %s", after, json);
+	snprintf(want, sizeof(want), "\"%s\": ", name);
+	at = strstr(at, want);
+	cr_assert_not_null(at, "no %s in %s", name, json);
+	return strtoull(at + strlen(want), NULL, 10);
+}
+
 /* sbfx_pool_term -- see standbyfx.h. The first "term" of the JSON is
  * the pool's; the owner record's comes later. */
 uint64_t
 sbfx_pool_term(void)
 {
-	const char *bin = getenv("CXLP_POOL_INSPECT");
-	char cmd[512], out[16384];
-	const char *at;
-	size_t n;
-	FILE *f;
+	static char out[16384];
 
-	cr_assert_not_null(bin, "CXLP_POOL_INSPECT not set");
-	snprintf(cmd, sizeof(cmd), "%s summary --json %s", bin, srv.pool);
-	cr_assert_not_null(f = popen(cmd, "r"));
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = '\0';
-	cr_assert_eq(pclose(f), 0, "%s failed: %s", cmd, out);
-	at = strstr(out, "\"term\":");
-	cr_assert_not_null(at, "no term in %s", out);
-	return strtoull(at + strlen("\"term\":"), NULL, 10);
+	sbfx_summary(out, sizeof(out), false);
+	return sbfx_json_u64(out, NULL, "term");
 }
 
 /* sbfx_log_elect_lines -- see standbyfx.h */

@@ -41,6 +41,13 @@ uint64_t sbfx_first_call(const char *url, uint64_t t0);
 /* sbfx_expect_exit -- reap s within ms; asserts it exited with status;
  * s->pid = 0 then. */
 void sbfx_expect_exit(struct test_server *s, int status, unsigned ms);
+/* sbfx_summary -- pool-inspect summary --json of srv's pool (with
+ * --elect to sbfx_etcd if elect) into out[cap]; asserts it ran. */
+void sbfx_summary(char *out, size_t cap, bool elect);
+/* sbfx_json_u64 -- the number of "name" that follows the text after
+ * (NULL: the first) in json; asserts there is one. */
+uint64_t sbfx_json_u64(const char *json, const char *after,
+    const char *name);
 /* sbfx_pool_term -- the pool's term, as pool-inspect summary --json
  * reads it. */
 uint64_t sbfx_pool_term(void);

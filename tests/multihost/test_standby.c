@@ -95,6 +95,49 @@ expect_refused(const struct test_server *b)
 	mh_wait_ok(&c, "connect to the standby");
 }
 
+/* pool-inspect summary --elect lists B, registered, with its endpoint
+ * (metaserver/elect_reg.c); the standby registers at its first look, so
+ * it may take one poll */
+static void
+standby_listed(const struct test_server *b)
+{
+	static char out[32768];
+	uint64_t end = sbfx_now_ms() + SBFX_SERVE_WAIT_MS;
+
+	do {
+		sbfx_summary(out, sizeof(out), true);
+		if (strstr(out, b->url) != NULL) {
+			break;
+		}
+		test_sleep_ms(100);
+	} while (sbfx_now_ms() < end);
+	cr_assert(strstr(out, b->url) != NULL, "B (%s) is not among the "
+	    "standbys: %s", b->url, out);
+	cr_assert_eq(sbfx_json_u64(out, "\"election\"", "standby_count"), 1,
+	    "%s", out);
+	cr_assert_eq(sbfx_json_u64(out, "\"election\"", "term"),
+	    sbfx_pool_term(), "etcd's term is not the pool's: %s", out);
+}
+
+/* B's takeover is the pool's last, from A's term to its own */
+static void
+takeover_recorded(uint64_t term_a, uint64_t term_b)
+{
+	static char out[32768];
+
+	sbfx_summary(out, sizeof(out), false);
+	cr_assert(strstr(out, "\"takeover\": {\"recorded\": true") != NULL,
+	    "no takeover recorded: %s", out);
+	cr_assert_eq(sbfx_json_u64(out, "\"takeover\"", "from_term"),
+	    term_a, "%s", out);
+	cr_assert_eq(sbfx_json_u64(out, "\"takeover\"", "to_term"), term_b,
+	    "%s", out);
+	cr_assert_gt(sbfx_json_u64(out, "\"takeover\"", "at_ns"), 0);
+	fprintf(stderr, "standby: the takeover B recorded: %llu ms from the "
+	    "vacancy it saw to serving\n", (unsigned long long)
+	    sbfx_json_u64(out, "\"takeover\"", "ms"));
+}
+
 /* writer on C stores through A; returns its acknowledged keys' specs */
 static uint32_t
 write_through_a(struct test_child *w, struct mh_acks *acks,
@@ -149,6 +192,7 @@ Test(standby, killed_leader_is_replaced_and_nothing_acknowledged_is_lost)
 	expect_refused(&b);
 	term_a = sbfx_pool_term();
 	cr_assert_gt(term_a, 0, "leader A serves, and the pool has no term");
+	standby_listed(&b);
 	ns = write_through_a(&w, &acks, spec, 256, true);
 	t0 = sbfx_now_ms(); /* A was killed just before (write_through_a) */
 	ms = sbfx_first_call(b.url, t0);
@@ -165,6 +209,7 @@ Test(standby, killed_leader_is_replaced_and_nothing_acknowledged_is_lost)
 	cr_assert_gt(term_b, term_a, "B serves, and the pool's term is %llu, "
 	    "A's was %llu", (unsigned long long)term_b,
 	    (unsigned long long)term_a);
+	takeover_recorded(term_a, term_b);
 	read_through_b(spec, ns, acks.count);
 	itest_assert_pool_checks();
 }

@@ -659,6 +659,11 @@ int ms_health_text(struct ms *ms, struct pbuf *out);
  * the service manager ($NOTIFY_SOCKET, READY=1) and write --ready-file
  * (notify.c). 0, or -1 when one of them failed (logged). */
 int ms_notify_ready(const struct ms_config *cfg);
+/* ms_notify_waiting -- tell the service manager that this server is
+ * still starting (a standby: not ready until elected): STATUS=status,
+ * and EXTEND_TIMEOUT_USEC=extend_ms, the time it may take until the
+ * next such word. Errors ignored. */
+void ms_notify_waiting(const char *status, unsigned extend_ms);
 /* ms_notify_starting -- remove a ready file an earlier run left (a
  * crash): it must not stand for this one, not ready yet. */
 void ms_notify_starting(const struct ms_config *cfg);

@@ -64,6 +64,8 @@
 #include "owner.h"
 
 #define STANDBY_TICK_MS 100u /* how often the wait looks at the flags */
+#define STANDBY_NOTIFY_MS 1000u /* how often it tells systemd it waits */
+#define STANDBY_EXTEND_MS 10000u /* and how long it may wait till the next */
 #define VALUE_MAX 1024u
 
 static atomic_bool elected_flag, lost_flag;
@@ -174,6 +176,20 @@ signal_within(unsigned ms)
 	return sig > 0 ? sig : 0;
 }
 
+/* the service manager hears that a standby waits (notify.c): not
+ * ready, still starting, and whose term it waits behind */
+static void
+notify_standby(const struct elect *e)
+{
+	struct elect_status st;
+	char status[160];
+
+	elect_status(e, &st);
+	snprintf(status, sizeof(status), "standby: waiting to be elected "
+	    "(the leader's term: %llu)", (unsigned long long)st.epoch);
+	ms_notify_waiting(status, STANDBY_EXTEND_MS);
+}
+
 /* ms_standby_wait -- see ms_int.h */
 int
 ms_standby_wait(const struct ms_config *cfg, struct elect **out)
@@ -206,8 +222,11 @@ ms_standby_wait(const struct ms_config *cfg, struct elect **out)
 	log_info("op=elect role=standby key=%s value=\"%s\" msg=\"standby: "
 	    "campaigning; no endpoint listens and the pool is not written "
 	    "until this server is elected\"", ec.key, value);
-	while (!atomic_load(&elected_flag) &&
-	    (sig = signal_within(STANDBY_TICK_MS)) == 0) {
+	for (unsigned tick = 0; !atomic_load(&elected_flag) &&
+	    (sig = signal_within(STANDBY_TICK_MS)) == 0; tick++) {
+		if (tick % (STANDBY_NOTIFY_MS / STANDBY_TICK_MS) == 0) {
+			notify_standby(*out);
+		}
 	}
 	if (sig != 0) {
 		log_info("op=shutdown signal=%d role=standby", sig);

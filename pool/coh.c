@@ -25,7 +25,8 @@
  *     survives the reboots a disk-file pool survives, plus the simulated
  *     host's name, so that the simulator's hosts are told apart by the
  *     same check that tells real ones apart.
- *  6. The write-back gate [coh_set_gate, coh_writeback]: an elected
+ *  6. The write-back gate [coh_set_gate, coh_writeback; set through
+ *     pool_writeback_gate once the pool is open]: an elected
  *     metaserver checks its term before each write batch (standby.c note
  *     3), but a process paused inside a batch (SIGSTOP, a VM pause) wakes
  *     past that check with the rest of the batch to store. Its stores

@@ -106,7 +106,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "coh.h"
 #include "err.h"
 #include "log.h"
 #include "owner.h"
@@ -428,9 +427,6 @@ owner_new(struct pool *p, const struct pool_own *own)
 	ow->term_reset = own->term_reset;
 	ow->may_write = own->may_write;
 	ow->may_write_arg = own->may_write_arg;
-	if (own->may_write != NULL && p->coh != NULL) {
-		coh_set_gate(p->coh, own->may_write, own->may_write_arg);
-	}
 	pthread_mutex_init(&ow->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -90,8 +90,14 @@ struct pool_media {
 
 /* pool_coherence -- the coherence mode p was formatted for (coh.h). */
 enum pool_coh pool_coherence(const struct pool *p);
-/* pool_writebacks_refused -- write-backs of p's lines that the term's
- * gate refused (pool_own.may_write false: coh.c note 6). */
+/* pool_writeback_gate -- from now on every write-back of p's lines in
+ * sw and sim asks may_write(arg) first and, if false, writes nothing
+ * back (an elected server's term: coh.c note 6). Before p is shared
+ * between threads. */
+void pool_writeback_gate(struct pool *p, bool (*may_write)(void *arg),
+    void *arg);
+/* pool_writebacks_refused -- write-backs of p's lines that the gate
+ * refused. */
 uint64_t pool_writebacks_refused(const struct pool *p);
 /* pool_fresh -- drop this host's cached copy of [addr, addr + len) of
  * p's mapping before reading bytes another host writes (sw, sim; else

@@ -3,7 +3,10 @@
  * service manager would start them (no wait for ready: a standby prints
  * nothing until it is elected), and watched through their logs.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,16 +46,19 @@ spawn_with_record(struct test_spawn *sp, const char *record)
 /* sbfx_spawn -- see standbyfx.h */
 void
 sbfx_spawn(struct test_server *s, const char *host, const char *tag,
-    const char *ttl, const char *record)
+    const char *ttl, const char *record, int metrics_port)
 {
 	const char *bin = getenv("CXLP_METASERVER");
+	char murl[64];
 	const char *argv[] = { bin, "--pool", srv.pool, "--listen", s->url,
 		"--coherence", "sim", "--evict-free", "0", "--elect",
-		sbfx_etcd.spec, "--elect-ttl", ttl, NULL };
+		sbfx_etcd.spec, "--elect-ttl", ttl, metrics_port > 0 ?
+		"--metrics" : NULL, murl, NULL };
 	struct test_spawn sp = { .path = bin, .argv = argv, .in_fd = -1,
 		.out_fd = -1 };
 
 	cr_assert_not_null(bin, "CXLP_METASERVER not set");
+	snprintf(murl, sizeof(murl), "http://127.0.0.1:%d", metrics_port);
 	snprintf(s->pool, sizeof(s->pool), "%s", srv.pool);
 	snprintf(s->url, sizeof(s->url), "ipc:///tmp/cxlp-sb-%d-%s.sock",
 	    (int)getpid(), tag);
@@ -84,6 +90,45 @@ sbfx_wait_log(struct test_server *s, const char *needle)
 		test_sleep_ms(20);
 	}
 	cr_assert_fail("no '%s' in %s", needle, s->log);
+}
+
+/* sbfx_free_port -- see standbyfx.h */
+int
+sbfx_free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert(fd >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	cr_assert(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* sbfx_metrics -- see standbyfx.h: one HTTP/1.0 GET, read to EOF */
+void
+sbfx_metrics(int port, char *out, size_t cap)
+{
+	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+	struct sockaddr_in a = { .sin_family = AF_INET,
+		.sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	size_t n = 0;
+	ssize_t r;
+
+	cr_assert(fd >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0,
+	    "/metrics on port %d: %s", port, strerror(errno));
+	cr_assert_eq(write(fd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+	while (n < cap - 1 && (r = read(fd, out + n, cap - 1 - n)) > 0) {
+		n += (size_t)r;
+	}
+	out[n] = '\0';
+	close(fd);
 }
 
 /* sbfx_log_count -- see standbyfx.h */

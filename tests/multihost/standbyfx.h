@@ -24,9 +24,15 @@ uint64_t sbfx_now_ms(void);
 /* sbfx_spawn -- start s on simulated host host with --elect to
  * sbfx_etcd, --elect-ttl ttl (e.g. "2s"), on srv's pool, its socket and
  * log named by tag; with record (may be NULL) as its CXLP_SIM_RECORD
- * (pool/sim.c note 5). Does not wait for it. */
+ * (pool/sim.c note 5), and --metrics on loopback metrics_port (0:
+ * none). Does not wait for it. */
 void sbfx_spawn(struct test_server *s, const char *host, const char *tag,
-    const char *ttl, const char *record);
+    const char *ttl, const char *record, int metrics_port);
+/* sbfx_free_port -- a loopback TCP port free now. */
+int sbfx_free_port(void);
+/* sbfx_metrics -- GET /metrics of the server on loopback port into
+ * out[cap] (headers and body); asserts it connects. */
+void sbfx_metrics(int port, char *out, size_t cap);
 /* sbfx_wait_log -- until s's log has needle; asserts s lives meanwhile
  * and that it comes within SBFX_SERVE_WAIT_MS. */
 void sbfx_wait_log(struct test_server *s, const char *needle);

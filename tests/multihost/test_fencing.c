@@ -62,10 +62,10 @@ leader_and_standbys(unsigned members, unsigned n)
 	unlink(srv.log);
 	unlink(srv.url + strlen("ipc://"));
 	memset(ms, 0, sizeof(ms));
-	sbfx_spawn(&ms[0], host_of[0], tag_of[0], TTL, NULL);
+	sbfx_spawn(&ms[0], host_of[0], tag_of[0], TTL, NULL, 0);
 	sbfx_wait_log(&ms[0], "cxlpool-metaserver: ready");
 	for (unsigned i = 1; i < n; i++) {
-		sbfx_spawn(&ms[i], host_of[i], tag_of[i], TTL, NULL);
+		sbfx_spawn(&ms[i], host_of[i], tag_of[i], TTL, NULL, 0);
 		sbfx_wait_log(&ms[i], "role=standby leader=");
 	}
 	srv = ms[0]; /* itest_assert_pool_checks reads srv.pool */
@@ -188,7 +188,7 @@ quorum_lost_then_back(void (*stop)(void), void (*back)(void))
 	    "was elected with etcd gone (log %s)", ms[1].log);
 	cr_assert_not(sbfx_serves(ms[1].url, 500));
 	back();
-	sbfx_spawn(&ms[0], host_of[0], tag_of[0], TTL, NULL);
+	sbfx_spawn(&ms[0], host_of[0], tag_of[0], TTL, NULL, 0);
 	who = exactly_one_serves(2);
 	srv = ms[who];
 	keys_there(ms[who].url, before + 1 + after);

@@ -26,6 +26,7 @@
 
 static struct test_server other; /* the server srv is not */
 static char record[128];         /* A's CXLP_SIM_RECORD */
+static int port_a, port_b;       /* their --metrics */
 
 static void
 standby_fini(void)
@@ -56,9 +57,9 @@ leader_and_standby(struct test_server *b)
 	snprintf(record, sizeof(record), "/tmp/cxlp-sb-%d-a.record",
 	    (int)getpid());
 	unlink(record);
-	sbfx_spawn(&a, "A", "a", "2s", record);
+	sbfx_spawn(&a, "A", "a", "2s", record, port_a = sbfx_free_port());
 	sbfx_wait_log(&a, "cxlpool-metaserver: ready");
-	sbfx_spawn(b, "B", "b", "2s", NULL);
+	sbfx_spawn(b, "B", "b", "2s", NULL, port_b = sbfx_free_port());
 	sbfx_wait_log(b, "role=standby leader=");
 	cr_assert(test_server_log_has(b, a.url), "B's log does not name the "
 	    "leader's endpoint %s (log %s)", a.url, b->log);
@@ -103,6 +104,7 @@ standby_listed(const struct test_server *b)
 {
 	static char out[32768];
 	uint64_t end = sbfx_now_ms() + SBFX_SERVE_WAIT_MS;
+	char want[256];
 
 	do {
 		sbfx_summary(out, sizeof(out), true);
@@ -117,6 +119,18 @@ standby_listed(const struct test_server *b)
 	    "%s", out);
 	cr_assert_eq(sbfx_json_u64(out, "\"election\"", "term"),
 	    sbfx_pool_term(), "etcd's term is not the pool's: %s", out);
+	/* and A's /metrics, once its next renewal listed B */
+	do {
+		sbfx_metrics(port_a, out, sizeof(out));
+		if (strstr(out, "\ncxlpool_standbys 1\n") != NULL) {
+			break;
+		}
+		test_sleep_ms(100);
+	} while (sbfx_now_ms() < end);
+	cr_assert(strstr(out, "\ncxlpool_standbys 1\n") != NULL, "%s", out);
+	snprintf(want, sizeof(want), ".sim-B\",listen=\"%s\"", b->url);
+	cr_assert(strstr(out, want) != NULL, "no %s in A's /metrics: %s",
+	    want, out);
 }
 
 /* B's takeover is the pool's last, from A's term to its own */
@@ -124,6 +138,7 @@ static void
 takeover_recorded(uint64_t term_a, uint64_t term_b)
 {
 	static char out[32768];
+	char want[512];
 
 	sbfx_summary(out, sizeof(out), false);
 	cr_assert(strstr(out, "\"takeover\": {\"recorded\": true") != NULL,
@@ -136,6 +151,12 @@ takeover_recorded(uint64_t term_a, uint64_t term_b)
 	fprintf(stderr, "standby: the takeover B recorded: %llu ms from the "
 	    "vacancy it saw to serving\n", (unsigned long long)
 	    sbfx_json_u64(out, "\"takeover\"", "ms"));
+	sbfx_metrics(port_b, out, sizeof(out));
+	snprintf(want, sizeof(want), "\ncxlpool_takeover_from_term %llu\n"
+	    "# HELP cxlpool_takeover_term The term of the last takeover.\n"
+	    "# TYPE cxlpool_takeover_term gauge\ncxlpool_takeover_term %llu\n",
+	    (unsigned long long)term_a, (unsigned long long)term_b);
+	cr_assert(strstr(out, want) != NULL, "B's /metrics: %s", out);
 }
 
 /* writer on C stores through A; returns its acknowledged keys' specs */

@@ -2,9 +2,17 @@
  * test_fencing.c -- the standby's fencing at the metaserver's level
  * (issue 28; metaserver/standby.c, metaserver/elect.c): leader and
  * standbys on simulated hosts of one sim pool, elected through an etcd
- * the test starts on loopback ports (skipped without etcd). The SIGSTOP
- * case, with the simulator's record of the paused leader's writes, is
- * test_standby.c's.
+ * the test starts on loopback ports (skipped without etcd).
+ *   - the leader SIGSTOPped past its TTL, the standby takes over, the
+ *     leader resumed: it admits no request (a store sent while it was
+ *     stopped is refused), exits MS_EXIT_LOST, and writes not one line
+ *     of the pool back to the device after its resume (the simulator's
+ *     record of its write-backs, CXLP_SIM_RECORD, does not grow); the
+ *     pool checks clean.
+ *   - the leader killed -9: while it led, the standby was listed
+ *     (pool-inspect summary --elect, the leader's /metrics); after, the
+ *     new leader's takeover is recorded from the old term to its own
+ *     (pool-inspect summary, its /metrics).
  *   - etcd stopped: the leader keeps serving while its lease may still
  *     run, then refuses the next store and exits MS_EXIT_LOST; the
  *     standby, which cannot reach etcd either, serves nothing. etcd
@@ -20,9 +28,10 @@
  * Timing is never asserted, only order: each wait has a generous
  * bound for a slow machine.
  */
+#include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "standbyfx.h"
+#include "electfx.h"
 
 #define POOL (64 * MiB)
 #define KEYS 16          /* stored before etcd goes */
@@ -33,10 +42,15 @@
 #define NSERV 3
 
 static struct test_server ms[NSERV]; /* every server but srv's copy */
+static int mport[NSERV];             /* their --metrics ports */
+static char record[128];             /* ms[0]'s first CXLP_SIM_RECORD */
 
 static void
 fencing_fini(void)
 {
+	if (record[0] != '\0' && getenv("CXLP_TEST_KEEP_LOGS") == NULL) {
+		unlink(record);
+	}
 	for (unsigned i = 0; i < NSERV; i++) {
 		sbfx_stop(&ms[i]);
 	}
@@ -62,10 +76,16 @@ leader_and_standbys(unsigned members, unsigned n)
 	unlink(srv.log);
 	unlink(srv.url + strlen("ipc://"));
 	memset(ms, 0, sizeof(ms));
-	sbfx_spawn(&ms[0], host_of[0], tag_of[0], TTL, NULL, 0);
+	for (unsigned i = 0; i < n; i++) {
+		mport[i] = sbfx_free_port();
+	}
+	snprintf(record, sizeof(record), "/tmp/cxlp-fence-%d-a.record",
+	    (int)getpid());
+	unlink(record);
+	sbfx_spawn(&ms[0], host_of[0], tag_of[0], TTL, record, mport[0]);
 	sbfx_wait_log(&ms[0], "cxlpool-metaserver: ready");
 	for (unsigned i = 1; i < n; i++) {
-		sbfx_spawn(&ms[i], host_of[i], tag_of[i], TTL, NULL, 0);
+		sbfx_spawn(&ms[i], host_of[i], tag_of[i], TTL, NULL, mport[i]);
 		sbfx_wait_log(&ms[i], "role=standby leader=");
 	}
 	srv = ms[0]; /* itest_assert_pool_checks reads srv.pool */
@@ -275,5 +295,153 @@ Test(fencing, two_standbys_race_for_one_vacancy_and_one_wins)
 	term1 = sbfx_pool_term();
 	cr_assert_gt(term1, term0, "the pool's term is %llu, was %llu",
 	    (unsigned long long)term1, (unsigned long long)term0);
+	itest_assert_pool_checks();
+}
+
+/* bytes of ms[0]'s record of the lines it wrote back (pool/sim.c note 5) */
+static off_t
+record_size(void)
+{
+	struct stat st;
+
+	cr_assert_eq(stat(record, &st), 0, "no record %s", record);
+	return st.st_size;
+}
+
+Test(fencing, paused_leader_resumed_writes_nothing_back_and_exits)
+{
+	struct test_child late;
+	struct cxlp_handler *h;
+	uint64_t ms_taken;
+	off_t paused;
+	char said;
+	int st;
+
+	leader_and_standbys(1, 2);
+	h = kv_connect_timeout(ms[0].url, 2000, 0);
+	cr_assert_not_null(h);
+	for (uint32_t k = 0; k < KEYS; k++) {
+		cr_assert_eq(store_one(h, k), 0);
+	}
+	cxlp_close(&h);
+	cr_assert_gt(record_size(), 0, "leader A served, and its record "
+	    "%s has no line it wrote back", record);
+	/* a handler on A, idle, whose store is sent while A is stopped:
+	 * it reaches A's workers the moment A resumes */
+	mh_spawn(&late, "C", "rewrite", "late-key");
+	kill(ms[0].pid, SIGSTOP);
+	cr_assert_eq(waitpid(ms[0].pid, &st, WUNTRACED), ms[0].pid);
+	cr_assert(WIFSTOPPED(st));
+	mh_say(&late, 'g');
+	ms_taken = sbfx_first_call(ms[1].url, sbfx_now_ms());
+	cr_log_info("takeover after SIGSTOP: %llu ms",
+	    (unsigned long long)ms_taken);
+	paused = record_size();
+	kill(ms[0].pid, SIGCONT);
+	sbfx_expect_exit(&ms[0], SBFX_EXIT_LOST, SBFX_SERVE_WAIT_MS);
+	/* not one line of the pool written back since its resume */
+	cr_assert_eq(record_size(), paused, "the deposed leader wrote %lld "
+	    "bytes of records (lines written back: %s) after its resume",
+	    (long long)(record_size() - paused), record);
+	cr_assert_not(test_child_read(&late, &said, 1), "the deposed leader "
+	    "acknowledged a store after it lost its term (log %s)",
+	    ms[0].log);
+	(void)itest_wait(&late);
+	srv = ms[1];
+	h = kv_connect_timeout(ms[1].url, 5000, 3);
+	cr_assert_not_null(h);
+	cr_assert_eq(cxlp_exists(h, "late-key", 8), 0, "the deposed leader "
+	    "stored late-key after it lost its term (log %s)", ms[0].log);
+	cxlp_close(&h);
+	keys_there(ms[1].url, KEYS);
+	itest_assert_pool_checks();
+}
+
+/* until /metrics on port has needle (the leader lists its standbys at
+ * each renewal) */
+static void
+metrics_until(int port, const char *needle, char *out, size_t cap)
+{
+	uint64_t end = sbfx_now_ms() + SBFX_SERVE_WAIT_MS;
+
+	do {
+		sbfx_metrics(port, out, cap);
+		if (strstr(out, needle) != NULL) {
+			return;
+		}
+		test_sleep_ms(100);
+	} while (sbfx_now_ms() < end);
+	cr_assert_fail("no '%s' in /metrics on port %d: %s", needle, port,
+	    out);
+}
+
+/* pool-inspect summary --elect and A's /metrics list B (registered at
+ * its first look: it may take one poll) */
+static void
+standby_listed(const struct test_server *b)
+{
+	static char out[32768];
+	uint64_t end = sbfx_now_ms() + SBFX_SERVE_WAIT_MS;
+	char want[256];
+
+	do {
+		sbfx_summary(out, sizeof(out), true);
+		if (strstr(out, b->url) != NULL) {
+			break;
+		}
+		test_sleep_ms(100);
+	} while (sbfx_now_ms() < end);
+	cr_assert(strstr(out, b->url) != NULL, "B (%s) is not among the "
+	    "standbys: %s", b->url, out);
+	cr_assert_eq(sbfx_json_u64(out, "\"election\"", "standby_count"), 1,
+	    "%s", out);
+	cr_assert_eq(sbfx_json_u64(out, "\"election\"", "term"),
+	    sbfx_pool_term(), "etcd's term is not the pool's: %s", out);
+	metrics_until(mport[0], "\ncxlpool_standbys 1\n", out, sizeof(out));
+	snprintf(want, sizeof(want), ".sim-B\",listen=\"%s\"", b->url);
+	cr_assert(strstr(out, want) != NULL, "no %s in A's /metrics: %s",
+	    want, out);
+}
+
+/* B's takeover is the pool's last, from A's term to its own, in
+ * pool-inspect summary and on B's /metrics */
+static void
+takeover_recorded(uint64_t term_a, uint64_t term_b)
+{
+	static char out[32768];
+	char want[512];
+
+	sbfx_summary(out, sizeof(out), false);
+	cr_assert(strstr(out, "\"takeover\": {\"recorded\": true") != NULL,
+	    "no takeover recorded: %s", out);
+	cr_assert_eq(sbfx_json_u64(out, "\"takeover\"", "from_term"),
+	    term_a, "%s", out);
+	cr_assert_eq(sbfx_json_u64(out, "\"takeover\"", "to_term"), term_b,
+	    "%s", out);
+	cr_assert_gt(sbfx_json_u64(out, "\"takeover\"", "at_ns"), 0);
+	cr_log_info("the takeover B recorded: %llu ms from the vacancy it saw "
+	    "to serving", (unsigned long long)
+	    sbfx_json_u64(out, "\"takeover\"", "ms"));
+	snprintf(want, sizeof(want), "\ncxlpool_takeover_from_term %llu\n"
+	    "# HELP cxlpool_takeover_term The term of the last takeover.\n"
+	    "# TYPE cxlpool_takeover_term gauge\ncxlpool_takeover_term %llu\n",
+	    (unsigned long long)term_a, (unsigned long long)term_b);
+	metrics_until(mport[1], want, out, sizeof(out));
+}
+
+Test(fencing, killed_leader_standby_listed_then_its_takeover_recorded)
+{
+	uint64_t term_a, term_b;
+
+	leader_and_standbys(1, 2);
+	term_a = sbfx_pool_term();
+	cr_assert_gt(term_a, 0, "leader A serves, and the pool has no term");
+	standby_listed(&ms[1]);
+	test_server_kill(&ms[0], SIGKILL);
+	(void)sbfx_first_call(ms[1].url, sbfx_now_ms());
+	srv = ms[1];
+	term_b = sbfx_pool_term();
+	cr_assert_gt(term_b, term_a);
+	takeover_recorded(term_a, term_b);
 	itest_assert_pool_checks();
 }

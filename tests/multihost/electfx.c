@@ -1,5 +1,5 @@
 /*
- * standbyfx.c -- see standbyfx.h. The metaservers are started as the
+ * electfx.c -- see electfx.h. The metaservers are started as the
  * service manager would start them (no wait for ready: a standby prints
  * nothing until it is elected), and watched through their logs.
  */
@@ -14,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "standbyfx.h"
+#include "electfx.h"
 
 struct etcdfx sbfx_etcd;
 
-/* sbfx_now_ms -- see standbyfx.h */
+/* sbfx_now_ms -- see electfx.h */
 uint64_t
 sbfx_now_ms(void)
 {
@@ -43,7 +43,7 @@ spawn_with_record(struct test_spawn *sp, const char *record)
 	return pid;
 }
 
-/* sbfx_spawn -- see standbyfx.h */
+/* sbfx_spawn -- see electfx.h */
 void
 sbfx_spawn(struct test_server *s, const char *host, const char *tag,
     const char *ttl, const char *record, int metrics_port)
@@ -74,7 +74,7 @@ sbfx_spawn(struct test_server *s, const char *host, const char *tag,
 	cr_assert(s->pid > 0, "cannot start %s", bin);
 }
 
-/* sbfx_wait_log -- see standbyfx.h */
+/* sbfx_wait_log -- see electfx.h */
 void
 sbfx_wait_log(struct test_server *s, const char *needle)
 {
@@ -92,7 +92,7 @@ sbfx_wait_log(struct test_server *s, const char *needle)
 	cr_assert_fail("no '%s' in %s", needle, s->log);
 }
 
-/* sbfx_free_port -- see standbyfx.h */
+/* sbfx_free_port -- see electfx.h */
 int
 sbfx_free_port(void)
 {
@@ -108,7 +108,7 @@ sbfx_free_port(void)
 	return ntohs(a.sin_port);
 }
 
-/* sbfx_metrics -- see standbyfx.h: one HTTP/1.0 GET, read to EOF */
+/* sbfx_metrics -- see electfx.h: one HTTP/1.0 GET, read to EOF */
 void
 sbfx_metrics(int port, char *out, size_t cap)
 {
@@ -131,7 +131,7 @@ sbfx_metrics(int port, char *out, size_t cap)
 	close(fd);
 }
 
-/* sbfx_log_count -- see standbyfx.h */
+/* sbfx_log_count -- see electfx.h */
 unsigned
 sbfx_log_count(const struct test_server *s, const char *needle)
 {
@@ -149,7 +149,7 @@ sbfx_log_count(const struct test_server *s, const char *needle)
 	return n;
 }
 
-/* sbfx_serves -- see standbyfx.h */
+/* sbfx_serves -- see electfx.h */
 bool
 sbfx_serves(const char *url, unsigned timeout_ms)
 {
@@ -165,7 +165,7 @@ sbfx_serves(const char *url, unsigned timeout_ms)
 	return true;
 }
 
-/* sbfx_first_call -- see standbyfx.h */
+/* sbfx_first_call -- see electfx.h */
 uint64_t
 sbfx_first_call(const char *url, uint64_t t0)
 {
@@ -178,7 +178,7 @@ sbfx_first_call(const char *url, uint64_t t0)
 	return sbfx_now_ms() - t0;
 }
 
-/* sbfx_expect_exit -- see standbyfx.h */
+/* sbfx_expect_exit -- see electfx.h */
 void
 sbfx_expect_exit(struct test_server *s, int status, unsigned ms)
 {
@@ -198,7 +198,7 @@ sbfx_expect_exit(struct test_server *s, int status, unsigned ms)
 	    s->log);
 }
 
-/* sbfx_summary -- see standbyfx.h */
+/* sbfx_summary -- see electfx.h */
 void
 sbfx_summary(char *out, size_t cap, bool elect)
 {
@@ -216,7 +216,7 @@ sbfx_summary(char *out, size_t cap, bool elect)
 	cr_assert_eq(pclose(f), 0, "%s failed: %s", cmd, out);
 }
 
-/* sbfx_json_u64 -- see standbyfx.h */
+/* sbfx_json_u64 -- see electfx.h */
 uint64_t
 sbfx_json_u64(const char *json, const char *after, const char *name)
 {
@@ -230,7 +230,7 @@ sbfx_json_u64(const char *json, const char *after, const char *name)
 	return strtoull(at + strlen(want), NULL, 10);
 }
 
-/* sbfx_pool_term -- see standbyfx.h. The first "term" of the JSON is
+/* sbfx_pool_term -- see electfx.h. The first "term" of the JSON is
  * the pool's; the owner record's comes later. */
 uint64_t
 sbfx_pool_term(void)
@@ -241,7 +241,7 @@ sbfx_pool_term(void)
 	return sbfx_json_u64(out, NULL, "term");
 }
 
-/* sbfx_log_elect_lines -- see standbyfx.h */
+/* sbfx_log_elect_lines -- see electfx.h */
 void
 sbfx_log_elect_lines(const char *path)
 {
@@ -251,7 +251,7 @@ sbfx_log_elect_lines(const char *path)
 	(void)system(cmd);
 }
 
-/* sbfx_stop -- see standbyfx.h */
+/* sbfx_stop -- see electfx.h */
 void
 sbfx_stop(struct test_server *s)
 {

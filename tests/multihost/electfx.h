@@ -1,12 +1,12 @@
 /*
- * standbyfx.h -- what the standby tests share (test_standby.c,
- * test_fencing.c): metaservers started with --elect on simulated hosts
- * of srv's sim pool, against an etcd the test starts
- * (tests/metaserver/etcd_fixture.c), and the probes that tell whether
- * one serves.
+ * electfx.h -- the fencing tests' fixture (test_fencing.c): metaservers
+ * started with --elect on simulated hosts of srv's sim pool, against an
+ * etcd the test starts (tests/metaserver/etcd_fixture.c), and the
+ * probes that tell whether one serves, what pool-inspect and /metrics
+ * say. (standbyfx.c is test_standby.c's and test_follow.c's.)
  */
-#ifndef CXLP_STANDBYFX_H
-#define CXLP_STANDBYFX_H
+#ifndef CXLP_ELECTFX_H
+#define CXLP_ELECTFX_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -65,4 +65,4 @@ void sbfx_log_elect_lines(const char *path);
  * a server never started. */
 void sbfx_stop(struct test_server *s);
 
-#endif /* CXLP_STANDBYFX_H */
+#endif /* CXLP_ELECTFX_H */

@@ -153,7 +153,9 @@ print_text(const char *path, const struct pool *p, const struct summary *s)
 	print_access_text(&s->ac);
 	inspect_owner_text(p);
 	inspect_takeover_text(p);
-	inspect_elect_text(&s->el);
+	if (s->el.spec != NULL || pool_term(p) != 0) { /* an elected pool */
+		inspect_elect_text(&s->el);
+	}
 }
 
 static void

@@ -175,10 +175,11 @@ Test(etcd_json, random_byte_changes_never_crash)
 			buf[rand_r(&seed) % n] = alphabet[rand_r(&seed) %
 			    (sizeof(alphabet) - 1)];
 		}
-		for (int c = ETCD_GRANT; c <= ETCD_TXN; c++) {
+		for (int c = ETCD_GRANT; c <= ETCD_LIST; c++) {
 			if (etcd_parse((enum etcd_call)c, buf, n, &a) != 0) {
 				cr_assert_eq(a.revision, 0);
 				cr_assert_eq(a.has_kv, false);
+				cr_assert_eq(a.nitems, 0);
 			}
 		}
 	}

@@ -79,9 +79,8 @@ void coh_writeback(struct coh *c, const void *addr, uint64_t off,
     size_t len);
 /* coh_set_gate -- from now on, coh_writeback in sw and sim first asks
  * may_write(arg) (a metaserver's term still holds: elect_may_write) and,
- * if false, writes nothing back (coh.c note 4). NULL: no gate. Set it
- * before the pool is written (pool_open_owned does, from
- * pool_own.may_write). */
+ * if false, writes nothing back (coh.c note 6). NULL: no gate. Set by
+ * the metaserver (pool_writeback_gate) once its pool is open. */
 void coh_set_gate(struct coh *c, bool (*may_write)(void *arg), void *arg);
 /* coh_refused -- write-backs the gate refused so far (NULL-safe: 0). */
 uint64_t coh_refused(const struct coh *c);

@@ -227,7 +227,7 @@ coh_writeback(struct coh *c, const void *addr, uint64_t off, size_t len)
 {
 	if (c->may_write != NULL && c->mode != POOL_COH_HOST &&
 	    c->mode != POOL_COH_HW && !c->may_write(c->may_write_arg)) {
-		atomic_fetch_add(&c->refused, 1); /* note 4 */
+		atomic_fetch_add(&c->refused, 1); /* note 6 */
 		return;
 	}
 	if (c->mode == POOL_COH_SW) {

@@ -126,6 +126,9 @@ int helper_run(const struct bench *b, const char *name, const char *pool,
 struct cxlp_handler;
 int bench_connect(const char *url, size_t page, size_t region, bool direct,
     struct cxlp_handler **h);
+/* bench_try_connect -- bench_connect that prints nothing (a poll). */
+int bench_try_connect(const char *url, size_t page, size_t region,
+    bool direct, struct cxlp_handler **h);
 
 /* ---- metaserver processes (ms.c) ------------------------------------- */
 
@@ -160,6 +163,8 @@ int datapath_section(struct bench *b);
 int index_section(struct bench *b);
 int evict_section(struct bench *b);
 int coherence_section(struct bench *b);
+/* takeover_section -- only with --only takeover (etcd needed). */
+int takeover_section(struct bench *b);
 /* coh_modes_parse -- --coherence's comma list into b->coh_modes; 0, or
  * -1 with the reason on stderr. */
 int coh_modes_parse(struct bench *b, const char *list);

@@ -13,7 +13,9 @@
  * and `--batch-worker` are modes it execs itself in, so every process
  * that uses nng is a fresh one. The coherence section (coh.c) runs only
  * when asked (--coherence LIST, or --only coherence), so a run without
- * either prints what it printed before the section existed.
+ * either prints what it printed before the section existed; so does
+ * the takeover section (takeover.c, --only takeover), which starts an
+ * etcd and two --elect servers of its own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +52,7 @@ static const struct section {
 	{ "index", index_section },
 	{ "evict", evict_section },
 	{ "coherence", coherence_section }, /* only when asked: run_sections */
+	{ "takeover", takeover_section },   /* likewise (needs etcd) */
 };
 
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
@@ -70,7 +73,10 @@ usage(FILE *f)
 	    "                      tables then go to stderr)\n"
 	    "  --only SECTION      echo|dispatch|latency|batch|datapath|"
 	    "index|evict|\n"
-	    "                      coherence\n"
+	    "                      coherence|takeover (the last two only "
+	    "when\n"
+	    "                      named; takeover starts its own etcd and "
+	    "servers)\n"
 	    "  --procs N           batch: only N handler processes (1,2,4,8)"
 	    "\n"
 	    "  --batch N           batch: only batch size N (1,16,64,256,1024)"
@@ -285,7 +291,9 @@ run_sections(struct bench *b)
 
 	for (size_t i = 0; i < NSECTIONS; i++) {
 		bool coh = strcmp(sections[i].name, "coherence") == 0;
-		bool on = coh ? b->ncoh > 0 || (b->only != NULL &&
+		bool tk = strcmp(sections[i].name, "takeover") == 0;
+		bool on = tk ? b->only != NULL && strcmp(b->only, "takeover") ==
+		    0 : coh ? b->ncoh > 0 || (b->only != NULL &&
 		    strcmp(b->only, "coherence") == 0) :
 		    section_on(b, sections[i].name) ||
 		    (strcmp(sections[i].name, "echo") == 0 &&

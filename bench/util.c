@@ -321,6 +321,20 @@ int
 bench_connect(const char *url, size_t page, size_t region, bool direct,
     struct cxlp_handler **h)
 {
+	int rc = bench_try_connect(url, page, region, direct, h);
+
+	if (rc != 0) {
+		fprintf(stderr, "cxlpool-bench: connect %s: %s (%s)\n", url,
+		    cxlp_strerror(rc), cxlp_errormsg());
+	}
+	return rc;
+}
+
+/* bench_try_connect -- see bench.h */
+int
+bench_try_connect(const char *url, size_t page, size_t region, bool direct,
+    struct cxlp_handler **h)
+{
 	struct cxlp_config *cfg;
 	int rc = cxlp_config_new(&cfg);
 
@@ -333,10 +347,6 @@ bench_connect(const char *url, size_t page, size_t region, bool direct,
 	    (rc = cxlp_config_set_region_size(cfg, region)) == 0 &&
 	    (rc = cxlp_config_set_direct_reads(cfg, direct)) == 0) {
 		rc = cxlp_connect(h, cfg);
-	}
-	if (rc != 0) {
-		fprintf(stderr, "cxlpool-bench: connect %s: %s (%s)\n", url,
-		    cxlp_strerror(rc), cxlp_errormsg());
 	}
 	cxlp_config_delete(&cfg);
 	return rc;

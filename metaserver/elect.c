@@ -37,6 +37,13 @@
  *    soon as its thread sees the deadline passed, even if a late
  *    keepalive would have renewed it: elect_may_write is true over one
  *    interval per term, never again after it was false.
+ * 6. Standbys register (elect_reg.c): at each look a standby renews its
+ *    record under <key>/standby/<name>; elected, it withdraws it before
+ *    its first renewal; the leader lists them after each renewal of
+ *    its own (never before it: the renewal keeps the deadline).
+ *    The vacancy a term was won from is the boot ms of the look that
+ *    found the key absent (vacant_ms), which ms_takeover_record counts
+ *    a takeover's time from.
  * 5. A create whose answer was lost may have been applied: a create
  *    that finds the key held on our own lease is a win (etcd.c, note 3).
  *    A campaign that fails in any other way revokes its lease, so a key
@@ -52,6 +59,7 @@
 #include "clock.h"
 #include "deadline.h"
 #include "elect.h"
+#include "elect_reg.h"
 #include "err.h"
 #include "etcd.h"
 #include "log.h"
@@ -76,6 +84,10 @@ struct elect {
 	uint64_t granted_ms;   /* TTL etcd granted */
 	uint64_t terms;
 	bool renew_failed;     /* the last keepalive failed: retry soon */
+	uint64_t vacant_ms;    /* note 6: the look that found no leader */
+	uint64_t elected_ms;   /* CLOCK_BOOTTIME ms of our win */
+	uint64_t prev_epoch;   /* the leader seen before ours; 0: none */
+	struct elect_reg *reg; /* the standbys (note 6) */
 };
 
 static uint64_t
@@ -123,7 +135,29 @@ elect_status(const struct elect *ce, struct elect_status *st)
 	st->ttl_ms = e->granted_ms;
 	st->margin_ms = e->margin_ms;
 	st->terms = e->terms;
+	st->vacant_ms = e->vacant_ms;
+	st->elected_ms = e->elected_ms;
+	st->prev_epoch = e->prev_epoch;
 	pthread_mutex_unlock(&e->lock);
+	st->standbys = -1;
+	st->listed_ms = 0;
+	if (st->role == ELECT_LEADER) {
+		struct elect_standby none[1];
+
+		(void)reg_standbys(e->reg, none, 0, &st->standbys,
+		    &st->listed_ms);
+	}
+}
+
+/* elect_standbys -- see elect.h. */
+unsigned
+elect_standbys(const struct elect *e, struct elect_standby *out,
+    unsigned max)
+{
+	int64_t count;
+	uint64_t at;
+
+	return reg_standbys(e->reg, out, max, &count, &at);
 }
 
 /* elect_test_hold -- see elect.h. */
@@ -163,6 +197,7 @@ end_term(struct elect *e, const char *reason)
 	e->role = ELECT_STANDBY;
 	e->lease = 0;
 	pthread_mutex_unlock(&e->lock);
+	reg_forget(e->reg);
 	if (etcd_lease_revoke(e->etcd, lease) != 0) {
 		log_dbg("op=elect revoke=fail msg=\"%s\"", cxlp_errormsg());
 	}
@@ -187,6 +222,8 @@ begin_term(struct elect *e, int64_t lease, uint64_t t0, int64_t granted_s,
 	}
 	pthread_mutex_lock(&e->lock);
 	e->role = ELECT_LEADER;
+	e->prev_epoch = e->epoch;
+	e->elected_ms = boot_ms();
 	e->epoch = epoch;
 	e->lease = lease;
 	e->renew_sent = t0;
@@ -201,6 +238,7 @@ begin_term(struct elect *e, int64_t lease, uint64_t t0, int64_t granted_s,
 	if (e->cbs.elected != NULL) {
 		e->cbs.elected(e->cbs.arg, epoch);
 	}
+	reg_withdraw(e->reg); /* note 6: after the callback, off its path */
 }
 
 /* The key is free: grant a lease and try to create the key on it. */
@@ -257,12 +295,18 @@ standby_step(struct elect *e)
 	if (rc == 0) {
 		note_leader(e, kv);
 	} else if (rc == -ENOENT) {
+		pthread_mutex_lock(&e->lock);
+		e->vacant_ms = boot_ms(); /* note 6 */
+		pthread_mutex_unlock(&e->lock);
 		campaign(e);
 	} else {
 		log_rl_err("op=elect step=look rc=%d msg=\"%s\"", rc,
 		    cxlp_errormsg());
 	}
 	free(kv);
+	if (e->role == ELECT_STANDBY) {
+		reg_standby_step(e->reg);
+	}
 }
 
 /* Is the key still ours? 1 yes, 0 no, <0 could not tell. */
@@ -331,7 +375,9 @@ leader_step(struct elect *e)
 	pthread_mutex_unlock(&e->lock);
 	if (key_is_ours(e, epoch, lease) == 0) {
 		end_term(e, "the key was deleted or taken");
+		return;
 	}
+	reg_list(e->reg); /* note 6 */
 }
 
 /* Sleep ms on the condvar (elect_stop wakes it). Returns e->stop. */
@@ -422,6 +468,7 @@ cfg_check(const struct elect_cfg *cfg, struct etcd_endpoints *ep)
 static void
 elect_free(struct elect *e)
 {
+	reg_free(&e->reg);
 	etcd_delete(&e->etcd);
 	pthread_cond_destroy(&e->cond);
 	pthread_mutex_destroy(&e->lock);
@@ -464,7 +511,9 @@ elect_start(struct elect **out, const struct elect_cfg *cfg,
 		goto err_free;
 	}
 	/* a call may take half the TTL: the deadline does not wait for it */
-	if ((rc = etcd_new(&e->etcd, &ep, (unsigned)cfg->ttl_ms / 2)) != 0) {
+	if ((rc = etcd_new(&e->etcd, &ep, (unsigned)cfg->ttl_ms / 2)) != 0 ||
+	    (rc = reg_new(&e->reg, e->etcd, cfg->key, cfg->name, cfg->value,
+	    cfg->ttl_ms)) != 0) {
 		goto err_free;
 	}
 	if ((rc = pthread_create(&e->thread, NULL, elect_main, e)) != 0) {

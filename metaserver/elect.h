@@ -27,6 +27,21 @@ struct elect_cfg {
 	uint32_t poll_ms;      /* standby's look at the key; 0: ttl_ms / 4 */
 	const char *value;     /* the leader's record under key (its
 	                        * endpoints, host, pid): <= 4096 bytes */
+	const char *name;      /* this server's name among the standbys:
+	                        * while a standby it keeps value under
+	                        * key + ELECT_STANDBY_DIR + name, on a lease
+	                        * of its own; NULL: it does not register */
+};
+
+#define ELECT_STANDBY_DIR "/standby/" /* under the election key */
+#define ELECT_STANDBYS_MAX 8u         /* standbys a leader keeps */
+#define ELECT_NAME_MAX 96             /* bytes of a name, NUL incl. */
+#define ELECT_INFO_MAX 384            /* bytes of its value kept */
+
+/* A standby as the leader last listed it. */
+struct elect_standby {
+	char name[ELECT_NAME_MAX];
+	char value[ELECT_INFO_MAX]; /* its endpoints, host, pid */
 };
 
 /* Called on the election's own thread, never with its lock held: they
@@ -56,6 +71,15 @@ struct elect_status {
 	uint64_t ttl_ms;         /* the TTL etcd granted */
 	uint64_t margin_ms;
 	uint64_t terms;          /* terms won by this process */
+	/* leader: its campaign */
+	uint64_t vacant_ms;      /* CLOCK_BOOTTIME ms its look found the key
+	                          * absent (the vacancy it took) */
+	uint64_t elected_ms;     /* CLOCK_BOOTTIME ms it won */
+	uint64_t prev_epoch;     /* the leader it saw before; 0: none */
+	/* leader: the standbys registered under key (elect_standbys) */
+	int64_t standbys;        /* how many at the last listing; -1: not
+	                          * listed yet */
+	uint64_t listed_ms;      /* CLOCK_BOOTTIME ms of that listing */
 };
 
 struct elect;
@@ -82,6 +106,11 @@ void elect_stop(struct elect **e);
 bool elect_may_write(const struct elect *e);
 /* elect_status -- a snapshot of e's state. */
 void elect_status(const struct elect *e, struct elect_status *st);
+/* elect_standbys -- the leader's last listing of the standbys: at most
+ * max into out; returns how many were copied (st.standbys says how many
+ * there were). */
+unsigned elect_standbys(const struct elect *e, struct elect_standby *out,
+    unsigned max);
 /* elect_test_hold -- tests: freeze (true) or thaw the election thread
  * between two steps, as a SIGSTOP would: no keepalive, no callback. */
 void elect_test_hold(struct elect *e, bool hold);

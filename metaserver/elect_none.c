@@ -57,6 +57,14 @@ elect_status(const struct elect *e, struct elect_status *st)
 	*st = (struct elect_status){ 0 };
 }
 
+/* elect_standbys -- see elect.h: none. */
+unsigned
+elect_standbys(const struct elect *e, struct elect_standby *out,
+    unsigned max)
+{
+	return 0;
+}
+
 /* elect_test_hold -- see elect.h. */
 void
 elect_test_hold(struct elect *e, bool hold)

@@ -150,6 +150,7 @@ static const char *const paths[] = {
 	[ETCD_RANGE] = "/v3/kv/range",
 	[ETCD_DELETE] = "/v3/kv/deleterange",
 	[ETCD_TXN] = "/v3/kv/txn",
+	[ETCD_LIST] = "/v3/kv/range",
 };
 
 /* One POST to endpoint i within ms. Returns 0 with the answer's status
@@ -402,6 +403,59 @@ etcd_get(struct etcd *e, const char *key, struct etcd_kv *kv)
 	}
 	if (rc == 0) {
 		*kv = a->kv;
+	}
+	free(a);
+	free(r);
+	return rc;
+}
+
+/* the end of prefix's range: prefix with its last byte raised (etcd's
+ * "keys >= key and < range_end"); a prefix of 0xff bytes has none */
+static int
+prefix_end(const char *prefix, char *end, size_t cap)
+{
+	size_t n = strlen(prefix);
+
+	if (n == 0 || n >= cap) {
+		return cxlp_fail(-EINVAL, "etcd: prefix of %zu bytes", n);
+	}
+	memcpy(end, prefix, n + 1);
+	while (n > 0 && (unsigned char)end[n - 1] == 0xff) {
+		end[--n] = '\0';
+	}
+	if (n == 0) {
+		return cxlp_fail(-EINVAL, "etcd: prefix of 0xff bytes");
+	}
+	end[n - 1] = (char)((unsigned char)end[n - 1] + 1);
+	return 0;
+}
+
+/* etcd_list -- see etcd.h. */
+int
+etcd_list(struct etcd *e, const char *prefix, struct etcd_item *items,
+    unsigned max, unsigned *n, int64_t *count)
+{
+	struct etcd_ans *a = malloc(sizeof(*a));
+	struct req *r = malloc(sizeof(*r));
+	char end[ETCD_KEY_MAX + 1];
+	int rc;
+
+	*n = 0;
+	*count = 0;
+	rc = a == NULL || r == NULL ? cxlp_fail(-ENOMEM, "etcd: no memory")
+	    : prefix_end(prefix, end, sizeof(end));
+	if (rc == 0) {
+		rc = req_encode(r, prefix, end, strlen(end));
+	}
+	if (rc == 0) {
+		snprintf(r->json, sizeof(r->json), "{\"key\":\"%s\","
+		    "\"range_end\":\"%s\"}", r->key, r->val);
+		rc = call(e, ETCD_LIST, r->json, a);
+	}
+	if (rc == 0) {
+		*n = a->nitems < max ? a->nitems : max;
+		memcpy(items, a->items, *n * sizeof(*items));
+		*count = a->count;
 	}
 	free(a);
 	free(r);

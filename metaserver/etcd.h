@@ -33,6 +33,9 @@
 #define ETCD_VALUE_MAX 4096     /* bytes of a value we keep */
 #define ETCD_BODY_MAX (64u << 10) /* bytes of an answer we accept */
 #define ETCD_MSG_MAX 160        /* bytes of etcd's error message kept */
+#define ETCD_LIST_MAX 16        /* keys of a prefix an ETCD_LIST keeps */
+#define ETCD_ITEM_KEY 192       /* bytes kept of each one's key, NUL incl. */
+#define ETCD_ITEM_VALUE 384     /* and of its value (longer: cut) */
 
 /* The endpoints of one cluster, as http:// URLs. */
 struct etcd_endpoints {
@@ -57,6 +60,14 @@ struct etcd_kv {
 
 /* ---- the parser (etcd_json.c): pure, for any bytes ---------------------- */
 
+/* One key of a prefix (ETCD_LIST): key and value cut to fit, NUL
+ * terminated. */
+struct etcd_item {
+	char key[ETCD_ITEM_KEY];
+	char value[ETCD_ITEM_VALUE];
+	int64_t lease;
+};
+
 /* An answer, whatever the call: the fields the calls read. Absent
  * fields are 0 (proto3's JSON leaves out default values: a failed txn
  * has no "succeeded", an empty range no "kvs" nor "count"). */
@@ -68,6 +79,9 @@ struct etcd_ans {
 	int64_t count;      /* range: keys in range */
 	bool has_kv;        /* range (or txn's failure range): kv is set */
 	struct etcd_kv kv;  /* the first key of the range */
+	unsigned nitems;    /* ETCD_LIST: items kept (<= ETCD_LIST_MAX; count
+	                     * says how many keys there were) */
+	struct etcd_item items[ETCD_LIST_MAX];
 	int code;           /* error answer: gRPC code, 0 = none */
 	char msg[ETCD_MSG_MAX]; /* error answer: etcd's message */
 };
@@ -75,6 +89,7 @@ struct etcd_ans {
 enum etcd_call {
 	ETCD_GRANT, ETCD_KEEPALIVE, ETCD_REVOKE, ETCD_PUT, ETCD_RANGE,
 	ETCD_DELETE, ETCD_TXN,
+	ETCD_LIST, /* a range over a prefix: items[] */
 };
 
 /* etcd_parse -- parse body (len bytes, not NUL-terminated) as the answer
@@ -122,6 +137,11 @@ int etcd_put(struct etcd *e, const char *key, const void *value,
     size_t vlen, int64_t lease, int64_t *rev);
 /* etcd_get -- the record of key into *kv: 0, or -ENOENT if absent. */
 int etcd_get(struct etcd *e, const char *key, struct etcd_kv *kv);
+/* etcd_list -- the keys under prefix (those that begin with it), in key
+ * order: at most max (<= ETCD_LIST_MAX) into items; *n how many were
+ * kept, *count how many there are. */
+int etcd_list(struct etcd *e, const char *prefix, struct etcd_item *items,
+    unsigned max, unsigned *n, int64_t *count);
 /* etcd_del -- delete key; *deleted (may be NULL): whether it existed. */
 int etcd_del(struct etcd *e, const char *key, bool *deleted);
 /* etcd_create -- one transaction: if key does not exist (its

@@ -367,6 +367,59 @@ parse_range(const cJSON *o, struct etcd_ans *ans)
 	return 0;
 }
 
+/* f (a base64 field), decoded and cut to cap - 1 bytes, into dst */
+static int
+get_cut(const cJSON *o, const char *name, char *dst, size_t cap)
+{
+	char *tmp = malloc(ETCD_VALUE_MAX + 1);
+	size_t n;
+	int rc;
+
+	if (tmp == NULL) {
+		return cxlp_fail(-ENOMEM, "etcd: no memory");
+	}
+	rc = get_bytes(o, name, tmp, ETCD_VALUE_MAX, &n);
+	if (rc == 0) {
+		n = n < cap - 1 ? n : cap - 1;
+		memcpy(dst, tmp, n);
+		dst[n] = '\0';
+	}
+	free(tmp);
+	return rc;
+}
+
+/* A RangeResponse over a prefix: every key of kvs (the first
+ * ETCD_LIST_MAX kept) with its value and lease. */
+static int
+parse_list(const cJSON *o, struct etcd_ans *ans)
+{
+	const cJSON *kvs = cJSON_GetObjectItemCaseSensitive(o, "kvs");
+	const cJSON *kv;
+	int rc;
+
+	if ((rc = parse_range(o, ans)) != 0 || kvs == NULL) {
+		return rc;
+	}
+	cJSON_ArrayForEach(kv, kvs) {
+		struct etcd_item *it = &ans->items[ans->nitems];
+
+		if (ans->nitems == ETCD_LIST_MAX) {
+			break;
+		}
+		if (!cJSON_IsObject(kv)) {
+			return cxlp_fail(-EPROTO, "etcd: kvs holds a non-object");
+		}
+		if ((rc = get_cut(kv, "key", it->key, sizeof(it->key))) != 0 ||
+		    (rc = get_cut(kv, "value", it->value,
+		    sizeof(it->value))) != 0 ||
+		    (rc = get_i64(kv, "lease", &it->lease)) != 0) {
+			return rc;
+		}
+		ans->nitems++;
+	}
+	return 0;
+}
+
 /* A TxnResponse: responses[0] is the put of success or the range of
  * failure. */
 static int
@@ -468,6 +521,8 @@ parse_call(enum etcd_call call, const cJSON *o, struct etcd_ans *ans)
 		    "TTL") : 0;
 	case ETCD_RANGE:
 		return parse_range(o, ans);
+	case ETCD_LIST:
+		return parse_list(o, ans);
 	case ETCD_DELETE:
 		return get_i64(o, "deleted", &ans->count);
 	case ETCD_TXN:

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "elect.h"
 #include "err.h"
 #include "ms_int.h"
 #include "owner.h"
@@ -298,6 +299,112 @@ pool_figures(FILE *f, struct ms *ms)
 	    __atomic_load_n(&ms->pool_replaced, __ATOMIC_ACQUIRE) ? 1 : 0);
 }
 
+/* v as a label value: backslash, quote and newline escaped, cut to n */
+static void
+label(FILE *f, const char *name, const char *v, size_t n)
+{
+	fprintf(f, "%s=\"", name);
+	for (size_t i = 0; i < n && v[i] != '\0'; i++) {
+		if (v[i] == '\\' || v[i] == '"') {
+			fprintf(f, "\\%c", v[i]);
+		} else if (v[i] == '\n') {
+			fputs("\\n", f);
+		} else {
+			fputc(v[i], f);
+		}
+	}
+	fputc('"', f);
+}
+
+/* the word after "name=" in a standby's record ("listen=... host=...
+ * pid=...", standby.c leader_value) as a label */
+static void
+record_label(FILE *f, const char *rec, const char *name)
+{
+	char want[16];
+	const char *at;
+
+	snprintf(want, sizeof(want), "%s=", name);
+	at = strstr(rec, want);
+	at = at != NULL ? at + strlen(want) : "";
+	label(f, name, at, strcspn(at, " "));
+}
+
+/* the standbys the leader listed (elect_reg.c) */
+static void
+standbys(FILE *f, struct ms *ms)
+{
+	struct elect_standby sb[ELECT_STANDBYS_MAX];
+	struct elect_status st;
+	unsigned n = elect_standbys(ms->elect, sb, ELECT_STANDBYS_MAX);
+
+	elect_status(ms->elect, &st);
+	one(f, "cxlpool_standbys", "gauge", "Standbys registered under the "
+	    "election key at the leader's last look.",
+	    st.standbys < 0 ? 0 : (uint64_t)st.standbys);
+	head(f, "cxlpool_standby_info", "gauge", "One per standby (1): its "
+	    "name (host), endpoints, host and pid.");
+	for (unsigned i = 0; i < n; i++) {
+		fputs("cxlpool_standby_info{", f);
+		label(f, "name", sb[i].name, sizeof(sb[i].name));
+		fputc(',', f);
+		record_label(f, sb[i].value, "listen");
+		fputc(',', f);
+		record_label(f, sb[i].value, "host");
+		fputc(',', f);
+		record_label(f, sb[i].value, "pid");
+		fputs("} 1\n", f);
+	}
+	head(f, "cxlpool_term_valid_seconds", "gauge", "How long this "
+	    "leader may still write without another renewal (its fencing "
+	    "deadline).");
+	fprintf(f, "cxlpool_term_valid_seconds %.3f\n", st.valid_until_ms >
+	    cxlp_clock_ms(CLOCK_BOOTTIME) ? (double)(st.valid_until_ms -
+	    cxlp_clock_ms(CLOCK_BOOTTIME)) / 1e3 : 0.0);
+}
+
+/* the leader (the owner record) and the last takeover (the pool's) */
+static void
+election(FILE *f, struct ms *ms)
+{
+	struct pool_takeover t;
+	struct pool_owner o;
+	bool owned;
+
+	ms_rdlock(ms);
+	owned = pool_owner_get(ms->pool, &o) == 0;
+	pool_takeover_get(ms->pool, &t);
+	ms_unlock(ms);
+	if (owned) {
+		head(f, "cxlpool_leader_info", "gauge", "The server the owner "
+		    "record names (1): host, endpoints, pid, term.");
+		fputs("cxlpool_leader_info{", f);
+		label(f, "host", o.host, sizeof(o.host));
+		fputc(',', f);
+		label(f, "listen", o.listen, sizeof(o.listen));
+		fprintf(f, ",pid=\"%u\",term=\"%llu\"} 1\n", o.pid,
+		    (unsigned long long)o.term);
+	}
+	if (ms->elect != NULL) {
+		standbys(f, ms);
+	}
+	if (t.at_ns == 0) {
+		return;
+	}
+	head(f, "cxlpool_takeover_timestamp_seconds", "gauge", "When the "
+	    "last takeover's leader began to serve (Unix time).");
+	fprintf(f, "cxlpool_takeover_timestamp_seconds %.3f\n",
+	    (double)t.at_ns / 1e9);
+	head(f, "cxlpool_takeover_duration_seconds", "gauge", "The last "
+	    "takeover: from the vacancy its leader saw to serving.");
+	fprintf(f, "cxlpool_takeover_duration_seconds %.3f\n",
+	    (double)t.ms / 1e3);
+	one(f, "cxlpool_takeover_from_term", "gauge", "The pool's term "
+	    "before the last takeover.", t.from_term);
+	one(f, "cxlpool_takeover_term", "gauge", "The term of the last "
+	    "takeover.", t.term);
+}
+
 /* ms_metrics_text -- see ms_int.h */
 int
 ms_metrics_text(struct ms *ms, struct pbuf *out)
@@ -310,6 +417,7 @@ ms_metrics_text(struct ms *ms, struct pbuf *out)
 		return cxlp_fail(-ENOMEM, "metrics: no memory");
 	}
 	pool_figures(f, ms);
+	election(f, ms);
 	requests(f, &ms->metrics);
 	one(f, "cxlpool_reply_cache_hits_total", "counter",
 	    "Requests answered from the reply cache (a retry).",

@@ -188,7 +188,8 @@ coherence_check(const struct pool *p, const struct ms_config *cfg)
 	    cfg->coherence));
 }
 
-/* the owner heartbeat's fence (pool/owner.c note 7) */
+/* the owner heartbeat's fence (pool/owner.c note 7), and every
+ * write-back's (pool/coh.c note 6) */
 static bool
 owner_may_write(void *arg)
 {
@@ -232,6 +233,9 @@ ms_init(struct ms *ms, const struct ms_config *cfg)
 	}
 	if (rc == 0 && (rc = coherence_check(ms->pool, cfg)) != 0) {
 		pool_close(&ms->pool);
+	}
+	if (rc == 0 && cfg->elect_e != NULL) { /* pool/coh.c note 6 */
+		pool_writeback_gate(ms->pool, owner_may_write, cfg->elect_e);
 	}
 	if (rc != 0) {
 		goto err_locks;

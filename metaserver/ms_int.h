@@ -383,6 +383,9 @@ int ms_standby_wait(const struct ms_config *cfg, struct elect **out);
  * SIGINT/SIGTERM, or ms_init's error. */
 int ms_init_elected(struct ms *ms, const struct ms_config *cfg,
     struct elect *e);
+/* ms_takeover_record -- an elected leader that serves now records its
+ * takeover in the pool (standby.c note 6); nothing without --elect. */
+void ms_takeover_record(struct ms *ms);
 /* ms_term_ok -- ms may write its pool: it has no election, or its term
  * holds (elect_may_write). Lock-free: checked before every write batch
  * (dispatch.c apply_locked, the reaper). */
@@ -665,6 +668,11 @@ int ms_health_text(struct ms *ms, struct pbuf *out);
  * the service manager ($NOTIFY_SOCKET, READY=1) and write --ready-file
  * (notify.c). 0, or -1 when one of them failed (logged). */
 int ms_notify_ready(const struct ms_config *cfg);
+/* ms_notify_waiting -- tell the service manager that this server is
+ * still starting (a standby: not ready until elected): STATUS=status,
+ * and EXTEND_TIMEOUT_USEC=extend_ms, the time it may take until the
+ * next such word. Errors ignored. */
+void ms_notify_waiting(const char *status, unsigned extend_ms);
 /* ms_notify_starting -- remove a ready file an earlier run left (a
  * crash): it must not stand for this one, not ready yet. */
 void ms_notify_starting(const struct ms_config *cfg);

@@ -5,6 +5,13 @@
  * here rather than linking libsystemd for it, and the --ready-file that
  * other supervisors can wait for. Both happen after the pool is open and
  * every endpoint listens (server.c calls ms_notify_ready then).
+ *
+ * With --elect that is when the server is elected: a standby is not
+ * ready, it is starting (standby.c). Meanwhile it tells the manager
+ * what it waits for (STATUS=) and, each second, that it is alive and
+ * still starting (EXTEND_TIMEOUT_USEC=, systemd >= 236: the start
+ * timeout runs from the last one), so that a standby may wait for ever
+ * while a hung one still times out (dist/systemd).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -112,6 +119,17 @@ ms_notify_ready(const struct ms_config *cfg)
 		rc = -1;
 	}
 	return rc;
+}
+
+/* ms_notify_waiting -- see ms_int.h */
+void
+ms_notify_waiting(const char *status, unsigned extend_ms)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text), "STATUS=%s\nEXTEND_TIMEOUT_USEC=%llu\n",
+	    status, (unsigned long long)extend_ms * 1000u);
+	(void)notify_socket(text); /* a bad socket: ms_notify_ready says */
 }
 
 /* ms_notify_starting -- see ms_int.h */

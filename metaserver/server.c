@@ -565,9 +565,10 @@ serve_lost(struct server *srv, struct elect **e)
 {
 	(void)server_stop(srv);
 	explicit_bzero(srv->ms.secret, sizeof(srv->ms.secret));
-	log_err("op=shutdown role=deposed status=%d msg=\"metaserver lost its "
-	    "term: stopped serving, the pool left as a kill -9 leaves it\"",
-	    MS_EXIT_LOST);
+	log_err("op=shutdown role=deposed status=%d writebacks_refused=%llu "
+	    "msg=\"metaserver lost its term: stopped serving, the pool left "
+	    "as a kill -9 leaves it\"", MS_EXIT_LOST, (unsigned long long)
+	    pool_writebacks_refused(srv->ms.pool));
 	elect_stop(e);
 	cxlp_log_flush_all();
 	return MS_EXIT_LOST;
@@ -643,6 +644,7 @@ ms_serve(const struct ms_config *cfg)
 		fprintf(stderr, "cxlpool-metaserver: %s\n", cxlp_errormsg());
 	} else {
 		print_ready(cfg);
+		ms_takeover_record(&srv.ms);
 		(void)ms_notify_ready(cfg);
 		log_info("op=shutdown signal=%d", wait_signal());
 		ms_notify_stopping(cfg);

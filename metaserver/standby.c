@@ -36,6 +36,16 @@
  *     service manager starts it again, as a standby.
  *  5. Not done here (the next steps of issue 28): the epoch in every
  *     reply, and handlers that drop older terms' replies.
+ *  6. The takeover's record [ms_takeover_record]: once it serves (its
+ *     endpoints listen), the leader writes in the superblock when it
+ *     began to serve, how long it took from the vacancy its election
+ *     saw (elect_status vacant_ms: the look that found the key absent,
+ *     which is at most a poll after the old lease ran out) and the
+ *     pool's term before its own (read from the device when it won).
+ *     The superblock, not the owner record: a clean stop clears the
+ *     owner record, and the last takeover should outlive it.
+ *     A standby registers as <key>/standby/<host> (standby_name, the
+ *     simulated host appended), which the leader lists for /metrics.
  */
 #include <errno.h>
 #include <signal.h>
@@ -54,9 +64,12 @@
 #include "owner.h"
 
 #define STANDBY_TICK_MS 100u /* how often the wait looks at the flags */
+#define STANDBY_NOTIFY_MS 1000u /* how often it tells systemd it waits */
+#define STANDBY_EXTEND_MS 10000u /* and how long it may wait till the next */
 #define VALUE_MAX 1024u
 
 static atomic_bool elected_flag, lost_flag;
+static uint64_t term_before; /* the pool's, as the election was won */
 
 static void
 on_elected(void *arg, uint64_t epoch)
@@ -88,9 +101,10 @@ on_leader(void *arg, const char *value, uint64_t epoch)
 }
 
 /* Note 1: the pool's uuid, read from a read-only map of its superblock
- * (the device's bytes: no host has written it since its format). */
+ * (the device's bytes: no host has written it since its format), and
+ * its term (note 6; hex may be NULL). */
 static int
-pool_uuid(const char *path, char *hex, size_t n)
+pool_peek(const char *path, char *hex, size_t n, uint64_t *term)
 {
 	const struct pool_sb *sb;
 	struct pmap *m;
@@ -105,16 +119,31 @@ pool_uuid(const char *path, char *hex, size_t n)
 	sb = pmap_addr(m);
 	rc = pmap_file_size(m) < sizeof(*sb) ? CXLP_E_BADMAGIC :
 	    layout_validate(sb, pmap_file_size(m), why, sizeof(why));
-	if (rc == 0) {
-		for (size_t i = 0; i < sizeof(sb->uuid) && 2 * i + 2 < n;
-		    i++) {
-			snprintf(hex + 2 * i, 3, "%02x", sb->uuid[i]);
-		}
+	for (size_t i = 0; rc == 0 && hex != NULL && i < sizeof(sb->uuid) &&
+	    2 * i + 2 < n; i++) {
+		snprintf(hex + 2 * i, 3, "%02x", sb->uuid[i]);
 	}
+	*term = rc == 0 ? __atomic_load_n(&sb->term, __ATOMIC_ACQUIRE) : 0;
 	pmap_close(&m);
 	return rc == 0 ? 0 : cxlp_fail(rc, "--elect: %s is not a pool of "
 	    "this layout, so it has no uuid for the default --elect-key: "
 	    "format it first, or give --elect-key", path);
+}
+
+/* this server's name among the standbys (elect_reg.c): its host, and
+ * its simulated host, if any ("vm.sim-B") */
+static void
+standby_name(char *buf, size_t n)
+{
+	const char *sim = getenv("CXLP_SIM_HOST");
+	char host[64] = "?";
+
+	(void)gethostname(host, sizeof(host) - 1);
+	for (char *c = host; *c != '\0'; c++) {
+		*c = *c == '/' ? '_' : *c;
+	}
+	snprintf(buf, n, "%s%s%s", host, sim != NULL && sim[0] != '\0' ?
+	    ".sim-" : "", sim != NULL ? sim : "");
 }
 
 /* what the leader publishes under the key: endpoints, host, pid */
@@ -147,13 +176,28 @@ signal_within(unsigned ms)
 	return sig > 0 ? sig : 0;
 }
 
+/* the service manager hears that a standby waits (notify.c): not
+ * ready, still starting, and whose term it waits behind */
+static void
+notify_standby(const struct elect *e)
+{
+	struct elect_status st;
+	char status[160];
+
+	elect_status(e, &st);
+	snprintf(status, sizeof(status), "standby: waiting to be elected "
+	    "(the leader's term: %llu)", (unsigned long long)st.epoch);
+	ms_notify_waiting(status, STANDBY_EXTEND_MS);
+}
+
 /* ms_standby_wait -- see ms_int.h */
 int
 ms_standby_wait(const struct ms_config *cfg, struct elect **out)
 {
 	char key[sizeof(ELECT_KEY_PREFIX) + 40], value[VALUE_MAX];
+	char name[ELECT_NAME_MAX];
 	struct elect_cfg ec = { .endpoints = cfg->elect, .key = cfg->elect_key,
-		.ttl_ms = cfg->elect_ttl_ms, .value = value };
+		.ttl_ms = cfg->elect_ttl_ms, .value = value, .name = name };
 	struct elect_cbs cbs = { .elected = on_elected, .lost = on_lost,
 		.leader_changed = on_leader };
 	uint64_t t0 = cxlp_now_ms();
@@ -163,21 +207,26 @@ ms_standby_wait(const struct ms_config *cfg, struct elect **out)
 	if (ec.key == NULL) {
 		char hex[40] = "";
 
-		if ((rc = pool_uuid(cfg->pool_path, hex, sizeof(hex))) != 0) {
+		if ((rc = pool_peek(cfg->pool_path, hex, sizeof(hex),
+		    &term_before)) != 0) {
 			return rc;
 		}
 		snprintf(key, sizeof(key), "%s%s", ELECT_KEY_PREFIX, hex);
 		ec.key = key;
 	}
 	leader_value(cfg, value, sizeof(value));
+	standby_name(name, sizeof(name));
 	if ((rc = elect_start(out, &ec, &cbs)) != 0) {
 		return rc;
 	}
 	log_info("op=elect role=standby key=%s value=\"%s\" msg=\"standby: "
 	    "campaigning; no endpoint listens and the pool is not written "
 	    "until this server is elected\"", ec.key, value);
-	while (!atomic_load(&elected_flag) &&
-	    (sig = signal_within(STANDBY_TICK_MS)) == 0) {
+	for (unsigned tick = 0; !atomic_load(&elected_flag) &&
+	    (sig = signal_within(STANDBY_TICK_MS)) == 0; tick++) {
+		if (tick % (STANDBY_NOTIFY_MS / STANDBY_TICK_MS) == 0) {
+			notify_standby(*out);
+		}
 	}
 	if (sig != 0) {
 		log_info("op=shutdown signal=%d role=standby", sig);
@@ -200,6 +249,7 @@ ms_init_elected(struct ms *ms, const struct ms_config *cfg, struct elect *e)
 
 	elect_status(e, &st);
 	c.elect_term = st.epoch; /* pool/owner.c note 7 */
+	(void)pool_peek(cfg->pool_path, NULL, 0, &term_before); /* note 6 */
 	c.elect_e = e;
 	for (;;) {
 		if (!elect_may_write(e)) {
@@ -226,6 +276,33 @@ ms_init_elected(struct ms *ms, const struct ms_config *cfg, struct elect *e)
 		    (unsigned long long)(cxlp_now_ms() - t0));
 	}
 	return rc;
+}
+
+/* ms_takeover_record -- see ms_int.h */
+void
+ms_takeover_record(struct ms *ms)
+{
+	struct pool_takeover t = { .from_term = term_before };
+	struct elect_status st;
+	bool ok;
+
+	if (ms->elect == NULL) {
+		return;
+	}
+	elect_status(ms->elect, &st);
+	t.term = st.epoch;
+	t.ms = st.vacant_ms != 0 ? cxlp_clock_ms(CLOCK_BOOTTIME) -
+	    st.vacant_ms : 0;
+	t.at_ns = cxlp_clock_ms(CLOCK_REALTIME) * 1000000u;
+	ms_wrlock(ms);
+	if ((ok = ms_term_ok(ms))) { /* note 3 */
+		pool_takeover_set(ms->pool, &t);
+	}
+	ms_unlock(ms);
+	log_info("op=elect role=leader term=%llu from_term=%llu "
+	    "takeover_ms=%llu recorded=%d msg=\"serving: the takeover is "
+	    "in the pool\"", (unsigned long long)t.term,
+	    (unsigned long long)t.from_term, (unsigned long long)t.ms, ok);
 }
 
 /* ms_term_ok -- see ms_int.h */

@@ -25,8 +25,24 @@
  *     survives the reboots a disk-file pool survives, plus the simulated
  *     host's name, so that the simulator's hosts are told apart by the
  *     same check that tells real ones apart.
+ *  6. The write-back gate [coh_set_gate, coh_writeback; set through
+ *     pool_writeback_gate once the pool is open]: an elected
+ *     metaserver checks its term before each write batch (standby.c note
+ *     3), but a process paused inside a batch (SIGSTOP, a VM pause) wakes
+ *     past that check with the rest of the batch to store. Its stores
+ *     land in its host's cache; the gate asks the term again before each
+ *     write-back and, once it is over, writes nothing back, so in sim
+ *     they never reach the device (tests/multihost/test_standby.c
+ *     proves it by the simulator's record). On hardware in sw mode the
+ *     explicit write-back is skipped likewise, but the CPU may still
+ *     evict such a dirty line by itself: what is left there is the
+ *     stores of a batch a pause cut through, not any write made after
+ *     the pause (docs/standby.md, Fencing). Drops are not gated: a drop
+ *     writes back what is dirty on hardware too. host and hw have no
+ *     write-back to gate.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +55,9 @@
 struct coh {
 	enum pool_coh mode;
 	struct sim *sim; /* sim only */
+	bool (*may_write)(void *arg); /* coh_set_gate; NULL: always */
+	void *may_write_arg;
+	_Atomic uint64_t refused; /* write-backs the gate refused */
 };
 
 static const char *const coh_names[] = {
@@ -187,10 +206,40 @@ coh_map_path(const struct coh *c, const char *path)
 	return c != NULL && c->sim != NULL ? sim_cache_path(c->sim) : path;
 }
 
+/* coh_set_gate -- see coh.h */
+void
+coh_set_gate(struct coh *c, bool (*may_write)(void *arg), void *arg)
+{
+	c->may_write_arg = arg;
+	c->may_write = may_write;
+}
+
+/* coh_refused -- see coh.h */
+uint64_t
+coh_refused(const struct coh *c)
+{
+	return c == NULL ? 0 : atomic_load(&((struct coh *)c)->refused);
+}
+
+/* the gate (note 6) refuses this write-back: counted */
+static bool
+gate_shut(struct coh *c)
+{
+	if (c->may_write != NULL && c->mode != POOL_COH_HOST &&
+	    c->mode != POOL_COH_HW && !c->may_write(c->may_write_arg)) {
+		atomic_fetch_add(&c->refused, 1);
+		return true;
+	}
+	return false;
+}
+
 /* coh_writeback -- see coh.h */
 void
 coh_writeback(struct coh *c, const void *addr, uint64_t off, size_t len)
 {
+	if (gate_shut(c)) {
+		return;
+	}
 	if (c->mode == POOL_COH_SW) {
 		cline_writeback(addr, len);
 	} else if (c->mode == POOL_COH_SIM) {
@@ -205,7 +254,9 @@ coh_writeback_lines(struct coh *c, const void *addr, uint64_t off,
     size_t len)
 {
 	if (c->mode == POOL_COH_SW) {
-		cline_writeback_unfenced(addr, len);
+		if (!gate_shut(c)) {
+			cline_writeback_unfenced(addr, len);
+		}
 	} else {
 		coh_writeback(c, addr, off, len);
 	}

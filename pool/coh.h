@@ -82,6 +82,14 @@ void coh_writeback(struct coh *c, const void *addr, uint64_t off,
  * advisory bytes only. */
 void coh_writeback_lines(struct coh *c, const void *addr, uint64_t off,
     size_t len);
+/* coh_set_gate -- from now on, coh_writeback in sw and sim first asks
+ * may_write(arg) (a metaserver's term still holds: elect_may_write) and,
+ * if false, writes nothing back (coh.c note 6). NULL: no gate. Set by
+ * the metaserver (pool_writeback_gate) once its pool is open. */
+void coh_set_gate(struct coh *c, bool (*may_write)(void *arg), void *arg);
+/* coh_refused -- write-backs the gate refused so far (NULL-safe: 0). */
+uint64_t coh_refused(const struct coh *c);
+
 /* coh_drop -- the next loads of [addr, addr + len) (pool offset off) read
  * the device: in sw the lines are written back and dropped, in sim this
  * host's lines are reloaded from the device (dirty ones written back

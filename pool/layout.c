@@ -180,7 +180,7 @@ layout_plan_hosts(struct pool_sb *sb, uint32_t hosts, char *why, size_t n)
 
 /* layout_sb_checksum -- XXH64 of the superblock, next_session_id,
  * lease_until_ns, commit_seq, commit_done, the eviction totals,
- * open_nonce, the host table, term and the owner record as 0 (so a 2.0 pool,
+ * open_nonce, the host table, term, the takeover and the owner record as 0 (so a 2.0 pool,
  * whose owner bytes are zero, keeps its checksum) */
 static uint64_t
 layout_sb_checksum(const struct pool_sb *sb)
@@ -197,6 +197,10 @@ layout_sb_checksum(const struct pool_sb *sb)
 	tmp.open_nonce = 0;
 	memset(tmp.hosts, 0, sizeof(tmp.hosts));
 	tmp.term = 0;
+	tmp.takeover_ns = 0;
+	tmp.takeover_ms = 0;
+	tmp.takeover_from = 0;
+	tmp.takeover_term = 0;
 	memset(&tmp.owner, 0, sizeof(tmp.owner));
 	return XXH64(&tmp, offsetof(struct pool_sb, checksum), 0);
 }

@@ -55,12 +55,15 @@
                               * and the host table hosts[] (sw and sim:
                               * one access slice per host); term (the
                               * highest election epoch a leader served
-                              * under) and the owner record's term.
+                              * under) and the owner record's term;
+                              * the last takeover (takeover_ns, _ms,
+                              * _from, _term: from reserved bytes, still
+                              * 2.5, which no release had).
                               * A writer's open upgrades an older 2.x
                               * pool to 2.5 in place (pool/upgrade.c:
                               * the version word, then the checksum);
                               * a 2.4 reader opens a 2.5 host pool
-                              * whose term is 0 */
+                              * whose term is 0 (and no takeover) */
 #define POOL_INCOMPAT_RMIRROR 0x1ull /* the region area holds the table
                                      * twice: count records, then their
                                      * copies (rmirror.c) */
@@ -236,13 +239,25 @@ struct pool_sb {
 	                           * leader before it serves (owner.c note
 	                           * 7), and by a format (0). One 8-byte
 	                           * store, not covered by checksum */
-	uint8_t reserved[3056];   /* zero */
+	uint64_t takeover_ns;     /* the last takeover (pool_takeover_set):
+	                           * CLOCK_REALTIME ns when the elected leader
+	                           * began to serve; 0: none. Written last */
+	uint64_t takeover_ms;     /* how long it took: from the vacancy that
+	                           * leader saw at etcd to serving, ms */
+	uint64_t takeover_from;   /* the pool's term before it (0: none) */
+	uint64_t takeover_term;   /* the term that took over. These four:
+	                           * written by the elected leader once it
+	                           * serves, 8-byte stores not covered by
+	                           * checksum (layout 2.5: reserved bytes
+	                           * before) */
+	uint8_t reserved[3024];   /* zero */
 	struct pool_orec owner;   /* who serves the pool; its own rules,
 	                           * above (layout 2.1; zero in 2.0) */
 	uint64_t checksum;        /* XXH64 of bytes above, next_session_id,
 	                           * lease_until_ns, commit_seq, commit_done,
 	                           * the eviction totals, open_nonce, hosts,
-	                           * term and owner read as 0 */
+	                           * term, the takeover fields and owner read
+	                           * as 0 */
 };
 static_assert(sizeof(struct pool_sb) == POOL_SB_SIZE, "superblock size");
 static_assert(offsetof(struct pool_sb, owner) % 64 == 0,
@@ -262,6 +277,8 @@ static_assert(offsetof(struct pool_sb, hosts) % 8 == 0,
     "host table entries are published by aligned 8-byte stores");
 static_assert(offsetof(struct pool_sb, term) % 8 == 0,
     "term is published by an aligned 8-byte store");
+static_assert(offsetof(struct pool_sb, takeover_ns) % 8 == 0,
+    "takeover fields are published by aligned 8-byte stores");
 static_assert(offsetof(struct pool_sb, next_session_id) % 8 == 0,
     "next_session_id is published by an aligned 8-byte store");
 

@@ -654,6 +654,32 @@ pool_term(const struct pool *p)
 	return pool_load8(p, &p->sb->term);
 }
 
+/* pool_takeover_get -- see owner.h */
+void
+pool_takeover_get(const struct pool *p, struct pool_takeover *out)
+{
+	out->at_ns = pool_load8(p, &p->sb->takeover_ns);
+	out->ms = pool_load8(p, &p->sb->takeover_ms);
+	out->from_term = pool_load8(p, &p->sb->takeover_from);
+	out->term = pool_load8(p, &p->sb->takeover_term);
+}
+
+/* pool_takeover_set -- see owner.h. at_ns goes last: a reader that sees
+ * it 0 (the store cut short) reads no takeover. */
+void
+pool_takeover_set(struct pool *p, const struct pool_takeover *t)
+{
+	struct pool_sb *sb = p->sb;
+
+	cxlp_assert(!p->rdonly);
+	pool_set8(&sb->takeover_ns, 0);
+	pool_set8(&sb->takeover_ms, t->ms);
+	pool_set8(&sb->takeover_from, t->from_term);
+	pool_set8(&sb->takeover_term, t->term);
+	pool_set8(&sb->takeover_ns, t->at_ns);
+	pool_persist_quiet(p, &sb->takeover_ns, 4 * sizeof(uint64_t));
+}
+
 /* pool_owner_write -- see owner.h */
 void
 pool_owner_write(struct pool *p, const struct pool_owner *src)

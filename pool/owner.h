@@ -85,6 +85,21 @@ int pool_owner_get(const struct pool *p, struct pool_owner *out);
  * sb.term, read from the device); 0: none. */
 uint64_t pool_term(const struct pool *p);
 
+/* The last takeover of a pool by an elected leader (layout.h
+ * sb.takeover_*): kept across restarts, until the next takeover or a
+ * format. */
+struct pool_takeover {
+	uint64_t at_ns;     /* CLOCK_REALTIME ns it began to serve; 0: none */
+	uint64_t ms;        /* from the vacancy it saw to serving */
+	uint64_t from_term; /* the pool's term before; 0: none */
+	uint64_t term;      /* the term that took over */
+};
+/* pool_takeover_get -- the last takeover recorded in p (zero: none). */
+void pool_takeover_get(const struct pool *p, struct pool_takeover *out);
+/* pool_takeover_set -- record t as p's last takeover and write it back;
+ * by the elected leader that serves p (its pool lock held), once. */
+void pool_takeover_set(struct pool *p, const struct pool_takeover *t);
+
 /* pool_owner_write -- make o the owner record of p, as a server on
  * another host would: for tests and tools that stand in for one. Its
  * heartbeat then moves only through pool_owner_beat. p must be writable

@@ -603,6 +603,15 @@ pool_align(const struct pool *p)
 	return p->sb->align;
 }
 
+/* pool_uuid_hex -- see pool.h */
+void
+pool_uuid_hex(const struct pool *p, char out[33])
+{
+	for (size_t i = 0; i < sizeof(p->sb->uuid); i++) {
+		snprintf(out + 2 * i, 3, "%02x", p->sb->uuid[i]);
+	}
+}
+
 /* pool_media -- see pool.h */
 void
 pool_media(const struct pool *p, struct pool_media *m)

@@ -75,6 +75,9 @@ void pool_file_id(const struct pool *p, uint64_t *dev, uint64_t *ino);
 bool pool_path_changed(const struct pool *p, const char **what);
 uint64_t pool_size(const struct pool *p);
 uint64_t pool_align(const struct pool *p);
+/* pool_uuid_hex -- the pool's uuid (set at format) as 32 hex digits and
+ * a NUL, the default election key's tail (/cxlpool/<uuid>). */
+void pool_uuid_hex(const struct pool *p, char out[33]);
 
 /* What the pool lives on, as the mapping found it. */
 struct pool_media {
@@ -92,6 +95,15 @@ void pool_layout(const struct pool *p, uint32_t *major, uint32_t *minor,
     int *cut_from);
 /* pool_coherence -- the coherence mode p was formatted for (coh.h). */
 enum pool_coh pool_coherence(const struct pool *p);
+/* pool_writeback_gate -- from now on every write-back of p's lines in
+ * sw and sim asks may_write(arg) first and, if false, writes nothing
+ * back (an elected server's term: coh.c note 6). Before p is shared
+ * between threads. */
+void pool_writeback_gate(struct pool *p, bool (*may_write)(void *arg),
+    void *arg);
+/* pool_writebacks_refused -- write-backs of p's lines that the gate
+ * refused. */
+uint64_t pool_writebacks_refused(const struct pool *p);
 /* pool_fresh -- drop this host's cached copy of [addr, addr + len) of
  * p's mapping before reading bytes another host writes (sw, sim; else
  * nothing). */

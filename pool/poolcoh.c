@@ -161,6 +161,21 @@ pool_coherence(const struct pool *p)
 	return (enum pool_coh)p->sb->coherence;
 }
 
+/* pool_writeback_gate -- see pool.h */
+void
+pool_writeback_gate(struct pool *p, bool (*may_write)(void *arg),
+    void *arg)
+{
+	coh_set_gate(p->coh, may_write, arg);
+}
+
+/* pool_writebacks_refused -- see pool.h */
+uint64_t
+pool_writebacks_refused(const struct pool *p)
+{
+	return coh_refused(p->coh);
+}
+
 /* pool_fresh -- see pool.h */
 void
 pool_fresh(const struct pool *p, const void *addr, size_t len)

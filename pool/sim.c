@@ -34,6 +34,17 @@
  *    either unless it was written; the lost-write case this can hide (A
  *    writes x then restores it while B writes the line) loses nothing of
  *    A's.
+ * 5. The record [record_line]: with CXLP_SIM_RECORD=<file> in a process's
+ *    environment (a test tool only: nothing else reads it), that process
+ *    appends one text line to <file> for every line it writes back to the
+ *    device, by write-back or by drop: "<host> <pid> <offset>\n", the
+ *    offset in hex, one write(2) of O_APPEND each, so several processes
+ *    may share a file. It is what a host wrote to the device, not what it
+ *    stored in its cache: a test proves that a process wrote nothing to
+ *    the pool from some moment on (a deposed metaserver after its
+ *    resume: tests/multihost/test_fencing.c) by the file's size at that
+ *    moment and at the end. A record that cannot be opened fails
+ *    sim_open.
  */
 #include <dirent.h>
 #include <stdbool.h>
@@ -58,6 +69,8 @@ struct sim {
 	uint8_t *cache;    /* this host's cache */
 	uint8_t *twin;     /* what this host last loaded of each line */
 	int lock_fd;       /* P.simlock: note 3 */
+	int record_fd;     /* CXLP_SIM_RECORD (note 5); -1: none */
+	char host[SIM_HOST_MAX];
 	char cache_path[PATH_MAX];
 };
 
@@ -307,6 +320,25 @@ open_files(struct sim *s, const char *dev_path, const char *host)
 	return 0;
 }
 
+/* the record of note 5, if asked for */
+static int
+record_open(struct sim *s)
+{
+	const char *path = getenv("CXLP_SIM_RECORD");
+
+	s->record_fd = -1;
+	if (path == NULL || path[0] == '\0') {
+		return 0;
+	}
+	s->record_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0600);
+	if (s->record_fd < 0) {
+		return cxlp_fail(-errno, "CXLP_SIM_RECORD %s: %s", path,
+		    strerror(errno));
+	}
+	return 0;
+}
+
 /* sim_open -- see sim.h */
 int
 sim_open(struct sim **out, const char *dev_path, const char *host)
@@ -324,7 +356,9 @@ sim_open(struct sim **out, const char *dev_path, const char *host)
 		return cxlp_fail(-ENOMEM, "out of memory");
 	}
 	s->lock_fd = -1;
-	if ((rc = open_files(s, dev_path, host)) != 0) {
+	snprintf(s->host, sizeof(s->host), "%s", host);
+	if ((rc = record_open(s)) != 0 ||
+	    (rc = open_files(s, dev_path, host)) != 0) {
 		sim_close(&s);
 		return rc;
 	}
@@ -352,6 +386,9 @@ sim_close(struct sim **sp)
 	}
 	if (s->lock_fd >= 0) {
 		close(s->lock_fd);
+	}
+	if (s->record_fd >= 0) {
+		close(s->record_fd);
 	}
 	free(s);
 	*sp = NULL;
@@ -387,6 +424,23 @@ lines_lock(const struct sim *s, uint64_t off, uint64_t end, short type)
 	}
 }
 
+/* note 5: line o went to the device */
+static void
+record_line(const struct sim *s, uint64_t o)
+{
+	char buf[SIM_HOST_MAX + 48];
+	int n;
+
+	if (s->record_fd < 0) {
+		return;
+	}
+	n = snprintf(buf, sizeof(buf), "%s %ld %llx\n", s->host,
+	    (long)getpid(), (unsigned long long)o);
+	if (write(s->record_fd, buf, (size_t)n) != n) {
+		cxlp_assert(!"CXLP_SIM_RECORD: a short write");
+	}
+}
+
 /* the line as one snapshot, so that a store by another process of the
  * host between the copies leaves the line dirty (cache != twin) rather
  * than taken for written back */
@@ -399,6 +453,7 @@ line_writeback(struct sim *s, uint64_t o)
 	if (memcmp(snap, s->twin + o, CLINE_SIZE) != 0) {
 		memcpy(s->dev + o, snap, CLINE_SIZE);
 		memcpy(s->twin + o, snap, CLINE_SIZE);
+		record_line(s, o);
 	}
 }
 

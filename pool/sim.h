@@ -32,6 +32,8 @@
  * changed back), which the model takes for clean where hardware would
  * write it back and could so clobber another host's bytes of the line:
  * a test of false sharing must change the bytes it writes.
+ * CXLP_SIM_RECORD=<file> records every line a process writes back to the
+ * device (sim.c note 5): a test tool.
  */
 #ifndef CXLP_POOL_SIM_H
 #define CXLP_POOL_SIM_H

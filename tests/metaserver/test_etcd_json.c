@@ -175,10 +175,11 @@ Test(etcd_json, random_byte_changes_never_crash)
 			buf[rand_r(&seed) % n] = alphabet[rand_r(&seed) %
 			    (sizeof(alphabet) - 1)];
 		}
-		for (int c = ETCD_GRANT; c <= ETCD_TXN; c++) {
+		for (int c = ETCD_GRANT; c <= ETCD_LIST; c++) {
 			if (etcd_parse((enum etcd_call)c, buf, n, &a) != 0) {
 				cr_assert_eq(a.revision, 0);
 				cr_assert_eq(a.has_kv, false);
+				cr_assert_eq(a.nitems, 0);
 			}
 		}
 	}
@@ -258,4 +259,35 @@ Test(etcd_json, endpoint_lists_parse_and_bad_ones_say_why)
 		cr_assert_neq(cxlp_errormsg()[0], '\0', "%s: no reason", bad[i]);
 		cr_assert_eq(ep.n, 0);
 	}
+}
+
+/* a prefix's range (ETCD_LIST, elect_reg.c): every key with its value
+ * and lease, in order; a non-object among kvs is an error */
+Test(etcd_json, a_list_keeps_every_key_with_its_value)
+{
+	static const char two[] = "{\"header\":{\"revision\":\"9\"},\"kvs\":["
+	    "{\"key\":\"L2svc3RhbmRieS9oMQ==\",\"create_revision\":\"4\","
+	    "\"mod_revision\":\"4\",\"version\":\"1\",\"value\":"
+	    "\"bGlzdGVuPWlwYzovLy9hIGhvc3Q9aDEgcGlkPTE=\",\"lease\":\"7\"},"
+	    "{\"key\":\"L2svc3RhbmRieS9oMg==\",\"create_revision\":\"5\","
+	    "\"mod_revision\":\"5\",\"version\":\"1\",\"value\":\"djI=\","
+	    "\"lease\":\"8\"}],\"count\":\"2\"}";
+	static const char bad[] = "{\"header\":{\"revision\":\"9\"},\"kvs\":["
+	    "{\"key\":\"L2svc3RhbmRieS9oMQ==\",\"create_revision\":\"4\","
+	    "\"mod_revision\":\"4\"},1],\"count\":\"2\"}";
+	struct etcd_ans a;
+
+	cr_assert_eq(parse(ETCD_LIST, two, &a), 0, "%s", cxlp_errormsg());
+	cr_assert_eq(a.count, 2);
+	cr_assert_eq(a.nitems, 2);
+	cr_assert_str_eq(a.items[0].key, "/k/standby/h1");
+	cr_assert_str_eq(a.items[0].value, "listen=ipc:///a host=h1 pid=1");
+	cr_assert_eq(a.items[0].lease, 7);
+	cr_assert_str_eq(a.items[1].key, "/k/standby/h2");
+	cr_assert_str_eq(a.items[1].value, "v2");
+	cr_assert_eq(a.items[1].lease, 8);
+	cr_assert_eq(parse(ETCD_LIST, range_empty, &a), 0);
+	cr_assert_eq(a.nitems, 0);
+	cr_assert_eq(parse(ETCD_LIST, bad, &a), -EPROTO);
+	cr_assert_eq(a.nitems, 0, "a failed parse leaves a zeroed answer");
 }

@@ -2,24 +2,78 @@
 (metaserver/notify.c): systemd-analyze accepts the unit; READY=1 reaches
 $NOTIFY_SOCKET, and --ready-file appears, only once the pool is open and
 the endpoint accepts connections; STOPPING=1 and the file's removal at
-the end.
+the end. With --elect (an etcd the test starts on loopback ports;
+skipped without one), a standby sends no READY=1 while it waits, only
+STATUS= and EXTEND_TIMEOUT_USEC=, and sends it once it is elected (the
+leader killed -9), when its endpoint accepts.
 
     test_notify.py METASERVER UNIT
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 
 METASERVER = ""
 UNIT = ""
+ETCD = os.environ.get("CXLP_ETCD") or "/usr/bin/etcd"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_etcd(where: str) -> tuple[subprocess.Popen, str]:
+    """One etcd member on free loopback ports, once it answers a read."""
+    cport, pport = free_port(), free_port()
+    curl, purl = f"http://127.0.0.1:{cport}", f"http://127.0.0.1:{pport}"
+    log = open(os.path.join(where, "etcd.log"), "wb")
+    proc = subprocess.Popen([ETCD, "--name", "n", "--data-dir",
+                             os.path.join(where, "etcd"),
+                             "--listen-client-urls", curl,
+                             "--advertise-client-urls", curl,
+                             "--listen-peer-urls", purl,
+                             "--initial-advertise-peer-urls", purl,
+                             "--initial-cluster", f"n={purl}"],
+                            stdout=log, stderr=log)
+    log.close()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            req = urllib.request.Request(curl + "/v3/kv/range",
+                                         data=json.dumps({"key": "eA=="})
+                                         .encode(), method="POST")
+            with urllib.request.urlopen(req, timeout=2) as r:
+                if r.status == 200:
+                    return proc, f"etcd://127.0.0.1:{cport}"
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    proc.wait()
+    raise AssertionError("etcd did not answer in 60 s")
+
+
+def accepts(path: str) -> bool:
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        c.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        c.close()
 
 
 class Notify(unittest.TestCase):
@@ -165,6 +219,69 @@ class Notify(unittest.TestCase):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+    def elect_server(self, tag: str, pool: str, spec: str, key: str
+                     ) -> tuple[subprocess.Popen, socket.socket, str]:
+        """A metaserver with --elect, its own NOTIFY_SOCKET and socket."""
+        note = os.path.join(self.dir, f"notify-{tag}")
+        sock = os.path.join(self.dir, f"{tag}.sock")
+        rx = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        rx.bind(note)
+        self.addCleanup(rx.close)
+        env = dict(os.environ, NOTIFY_SOCKET=note)
+        proc = subprocess.Popen([METASERVER, "--pool", pool, "--size", "64M",
+                                 "--listen", f"ipc://{sock}", "--elect", spec,
+                                 "--elect-key", key, "--elect-ttl", "2s"],
+                                env=env, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: proc.poll() is None and (
+            proc.kill(), proc.wait()))
+        return proc, rx, sock
+
+    @staticmethod
+    def until_ready(rx: socket.socket) -> list[str]:
+        """The datagram with READY=1 (a standby's words before it)."""
+        while True:
+            lines = rx.recv(4096).decode().splitlines()
+            if "READY=1" in lines:
+                return lines
+
+    def test_a_standby_is_ready_only_once_elected(self) -> None:
+        if not os.access(ETCD, os.X_OK):
+            raise unittest.SkipTest(f"no etcd at {ETCD} (apt-get install "
+                                    "etcd-server, or set CXLP_ETCD)")
+        etcd, spec = start_etcd(self.dir)
+        self.addCleanup(lambda: (etcd.kill(), etcd.wait()))
+        pool = f"/dev/shm/cxlp-notify-elect-{os.getpid()}.pool"
+        self.addCleanup(lambda: os.path.exists(pool) and os.unlink(pool))
+        key = f"/cxlpool-test/notify-{os.getpid()}"
+        lead, lrx, _ = self.elect_server("l", pool, spec, key)
+        lrx.settimeout(60)
+        self.until_ready(lrx)
+        stby, srx, ssock = self.elect_server("s", pool, spec, key)
+        # a few seconds of waiting: words, but never READY=1
+        words: list[str] = []
+        srx.settimeout(0.5)
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            try:
+                words += srx.recv(4096).decode().splitlines()
+            except socket.timeout:
+                pass
+        self.assertNotIn("READY=1", words, "a standby said it was ready")
+        self.assertTrue(any(w.startswith("EXTEND_TIMEOUT_USEC=")
+                            for w in words), words)
+        self.assertTrue(any(w.startswith("STATUS=standby") for w in words),
+                        words)
+        self.assertFalse(accepts(ssock), "a standby's endpoint accepts")
+        os.kill(lead.pid, signal.SIGKILL)
+        lead.wait()
+        srx.settimeout(60)
+        lines = self.until_ready(srx)
+        # at this moment: elected, the pool open, the endpoint accepts
+        self.assertTrue(accepts(ssock), "READY=1 before the endpoint")
+        self.assertIn(f"MAINPID={stby.pid}", lines)
+        stby.terminate()
+        self.assertEqual(stby.wait(timeout=60), 0)
 
 
 if __name__ == "__main__":

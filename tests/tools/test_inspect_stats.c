@@ -120,7 +120,7 @@ text_row(unsigned *pid, char *state, unsigned *regions, unsigned *pins)
 Test(inspect, stats_lists_a_live_handler_session_but_not_its_own)
 {
 	struct raw_client c;
-	char url[300], want[64], state[16];
+	char url[300], want[64], state[16], *owner;
 	unsigned pid = 0, regions = 0, pins = 0;
 	pid_t srv;
 
@@ -144,6 +144,9 @@ Test(inspect, stats_lists_a_live_handler_session_but_not_its_own)
 	has("\"state\": \"attached\"");
 	has("\"regions\": 1,");
 	has("\"pins\": 1");
+	if ((owner = strstr(out, "\"owner\": {")) != NULL) {
+		*owner = '\0'; /* the pool's owner record has a state too */
+	}
 	cr_assert_null(strstr(strstr(out, "\"state\"") + 1, "\"state\""),
 	    "pool-inspect's own session is not listed: %s", out);
 	raw_close(&c);

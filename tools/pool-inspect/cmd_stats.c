@@ -9,6 +9,12 @@
  * the session list leaves it out (it is only the tool looking). The list
  * is copied out of the reply frame before BYE, which frees the frame.
  * `pool-inspect sessions POOL` lists the pool's table without a server.
+ *
+ * The election (issue 28): the server's role, and the pool's term,
+ * leader and last takeover when the pool the server names can be read
+ * here (this host maps it); with --elect, the leader and standbys as
+ * etcd has them (election.c). The role is "leader" when the owner
+ * record has a term (an elected server), "single" otherwise.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,6 +32,8 @@
 #include "cxlpool.h"
 #include "err.h"
 #include "inspect.h"
+#include "owner.h"
+#include "pool.h"
 #include "proto.h"
 
 static const char *const stat_names[PROTO_STAT_COUNT] = {
@@ -432,8 +440,12 @@ print_sessions_json(struct jw *w, const struct live *l)
 	jw_close(w);
 }
 
+static void election_json(struct jw *w, const struct live *l,
+    const struct inspect_elect *el);
+
 static void
-print_json(const struct inspect_opts *o, const struct live *l)
+print_json(const struct inspect_opts *o, const struct live *l,
+    const struct inspect_elect *el)
 {
 	char name[STAT_NAME_LEN];
 	struct jw w;
@@ -449,6 +461,7 @@ print_json(const struct inspect_opts *o, const struct live *l)
 	}
 	jw_close(&w);
 	print_sessions_json(&w, l);
+	election_json(&w, l, el);
 	jw_end(&w);
 }
 
@@ -515,17 +528,77 @@ live_close(struct live_conn *lc)
 	free(lc);
 }
 
+/* the pool's side of the election, if this host can read the pool */
+static struct pool *
+open_served(const struct live *l)
+{
+	struct pool *p = NULL;
+
+	return pool_open(&p, l->path, POOL_RDONLY, NULL) == 0 ? p : NULL;
+}
+
+static void
+election_text(const struct inspect_opts *o, const struct live *l,
+    const struct inspect_elect *el)
+{
+	struct pool_owner ow;
+	struct pool *p = open_served(l);
+
+	printf("\n");
+	if (p == NULL) {
+		printf("%-15s %s cannot be read here (pool-inspect summary, on "
+		    "a host that maps it, shows its term and last "
+		    "takeover)\n", "election", l->path);
+	} else {
+		printf("%-15s %s\n", "role", pool_owner_get(p, &ow) == 0 &&
+		    ow.term != 0 ? "leader (elected)" : "single (no election)");
+		printf("%-15s %" PRIu64 "\n", "term", pool_term(p));
+		inspect_owner_text(p);
+		inspect_takeover_text(p);
+		pool_close(&p);
+	}
+	(void)o;
+	inspect_elect_text(el);
+}
+
+static void
+election_json(struct jw *w, const struct live *l,
+    const struct inspect_elect *el)
+{
+	struct pool *p = open_served(l);
+
+	if (p != NULL) {
+		jw_u64(w, "term", pool_term(p));
+		inspect_owner_json(w, p);
+		inspect_takeover_json(w, p);
+		pool_close(&p);
+	}
+	inspect_elect_json(w, el);
+}
+
 /* cmd_stats -- see inspect.h */
 int
 cmd_stats(int argc, char **argv)
 {
+	static struct inspect_elect el;
 	struct inspect_opts o;
 	struct live l;
 	int rc;
 
-	if ((rc = inspect_args(argc, argv, OPT_SERVER,
-	    "--server URL [--timeout-ms MS] [--json]", &o)) != 0) {
+	if ((rc = inspect_args(argc, argv, OPT_SERVER | OPT_ELECT,
+	    "--server URL [--timeout-ms MS] [--elect URL --elect-key K] "
+	    "[--json]", &o)) != 0) {
 		return rc;
+	}
+	memset(&el, 0, sizeof(el));
+	if (o.elect != NULL && o.elect_key != NULL) {
+		inspect_elect_read(o.elect, o.elect_key, &el);
+	} else if (o.elect != NULL) {
+		el.spec = o.elect;
+		el.rc = -EINVAL;
+		snprintf(el.why, sizeof(el.why), "give --elect-key "
+		    "(/cxlpool/<pool uuid> by default: pool-inspect summary "
+		    "POOL --elect URL finds it)");
 	}
 	memset(&l, 0, sizeof(l));
 	if ((rc = query(&o, &l)) != 0) {
@@ -534,10 +607,11 @@ cmd_stats(int argc, char **argv)
 		return 1;
 	}
 	if (o.json) {
-		print_json(&o, &l);
+		print_json(&o, &l, &el);
 	} else {
 		print_text(&o, &l);
 		print_sessions_text(&l);
+		election_text(&o, &l, &el);
 	}
 	free(l.sess);
 	if (l.sess_rc != 0) {

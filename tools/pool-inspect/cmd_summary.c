@@ -15,10 +15,14 @@
  * pool's
  * owner record (pool/owner.h) as it reads now: the metaserver serving
  * it, or the last one if it was killed; whether its heartbeat still
- * moves shows from one summary to the next.
+ * moves shows from one summary to the next. The last takeover is the
+ * one an elected leader recorded in the superblock (pool/owner.h
+ * pool_takeover_get); the leader and the standbys as etcd has them come
+ * with --elect (election.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "cxlpool.h"
@@ -26,73 +30,6 @@
 #include "layout.h"
 #include "owner.h"
 #include "pool.h"
-
-static const char *const owner_state[] = {
-	[0] = "recorded", /* pool_owner_get 0 */
-	[1] = "none",     /* CXLP_E_NOTFOUND */
-	[2] = "torn",     /* CXLP_E_CHECKSUM: a claim cut short or under way */
-};
-
-static int
-owner_read(const struct pool *p, struct pool_owner *o)
-{
-	int rc = pool_owner_get(p, o);
-
-	return rc == 0 ? 0 : rc == CXLP_E_NOTFOUND ? 1 : 2;
-}
-
-/* ms since the owner's last beat, by this host's clock (0 if ahead) */
-static uint64_t
-beat_age_ms(const struct pool_owner *o)
-{
-	struct timespec ts;
-	uint64_t now;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	return now > o->beat_ns ? (now - o->beat_ns) / 1000000ull : 0;
-}
-
-static void
-print_owner_text(const struct pool *p)
-{
-	struct pool_owner o;
-	int st = owner_read(p, &o);
-
-	if (st == 1) {
-		printf("%-14s none\n", "owner");
-		return;
-	}
-	printf("%-14s %spid %u on host %s (listen %s), heartbeat %.1f s ago "
-	    "(beat %" PRIu64 ")\n", "owner", st == 2 ? "claim cut short: " :
-	    "", o.pid, o.host[0] ? o.host : "?", o.listen[0] ? o.listen : "-",
-	    beat_age_ms(&o) / 1000.0, o.beat);
-	if (o.term != 0) {
-		printf("%-14s %" PRIu64 "\n", "owner term", o.term);
-	}
-}
-
-static void
-print_owner_json(struct jw *w, const struct pool *p)
-{
-	struct pool_owner o;
-	int st = owner_read(p, &o);
-
-	jw_obj(w, "owner");
-	jw_str(w, "state", owner_state[st]);
-	if (st != 1) {
-		jw_u64(w, "pid", o.pid);
-		jw_str(w, "host", o.host);
-		jw_str(w, "boot_id", o.boot_id);
-		jw_str(w, "listen", o.listen);
-		jw_u64(w, "start_ns", o.start_ns);
-		jw_u64(w, "beat", o.beat);
-		jw_u64(w, "beat_ns", o.beat_ns);
-		jw_u64(w, "beat_age_ms", beat_age_ms(&o));
-		jw_u64(w, "term", o.term);
-	}
-	jw_close(w);
-}
 
 static void
 print_access_text(const struct inspect_access *ac)
@@ -214,11 +151,20 @@ print_layout_json(struct jw *w, const struct pool *p)
 	}
 }
 
+/* the figures summary prints, gathered */
+struct summary {
+	struct pool_stats st;
+	struct pool_media m;
+	struct inspect_access ac;
+	struct pool_evict_stats ev;
+	struct inspect_elect el;
+};
+
 static void
-print_text(const char *path, const struct pool *p,
-    const struct pool_stats *st, const struct pool_media *m,
-    const struct inspect_access *ac, const struct pool_evict_stats *ev)
+print_text(const char *path, const struct pool *p, const struct summary *s)
 {
+	const struct pool_stats *st = &s->st;
+	const struct pool_media *m = &s->m;
 	char a[FMT_SIZE_LEN], b[FMT_SIZE_LEN], c[FMT_SIZE_LEN];
 
 	printf("%-14s %s\n", "pool", path);
@@ -247,16 +193,20 @@ print_text(const char *path, const struct pool *p,
 	printf("%-14s %s (key heap %s)\n", "key bytes",
 	    fmt_size(a, st->key_bytes), fmt_size(b, st->key_heap_bytes));
 	printf("%-14s %" PRIu64 "\n", "sessions", st->sessions);
-	print_evicted_text(ev);
-	print_access_text(ac);
-	print_owner_text(p);
+	print_evicted_text(&s->ev);
+	print_access_text(&s->ac);
+	inspect_owner_text(p);
+	inspect_takeover_text(p);
+	if (s->el.spec != NULL || pool_term(p) != 0) { /* an elected pool */
+		inspect_elect_text(&s->el);
+	}
 }
 
 static void
-print_json(const char *path, const struct pool *p,
-    const struct pool_stats *st, const struct pool_media *m,
-    const struct inspect_access *ac, const struct pool_evict_stats *ev)
+print_json(const char *path, const struct pool *p, const struct summary *s)
 {
+	const struct pool_stats *st = &s->st;
+	const struct pool_media *m = &s->m;
 	struct jw w;
 
 	jw_begin(&w, stdout, 0);
@@ -287,41 +237,60 @@ print_json(const char *path, const struct pool *p,
 	jw_str(&w, "granularity", m->granularity);
 	jw_u64(&w, "align", m->align);
 	jw_close(&w);
-	print_evicted_json(&w, ev);
-	print_access_json(&w, ac);
-	print_owner_json(&w, p);
+	print_evicted_json(&w, &s->ev);
+	print_access_json(&w, &s->ac);
+	inspect_owner_json(&w, p);
+	inspect_takeover_json(&w, p);
+	inspect_elect_json(&w, &s->el);
 	jw_end(&w);
+}
+
+/* the election as etcd has it, with --elect (its key: --elect-key, or
+ * the servers' default /cxlpool/<uuid>) */
+static void
+read_election(const struct inspect_opts *o, const struct pool *p,
+    struct inspect_elect *el)
+{
+	char key[64], hex[33];
+
+	memset(el, 0, sizeof(*el));
+	if (o->elect == NULL) {
+		return;
+	}
+	pool_uuid_hex(p, hex);
+	snprintf(key, sizeof(key), "/cxlpool/%s", hex);
+	inspect_elect_read(o->elect, o->elect_key != NULL ? o->elect_key :
+	    key, el);
 }
 
 /* cmd_summary -- see inspect.h */
 int
 cmd_summary(int argc, char **argv)
 {
-	struct pool_evict_stats ev;
-	struct inspect_access ac;
+	static struct summary s;
 	struct inspect_opts o;
-	struct pool_stats st;
-	struct pool_media m;
 	struct pool *p;
 	int rc;
 
-	if ((rc = inspect_args(argc, argv, OPT_POOL, "POOL [--json]",
-	    &o)) != 0 || (rc = inspect_open(o.path, &p)) != 0) {
+	if ((rc = inspect_args(argc, argv, OPT_POOL | OPT_ELECT,
+	    "POOL [--elect URL [--elect-key K]] [--json]", &o)) != 0 ||
+	    (rc = inspect_open(o.path, &p)) != 0) {
 		return rc;
 	}
-	if (inspect_access(o.path, pool_align(p), &ac) != 0) {
+	if (inspect_access(o.path, pool_align(p), &s.ac) != 0) {
 		fprintf(stderr, "pool-inspect: %s: access area: %s\n", o.path,
 		    cxlp_errormsg());
 		pool_close(&p);
 		return 1;
 	}
-	pool_stats(p, &st);
-	pool_media(p, &m);
-	pool_evict_stats(p, &ev);
+	pool_stats(p, &s.st);
+	pool_media(p, &s.m);
+	pool_evict_stats(p, &s.ev);
+	read_election(&o, p, &s.el);
 	if (o.json) {
-		print_json(o.path, p, &st, &m, &ac, &ev);
+		print_json(o.path, p, &s);
 	} else {
-		print_text(o.path, p, &st, &m, &ac, &ev);
+		print_text(o.path, p, &s);
 	}
 	pool_close(&p);
 	return 0;

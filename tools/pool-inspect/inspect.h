@@ -27,6 +27,7 @@ struct pool;
 #define OPT_PREFIX 0x4u /* --prefix P */
 #define OPT_SERVER 0x8u /* --server URL (required), --timeout-ms MS */
 #define OPT_TOP 0x10u   /* --interval-ms MS, --count N */
+#define OPT_ELECT 0x20u /* --elect etcd://H:P[,...], --elect-key K */
 
 struct inspect_opts {
 	const char *path;    /* POOL or PATH; NULL if none */
@@ -36,6 +37,8 @@ struct inspect_opts {
 	bool json;           /* --json */
 	unsigned interval_ms; /* --interval-ms, default 1000 */
 	unsigned count;       /* --count: refreshes, 0 = until quit */
+	const char *elect;    /* --elect: etcd's endpoints; NULL if none */
+	const char *elect_key; /* --elect-key; NULL: /cxlpool/<uuid> */
 };
 
 /* inspect_args -- parse argv[1..] by accept; prints usage and returns
@@ -78,6 +81,40 @@ struct inspect_access {
  * negative error with cxlp_errormsg() saying why. */
 int inspect_access(const char *path, uint64_t align,
     struct inspect_access *a);
+
+/* ---- election.c (the printing), elect_etcd.c or elect_none.c -------- */
+
+#define INSPECT_SB_MAX 16
+/* The election as etcd has it (inspect_elect_read). */
+struct inspect_elect {
+	const char *spec;      /* --elect, or NULL: not asked */
+	char key[1100];        /* the election key read */
+	int rc;                /* 0, or why nothing was read (why[]) */
+	char why[256];
+	bool leader;           /* the key is held */
+	uint64_t epoch;        /* the term: its create revision */
+	char value[4097];      /* the leader's record (listen, host, pid) */
+	int64_t count;         /* standbys registered */
+	unsigned n;            /* of them here */
+	char name[INSPECT_SB_MAX][96];
+	char info[INSPECT_SB_MAX][384];
+};
+/* inspect_elect_read -- the leader and standbys of key at etcd spec
+ * into *e (e->rc and why say what failed; a build without the election
+ * says so). */
+void inspect_elect_read(const char *spec, const char *key,
+    struct inspect_elect *e);
+/* inspect_elect_text, _json -- e as summary and stats print it; without
+ * --elect, a line that says how to ask etcd. */
+void inspect_elect_text(const struct inspect_elect *e);
+void inspect_elect_json(struct jw *w, const struct inspect_elect *e);
+/* inspect_owner_text, _json -- p's owner record: the leader, its
+ * endpoints, its heartbeat's age and term. */
+void inspect_owner_text(const struct pool *p);
+void inspect_owner_json(struct jw *w, const struct pool *p);
+/* inspect_takeover_text, _json -- p's last takeover (or none). */
+void inspect_takeover_text(const struct pool *p);
+void inspect_takeover_json(struct jw *w, const struct pool *p);
 
 int cmd_summary(int argc, char **argv);
 int cmd_check(int argc, char **argv);

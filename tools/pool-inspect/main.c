@@ -24,8 +24,9 @@ struct cmd {
 };
 
 static const struct cmd cmds[] = {
-	{ "summary", cmd_summary, "POOL [--json]",
-	    "sizes, media, use, free extents, sessions, access bytes" },
+	{ "summary", cmd_summary, "POOL [--elect URL [--elect-key K]] [--json]",
+	    "sizes, media, use, free extents, sessions, access bytes, term, "
+	    "leader, last takeover (standbys: from etcd, with --elect)" },
 	{ "regions", cmd_regions, "POOL [--json]",
 	    "each region: owner, state, size, page size, pages used" },
 	{ "keys", cmd_keys, "POOL [--prefix P] [--json]",
@@ -36,8 +37,10 @@ static const struct cmd cmds[] = {
 	    "verify every invariant; exit 1 naming each problem" },
 	{ "devices", cmd_devices, "[PATH] [--json]",
 	    "DAX devices and fsdax namespaces found (or the one at PATH)" },
-	{ "stats", cmd_stats, "--server URL [--timeout-ms MS] [--json]",
-	    "a running metaserver's stats and sessions (live, own excluded)" },
+	{ "stats", cmd_stats, "--server URL [--timeout-ms MS] [--elect URL "
+	    "--elect-key K] [--json]",
+	    "a running metaserver's stats and sessions (live, own excluded); "
+	    "leader and standbys from etcd with --elect" },
 	{ "top", cmd_top, "--server URL [--interval-ms MS] [--count N]",
 	    "a live view of a metaserver, refreshed each second: ops/s, hit "
 	    "ratio, free bytes, evictions/s, sessions (q quits)" },
@@ -123,6 +126,14 @@ one_arg(int argc, char **argv, int *i, unsigned accept,
 
 		o->count = (unsigned)n;
 		return r > 0 && *end == '\0' && n <= 1000000 ? 0 : -1;
+	}
+	if ((accept & OPT_ELECT) &&
+	    (r = opt_value(argc, argv, i, "--elect-key", &o->elect_key)) != 0) {
+		return r > 0 && o->elect_key[0] == '/' ? 0 : -1;
+	}
+	if ((accept & OPT_ELECT) &&
+	    (r = opt_value(argc, argv, i, "--elect", &o->elect)) != 0) {
+		return r > 0 ? 0 : -1;
 	}
 	if ((accept & (OPT_POOL | OPT_PATH)) && argv[*i][0] != '-' &&
 	    o->path == NULL) {

@@ -35,7 +35,7 @@
 
 struct pool_own; /* owner.h */
 
-#define MS_VERSION "0.1.0"
+#define MS_VERSION "0.2.0"
 #define MS_URLS_MAX 16
 #define MS_WORKERS_MAX 32
 #define MS_GRACE_MS_DEFAULT 10000u

@@ -34,8 +34,9 @@
  *     MS_EXIT_LOST without closing the pool (a close clears the owner
  *     record, a write; the pool is consistent as after kill -9), so the
  *     service manager starts it again, as a standby.
- *  5. Not done here (the next steps of issue 28): the epoch in every
- *     reply, and handlers that drop older terms' replies.
+ *  5. The term in replies: ms->term is the epoch won, which every
+ *     version-3 reply carries (dispatch.c); handlers drop a reply of an
+ *     older term than the newest they saw (handler/net/client.c).
  *  6. The takeover's record [ms_takeover_record]: once it serves (its
  *     endpoints listen), the leader writes in the superblock when it
  *     began to serve, how long it took from the vacancy its election

@@ -38,7 +38,7 @@ from .reservations import Reservation
 from .versions import Version
 from .regions import RegionInfo, RegionListener
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BATCH_MAX", "KEY_MAX", "LOG_DEBUG", "LOG_ERR", "LOG_INFO", "LOG_OFF",

@@ -372,6 +372,28 @@ retryable(int rc)
 	return rc == CXLP_E_TIMEOUT || rc == CXLP_E_CONN;
 }
 
+/* sock_enter -- see client_int.h */
+int
+sock_enter(struct client *cl, struct csock **csp, struct cctx **cp)
+{
+	struct csock *cs = csock_get(cl);
+	int rc;
+
+	if (csock_stalled(cs)) {
+		if (!endpoints_switch(cl, cs)) {
+			csock_redial(cl, cs);
+		}
+		csock_put(cl, cs);
+		cs = csock_get(cl);
+	}
+	if ((rc = ctx_get(cl, cs, cp)) != 0) {
+		csock_put(cl, cs);
+		return rc;
+	}
+	*csp = cs;
+	return 0;
+}
+
 /* One request, resent with the same id after each timeout, on whichever
  * socket is current; a stalled socket is replaced before the attempt.
  * Returns attempt()'s result; *sends counts the attempts. */

@@ -159,10 +159,20 @@ int ctls_dial_error(const char *url, const struct cfg_tls *tls,
 /* csock_put -- drop a reference; the last one closes the socket, in the
  * background (csock_retire). */
 void csock_put(struct client *cl, struct csock *cs);
-/* sock_enter -- take the current socket and a context on it, replacing
- * the socket first if it is stalled. Returns 0 with both (give back with
- * ctx_put and csock_put), or an error with neither. */
+/* sock_enter -- client.c: take the current socket and a context on it,
+ * replacing the socket first if it is stalled (endpoints_switch, else
+ * csock_redial). Returns 0 with both (give back with ctx_put and
+ * csock_put), or an error with neither. */
 int sock_enter(struct client *cl, struct csock **csp, struct cctx **cp);
+/* csock_get -- the current socket, with a reference for the caller. */
+struct csock *csock_get(struct client *cl);
+/* ctx_get -- a free context on cs (a new one if none is free): 0 and
+ * *out, or the error. */
+int ctx_get(struct client *cl, struct csock *cs, struct cctx **out);
+/* csock_redial -- replace cs, on which requests keep timing out, by a
+ * socket dialed afresh to its endpoint (csock.c says when it does
+ * nothing). */
+void csock_redial(struct client *cl, struct csock *cs);
 /* ctx_put -- give context c back to cs's free list. */
 void ctx_put(struct client *cl, struct csock *cs, struct cctx *c);
 /* csock_note -- note the outcome of an attempt on cs: a timeout adds to

@@ -121,8 +121,8 @@ csock_free(struct csock *cs)
 	free(cs);
 }
 
-/* The current socket, with a reference for the caller. */
-static struct csock *
+/* csock_get -- see client_int.h */
+struct csock *
 csock_get(struct client *cl)
 {
 	struct csock *cs;
@@ -272,7 +272,8 @@ csock_put(struct client *cl, struct csock *cs)
 	}
 }
 
-static int
+/* ctx_get -- see client_int.h */
+int
 ctx_get(struct client *cl, struct csock *cs, struct cctx **out)
 {
 	struct cctx *c;
@@ -326,8 +327,8 @@ ctx_put(struct client *cl, struct csock *cs, struct cctx *c)
  * retiring this one would pile up sockets until the server wakes). A
  * dial that cannot even start keeps the old socket (the next timeout
  * tries again). */
-static void
-redial(struct client *cl, struct csock *cs)
+void
+csock_redial(struct client *cl, struct csock *cs)
 {
 	struct csock *fresh, *old;
 	bool mine;
@@ -378,26 +379,4 @@ csock_stalled(struct csock *cs)
 	return n >= REDIAL_AFTER ||
 	    __atomic_load_n(&cs->deposed, __ATOMIC_RELAXED) ||
 	    (n > 0 && !csock_state(cs).piped);
-}
-
-/* sock_enter -- see client_int.h */
-int
-sock_enter(struct client *cl, struct csock **csp, struct cctx **cp)
-{
-	struct csock *cs = csock_get(cl);
-	int rc;
-
-	if (csock_stalled(cs)) {
-		if (!endpoints_switch(cl, cs)) {
-			redial(cl, cs);
-		}
-		csock_put(cl, cs);
-		cs = csock_get(cl);
-	}
-	if ((rc = ctx_get(cl, cs, cp)) != 0) {
-		csock_put(cl, cs);
-		return rc;
-	}
-	*csp = cs;
-	return 0;
 }

@@ -1,9 +1,9 @@
 /*
- * electfx.h -- the fencing tests' fixture (test_fencing.c): metaservers
- * started with --elect on simulated hosts of srv's sim pool, against an
- * etcd the test starts (tests/metaserver/etcd_fixture.c), and the
- * probes that tell whether one serves, what pool-inspect and /metrics
- * say. (standbyfx.c is test_standby.c's and test_follow.c's.)
+ * electfx.h -- the election tests' fixture (test_fencing.c, and through
+ * standbyfx.h test_standby.c and test_follow.c): metaservers started
+ * with --elect on simulated hosts of srv's sim pool, against an etcd the
+ * test starts (tests/metaserver/etcd_fixture.c), and the probes that
+ * tell whether one serves, what pool-inspect and /metrics say.
  */
 #ifndef CXLP_ELECTFX_H
 #define CXLP_ELECTFX_H

@@ -30,7 +30,6 @@
 #define WORKERS 4
 #define BEFORE 24 /* keys each follower acknowledges before the kill */
 #define AFTER 16  /* and after it, at least */
-#define EXIT_LOST 3 /* metaserver/ms_int.h MS_EXIT_LOST */
 
 TestSuite(follow, .fini = standby_fini, .timeout = 240);
 
@@ -108,7 +107,7 @@ deposed_exits(struct test_server *a)
 	kill(a->pid, SIGCONT);
 	cr_assert_eq(waitpid(a->pid, &st, 0), a->pid);
 	a->pid = 0;
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == EXIT_LOST, "the "
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == SBFX_EXIT_LOST, "the "
 	    "deposed leader ended with status 0x%x (log %s)", st, a->log);
 }
 
@@ -177,8 +176,8 @@ takeover_under_load(int sig)
 	    "keys of every follower through B (TTL 2 s)\n",
 	    (unsigned long long)ms, sig == SIGKILL ? "kill -9" : "SIGSTOP",
 	    AFTER);
-	wait_log(&srv, "op=elect role=leader term=");
-	log_elect_lines(srv.log);
+	sbfx_wait_log(&srv, "op=elect role=leader term=");
+	sbfx_log_elect_lines(srv.log);
 	if (sig != SIGKILL) {
 		deposed_exits(&other);
 	}

@@ -22,8 +22,6 @@
 
 #define POOL (64 * MiB)
 #define STEP 64          /* keys A acknowledges before it goes */
-#define EXIT_LOST 3      /* metaserver/ms_int.h MS_EXIT_LOST */
-#define SERVE_WAIT_MS 60000u /* B's takeover, on a slow machine */
 
 TestSuite(standby, .fini = standby_fini, .timeout = 240);
 
@@ -41,48 +39,6 @@ expect_refused(const struct test_server *b)
 	cr_assert(test_child_read(&c, &r, sizeof(r)));
 	cr_assert_neq(r.rc, 0, "a handler connected to the standby");
 	mh_wait_ok(&c, "connect to the standby");
-}
-
-/* The first call that succeeds on url (a connect: HELLO), polled; the
- * time it took from t0, logged as the takeover time. */
-static uint64_t
-first_call(const char *url, uint64_t t0)
-{
-	cxlp_set_log_fn(NULL, NULL, CXLP_LOG_OFF); /* each refusal */
-	for (;;) {
-		struct cxlp_handler *h = kv_connect_timeout(url, 500, 0);
-
-		if (h != NULL) {
-			cxlp_close(&h);
-			cxlp_set_log_fn(NULL, NULL, CXLP_LOG_ERR);
-			return now_ms() - t0;
-		}
-		cr_assert_lt(now_ms() - t0, SERVE_WAIT_MS, "%s serves nothing "
-		    "%u ms after the leader went", url, SERVE_WAIT_MS);
-		test_sleep_ms(20);
-	}
-}
-
-/* the pool's term, as pool-inspect summary --json reads it (the first
- * "term" is the pool's, the owner record's comes later) */
-static uint64_t
-pool_term_now(void)
-{
-	const char *bin = getenv("CXLP_POOL_INSPECT");
-	char cmd[512], out[16384];
-	const char *at;
-	size_t n;
-	FILE *f;
-
-	cr_assert_not_null(bin, "CXLP_POOL_INSPECT not set");
-	snprintf(cmd, sizeof(cmd), "%s summary --json %s", bin, srv.pool);
-	cr_assert_not_null(f = popen(cmd, "r"));
-	n = fread(out, 1, sizeof(out) - 1, f);
-	out[n] = '\0';
-	cr_assert_eq(pclose(f), 0, "%s failed: %s", cmd, out);
-	at = strstr(out, "\"term\":");
-	cr_assert_not_null(at, "no term in %s", out);
-	return strtoull(at + strlen("\"term\":"), NULL, 10);
 }
 
 /* writer on C stores through A; returns its acknowledged keys' specs */
@@ -162,20 +118,20 @@ Test(standby, killed_leader_is_replaced_and_nothing_acknowledged_is_lost)
 
 	leader_and_standby(&b, POOL);
 	expect_refused(&b);
-	term_a = pool_term_now();
+	term_a = sbfx_pool_term();
 	cr_assert_gt(term_a, 0, "leader A serves, and the pool has no term");
 	cr_assert_eq(reply_term(srv.url), term_a, "A's replies carry its term");
 	ns = write_through_a(&w, &acks, spec, 256, true);
-	t0 = now_ms(); /* A was killed just before (write_through_a) */
-	ms = first_call(b.url, t0);
+	t0 = sbfx_now_ms(); /* A was killed just before (write_through_a) */
+	ms = sbfx_first_call(b.url, t0);
 	other = srv; /* A, gone */
 	srv = b;
 	fprintf(stderr, "standby: takeover after kill -9 of the leader: "
 	    "%llu ms to the first successful call on B (TTL 2 s)\n",
 	    (unsigned long long)ms);
-	log_elect_lines(srv.log);
+	sbfx_log_elect_lines(srv.log);
 	cr_log_info("takeover %llu ms", (unsigned long long)ms);
-	term_b = pool_term_now();
+	term_b = sbfx_pool_term();
 	fprintf(stderr, "standby: the pool's term: %llu under A, %llu under "
 	    "B\n", (unsigned long long)term_a, (unsigned long long)term_b);
 	cr_assert_gt(term_b, term_a, "B serves, and the pool's term is %llu, "
@@ -207,17 +163,17 @@ Test(standby, paused_leader_resumed_writes_nothing_and_exits)
 	cr_assert_eq(waitpid(srv.pid, &st, WUNTRACED), srv.pid);
 	cr_assert(WIFSTOPPED(st));
 	mh_say(&late, 'g');
-	t0 = now_ms();
-	ms = first_call(b.url, t0);
+	t0 = sbfx_now_ms();
+	ms = sbfx_first_call(b.url, t0);
 	fprintf(stderr, "standby: takeover after SIGSTOP of the leader: "
 	    "%llu ms to the first successful call on B\n",
 	    (unsigned long long)ms);
 	kill(srv.pid, SIGCONT);
 	cr_assert_eq(waitpid(srv.pid, &st, 0), srv.pid);
 	srv.pid = 0;
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == EXIT_LOST, "the "
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == SBFX_EXIT_LOST, "the "
 	    "deposed leader ended with status 0x%x, not exit %d (log %s)",
-	    st, EXIT_LOST, srv.log);
+	    st, SBFX_EXIT_LOST, srv.log);
 	cr_assert(test_server_log_has(&srv, "metaserver lost its term"),
 	    "%s does not say it lost its term", srv.log);
 	/* the store it held is refused: the worker says nothing more */

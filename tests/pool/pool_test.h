@@ -1,16 +1,20 @@
 /*
  * pool_test.h -- helpers shared by the pool tests: unique temporary pool
- * paths under /dev/shm (tmpfs: volatile media) or /tmp (disk).
+ * paths under /dev/shm (tmpfs: volatile media) or /tmp (disk), a pool's
+ * superblock edited in place, a pool with keys.
  */
 #ifndef CXLP_TEST_POOL_H
 #define CXLP_TEST_POOL_H
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "err.h"
+#include "layout.h"
 #include "pool.h"
 
 #define TEST_POOL_SIZE (64ull << 20)
@@ -24,6 +28,24 @@ test_pool_path(char *buf, size_t n, const char *dir)
 	snprintf(buf, n, "%s/cxlp-test-%d-%d.pool", dir, (int)getpid(), seq++);
 	unlink(buf);
 	return buf;
+}
+
+/* test_pool_edit_sb -- call edit on the superblock of the (closed) pool
+ * at file through a plain shared mapping, as a damaged or older pool
+ * would have it; edit seals it (layout_seal) when the checksum is to
+ * stay valid. */
+static inline void
+test_pool_edit_sb(const char *file, void (*edit)(struct pool_sb *sb))
+{
+	int fd = open(file, O_RDWR);
+	struct pool_sb *sb;
+
+	cr_assert_geq(fd, 0, "%s", file);
+	sb = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(sb, MAP_FAILED);
+	edit(sb);
+	munmap(sb, 4096);
+	close(fd);
 }
 
 /* test_pool_keys -- a fresh 32 MiB pool at a new path under /dev/shm

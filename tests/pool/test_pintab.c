@@ -236,30 +236,16 @@ Test(pintab, check_reports_a_damaged_record)
 }
 
 static void
-edit_sb(void (*fn)(struct pool_sb *))
-{
-	struct pool_sb sb;
-	FILE *f = fopen(path, "r+");
-
-	cr_assert_not_null(f);
-	cr_assert_eq(fread(&sb, sizeof(sb), 1, f), 1);
-	fn(&sb);
-	layout_seal(&sb);
-	rewind(f);
-	cr_assert_eq(fwrite(&sb, sizeof(sb), 1, f), 1);
-	fclose(f);
-}
-
-static void
 layout_1(struct pool_sb *sb)
 {
 	sb->major = 1;
+	layout_seal(sb);
 }
 
 Test(pintab, a_layout_1_pool_is_refused_with_a_version_error)
 {
 	pool_close(&p);
-	edit_sb(layout_1);
+	test_pool_edit_sb(path, layout_1);
 	cr_assert_eq(pool_open(&p, path, 0, NULL), CXLP_E_VERSION);
 	cr_assert_null(p);
 	cr_assert(strstr(cxlp_errormsg(), "layout 1.") != NULL, "%s",
@@ -270,6 +256,7 @@ static void
 other_boot(struct pool_sb *sb)
 {
 	memcpy(sb->boot_id, "00000000-0000-0000-0000-000000000000", 36);
+	layout_seal(sb);
 }
 
 Test(pintab, a_disk_pool_keeps_its_keys_and_pins_across_a_boot)
@@ -282,7 +269,7 @@ Test(pintab, a_disk_pool_keeps_its_keys_and_pins_across_a_boot)
 	a = put("a", 0);
 	change(sess, a, +1, 1, 1, true);
 	pool_close(&p);
-	edit_sb(other_boot);
+	test_pool_edit_sb(path, other_boot);
 	open_pool();
 	cr_assert_eq(pool_kv_lookup(p, "a", 1, &kv), 0);
 	cr_assert_eq(pool_pin_held(p, sess, a), 1);

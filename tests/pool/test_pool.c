@@ -70,21 +70,6 @@ insert(uint64_t owner, const char *key, const struct pool_region *r,
 	    r->off + page * r->page_size, len, &kv, ins);
 }
 
-/* rewrite the superblock (with a valid checksum) through a plain mapping */
-static void
-edit_sb(void (*edit)(struct pool_sb *sb))
-{
-	int fd = open(path, O_RDWR);
-	struct pool_sb *sb;
-
-	cr_assert_geq(fd, 0);
-	sb = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	cr_assert_neq(sb, MAP_FAILED);
-	edit(sb);
-	munmap(sb, 4096);
-	close(fd);
-}
-
 Test(pool, create_makes_a_sparse_pool_of_the_asked_size)
 {
 	struct pool_stats st;
@@ -396,12 +381,12 @@ Test(pool, damaged_superblocks_fail_with_the_right_error)
 {
 	create();
 	pool_close(&p);
-	edit_sb(flip_byte);
+	test_pool_edit_sb(path, flip_byte);
 	expect_open_fails(CXLP_E_CHECKSUM, "flipped byte");
-	edit_sb(flip_byte);
-	edit_sb(bump_major);
+	test_pool_edit_sb(path, flip_byte);
+	test_pool_edit_sb(path, bump_major);
 	expect_open_fails(CXLP_E_VERSION, "major");
-	edit_sb(break_magic);
+	test_pool_edit_sb(path, break_magic);
 	expect_open_fails(CXLP_E_BADMAGIC, "magic");
 }
 
@@ -420,7 +405,7 @@ Test(pool, volatile_pool_from_another_boot_is_stale_until_reformatted)
 	create();
 	r = region(1, 4096);
 	pool_close(&p);
-	edit_sb(other_boot);
+	test_pool_edit_sb(path, other_boot);
 	expect_open_fails(CXLP_E_STALE, "stale");
 	cr_assert(strstr(cxlp_errormsg(), "boot") != NULL);
 	cr_assert_eq(pool_open(&p, path, POOL_REFORMAT, &params), 0, "%s",
@@ -551,7 +536,7 @@ Test(pool, create_formats_again_a_target_whose_format_was_cut_short)
 	r = region(1, 4096);
 	cr_assert_eq(insert(1, "k", &r, 0, 10, &ins), 0);
 	pool_close(&p);
-	edit_sb(clear_magic);
+	test_pool_edit_sb(path, clear_magic);
 	cr_assert_eq(pool_open(&p, path, 0, NULL), CXLP_E_BADMAGIC);
 	cr_assert_eq(pool_open(&p, path, POOL_CREATE, &params), 0, "%s",
 	    cxlp_errormsg());
@@ -565,7 +550,7 @@ Test(pool, create_never_formats_a_damaged_superblock_without_magic)
 {
 	create();
 	pool_close(&p);
-	edit_sb(clear_magic_and_damage);
+	test_pool_edit_sb(path, clear_magic_and_damage);
 	cr_assert_eq(pool_open(&p, path, POOL_CREATE, &params),
 	    CXLP_E_BADMAGIC);
 	cr_assert_null(p);

@@ -98,18 +98,10 @@ Test(rmirror, a_damaged_primary_is_restored_with_its_keys)
 }
 
 static void
-drop_feature(void)
+without_rmirror(struct pool_sb *sb)
 {
-	int fd = open(path, O_RDWR);
-	struct pool_sb *sb;
-
-	cr_assert_geq(fd, 0);
-	sb = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	cr_assert_neq(sb, MAP_FAILED);
 	sb->incompat &= ~POOL_INCOMPAT_RMIRROR;
 	layout_seal(sb);
-	munmap(sb, 4096);
-	close(fd);
 }
 
 Test(rmirror, a_pool_without_the_copy_opens_and_refuses_its_damage)
@@ -118,7 +110,8 @@ Test(rmirror, a_pool_without_the_copy_opens_and_refuses_its_damage)
 	struct pool_kv kv;
 
 	pool_close(&p);
-	drop_feature(); /* as a pool formatted before the copy */
+	/* as a pool formatted before the copy */
+	test_pool_edit_sb(path, without_rmirror);
 	reopen(0, NULL);
 	cr_assert_null(p->rmir);
 	cr_assert_eq(pool_kv_lookup(p, "one", 3, &kv), 0);

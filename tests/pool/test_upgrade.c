@@ -38,20 +38,6 @@ teardown(void)
 
 TestSuite(upgrade, .init = setup, .fini = teardown);
 
-static void
-edit_sb(void (*edit)(struct pool_sb *sb))
-{
-	int fd = open(path, O_RDWR);
-	struct pool_sb *sb;
-
-	cr_assert_geq(fd, 0);
-	sb = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	cr_assert_neq(sb, MAP_FAILED);
-	edit(sb);
-	munmap(sb, 4096);
-	close(fd);
-}
-
 static struct pool_sb
 read_sb(void)
 {
@@ -169,7 +155,7 @@ Test(upgrade, a_writers_open_brings_a_2_4_pool_to_this_layout)
 	struct pool_sb sb;
 
 	cr_assert_eq(in_child(make_pool, NULL, NULL), 0);
-	edit_sb(as_2_4);
+	test_pool_edit_sb(path, as_2_4);
 	expect_key(0);
 	sb = read_sb();
 	cr_assert_eq(read_sb().minor, POOL_MINOR);
@@ -182,7 +168,7 @@ Test(upgrade, a_read_only_open_leaves_a_2_4_pool_as_it_is)
 	struct pool_sb before, after;
 
 	cr_assert_eq(in_child(make_pool, NULL, NULL), 0);
-	edit_sb(as_2_4);
+	test_pool_edit_sb(path, as_2_4);
 	before = read_sb();
 	expect_key(POOL_RDONLY);
 	after = read_sb();
@@ -196,7 +182,7 @@ Test(upgrade, a_superblock_cut_between_version_and_checksum_is_finished)
 	struct pool_sb sb;
 
 	cr_assert_eq(in_child(make_pool, NULL, NULL), 0);
-	edit_sb(cut_after_version);
+	test_pool_edit_sb(path, cut_after_version);
 	sb = read_sb();
 	cr_assert(!sealed(sb));
 	cr_assert_eq(layout_upgrade_torn(&sb), 4);
@@ -212,8 +198,8 @@ Test(upgrade, a_superblock_cut_between_version_and_checksum_is_finished)
 Test(upgrade, damage_to_a_cut_superblock_is_still_a_checksum_error)
 {
 	cr_assert_eq(in_child(make_pool, NULL, NULL), 0);
-	edit_sb(cut_after_version);
-	edit_sb(flip_byte);
+	test_pool_edit_sb(path, cut_after_version);
+	test_pool_edit_sb(path, flip_byte);
 	p = (void *)1;
 	cr_assert_eq(pool_open(&p, path, 0, NULL), CXLP_E_CHECKSUM);
 	cr_assert_null(p);
@@ -222,7 +208,7 @@ Test(upgrade, damage_to_a_cut_superblock_is_still_a_checksum_error)
 Test(upgrade, a_newer_minor_is_opened_and_left_alone)
 {
 	cr_assert_eq(in_child(make_pool, NULL, NULL), 0);
-	edit_sb(minor_6);
+	test_pool_edit_sb(path, minor_6);
 	expect_key(0);
 	cr_assert_eq(read_sb().minor, POOL_MINOR + 1);
 	cr_assert(sealed(read_sb()));
@@ -251,7 +237,7 @@ Test(upgrade, a_kill_at_each_upgrade_point_leaves_a_pool_that_opens)
 	}
 	for (size_t i = 0; i < sizeof(pt) / sizeof(pt[0]); i++) {
 		cr_assert_eq(in_child(make_pool, NULL, NULL), 0);
-		edit_sb(as_2_4);
+		test_pool_edit_sb(path, as_2_4);
 		cr_assert_eq(in_child(open_rw, pt[i].at, pt[i].mode),
 		    128 + SIGKILL, "point %s (%s)", pt[i].at, pt[i].mode);
 		cr_assert_eq(read_sb().minor, pt[i].minor, "point %s (%s)",

@@ -10,10 +10,13 @@
  * in this CPU's cache). Beside them, a copy of the same 64 KiB out to a
  * private buffer from a cached source and right after a drop (each line
  * fetched from memory again): what a reader's drop adds to the copy it
- * precedes. The sim primitives act on a scratch device of the helper's
- * own (a simulated host "bench" of it), never on a pool. Each figure is
- * the median of REPS calls. A separate executable because it links the
- * pool library (the index helper says why).
+ * precedes; and the drop pipelined with the copy in chunks (a fence a
+ * chunk), to show whether a CPU overlaps its flushes with the loads
+ * (docs/multihost.md, "Cost": this one does not). The sim primitives
+ * act on a scratch device of the helper's own (a simulated host "bench"
+ * of it), never on a pool. Each figure is the median of REPS calls. A
+ * separate executable because it links the pool library (the index
+ * helper says why).
  *
  * Usage:
  *   cxlpool-bench-cline SCRATCH prims     time the primitives; SCRATCH is
@@ -30,6 +33,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,10 +96,12 @@ set_state(uint8_t *p, enum state st, unsigned rep)
 	}
 }
 
-/* One primitive over [p, p + SPAN) (sim: device offset DEV_OFF). */
+/* One primitive over [p, p + SPAN) (sim: device offset DEV_OFF): fn,
+ * or with chunk set drop_copy_chunked in chunks of that many bytes. */
 struct prim {
 	const char *name;
 	void (*fn)(struct sim *s, uint8_t *p, uint8_t *dst);
+	size_t chunk;
 };
 
 static void
@@ -129,6 +135,28 @@ p_drop_copy(struct sim *s, uint8_t *p, uint8_t *dst)
 	memcpy(dst, p, SPAN);
 }
 
+/* the drop of p_drop_copy pipelined with its copy in chunks of ch
+ * bytes: chunk k+1's lines dropped, unfenced, while chunk k (dropped and
+ * fenced before) is copied, then the fence before chunk k+1's copy (a
+ * load may pass a drop of its line; the fence orders them): a copy-out
+ * call's way to overlap the drops with the loads, at a fence a chunk */
+static void
+drop_copy_chunked(uint8_t *p, uint8_t *dst, size_t ch)
+{
+	cline_drop(p, ch);
+	for (size_t off = 0; off < SPAN; off += ch) {
+		bool more = off + ch < SPAN;
+
+		if (more) {
+			cline_drop_unfenced(p + off + ch, ch);
+		}
+		memcpy(dst + off, p + off, ch);
+		if (more) {
+			cline_drop_fence();
+		}
+	}
+}
+
 static void
 p_sim_writeback(struct sim *s, uint8_t *p, uint8_t *dst)
 {
@@ -158,7 +186,11 @@ time_prim(const struct prim *pr, enum state st, struct sim *s, uint8_t *p,
 		}
 		set_state(p, st, r);
 		uint64_t t0 = ns_now();
-		pr->fn(s, p, dst);
+		if (pr->chunk > 0) {
+			drop_copy_chunked(p, dst, pr->chunk);
+		} else {
+			pr->fn(s, p, dst);
+		}
 		ns[r] = ns_now() - t0;
 	}
 	qsort(ns, REPS, sizeof(ns[0]), cmp_u64);
@@ -184,10 +216,13 @@ static int
 cpu_prims(void)
 {
 	static const struct prim prims[] = {
-		{ "cline_writeback", p_writeback },
-		{ "cline_drop", p_drop },
-		{ "copy", p_copy },
-		{ "cline_drop+copy", p_drop_copy },
+		{ "cline_writeback", p_writeback, 0 },
+		{ "cline_drop", p_drop, 0 },
+		{ "copy", p_copy, 0 },
+		{ "cline_drop+copy", p_drop_copy, 0 },
+		{ "chunked_copy_32K", NULL, 32u << 10 },
+		{ "chunked_copy_16K", NULL, 16u << 10 },
+		{ "chunked_copy_4K", NULL, 4u << 10 },
 	};
 	uint8_t *p = aligned_alloc(4096, SPAN), *dst = aligned_alloc(4096,
 	    SPAN);
@@ -229,8 +264,8 @@ static int
 sim_prims(const char *scratch)
 {
 	static const struct prim prims[] = {
-		{ "sim_writeback", p_sim_writeback },
-		{ "sim_drop", p_sim_drop },
+		{ "sim_writeback", p_sim_writeback, 0 },
+		{ "sim_drop", p_sim_drop, 0 },
 	};
 	struct sim *s = NULL;
 	uint8_t *cache = MAP_FAILED;

@@ -29,7 +29,7 @@ struct prim_row {
 	double ns;
 };
 
-#define PRIMS_MAX 24
+#define PRIMS_MAX 32
 
 struct helper_out {
 	struct coh *c;
@@ -225,8 +225,10 @@ prims_table(struct coh *c, const struct helper_out *o)
 	}
 	jw_close(j);
 	printf("\n# dirty: just written; clean: just read (cached); absent: "
-	    "just dropped. copy: the 64 KiB to a\n# private buffer; sim "
-	    "states are of the host's cache file's lines\n");
+	    "just dropped. copy: the 64 KiB to a\n# private buffer; "
+	    "chunked_copy_N: cline_drop+copy with the drops pipelined with "
+	    "the copy,\n# a fence per N bytes (drop chunk k+1, copy chunk k, "
+	    "fence); sim states are of the\n# host's cache file's lines\n");
 }
 
 /* coh_prims -- see coh.h */

@@ -299,15 +299,24 @@ lib_set_log_fn(cxlp_log_fn fn)
 	set(fn, NULL, CXLP_LOG_ERR);
 }
 
+/* a handler through a proxy that rewrites terms with hook, its log's
+ * lines on terms kept in log_seen */
+static struct cxlp_handler *
+term_handler(enum proxy_action (*hook)(void *, uint16_t, uint64_t,
+    uint8_t *, size_t *, unsigned *))
+{
+	log_seen[0] = '\0';
+	lib_set_log_fn(keep_log);
+	itest_proxy_start(hook);
+	return itest_connect_via_proxy(2000, 2);
+}
+
 Test(protover, a_reply_of_an_older_term_is_dropped_and_the_call_succeeds)
 {
 	struct cxlp_counters ctr;
 	struct cxlp_handler *h;
 
-	log_seen[0] = '\0';
-	lib_set_log_fn(keep_log);
-	itest_proxy_start(stale_term);
-	h = itest_connect_via_proxy(2000, 2);
+	h = term_handler(stale_term);
 	cr_assert_eq(pool_term(), 0, "the pool names a term (a server "
 	    "without --elect): term 9 must not be the pool's");
 	(void)itest_put(h, "term", 1, 0, 64);
@@ -355,10 +364,7 @@ Test(protover, a_lower_term_the_pool_names_is_accepted_and_becomes_the_newest)
 	struct cxlp_counters ctr;
 	struct cxlp_handler *h;
 
-	log_seen[0] = '\0';
-	lib_set_log_fn(keep_log);
-	itest_proxy_start(reset_terms);
-	h = itest_connect_via_proxy(2000, 2);
+	h = term_handler(reset_terms);
 	(void)itest_put(h, "before", 1, 0, 64); /* term 10 seen */
 	pool_term_set(4);
 	atomic_store(&reset_term, 4);

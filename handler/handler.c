@@ -181,6 +181,7 @@ cxlp_connect(struct cxlp_handler **out, const struct cxlp_config *cfg)
 	if (rc != 0) {
 		goto err_free;
 	}
+	leader_watch_terms(h);
 	latebye_send(h);
 	if ((rc = hello_nonce(h)) != 0 || (rc = h_hello(h, 0)) != 0) {
 		goto err_free;
@@ -323,6 +324,10 @@ cxlp_counters(const struct cxlp_handler *h, struct cxlp_counters *c,
 	if (size >= offsetof(struct cxlp_counters, stale_replies) +
 	    sizeof(c->stale_replies)) { /* the client counts them */
 		c->stale_replies = client_stale_replies(h->cl);
+	}
+	if (size >= offsetof(struct cxlp_counters, term_resets) +
+	    sizeof(c->term_resets)) {
+		c->term_resets = client_term_resets(h->cl);
 	}
 	return 0;
 }

@@ -816,6 +816,10 @@ struct cxlp_counters {
 	uint64_t bytes_stored; /* their value bytes */
 	uint64_t stale_replies; /* replies of an older metaserver term than
 	                          one seen (a deposed leader's) dropped */
+	uint64_t term_resets;  /* times a reply of an older term was the
+	                          pool's own term (a leader started with
+	                          --elect-term-reset), accepted, and the
+	                          handler's newest term moved down to it */
 };
 /* cxlp_counters -- copy the first size bytes of this handler's counters
  * into *c (pass sizeof(*c): a newer library fills only what the caller

@@ -36,7 +36,10 @@
  *     service manager starts it again, as a standby.
  *  5. The term in replies: ms->term is the epoch won, which every
  *     version-3 reply carries (dispatch.c); handlers drop a reply of an
- *     older term than the newest they saw (handler/net/client.c).
+ *     older term than the newest they saw (handler/net/client.c), unless
+ *     the pool's term, which note 2 set before recovery, is that term
+ *     (a term reset: handler/session/leader.c), so a leader started
+ *     with --elect-term-reset is heard by running handlers.
  *  6. The takeover's record [ms_takeover_record]: once it serves (its
  *     endpoints listen), the leader writes in the superblock when it
  *     began to serve, how long it took from the vacancy its election

@@ -22,7 +22,13 @@
  * here, never sent. A version-3 reply carries the metaserver's term: the
  * client keeps the newest it has seen and drops a reply of an older one
  * (a deposed leader's, contract 12) as if it were lost, so the request is
- * sent again under its id like any lost reply (reply_stale).
+ * sent again under its id like any lost reply (reply_stale). The one
+ * exception is a term reset (etcd rebuilt from nothing, a leader started
+ * with --elect-term-reset: its term is lower than any before): an older
+ * term that the pool itself names as current is accepted and becomes the
+ * newest (term_reset). This file does not know the pool: it asks the
+ * hook client_set_term_check set (the session layer's, which maps it),
+ * and only for a reply it would otherwise drop; without a hook it drops.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -172,6 +178,21 @@ uint64_t
 client_stale_replies(const struct client *cl)
 {
 	return __atomic_load_n(&cl->stale, __ATOMIC_RELAXED);
+}
+
+/* client_term_resets -- times the newest term moved down (term_reset). */
+uint64_t
+client_term_resets(const struct client *cl)
+{
+	return __atomic_load_n(&cl->resets, __ATOMIC_RELAXED);
+}
+
+/* client_set_term_check -- see net.h; before any call. */
+void
+client_set_term_check(struct client *cl, client_term_fn fn, void *arg)
+{
+	cl->term_check = fn;
+	cl->term_arg = arg;
 }
 
 /* client_set_session -- the session and token later requests carry. */
@@ -334,10 +355,38 @@ reply_check(nng_msg *msg, uint16_t op, uint64_t id, uint16_t sent,
 	return 0;
 }
 
+/* A reply of term `term`, older than the newest seen (`newest`), that the
+ * pool says is current (cl->term_check: its superblock's term, read
+ * fresh): etcd was rebuilt from nothing and a leader started with
+ * --elect-term-reset, so the newest term moves DOWN to it. A deposed
+ * leader's term is never the pool's after a takeover (the new leader
+ * writes its own before it serves), so that reply stays dropped. One
+ * thread moves it, counts and logs; a racing one accepts as well. */
+static bool
+term_reset(struct client *cl, uint64_t term, uint64_t newest)
+{
+	if (cl->term_check == NULL || !cl->term_check(cl->term_arg, term)) {
+		return false;
+	}
+	while (newest > term) {
+		if (__atomic_compare_exchange_n(&cl->term, &newest, term,
+		    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			__atomic_fetch_add(&cl->resets, 1, __ATOMIC_RELAXED);
+			log_err("metaserver term %llu is the pool's (term "
+			    "reset from %llu): accepted",
+			    (unsigned long long)term,
+			    (unsigned long long)newest);
+			break;
+		}
+	}
+	return true;
+}
+
 /* A version-3 reply of an older term than the newest seen: a deposed
- * metaserver's (contract 12), dropped and counted; the newest term moves
- * up with every reply of a newer one. A reply whose header does not
- * decode is reply_check's to refuse. */
+ * metaserver's (contract 12), dropped and counted, unless the pool says
+ * its term is current (term_reset); the newest term moves up with every
+ * reply of a newer one. A reply whose header does not decode is
+ * reply_check's to refuse. */
 static bool
 reply_stale(struct client *cl, const struct frame *f, nng_msg *msg)
 {
@@ -352,7 +401,7 @@ reply_stale(struct client *cl, const struct frame *f, nng_msg *msg)
 	while (h.term > newest && !__atomic_compare_exchange_n(&cl->term,
 	    &newest, h.term, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 	}
-	if (h.term >= newest) {
+	if (h.term >= newest || term_reset(cl, h.term, newest)) {
 		return false;
 	}
 	__atomic_fetch_add(&cl->stale, 1, __ATOMIC_RELAXED);

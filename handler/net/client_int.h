@@ -70,6 +70,11 @@ struct client {
 	                       * at (client_set_version: the WELCOME's) */
 	uint64_t term;        /* atomic: newest term a reply carried */
 	uint64_t stale;       /* atomic: replies of older terms dropped */
+	uint64_t resets;      /* atomic: times term moved down (a term
+	                       * reset the pool named: client.c) */
+	client_term_fn term_check; /* is an older term the pool's? or NULL
+	                       * (set before any call) */
+	void *term_arg;
 	unsigned timeout_ms;
 	unsigned retries;
 	struct cfg_tls tls;     /* the TLS options of every endpoint */

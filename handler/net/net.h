@@ -23,6 +23,13 @@
 typedef int (*client_finder_fn)(void *arg, char *list, size_t n,
     bool *local);
 
+/* client_term_fn -- whether `term`, older than the newest term a reply
+ * carried, is the pool's current term now (read from the pool itself,
+ * fresh): a leader started after a term reset, not a deposed one.
+ * Asked only for a reply that would otherwise be dropped, from the
+ * calling thread; any number at once. */
+typedef bool (*client_term_fn)(void *arg, uint64_t term);
+
 /* client_open -- see client.c; url: one endpoint, or several
  * comma-separated (endpoints.c); tls: the TLS options (a tls+tcp:// url
  * needs a CA; any other url none), copied; finder (may be NULL): where
@@ -40,6 +47,11 @@ uint64_t client_new_id(struct client *cl);
 void client_set_version(struct client *cl, uint16_t version);
 uint16_t client_version(const struct client *cl);
 uint64_t client_stale_replies(const struct client *cl);
+uint64_t client_term_resets(const struct client *cl);
+/* client_set_term_check -- the hook asked for a reply of an older term
+ * (NULL: none, such a reply is dropped); arg must outlive the client.
+ * Set before any call. */
+void client_set_term_check(struct client *cl, client_term_fn fn, void *arg);
 /* client_last_reply_ms -- cxlp_now_coarse_ms() when the last reply arrived (or
  * when the client opened). */
 uint64_t client_last_reply_ms(const struct client *cl);

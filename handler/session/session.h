@@ -92,6 +92,10 @@ int h_get_results(struct creply *rep, struct proto_result *res, size_t n,
  * pool (cxlp_config_set_pool): the endpoints its owner record names now
  * (leader.c); NULL without a pool. Its argument is h. */
 client_finder_fn leader_finder(const struct cxlp_handler *h);
+/* leader_watch_terms -- h's client asks h's pool whether a reply of an
+ * older term is the pool's current term (a term reset: leader.c) before
+ * it drops it. After client_open, before any call. */
+void leader_watch_terms(struct cxlp_handler *h);
 
 /* ---- latebye.c ---------------------------------------------------------- */
 

@@ -9,14 +9,21 @@
  * a version-2 header) falls back to 2 once and stays there, and follows
  * its metaserver when one of version 2 takes over; a reply of
  * an older term than the handler has seen (the proxy rewrites it) is
- * dropped and the call still succeeds from the genuine reply.
+ * dropped and the call still succeeds from the genuine reply, unless
+ * the pool's superblock names that term (a term reset: the handler
+ * accepts it, and its newest term moves down to it; a term below that
+ * is dropped again).
  */
 #include <dlfcn.h> /* RTLD_NEXT: _GNU_SOURCE, from the build */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "itest.h"
+#include "layout.h"
 #include "rawclient.h"
 
 /* the HELLO a version-1 handler sent first: header (magic "CXLP",
@@ -213,6 +220,34 @@ Test(protover, a_handler_follows_its_metaserver_down_to_v2)
 
 /* ---- a reply of an older term ---- */
 
+/* The pool's term, as the superblock of srv's pool file holds it. */
+static uint64_t
+pool_term(void)
+{
+	uint64_t term = 0;
+	int fd = open(srv.pool, O_RDONLY);
+
+	cr_assert_geq(fd, 0, "%s", srv.pool);
+	cr_assert_eq(pread(fd, &term, sizeof(term),
+	    offsetof(struct pool_sb, term)), (ssize_t)sizeof(term));
+	close(fd);
+	return term;
+}
+
+/* the pool's term set to term, as a leader's claim after a term reset
+ * writes it (8 bytes, not under the checksum; a server without --elect
+ * never writes it) */
+static void
+pool_term_set(uint64_t term)
+{
+	int fd = open(srv.pool, O_WRONLY);
+
+	cr_assert_geq(fd, 0, "%s", srv.pool);
+	cr_assert_eq(pwrite(fd, &term, sizeof(term),
+	    offsetof(struct pool_sb, term)), (ssize_t)sizeof(term));
+	close(fd);
+}
+
 static atomic_uint register_replies;
 
 /* every version-3 reply as from a leader of term 10, but the first reply
@@ -235,15 +270,18 @@ stale_term(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
 }
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char log_seen[512];
+static char log_seen[2048]; /* the lines on terms, one after another */
 
 static void
 keep_log(int level, const char *msg, void *arg)
 {
+	size_t n;
+
 	(void)level, (void)arg;
 	pthread_mutex_lock(&log_lock);
-	if (strstr(msg, "older than term") != NULL) {
-		snprintf(log_seen, sizeof(log_seen), "%s", msg);
+	n = strlen(log_seen);
+	if (strstr(msg, "metaserver term") != NULL) {
+		snprintf(log_seen + n, sizeof(log_seen) - n, "%s\n", msg);
 	}
 	pthread_mutex_unlock(&log_lock);
 }
@@ -261,14 +299,26 @@ lib_set_log_fn(cxlp_log_fn fn)
 	set(fn, NULL, CXLP_LOG_ERR);
 }
 
+/* a handler through a proxy that rewrites terms with hook, its log's
+ * lines on terms kept in log_seen */
+static struct cxlp_handler *
+term_handler(enum proxy_action (*hook)(void *, uint16_t, uint64_t,
+    uint8_t *, size_t *, unsigned *))
+{
+	log_seen[0] = '\0';
+	lib_set_log_fn(keep_log);
+	itest_proxy_start(hook);
+	return itest_connect_via_proxy(2000, 2);
+}
+
 Test(protover, a_reply_of_an_older_term_is_dropped_and_the_call_succeeds)
 {
 	struct cxlp_counters ctr;
 	struct cxlp_handler *h;
 
-	lib_set_log_fn(keep_log);
-	itest_proxy_start(stale_term);
-	h = itest_connect_via_proxy(2000, 2);
+	h = term_handler(stale_term);
+	cr_assert_eq(pool_term(), 0, "the pool names a term (a server "
+	    "without --elect): term 9 must not be the pool's");
 	(void)itest_put(h, "term", 1, 0, 64);
 	cr_assert_eq(proxy_requests(px, PROTO_OP_REGISTER), 2,
 	    "the REGISTER was sent again after its term-9 reply");
@@ -276,7 +326,69 @@ Test(protover, a_reply_of_an_older_term_is_dropped_and_the_call_succeeds)
 	    "no log line of the drop: \"%s\"", log_seen);
 	cr_assert_rc(cxlp_counters(h, &ctr, sizeof(ctr)), 0);
 	cr_assert_eq(ctr.stale_replies, 1, "not counted");
+	cr_assert_eq(ctr.term_resets, 0, "the pool's term is not 9");
 	cr_assert_eq(itest_get_check(h, "term", 0), 1, "the key's bytes");
+	cxlp_close(&h);
+	lib_set_log_fn(NULL);
+}
+
+/* ---- a term reset (etcd rebuilt, --elect-term-reset) ---- */
+
+static atomic_uint reset_term;     /* 0: replies of term 10; else it */
+static atomic_uint reset_replies;  /* REGISTER replies since the reset */
+
+/* every version-3 reply as from a leader of term 10 until the test sets
+ * reset_term: from then on as from the reset leader's, but the second
+ * REGISTER reply after the reset as from one of term reset_term - 1, a
+ * term the pool does not name */
+static enum proxy_action
+reset_terms(void *arg, uint16_t op, uint64_t req_id, uint8_t *reply,
+    size_t *reply_len, unsigned *delay_ms)
+{
+	unsigned t = atomic_load(&reset_term);
+
+	(void)arg, (void)req_id, (void)delay_ms;
+	if (reply == NULL) {
+		return PROXY_PASS;
+	}
+	if (t != 0 && op == PROTO_OP_REGISTER &&
+	    atomic_fetch_add(&reset_replies, 1) == 1) {
+		t--;
+	}
+	(void)proxy_set_term(reply, *reply_len, t != 0 ? t : 10);
+	return PROXY_PASS;
+}
+
+Test(protover, a_lower_term_the_pool_names_is_accepted_and_becomes_the_newest)
+{
+	struct cxlp_counters ctr;
+	struct cxlp_handler *h;
+
+	h = term_handler(reset_terms);
+	(void)itest_put(h, "before", 1, 0, 64); /* term 10 seen */
+	pool_term_set(4);
+	atomic_store(&reset_term, 4);
+	(void)itest_put(h, "after", 1, 0, 64);
+	cr_assert_eq(proxy_requests(px, PROTO_OP_REGISTER), 2, "the term-4 "
+	    "reply of the reset leader was dropped");
+	cr_assert(strstr(log_seen, "metaserver term 4 is the pool's (term "
+	    "reset from 10): accepted") != NULL, "no log line of the accept: "
+	    "\"%s\"", log_seen);
+	/* term 3 is older than 4, which is now the newest, and not the
+	 * pool's: dropped, and the REGISTER sent again */
+	(void)itest_put(h, "older", 1, 0, 64);
+	cr_assert_eq(proxy_requests(px, PROTO_OP_REGISTER), 4);
+	cr_assert(strstr(log_seen, "term 3, older than term 4 seen") != NULL,
+	    "no log line of the drop: \"%s\"", log_seen);
+	for (unsigned i = 0; i < 3; i++) {
+		(void)itest_put(h, "more", 1, i, 64);
+	}
+	cr_assert_rc(cxlp_counters(h, &ctr, sizeof(ctr)), 0);
+	cr_assert_eq(ctr.term_resets, 1, "the newest term did not stay 4");
+	cr_assert_eq(ctr.stale_replies, 1, "only term 3's reply is dropped");
+	cr_assert_eq(itest_get_check(h, "before", 0), 1, "the key's bytes");
+	cr_assert_eq(itest_get_check(h, "after", 0), 1, "the key's bytes");
+	cr_assert_eq(itest_get_check(h, "older", 0), 1, "the key's bytes");
 	cxlp_close(&h);
 	lib_set_log_fn(NULL);
 }

@@ -48,17 +48,32 @@ void
 sbfx_spawn(struct test_server *s, const char *host, const char *tag,
     const char *ttl, const char *record, int metrics_port)
 {
+	sbfx_spawn_flag(s, host, tag, ttl, record, metrics_port, NULL);
+}
+
+/* sbfx_spawn_flag -- see electfx.h */
+void
+sbfx_spawn_flag(struct test_server *s, const char *host, const char *tag,
+    const char *ttl, const char *record, int metrics_port, const char *flag)
+{
 	const char *bin = getenv("CXLP_METASERVER");
 	char murl[64];
-	const char *argv[] = { bin, "--pool", srv.pool, "--listen", s->url,
+	const char *argv[20] = { bin, "--pool", srv.pool, "--listen", s->url,
 		"--coherence", "sim", "--evict-free", "0", "--elect",
-		sbfx_etcd.spec, "--elect-ttl", ttl, metrics_port > 0 ?
-		"--metrics" : NULL, murl, NULL };
+		sbfx_etcd.spec, "--elect-ttl", ttl };
+	unsigned n = 13;
 	struct test_spawn sp = { .path = bin, .argv = argv, .in_fd = -1,
 		.out_fd = -1 };
 
 	cr_assert_not_null(bin, "CXLP_METASERVER not set");
 	snprintf(murl, sizeof(murl), "http://127.0.0.1:%d", metrics_port);
+	if (metrics_port > 0) {
+		argv[n++] = "--metrics";
+		argv[n++] = murl;
+	}
+	if (flag != NULL) {
+		argv[n++] = flag;
+	}
 	snprintf(s->pool, sizeof(s->pool), "%s", srv.pool);
 	snprintf(s->url, sizeof(s->url), "ipc:///tmp/cxlp-sb-%d-%s.sock",
 	    (int)getpid(), tag);

@@ -28,6 +28,11 @@ uint64_t sbfx_now_ms(void);
  * none). Does not wait for it. */
 void sbfx_spawn(struct test_server *s, const char *host, const char *tag,
     const char *ttl, const char *record, int metrics_port);
+/* sbfx_spawn_flag -- sbfx_spawn with one more argument, flag (NULL:
+ * none), e.g. "--elect-term-reset". */
+void sbfx_spawn_flag(struct test_server *s, const char *host,
+    const char *tag, const char *ttl, const char *record, int metrics_port,
+    const char *flag);
 /* sbfx_free_port -- a loopback TCP port free now. */
 int sbfx_free_port(void);
 /* sbfx_metrics -- GET /metrics of the server on loopback port into

@@ -90,8 +90,9 @@ mh_len(uint32_t i)
  *     connects again. A batch that ends CXLP_E_UNKNOWN is counted, with
  *     its start and end (CLOCK_MONOTONIC), not reported; any other
  *     failure ends it with a nonzero exit. At the stop it unpins the
- *     pin, reads its stats, writes MH_END and a struct mh_follow, and
- *     exits 0.
+ *     pin, reads every key it acknowledged back through the server
+ *     (any that is missing or wrong: a nonzero exit), reads its stats
+ *     and counters, writes MH_END and a struct mh_follow, and exits 0.
  */
 #define MH_FOL_BATCH 4
 #define MH_FOL_MAX 256
@@ -106,6 +107,10 @@ struct mh_follow {
 	uint32_t reads_after;   /* of them, started after MH_FOL_KILLED */
 	int32_t unpin_rc;       /* the unpin at the stop */
 	uint32_t switches;      /* cxlp_stats endpoint_switches then */
+	uint32_t verified;      /* acknowledged keys read back intact at
+	                         * the stop: all of them */
+	uint64_t stale_replies; /* cxlp_counters at the stop */
+	uint64_t term_resets;
 	uint64_t unknown_ns[MH_FOL_UNKNOWN_MAX][2]; /* start, end */
 };
 

@@ -86,14 +86,13 @@ store_batch(struct follower *f, uint32_t first, uint32_t n)
 	return 0;
 }
 
-/* read one acknowledged key back through the server; -1 unless intact */
+/* acknowledged key i read back through the server; -1 unless intact */
 static int
-read_back(struct follower *f)
+read_key(struct follower *f, uint32_t i)
 {
-	uint32_t i = f->acked[(unsigned)rand_r(&f->seed) % f->nacked], w = 0;
-	bool after = f->killed;
 	const void *data;
 	size_t kl, len;
+	uint32_t w = 0;
 	char k[48];
 	int rc;
 
@@ -105,8 +104,47 @@ read_back(struct follower *f)
 		    rc != 0 ? cxlp_errormsg() : "");
 		return -1;
 	}
+	return 0;
+}
+
+/* one acknowledged key, at random, read back; -1 unless intact */
+static int
+read_back(struct follower *f)
+{
+	bool after = f->killed;
+
+	if (read_key(f, f->acked[(unsigned)rand_r(&f->seed) % f->nacked]) !=
+	    0) {
+		return -1;
+	}
 	f->r.reads++;
 	f->r.reads_after += after;
+	return 0;
+}
+
+/* at the stop: every acknowledged key read back, its stats and counters
+ * in the report; 0, or the exit status */
+static int
+report_fill(struct follower *f)
+{
+	struct cxlp_counters ctr;
+	struct cxlp_stats st;
+
+	for (uint32_t i = 0; i < f->nacked; i++) {
+		if (read_key(f, f->acked[i]) != 0) {
+			return 15;
+		}
+		f->r.verified++;
+	}
+	if (cxlp_stats(f->h, &st) != 0 ||
+	    cxlp_counters(f->h, &ctr, sizeof(ctr)) != 0) {
+		fprintf(stderr, "mh-worker: follower stats: %s\n",
+		    cxlp_errormsg());
+		return 14;
+	}
+	f->r.switches = (uint32_t)st.endpoint_switches;
+	f->r.stale_replies = ctr.stale_replies;
+	f->r.term_resets = ctr.term_resets;
 	return 0;
 }
 
@@ -157,9 +195,9 @@ mh_follower(const char *url, const char *arg)
 {
 	static struct follower f;
 	char pool[1024], pin[48];
-	struct cxlp_stats st;
 	size_t pinlen;
 	uint32_t k = 0;
+	int rc;
 
 	if (sscanf(arg, "%15[^:]:%u:%1023s", f.prefix, &f.writer, pool) != 3) {
 		return 2;
@@ -188,12 +226,9 @@ mh_follower(const char *url, const char *arg)
 	while (k >= MH_FOL_MAX && !stop_said(&f, -1)) {
 	} /* all stored: wait for the stop */
 	f.r.unpin_rc = cxlp_unpin(f.h, pin, pinlen);
-	if (cxlp_stats(f.h, &st) != 0) {
-		fprintf(stderr, "mh-worker: follower stats: %s\n",
-		    cxlp_errormsg());
-		return 14;
+	if ((rc = report_fill(&f)) != 0) {
+		return rc;
 	}
-	f.r.switches = (uint32_t)st.endpoint_switches;
 	if (mh_put_u32(MH_END) != 0 ||
 	    write(STDOUT_FILENO, &f.r, sizeof(f.r)) != sizeof(f.r)) {
 		return 13;

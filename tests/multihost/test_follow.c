@@ -82,6 +82,8 @@ follower_check(struct test_child *c, unsigned i, struct mh_acks *a,
 	    "the kill", i);
 	cr_assert_gt(r.reads_after, 0, "follower %u read nothing back after "
 	    "the kill", i);
+	cr_assert_eq(r.verified, a->count, "follower %u: not every key it "
+	    "acknowledged was read back at its stop", i);
 	cr_assert_eq(r.unpin_rc, 0, "follower %u: the unpin after the "
 	    "takeover returned %d: its pin was not carried", i, r.unpin_rc);
 	cr_assert_geq(r.switches, 1, "follower %u never moved to B", i);

@@ -27,6 +27,8 @@ COUNTER_FIELDS = (
     ("keys_stored", "Keys this handler's stores put in the pool."),
     ("bytes_stored", "Value bytes of those keys."),
     ("stale_replies", "Replies of an older metaserver term dropped."),
+    ("term_resets", "Older metaserver terms accepted as the pool's own "
+     "(a term reset)."),
 )
 
 

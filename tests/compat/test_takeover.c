@@ -33,23 +33,33 @@ static struct test_server lead, standby; /* one pool, one socket */
 static struct etcdfx etcd;
 static char key[64], out[160];
 
+/* the pool and socket go; the servers' logs stay unless the test
+ * passed (drop_logs) */
 static void
 teardown(void)
 {
 	test_server_kill(&lead, SIGKILL);
-	if (standby.pool[0] != '\0') {
-		test_server_stop(&standby); /* the pool and socket too */
-	}
-	if (lead.log[0] != '\0' && getenv("CXLP_TEST_KEEP_LOGS") == NULL) {
-		unlink(lead.log);
+	if (lead.pool[0] != '\0') {
+		test_server_stop(standby.pool[0] != '\0' ? &standby : &lead);
 	}
 	etcdfx_stop(&etcd);
 	unlink(out);
 }
 
+static void
+drop_logs(void)
+{
+	if (getenv("CXLP_TEST_KEEP_LOGS") == NULL) {
+		unlink(lead.log);
+		unlink(standby.log);
+	}
+}
+
 TestSuite(takeover, .fini = teardown, .timeout = 180);
 
-/* the flags of both servers: host pool, one election key, TTL 2 s */
+/* the flags of both servers: host pool, one election key (given: the
+ * default is read from the pool's uuid, and the leader formats the
+ * pool), TTL 2 s */
 static const char *const *
 elect_args(void)
 {
@@ -131,15 +141,15 @@ read_back(struct compat_client *cl)
 	compat_expect(cl, "ok 50", "check k2 0 50");
 }
 
-/* Old handlers a and b fill the leader's pool: a 200 keys and 20 pinned,
- * b 100, 3 of them pinned, and pins on 5 of a's. The leader is killed -9 and a's next call,
- * a store sent while no one serves, is answered by the new leader; both
- * sessions were reattached there, none begun; their pins are still
- * theirs and counted (a's own delete refused, b's unpin accepted), so
- * are their keys (b may not delete a's); old and new handlers read every
- * acknowledged key back with its bytes. Nothing leaks: b's close
- * releases the pins it still holds, and pool-inspect checks the pool
- * clean after a clean stop. */
+/* Old handlers a and b fill the leader's pool: a 200 keys and 20
+ * pinned, b 100, 3 of them pinned, and pins on 5 of a's. The leader is
+ * killed -9 and a's next call, a store sent while no one serves, is
+ * answered by the new leader; both sessions were reattached there, none
+ * begun; their pins are still theirs and counted (a's own delete
+ * refused, b's unpin accepted), so are their keys (b may not delete
+ * a's); old and new handlers read every acknowledged key back with its
+ * bytes. Nothing leaks: b's close releases the pins it still holds, and
+ * pool-inspect checks the pool clean after a clean stop. */
 Test(takeover, old_handlers_follow_a_standby_on_the_same_address)
 {
 	struct compat_client a, b, n;
@@ -192,4 +202,5 @@ Test(takeover, old_handlers_follow_a_standby_on_the_same_address)
 	cr_assert_neq(compat_inspect(COMPAT_OLD, check, out), 0);
 	cr_assert(test_file_has(out, "superblock checksum mismatch"),
 	    "the old pool-inspect's refusal, in %s", out);
+	drop_logs();
 }

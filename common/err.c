@@ -86,14 +86,20 @@ cxlp_errmsg_clear(void)
 	cxlp_errmsg_buf_[0] = '\0';
 }
 
+/* Formatted into a copy first: a caller may pass cxlp_errormsg() as an
+ * argument (the reason of the failure it wraps), and vsnprintf into the
+ * buffer it reads from is undefined (seen: the metaserver's --elect
+ * message came out with its own start repeated where the reason was). */
 int
 cxlp_fail(int err, const char *fmt, ...)
 {
+	char msg[sizeof(cxlp_errmsg_buf_)];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(cxlp_errmsg_buf_, sizeof(cxlp_errmsg_buf_), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	memcpy(cxlp_errmsg_buf_, msg, sizeof(msg));
 	return err;
 }
 

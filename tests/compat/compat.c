@@ -150,6 +150,15 @@ compat_server_restart(struct test_server *s, enum compat_rel rel,
 	return test_server_restart(s, extra);
 }
 
+/* compat_server_launch -- see compat.h */
+int
+compat_server_launch(struct test_server *s, enum compat_rel rel,
+    const char *const extra[])
+{
+	use_server(rel);
+	return test_server_launch(s, extra);
+}
+
 /* compat_server_run -- see compat.h */
 int
 compat_server_run(struct test_server *s, enum compat_rel rel)

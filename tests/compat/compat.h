@@ -39,6 +39,10 @@ int compat_server_start(struct test_server *s, enum compat_rel rel,
     uint64_t size, const char *const extra[]);
 int compat_server_restart(struct test_server *s, enum compat_rel rel,
     const char *const extra[]);
+/* compat_server_launch -- test_server_launch of rel's metaserver on s's
+ * pool and socket: not waited for (a standby). 0 or -1. */
+int compat_server_launch(struct test_server *s, enum compat_rel rel,
+    const char *const extra[]);
 /* compat_server_run -- rel's metaserver on s's pool until it exits by
  * itself (a refusal, a crash point): its exit status, 128 + signal if a
  * signal ended it, -1 if it could not start or was still running after

@@ -54,13 +54,14 @@ build_argv(const struct test_server *s, uint64_t size,
 	return 0;
 }
 
-static int
-wait_ready(struct test_server *s)
+/* test_server_wait_log -- see server.h */
+int
+test_server_wait_log(struct test_server *s, const char *needle, unsigned ms)
 {
 	int status;
 
-	for (int i = 0; i < 3000; i++) { /* up to 30 s on a slow machine */
-		if (test_server_log_has(s, READY_LINE)) {
+	for (unsigned waited = 0; waited < ms; waited += 10) {
+		if (test_server_log_has(s, needle)) {
 			return 0;
 		}
 		if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
@@ -71,16 +72,30 @@ wait_ready(struct test_server *s)
 		}
 		test_sleep_ms(10);
 	}
-	fprintf(stderr, "test_server: no ready line in %s; killed it\n",
-	    s->log);
-	kill(s->pid, SIGKILL); /* not left behind, half started */
-	waitpid(s->pid, NULL, 0);
-	s->pid = 0;
+	fprintf(stderr, "test_server: no '%s' in %s within %u ms\n", needle,
+	    s->log, ms);
 	return -1;
 }
 
 static int
-spawn(struct test_server *s, uint64_t size, const char *const extra[])
+wait_ready(struct test_server *s)
+{
+	if (test_server_wait_log(s, READY_LINE, 30000) == 0) {
+		return 0; /* up to 30 s on a slow machine */
+	}
+	if (s->pid > 0) {
+		fprintf(stderr, "test_server: killed it\n");
+		kill(s->pid, SIGKILL); /* not left behind, half started */
+		waitpid(s->pid, NULL, 0);
+		s->pid = 0;
+	}
+	return -1;
+}
+
+/* the metaserver on s (its pool created with size bytes, if size), its
+ * stderr to s->log; not waited for */
+static int
+launch(struct test_server *s, uint64_t size, const char *const extra[])
 {
 	const char *argv[MAX_ARGS];
 	struct test_spawn sp = { .argv = argv, .in_fd = -1, .out_fd = -1 };
@@ -102,10 +117,13 @@ spawn(struct test_server *s, uint64_t size, const char *const extra[])
 	if (sp.err_fd >= 0) {
 		close(sp.err_fd);
 	}
-	if (s->pid < 0) {
-		return -1;
-	}
-	return wait_ready(s);
+	return s->pid < 0 ? -1 : 0;
+}
+
+static int
+spawn(struct test_server *s, uint64_t size, const char *const extra[])
+{
+	return launch(s, size, extra) != 0 ? -1 : wait_ready(s);
 }
 
 int
@@ -139,6 +157,12 @@ int
 test_server_restart(struct test_server *s, const char *const extra_args[])
 {
 	return spawn(s, 0, extra_args);
+}
+
+int
+test_server_launch(struct test_server *s, const char *const extra_args[])
+{
+	return launch(s, 0, extra_args);
 }
 
 void

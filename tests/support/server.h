@@ -41,6 +41,19 @@ int test_server_start_host(struct test_server *s, uint64_t size,
  * socket (after a stop or kill). */
 int test_server_restart(struct test_server *s, const char *const extra_args[]);
 
+/* test_server_launch -- test_server_restart without the wait: a
+ * metaserver that prints its ready line only later (a standby, --elect),
+ * or never, is watched through its log (test_server_wait_log). s->log
+ * may be changed first, so that two servers on one pool and socket
+ * (a leader and its standby) keep a log each. */
+int test_server_launch(struct test_server *s, const char *const extra_args[]);
+
+/* test_server_wait_log -- until s's log has needle: 0, or -1 if ms
+ * pass first or s exits (then reaped, s->pid = 0), a reason on stderr.
+ * s is not killed. */
+int test_server_wait_log(struct test_server *s, const char *needle,
+    unsigned ms);
+
 /* test_server_kill -- send sig and reap the process. */
 void test_server_kill(struct test_server *s, int sig);
 

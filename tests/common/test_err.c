@@ -105,3 +105,14 @@ Test(err, assert_passes_when_the_invariant_holds)
 	cxlp_assert(1 + 1 == 2);
 	cxlp_assert_eq(5, 5);
 }
+
+/* a failure that wraps the one before it passes cxlp_errormsg() to
+ * cxlp_fail, the buffer cxlp_fail writes: the reason comes out whole */
+Test(err, a_message_may_wrap_the_one_before_it)
+{
+	cxlp_fail(CXLP_E_BADMAGIC, "/dev/shm/p: not a pool");
+	cxlp_fail(CXLP_E_BADMAGIC, "--elect: the pool's uuid is unknown "
+	    "(%s)", cxlp_errormsg());
+	cr_assert_str_eq(cxlp_errormsg(), "--elect: the pool's uuid is "
+	    "unknown (/dev/shm/p: not a pool)");
+}

@@ -144,7 +144,7 @@ ms_recover(struct ms *ms)
 }
 
 /* Another server claimed the pool after all (we stalled past its stale
- * time, on a pool shared across hosts; pool/owner.c note 3): stop, the
+ * time, on a pool shared across hosts; pool/owner_hold.c note 2): stop, the
  * way SIGTERM stops us (server.c takes it in its main thread). */
 static void
 owner_lost(void *arg)
@@ -188,7 +188,7 @@ coherence_check(const struct pool *p, const struct ms_config *cfg)
 	    cfg->coherence));
 }
 
-/* the owner heartbeat's fence (pool/owner.c note 7), and every
+/* the owner heartbeat's fence (pool/owner.c note 3), and every
  * write-back's (pool/coh.c note 6) */
 static bool
 owner_may_write(void *arg)

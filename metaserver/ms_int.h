@@ -85,7 +85,7 @@ struct ms_config {
 	                        * the pool's uuid, filled by the caller */
 	uint32_t elect_ttl_ms; /* --elect-ttl; ELECT_TTL_MS_DEFAULT */
 	bool elect_term_reset; /* --elect-term-reset: a term below the
-	                        * pool's is served (pool/owner.c note 7) */
+	                        * pool's is served (pool/owner.c note 3) */
 	uint64_t elect_term;   /* not a flag: the term won, set by
 	                        * ms_init_elected for ms_init; 0: none */
 	struct elect *elect_e; /* not a flag: that term's election */

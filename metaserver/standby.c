@@ -14,7 +14,7 @@
  *     changes; its log names the leader that holds the key.
  *  2. Elected, it opens the pool as a restart does [ms_init_elected]:
  *     pool_open_owned's lock, owner record and recovery, told the term
- *     it won (pool_own.term, the epoch; pool/owner.c note 7): a pool
+ *     it won (pool_own.term, the epoch; pool/owner.c note 3): a pool
  *     served under a greater term is refused (-ESTALE, unless
  *     --elect-term-reset), the pool's term is set to ours before
  *     recovery, and a dead leader's record of an older term is taken
@@ -252,7 +252,7 @@ ms_init_elected(struct ms *ms, const struct ms_config *cfg, struct elect *e)
 	int rc;
 
 	elect_status(e, &st);
-	c.elect_term = st.epoch; /* pool/owner.c note 7 */
+	c.elect_term = st.epoch; /* pool/owner.c note 3 */
 	(void)pool_peek(cfg->pool_path, NULL, 0, &term_before); /* note 6 */
 	c.elect_e = e;
 	for (;;) {

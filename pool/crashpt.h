@@ -1,8 +1,8 @@
 /*
  * crashpt.h -- test-only crash points at the pool's metadata persists.
  *
- * Every write to the metadata area but the owner record's (owner.c note
- * 5) reaches media through one of two calls in persist.c: pool_persist_cb
+ * Every write to the metadata area but the owner record's (owner_hold.c
+ * note 4) reaches media through one of two calls in persist.c: pool_persist_cb
  * (a range, after plain stores) and pool_store8 (one aligned 8-byte
  * publish). Each is a numbered persist point. Built with meson option
  * test_hooks (crashpt.c), the process can be made to die at its k-th

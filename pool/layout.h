@@ -111,20 +111,20 @@ struct pool_area {
 	uint64_t count; /* records, slots, granules or units; see above */
 };
 
-/* Owner record: the metaserver that serves the pool (owner.c has its
- * rules). word is the publish word and the claim: 0 = no owner, else a
- * random token. In host and hw it changes only by compare-and-swap, so
- * two servers that race to claim a stale record cannot both win; in sw
- * and sim, where no atomic reaches another host, by a claim of plain
- * writes, a wait and a re-read (owner_sw.c). The body (start_ns to
- * reserved) is written with or after the claim; checksum covers word
- * and body, so a reader that finds it wrong knows a claim was cut short
- * or is under way. beat and beat_ns are each one 8-byte store, outside
- * the checksum. Not part of the superblock's checksum or its
- * must-be-zero reserved bytes. Its 8 lines (64-aligned) are written by
- * the owner's host (the beat thread: line 0; the claim and the release:
- * all) and, during a takeover only, by a claimant of any host; every
- * host reads them, after dropping them (owner.c note 6). */
+/* Owner record: the metaserver that serves the pool (owner.c and
+ * owner_hold.c have its rules). word is the publish word and the claim:
+ * 0 = no owner, else a random token. In host and hw it changes only by
+ * compare-and-swap, so two servers that race to claim a stale record
+ * cannot both win; in sw and sim, where no atomic reaches another host,
+ * by a claim of plain writes, a wait and a re-read (owner_sw.c). The
+ * body (start_ns to reserved) is written with or after the claim;
+ * checksum covers word and body, so a reader that finds it wrong knows a
+ * claim was cut short or is under way. beat and beat_ns are each one
+ * 8-byte store, outside the checksum. Not part of the superblock's
+ * checksum or its must-be-zero reserved bytes. Its 8 lines (64-aligned)
+ * are written by the owner's host (the beat thread: line 0; the claim
+ * and the release: all) and, during a takeover only, by a claimant of
+ * any host; every host reads them, after dropping them (owner.c note 2). */
 #define POOL_OREC_HOST_LEN 64
 #define POOL_OREC_LISTEN_LEN 256
 struct pool_orec {
@@ -237,7 +237,7 @@ struct pool_sb {
 	                           * leader served this pool under; 0: none
 	                           * (no --elect). Written by an elected
 	                           * leader before it serves (owner.c note
-	                           * 7), and by a format (0). One 8-byte
+	                           * 3), and by a format (0). One 8-byte
 	                           * store, not covered by checksum */
 	uint64_t takeover_ns;     /* the last takeover (pool_takeover_set):
 	                           * CLOCK_REALTIME ns when the elected leader

@@ -1,6 +1,8 @@
 /*
  * owner.c -- one pool, one metaserver: who serves a pool, kept where
- * every server that might open it can see it.
+ * every server that might open it can see it, and whether this server
+ * may take it over. Once it may, owner_hold.c claims the record, beats
+ * in it and releases it: this file reads the record, that one writes it.
  *
  * Why this shape: two servers on one pool hand out overlapping regions
  * and write the index at once, so the second must be refused before it
@@ -15,8 +17,8 @@
  *     kernel: the superblock carries an owner record (layout.h, struct
  *     pool_orec) with the owner's host, boot, pid, endpoints and a
  *     heartbeat it bumps every beat_ms from a thread of its own
- *     [beat_main]. A record of another host is taken over only once its
- *     heartbeat has not moved for stale_ms [watch].
+ *     (owner_hold.c beat_main). A record of another host is taken over
+ *     only once its heartbeat has not moved for stale_ms [watch].
  *
  * DESIGN NOTES
  *  1. Who decides [owner_enter], after the lock, before any write:
@@ -28,43 +30,17 @@
  *     any change of word or beat -> refuse; none -> take over. A record
  *     of this host from a boot before is "another boot": a host name
  *     does not prove identity, the boot id (shared by containers) does.
- *  2. Claim [owner_claim]: compare-and-swap word from what note 1 saw (0
- *     after a format) to a fresh random token, so of two servers racing
- *     for one stale record only one wins; the loser is refused. Then the
- *     body is written and the record's checksum sealed, then persisted
- *     [claim_cas]. On a pool of coherence sw or sim (coh.h) no CAS is
- *     atomic across hosts: there the claim is one of plain reads and
- *     writes with a wait (owner_sw.c: check, write the whole claim, wait
- *     two beats, re-read), which assumes a server pauses less than the
- *     wait between its check and its write. Either way the heartbeat
- *     starts at once, before recovery, which can be slow.
- *     A reader that finds word set and the checksum wrong sees a claim
- *     cut short (or under way): it cannot tell whose, so note 1 watches.
- *  3. Beat [beat_once]: if word is still our token, beat + 1 and beat_ns
- *     = now, each one 8-byte store, then persist. If it is not, another
- *     server took the pool over (we stalled past stale_ms): stop beating,
- *     log it and call own->lost, which the metaserver takes as a signal
- *     to shut down. A lease without fencing: a server paused longer than
- *     stale_ms may write once more before it sees that; the stale time
- *     is five beats so that a busy host does not lose its pool.
- *  4. Release [owner_release], at pool_close: stop the beat; if word is
- *     ours, zero the body first, then store word 0, so that a server
- *     that claims the moment word is 0 writes a body nobody else is
- *     still writing; the whole record then reads 0, as in a layout 2.0
- *     pool, which older builds require. Then drop the lock.
- *  5. Owner writes do not pass the crash points (crashpt.h; they go
- *     through persist.c's quiet calls): they come from a timer, not from
- *     the workload whose persists a crash test counts. A crash between
- *     them leaves what notes 1-4 read safely.
- *  6. Who writes the record: its owner (the beat thread, the release),
- *     and a claimant during a takeover only (note 2), on any host; every
- *     other host reads it. So every read of it drops its lines first
- *     (orec_load, beat_once's check of word, pool_owner_get; a no-op but
- *     for sw and sim), and every write is persisted, which writes back.
- *     The simulator's hosts, one machine's processes, are told apart by
- *     a lock file and a boot id of their own (owner_sw.c note 4).
- *  7. Terms [term_check, decide, owner_claim], with an election only
- *     (own->term != 0, cxlpool-metaserver --elect; docs/standby.md).
+ *  2. Who writes the record: its owner (the beat thread, the release),
+ *     and a claimant during a takeover only (owner_hold.c note 1), on
+ *     any host; every other host reads it. So every read of it drops its
+ *     lines first (orec_load, pool_owner_get, owner_hold.c beat_once's
+ *     check of word; a no-op but for sw and sim), and every write is
+ *     persisted, which writes back. The simulator's hosts, one machine's
+ *     processes, are told apart by a lock file and a boot id of their
+ *     own (owner_sw.c note 4).
+ *  3. Terms [term_check, decide; owner_hold.c owner_claim], with an
+ *     election only (own->term != 0, cxlpool-metaserver --elect;
+ *     docs/standby.md).
  *     The pool keeps the highest term a leader served it under
  *     (sb.term) and the record the term of its owner (orec.term), both
  *     written at the claim, before recovery, so before the leader
@@ -95,20 +71,18 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "err.h"
 #include "log.h"
 #include "owner.h"
+#include "owner_int.h"
 #include "owner_sw.h"
 #include "persist.h"
 #include "pool_int.h"
@@ -116,48 +90,12 @@
 #define WATCH_POLL_MS 50u
 #define MSG_LISTEN_MAX 96 /* endpoints shown in a refusal, bytes */
 
-struct owner {
-	int lock_fd;            /* holds the flock; -1 when none */
-	uint64_t seen;          /* word note 1 decided to take over, or 0 */
-	uint64_t seen_beat;     /* and its beat then (owner_sw.c 2a) */
-	uint64_t token;         /* our claim; 0 before it */
-	unsigned beat_ms;
-	unsigned stale_ms;
-	void (*lost)(void *arg);
-	void *lost_arg;
-	uint64_t term;          /* own->term: our election term, or 0 */
-	bool term_reset;        /* own->term_reset */
-	bool fenced;            /* note 7: the record's term is over */
-	bool (*may_write)(void *arg);
-	void *may_write_arg;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* CLOCK_MONOTONIC */
-	bool stop;              /* under mu */
-	bool running;           /* beat thread started */
-	pthread_t thread;
-};
-
-static uint64_t
-now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static struct pool_orec *
-orec(const struct pool *p)
-{
-	return &p->sb->owner;
-}
-
 /* a copy of the record, word read first (acquire): the one read of it,
- * after its lines are dropped (another host writes them: note 6) */
+ * after its lines are dropped (another host writes them: note 2) */
 static void
 orec_load(const struct pool *p, struct pool_orec *r)
 {
-	const struct pool_orec *o = orec(p);
+	const struct pool_orec *o = owner_orec(p);
 
 	pool_fresh(p, o, sizeof(*o));
 	r->word = pool_load8_here(&o->word);
@@ -256,14 +194,15 @@ lock_holder(int fd)
 static double
 beat_age_s(const struct pool_owner *o)
 {
-	uint64_t now = now_ns(CLOCK_REALTIME);
+	uint64_t now = owner_now_ns(CLOCK_REALTIME);
 
 	/* by two hosts' clocks: a skew can only make it look fresher */
 	return now > o->beat_ns ? (double)(now - o->beat_ns) / 1e9 : 0.0;
 }
 
-static int
-refuse_owner(const struct pool *p, const struct pool_owner *o)
+/* owner_refuse -- see owner_int.h */
+int
+owner_refuse(const struct pool *p, const struct pool_owner *o)
 {
 	return cxlp_fail(-EBUSY, "pool %s is served by pid %u on host %s "
 	    "(listen %.*s), heartbeat %.1f s ago; stop it first", p->path,
@@ -283,7 +222,7 @@ refuse_locked(const struct pool *p, const struct owner *ow, bool ours)
 	owner_ident(p, host, boot);
 	if (rc == 0 && strcmp(o.boot_id, boot) == 0 &&
 	    (holder == 0 || holder == (long)o.pid)) {
-		return refuse_owner(p, &o);
+		return owner_refuse(p, &o);
 	}
 	if (holder != 0) {
 		return cxlp_fail(-EBUSY, "pool %s is locked by pid %ld on this "
@@ -309,7 +248,7 @@ log_takeover(const struct pool *p, const struct pool_owner *o,
 static int
 watch(struct pool *p, struct owner *ow, const struct pool_orec *first)
 {
-	uint64_t since = now_ns(CLOCK_MONOTONIC);
+	uint64_t since = owner_now_ns(CLOCK_MONOTONIC);
 	uint64_t stale = (uint64_t)ow->stale_ms * 1000000ull;
 	struct timespec nap = { 0, (long)WATCH_POLL_MS * 1000000L };
 	struct pool_owner o;
@@ -318,12 +257,12 @@ watch(struct pool *p, struct owner *ow, const struct pool_orec *first)
 	log_info("%s: it names pid %u on host %s as its server; waiting up "
 	    "to %.1f s for its heartbeat", p->path, first->pid,
 	    first->host[0] ? first->host : "?", ow->stale_ms / 1000.0);
-	while (now_ns(CLOCK_MONOTONIC) - since < stale) {
+	while (owner_now_ns(CLOCK_MONOTONIC) - since < stale) {
 		nanosleep(&nap, NULL);
 		orec_load(p, &r);
 		if (r.word != first->word || r.beat != first->beat) {
 			orec_decode(&r, &o);
-			return refuse_owner(p, &o);
+			return owner_refuse(p, &o);
 		}
 	}
 	orec_decode(first, &o);
@@ -334,7 +273,7 @@ watch(struct pool *p, struct owner *ow, const struct pool_orec *first)
 	return 0;
 }
 
-/* note 7: an elected server's term is not below the pool's */
+/* note 3: an elected server's term is not below the pool's */
 static int
 term_check(const struct pool *p, const struct owner *ow)
 {
@@ -401,13 +340,13 @@ decide(struct pool *p, struct owner *ow, bool busy, bool ours)
 		log_takeover(p, &o, why);
 		ow->seen = r.word;
 		ow->seen_beat = r.beat;
-		ow->fenced = true; /* note 7 */
+		ow->fenced = true; /* note 3 */
 		return 0;
 	}
 	return watch(p, ow, &r);
 }
 
-/* ---- entering, claiming, releasing ---------------------------------------- */
+/* ---- entering ------------------------------------------------------------ */
 
 static int
 owner_new(struct pool *p, const struct pool_own *own)
@@ -454,198 +393,7 @@ owner_enter(struct pool *p, const struct pool_own *own)
 	return decide(p, p->own, busy, ours);
 }
 
-/* our whole record, sealed: who we are, under token */
-static void
-fill(const struct pool *p, struct pool_orec *o, const struct pool_own *own,
-    uint64_t token)
-{
-	memset(o, 0, sizeof(*o));
-	o->word = token;
-	o->beat_ns = now_ns(CLOCK_REALTIME);
-	o->start_ns = o->beat_ns;
-	o->pid = (uint32_t)getpid();
-	owner_ident(p, o->host, o->boot_id);
-	snprintf(o->listen, sizeof(o->listen), "%s",
-	    own->listen != NULL ? own->listen : "");
-	o->term = own->term;
-	o->checksum = layout_orec_checksum(o);
-}
-
-/* note 2: compare-and-swap word, then the body (host and hw modes) */
-static bool
-claim_cas(struct pool *p, const struct pool_orec *mine, uint64_t expect)
-{
-	struct pool_orec *o = orec(p);
-	size_t at = offsetof(struct pool_orec, start_ns);
-
-	if (!pool_cas8(&o->word, &expect, mine->word)) {
-		return false;
-	}
-	pool_persist_quiet(p, &o->word, sizeof(o->word));
-	memcpy((uint8_t *)o + at, (const uint8_t *)mine + at,
-	    sizeof(*o) - at);
-	pool_set8(&o->beat, 0);
-	pool_set8(&o->beat_ns, mine->beat_ns);
-	pool_persist_quiet(p, o, sizeof(*o));
-	return true;
-}
-
-static void *beat_main(void *arg);
-
-/* owner_claim -- see pool_int.h */
-int
-owner_claim(struct pool *p, const struct pool_own *own, bool fresh)
-{
-	struct pool_orec mine;
-	struct pool_owner cur;
-	uint64_t token = 0, expect, beat0;
-	bool won;
-	int rc;
-
-	if (p->own == NULL && (rc = owner_enter(p, own)) != 0) {
-		return rc;
-	}
-	expect = fresh ? 0 : p->own->seen;
-	beat0 = fresh ? 0 : p->own->seen_beat;
-	while (token == 0 && getrandom(&token, sizeof(token), 0) !=
-	    sizeof(token)) {
-	}
-	fill(p, &mine, own, token);
-	won = owner_sw(p) ? owner_sw_claim(p, &mine, expect, beat0,
-	    p->own->fenced ? 0 : owner_sw_window_ms(p->own->beat_ms)) :
-	    claim_cas(p, &mine, expect);
-	if (!won) {
-		(void)pool_owner_get(p, &cur);
-		return refuse_owner(p, &cur); /* note 2: another won */
-	}
-	p->own->token = token;
-	if (own->term != 0) { /* note 7: before recovery, before serving */
-		pool_set8(&p->sb->term, own->term);
-		pool_persist_quiet(p, &p->sb->term, sizeof(p->sb->term));
-	}
-	if (pthread_create(&p->own->thread, NULL, beat_main, p) != 0) {
-		return cxlp_fail(-EAGAIN, "%s: cannot start the heartbeat "
-		    "thread", p->path);
-	}
-	p->own->running = true;
-	return 0;
-}
-
-/* pool_owner_beat -- see owner.h */
-void
-pool_owner_beat(struct pool *p)
-{
-	struct pool_orec *o = orec(p);
-
-	/* its writer's own word: no drop (beat_once dropped the line; a
-	 * claim that lands meanwhile rereads, owner_sw.c note 3) */
-	pool_set8(&o->beat, pool_load8_here(&o->beat) + 1);
-	pool_set8(&o->beat_ns, now_ns(CLOCK_REALTIME));
-	pool_persist_quiet(p, &o->beat, 2 * sizeof(o->beat));
-}
-
-/* note 3: one beat if the record is still ours */
-static bool
-beat_once(struct pool *p)
-{
-	if (pool_load8(p, &orec(p)->word) != p->own->token) {
-		return false;
-	}
-	pool_owner_beat(p);
-	return true;
-}
-
-static void
-report_lost(struct pool *p)
-{
-	struct pool_owner o;
-
-	(void)pool_owner_get(p, &o);
-	log_err("%s: another metaserver took the pool over: pid %u on host "
-	    "%s (listen %s); this one must stop serving it", p->path, o.pid,
-	    o.host[0] ? o.host : "?", o.listen[0] ? o.listen : "-");
-	if (p->own->lost != NULL) {
-		p->own->lost(p->own->lost_arg);
-	}
-}
-
-static void *
-beat_main(void *arg)
-{
-	struct pool *p = arg;
-	struct owner *ow = p->own;
-	bool ok = true, over = false;
-
-	pthread_mutex_lock(&ow->mu);
-	while (!ow->stop && ok) {
-		uint64_t at = now_ns(CLOCK_MONOTONIC) +
-		    (uint64_t)ow->beat_ms * 1000000ull;
-		struct timespec until = { (time_t)(at / 1000000000ull),
-			(long)(at % 1000000000ull) };
-
-		while (!ow->stop && pthread_cond_timedwait(&ow->cv, &ow->mu,
-		    &until) == 0) {
-		}
-		if (!ow->stop && ow->may_write != NULL &&
-		    !ow->may_write(ow->may_write_arg)) {
-			over = true; /* note 7: the term is over: no beat */
-			break;
-		}
-		ok = ow->stop || beat_once(p);
-	}
-	pthread_mutex_unlock(&ow->mu);
-	if (!ok) {
-		report_lost(p);
-	} else if (over) {
-		log_err("%s: this server's term is over: its heartbeat stops",
-		    p->path);
-	}
-	return NULL;
-}
-
-/* note 4: zero the body, then word, if the record is still ours */
-static void
-clear_record(struct pool *p)
-{
-	struct pool_orec *o = orec(p);
-	size_t body = sizeof(*o) - sizeof(o->word);
-
-	if (pool_load8(p, &o->word) != p->own->token) {
-		return;
-	}
-	memset((uint8_t *)o + sizeof(o->word), 0, body);
-	pool_persist_quiet(p, (uint8_t *)o + sizeof(o->word), body);
-	pool_set8(&o->word, 0);
-	pool_persist_quiet(p, &o->word, sizeof(o->word));
-}
-
-/* owner_release -- see pool_int.h */
-void
-owner_release(struct pool *p)
-{
-	struct owner *ow = p->own;
-
-	if (ow == NULL) {
-		return;
-	}
-	if (ow->running) {
-		pthread_mutex_lock(&ow->mu);
-		ow->stop = true;
-		pthread_cond_broadcast(&ow->cv);
-		pthread_mutex_unlock(&ow->mu);
-		pthread_join(ow->thread, NULL);
-	}
-	if (ow->token != 0) {
-		clear_record(p);
-	}
-	if (ow->lock_fd >= 0) {
-		close(ow->lock_fd); /* drops the flock */
-	}
-	pthread_cond_destroy(&ow->cv);
-	pthread_mutex_destroy(&ow->mu);
-	free(ow);
-	p->own = NULL;
-}
+/* ---- the terms ----------------------------------------------------------- */
 
 /* pool_term -- see owner.h */
 uint64_t
@@ -678,29 +426,4 @@ pool_takeover_set(struct pool *p, const struct pool_takeover *t)
 	pool_set8(&sb->takeover_term, t->term);
 	pool_set8(&sb->takeover_ns, t->at_ns);
 	pool_persist_quiet(p, &sb->takeover_ns, 4 * sizeof(uint64_t));
-}
-
-/* pool_owner_write -- see owner.h */
-void
-pool_owner_write(struct pool *p, const struct pool_owner *src)
-{
-	struct pool_orec *o = orec(p);
-	uint64_t token = 0;
-
-	cxlp_assert(!p->rdonly && p->own == NULL);
-	while (token == 0 && getrandom(&token, sizeof(token), 0) !=
-	    sizeof(token)) {
-	}
-	memset(o, 0, sizeof(*o));
-	o->word = token;
-	o->pid = src->pid;
-	memcpy(o->host, src->host, sizeof(o->host) - 1);
-	memcpy(o->boot_id, src->boot_id, sizeof(o->boot_id) - 1);
-	memcpy(o->listen, src->listen, sizeof(o->listen) - 1);
-	o->start_ns = src->start_ns;
-	o->beat = src->beat;
-	o->beat_ns = src->beat_ns;
-	o->term = src->term;
-	o->checksum = layout_orec_checksum(o);
-	pool_persist_quiet(p, o, sizeof(*o));
 }

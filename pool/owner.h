@@ -1,7 +1,7 @@
 /*
  * owner.h -- one pool, one metaserver: the owner record in the pool's
- * superblock and the lock that go with pool_open_owned (owner.c has the
- * rules and why they have this shape).
+ * superblock and the lock that go with pool_open_owned (owner.c and
+ * owner_hold.c have the rules and why they have this shape).
  *
  * Same rules as pool.h: not locked internally, except that the heartbeat
  * thread an owned pool runs touches nothing but its owner record's beat
@@ -45,7 +45,7 @@ struct pool_own {
 	 * pool shared across hosts); NULL: only logged */
 	void (*lost)(void *arg);
 	void *lost_arg;
-	/* Election (--elect; owner.c note 7). term: this server holds term
+	/* Election (--elect; owner.c note 3). term: this server holds term
 	 * (epoch) term, won in an election whose fencing rule stops every
 	 * earlier term's writer before term could be won
 	 * (docs/standby.md); 0: no election, nothing below applies. A pool

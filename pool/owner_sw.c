@@ -7,7 +7,7 @@
  * word both succeed), and a store reaches another host only when its
  * line is written back and the other host drops its copy. So a claim is
  * made of plain reads and writes, Fischer's protocol, and every read of
- * the record drops its lines first (owner.c orec_load, beat_once).
+ * the record drops its lines first (owner.c orec_load, owner_hold.c beat_once).
  *
  * DESIGN NOTES
  *  1. Who writes the record's lines: the owner (its beat thread, and
@@ -35,7 +35,7 @@
  *     both re-read after both wrote): A, reading its token, goes on and
  *     re-seals; B, reading A's, refuses and writes nothing more, so A's
  *     second write-back is the last. Until then a reader sees word set
- *     and a bad checksum, a claim under way (owner.c note 2), which it
+ *     and a bad checksum, a claim under way (owner_hold.c note 1), which it
  *     watches. (The simulator writes back only lines that differ from
  *     what the host loaded, so a line may also stay the old record's:
  *     the same case.)
@@ -55,10 +55,10 @@
  *     live owner to stay under (stale_ms is five beats). No clock is
  *     compared across hosts; W is timed on CLOCK_MONOTONIC. With an
  *     election, over a record of an older term, the window is 0
- *     (owner.c note 7): the fencing rule, not the wait, keeps the old
+ *     (owner.c note 3): the fencing rule, not the wait, keeps the old
  *     owner and any rival from writing after our check.
  *     An old owner that was only paused and beats again reads line 0
- *     first (owner.c note 3): if it sees word0 it writes its beat within
+ *     first (owner_hold.c note 2): if it sees word0 it writes its beat within
  *     P, so we read word0 (or a moved beat) and refuse; if it sees our
  *     token it stops and reports the pool lost.
  *  4. Simulated hosts [owner_ident, owner_lock_path] are processes of

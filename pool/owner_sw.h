@@ -2,7 +2,8 @@
  * owner_sw.h -- owner.c's record on pools that hosts share without
  * hardware coherence (coherence sw and sim, coh.h): the claim made of
  * plain reads and writes, and who "this host" is in the simulator.
- * owner_sw.c has the protocol and why it is enough. Internal to owner.c.
+ * owner_sw.c has the protocol and why it is enough. Internal to owner.c
+ * and owner_hold.c.
  */
 #ifndef CXLP_POOL_OWNER_SW_H
 #define CXLP_POOL_OWNER_SW_H
@@ -25,8 +26,9 @@ unsigned owner_sw_window_ms(unsigned beat_ms);
 
 /* owner_sw_claim -- claim p's record for mine (a whole sealed record,
  * mine->word our token) if it still holds word0 and beat0, which owner.c
- * decided to take over (note 2). Takes the claim window. true: ours, and
- * sealed; false: another server's (or the old owner beat again). */
+ * decided to take over (owner_hold.c note 1). Takes the claim window.
+ * true: ours, and sealed; false: another server's (or the old owner beat
+ * again). */
 bool owner_sw_claim(struct pool *p, const struct pool_orec *mine,
     uint64_t word0, uint64_t beat0, unsigned window_ms);
 

@@ -9,7 +9,7 @@
  *
  * Why this shape: every table of the pool (regtab.c, rmirror.c,
  * sesstab.c, pintab.c, the index through kvindex_init's callback, the
- * superblock in pool.c, owner.c) orders its writes the same way (body,
+ * superblock in pool.c, owner_hold.c) orders its writes the same way (body,
  * persist, one 8-byte publish, persist), so the ordering lives in their
  * design notes and the mechanism lives here. That also keeps these
  * modules out of pool.c: they call down into this one, which calls only
@@ -21,7 +21,7 @@
  * publish (map.c: pmap_persist), and pool_load8 drops the reader's
  * cached copy of the line before reading it (pool_load8_here does not:
  * for words only this host writes). pool_cas8 is atomic on this host's
- * copy only, so owner.c does not use it in those modes (owner_sw.c).
+ * copy only, so owner_hold.c does not use it in those modes (owner_sw.c).
  * The other shared reads are the handler's, through kvread.c's loads
  * (ld32, ld64 and the slot and region words); the index's own slot
  * words (kvindex_load_word, kvindex_store_word) persist through

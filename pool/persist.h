@@ -24,9 +24,10 @@ void pool_persist_cb(void *ctx, const void *addr, size_t len);
  * p's mapping, then persist it (a crash point). p must be writable. */
 void pool_store8(struct pool *p, uint64_t *dst, uint64_t v);
 
-/* The owner record's words (owner.c): written from a timer, not by the
- * workload a crash test counts, so they pass no crash point (owner.c
- * note 5), and read while a server on another host may write them. */
+/* The owner record's words (owner.c, owner_hold.c): written from a
+ * timer, not by the workload a crash test counts, so they pass no crash
+ * point (owner_hold.c note 4), and read while a server on another host
+ * may write them. */
 /* pool_persist_quiet -- pool_persist_cb without the crash point. */
 void pool_persist_quiet(struct pool *p, const void *addr, size_t len);
 /* pool_set8 -- one aligned 8-byte release store of v at dst, not yet

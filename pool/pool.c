@@ -29,7 +29,7 @@
  * decides from its owner record whether it may serve it [owner_enter]
  * right after mapping, before a format or a recovery can write, and
  * claims the record [owner_claim] before attach repairs anything
- * (owner.c). pool_open owns nothing: pool-inspect and tests.
+ * (owner.c, owner_hold.c). pool_open owns nothing: pool-inspect and tests.
  *
  * Upgrade [pool_upgrade]: a writer's open of a pool of an older 2.x
  * layout brings it to this one in place, after validate and before the

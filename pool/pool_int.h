@@ -160,7 +160,7 @@ void poolcoh_seal(struct pool_sb *sb, enum pool_coh m);
  * writer of another host on a host pool (note 3). */
 int poolcoh_attach(struct pool *p);
 
-/* owner.c (see its design notes) */
+/* owner.c, owner_hold.c (see their design notes) */
 struct pool_own;
 /* pool_boot_id -- this boot's id (/proc/sys/kernel/random/boot_id), NUL
  * padded; all zero if it cannot be read. */
@@ -170,16 +170,16 @@ void pool_boot_id(char out[POOL_BOOT_ID_LEN]);
  * cut short (upgrade.c). 0 for a pool of this layout or a newer minor,
  * which it leaves alone. */
 int pool_upgrade(struct pool *p);
-/* owner_enter -- lock the mapped target and decide, from its owner
- * record, whether this server may take it (note 1): 0, or -EBUSY naming
+/* owner_enter -- lock the mapped target and decide, from its owner record,
+ * whether this server may take it (owner.c note 1): 0, or -EBUSY naming
  * the server that has it. Before anything is written; may wait. */
 int owner_enter(struct pool *p, const struct pool_own *own);
-/* owner_claim -- claim the record (note 2; fresh: the target was just
- * formatted, its record is 0) and start the heartbeat. Enters first if
- * owner_enter was not called (a file just created). 0 or -EBUSY. */
+/* owner_claim -- claim the record (owner_hold.c note 1; fresh: the target
+ * was just formatted, its record is 0) and start the heartbeat. Enters
+ * first if owner_enter was not called (a file just created). 0 or -EBUSY. */
 int owner_claim(struct pool *p, const struct pool_own *own, bool fresh);
 /* owner_release -- stop the heartbeat, clear the record if it is ours,
- * drop the lock (note 4). NULL-safe on p->own. */
+ * drop the lock (owner_hold.c note 3). NULL-safe on p->own. */
 void owner_release(struct pool *p);
 
 /* regtab.c */

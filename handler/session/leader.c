@@ -6,7 +6,7 @@
  *
  * Every metaserver that serves a pool writes its endpoints into the
  * owner record in the pool's superblock (layout.h struct pool_orec,
- * pool/owner.c: at its claim, persisted, which writes the lines back
+ * pool/owner_hold.c: at its claim, persisted, which writes the lines back
  * on sw and sim pools) before it recovers the pool and listens. A
  * handler maps the pool anyway, so it reads the record itself: no
  * etcd client in the library, and no round trip to a server it cannot
@@ -166,7 +166,7 @@ leader_find(void *arg, char *list, size_t n, bool *local)
 
 /* client_term_fn over h's pool: see net.h. The superblock's term is the
  * one the leader serving the pool now wrote at its claim, before it
- * served (pool/owner.c note 7), written back on sw and sim pools, so a
+ * served (pool/owner.c note 3), written back on sw and sim pools, so a
  * fresh read of it names the current leader's term. */
 static bool
 leader_term_is_pools(void *arg, uint64_t term)

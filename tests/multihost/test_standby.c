@@ -7,7 +7,7 @@
  *   - A killed -9: B is elected, recovers the pool and serves; a new
  *     handler on B finds every key A acknowledged, with its bytes; the
  *     pool's term (pool-inspect summary --json) is B's, greater than
- *     A's (pool/owner.c note 7), and so is the term in B's replies as A's
+ *     A's (pool/owner.c note 3), and so is the term in B's replies as A's
  *     was in A's (protocol version 3). The takeover time (kill to B's
  *     first successful call) is logged, not asserted.
  *   - A SIGSTOPped past its TTL: B takes over; A, resumed, admits no

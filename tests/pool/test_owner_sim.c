@@ -220,7 +220,7 @@ live_owner(const char *host, int *hold_w)
 	return pid;
 }
 
-/* owner.c note 6: without the watch's drop, B reads its own cached copy
+/* owner.c note 2: without the watch's drop, B reads its own cached copy
  * of the beat, which never moves, and decides to take a live pool over
  * (the claim's own check, owner_sw.c note 2a, would still refuse it) */
 Test(owner_sim, a_live_owner_on_host_a_is_seen_by_host_b_which_is_refused)
@@ -274,8 +274,9 @@ on_lost(void *arg)
 	atomic_store(&lost, true);
 }
 
-/* owner.c notes 3 and 6: without beat_once's drop, A reads its own token
- * in its cache, beats on, and writes its line back over B's claim */
+/* owner_hold.c note 2, owner.c note 2: without beat_once's drop, A reads
+ * its own token in its cache, beats on, and writes its line back over B's
+ * claim */
 Test(owner_sim, an_owner_whose_record_another_host_claims_is_told)
 {
 	struct pool_own own = { .beat_ms = 50, .lost = on_lost };

@@ -1,5 +1,5 @@
 /*
- * test_owner_term.c -- pool/owner.c note 7: the election term in the pool
+ * test_owner_term.c -- pool/owner.c note 3: the election term in the pool
  * (sb.term) and in the owner record, on a pool of coherence sim, each
  * test on simulated host "B" against a record of host "far-host".
  * A server of term E takes a record of an older term over at once (no

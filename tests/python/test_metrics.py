@@ -161,7 +161,7 @@ class Metrics(ServerTestCase):
         summary = json.loads(out.stdout)
         tot = summary["evicted_since_format"]
         # no --elect: role single, and the pool's term (0) as the pool has
-        # it (pool/owner.c note 7)
+        # it (pool/owner.c note 3)
         self.assertEqual(m[("cxlpool_role", 'role="single"')], 1)
         self.assertEqual(m[("cxlpool_term", "")], summary["term"])
         for cause in ("pressure", "watermark", "orphan"):

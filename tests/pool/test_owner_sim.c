@@ -439,3 +439,35 @@ Test(owner_sim, a_winner_whose_record_holds_a_rivals_lines_seals_it_again)
 	    WEXITSTATUS(status[0]));
 	cr_assert_eq(owner_of(&o), CXLP_E_NOTFOUND, "A closed: cleared");
 }
+
+/* An owner that closes before its next beat has seen that another host
+ * claimed its record leaves the claim alone: the release reads the
+ * record's word fresh (owner.c clear_record), not from its cache, where
+ * it is still its own and would have the release zero the new owner's
+ * record. The next beat is 1.5 s after the claim (whose window is 3 s), so the release
+ * is the first read of the word after the claim; a stall that lets a
+ * beat come first makes the test pass without proving anything. */
+Test(owner_sim, an_owner_released_before_it_beats_again_keeps_a_claim)
+{
+	struct pool_own own = { .beat_ms = 1500, .lost = on_lost };
+	struct pool_owner o;
+	struct pool *p = NULL;
+	int status;
+	pid_t pid;
+
+	setenv("CXLP_SIM_HOST", "A", 1);
+	cr_assert_eq(pool_open_owned(&p, osim_path, 0, NULL, &own, NULL), 0,
+	    "%s", cxlp_errormsg());
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		setenv("CXLP_SIM_HOST", "B", 1);
+		_exit(stale_record() ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	pool_close(&p);
+	cr_assert_eq(owner_of(&o), 0, "A's release cleared B's claim (the "
+	    "record's word read from A's stale cache)");
+	cr_assert_eq(o.pid, 4242);
+}

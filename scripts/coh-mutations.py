@@ -106,6 +106,18 @@ MUTATIONS = [
        "\tpmap_fresh(p->map, p->base, sb->area[POOL_AREA_DATA].off);\n",
        "")],
      "coh"),
+    ("host-table", "a reader's drop of the superblock's host table",
+     [("pool/hostslice.c",
+       "\tpmap_fresh(m, sb->hosts, sizeof(sb->hosts));", "")],
+     "evict_hosts"),
+    ("leader-sb", "the handler's drop of the owner record and term",
+     [("handler/session/leader.c", "\tpmap_fresh(head, sb + off, n);\n",
+       "")],
+     "mh_termreset"),
+    ("release", "the drop of the owner word a closing server clears",
+     [("pool/owner.c", "if (pool_load8(p, &o->word) != p->own->token)",
+       "if (pool_load8_here(&o->word) != p->own->token)")],
+     "owner_sim"),
 ]
 
 

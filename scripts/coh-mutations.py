@@ -118,6 +118,10 @@ MUTATIONS = [
      [("pool/owner.c", "if (pool_load8(p, &o->word) != p->own->token)",
        "if (pool_load8_here(&o->word) != p->own->token)")],
      "owner_sim"),
+    ("term-check", "the drop of the pool's term an entering server checks",
+     [("pool/owner.c", "uint64_t have = pool_load8(p, &p->sb->term);",
+       "uint64_t have = pool_load8_here(&p->sb->term);")],
+     "owner_term"),
 ]
 
 

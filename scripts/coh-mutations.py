@@ -122,6 +122,12 @@ MUTATIONS = [
      [("pool/owner.c", "uint64_t have = pool_load8(p, &p->sb->term);",
        "uint64_t have = pool_load8_here(&p->sb->term);")],
      "owner_term"),
+    ("claim-check", "the drop of the owner record before a claim's check",
+     [("pool/owner_sw.c",
+       "\tpool_fresh(p, o, sizeof(*o));\n"
+       "\tif (pool_load8_here(&o->word) != word0",
+       "\tif (pool_load8_here(&o->word) != word0")],
+     "owner_sim"),
 ]
 
 

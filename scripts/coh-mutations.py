@@ -128,6 +128,12 @@ MUTATIONS = [
        "\tif (pool_load8_here(&o->word) != word0",
        "\tif (pool_load8_here(&o->word) != word0")],
      "owner_sim"),
+    ("sb-head", "the drop of the superblock's head with a validate's words",
+     [("handler/region/directlook.c",
+       "\tlen[0] = offsetof(struct pool_sb, commit_seq) + "
+       "sizeof(sb->commit_seq);",
+       "\tlen[0] = 0;")],
+     "coh_read"),
 ]
 
 

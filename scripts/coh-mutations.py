@@ -134,6 +134,17 @@ MUTATIONS = [
        "sizeof(sb->commit_seq);",
        "\tlen[0] = 0;")],
      "coh_read"),
+    ("pool-term", "the drop of the term pool_term reads",
+     [("pool/owner.c", "\treturn pool_load8(p, &p->sb->term);",
+       "\treturn pool_load8_here(&p->sb->term);")],
+     "owner_term"),
+    ("takeover", "the drops of the takeover words pool_takeover_get reads",
+     [("pool/owner.c", "\tout->" + f + " = pool_load8(p, &p->sb->" + w,
+       "\tout->" + f + " = pool_load8_here(&p->sb->" + w)
+      for f, w in (("at_ns", "takeover_ns"), ("ms", "takeover_ms"),
+                   ("from_term", "takeover_from"),
+                   ("term", "takeover_term"))],
+     "owner_term"),
 ]
 
 

@@ -440,3 +440,82 @@ Test(owner_sim, a_winner_whose_record_holds_a_rivals_lines_seals_it_again)
 	    WEXITSTATUS(status[0]));
 	cr_assert_eq(owner_of(&o), CXLP_E_NOTFOUND, "A closed: cleared");
 }
+
+/* An owner that closes before its next beat has seen that another host
+ * claimed its record leaves the claim alone: the release reads the
+ * record's word fresh (owner.c clear_record), not from its cache, where
+ * it is still its own and would have the release zero the new owner's
+ * record. Its next beat is 1.5 s after its own claim (whose window
+ * takes 3 s), so the release is the first read of the word since B's
+ * claim; a stall that lets a beat come first makes the test pass
+ * without proving anything. */
+Test(owner_sim, an_owner_released_before_it_beats_again_keeps_a_claim)
+{
+	struct pool_own own = { .beat_ms = 1500, .lost = on_lost };
+	struct pool_owner o;
+	struct pool *p = NULL;
+	int status;
+	pid_t pid;
+
+	setenv("CXLP_SIM_HOST", "A", 1);
+	cr_assert_eq(pool_open_owned(&p, osim_path, 0, NULL, &own, NULL), 0,
+	    "%s", cxlp_errormsg());
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		setenv("CXLP_SIM_HOST", "B", 1);
+		_exit(stale_record() ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	pool_close(&p);
+	cr_assert_eq(owner_of(&o), 0, "A's release cleared B's claim (the "
+	    "record's word read from A's stale cache)");
+	cr_assert_eq(o.pid, 4242);
+}
+
+/* owner_sw.c note 2a across hosts: a claim compares the record with the
+ * one its watch saw through a fresh copy. Host A watches a stale record
+ * (owner_enter), then host B's claim lands before A's; A's claim must
+ * see B's record and give up, not take the record from its cache, where
+ * the stale one is still there, and overwrite B's claim with its own. */
+Test(owner_sim, a_claim_after_another_hosts_claim_since_the_watch_gives_up)
+{
+	struct pool_own own = { .listen = "ipc:///tmp/owner-sim-a",
+		.beat_ms = 100, .stale_ms = 100 };
+	struct pool_owner o;
+	struct pool *p = NULL;
+	int status, rc;
+	pid_t pid;
+
+	cr_assert(stale_record());
+	setenv("CXLP_SIM_HOST", "A", 1);
+	cr_assert_eq(pool_open(&p, osim_path, 0, NULL), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(owner_enter(p, &own), 0, "%s", cxlp_errormsg());
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) { /* B's claim: a new word, pid 4343 */
+		struct pool_owner b = { .pid = 4343, .host = "b-host",
+			.boot_id = "00000000-b-boot" };
+		struct pool *q = NULL;
+
+		setenv("CXLP_SIM_HOST", "B", 1);
+		if (pool_open(&q, osim_path, 0, NULL) != 0) {
+			_exit(1);
+		}
+		b.beat_ns = (uint64_t)time(NULL) * 1000000000ull;
+		pool_owner_write(q, &b);
+		pool_close(&q);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	rc = owner_claim(p, &own, false);
+	cr_assert_eq(rc, -EBUSY, "A claimed a record B claimed since A's "
+	    "watch (%d: the record compared from A's stale cache)", rc);
+	pool_close(&p);
+	cr_assert_eq(owner_of(&o), 0);
+	cr_assert_eq(o.pid, 4343, "the record is pid %u's, not B's claim",
+	    o.pid);
+}

@@ -16,12 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cxlpool.h"
 #include "owner.h"
 #include "owner_simfix.h"
+#include "pool_int.h"
 #include "pool_test.h"
 #include "sim.h"
 
@@ -185,5 +187,84 @@ Test(owner_term, an_owner_whose_term_is_over_stops_its_heartbeat)
 	cr_assert_eq(pool_owner_get(ro, &o), 0);
 	cr_assert_eq(o.beat, 0, "it beat %llu times", (unsigned long long)o.beat);
 	pool_close(&ro);
+	pool_close(&p);
+}
+
+/* host B maps the pool (term 0, no takeover), then a server on host A
+ * serves it in term 9, records its takeover and leaves; B's mapping */
+static struct pool *
+mapped_before_a_term_9(void)
+{
+	struct pool *p = NULL;
+	int status;
+	pid_t pid;
+
+	cr_assert_eq(pool_open(&p, osim_path, 0, NULL), 0, "%s",
+	    cxlp_errormsg());
+	cr_assert_eq(pool_term(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) { /* no Criterion here */
+		const struct pool_takeover t = { .at_ns = 1234567,
+			.ms = 45, .from_term = 0, .term = 9 };
+		struct pool *a = NULL;
+		int rc;
+
+		setenv("CXLP_SIM_HOST", "A", 1);
+		if ((rc = open_term(&a, 9, 200, false)) == 0) {
+			pool_takeover_set(a, &t);
+		}
+		pool_close(&a);
+		_exit(rc == 0 ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "host A's server of term 9 did not serve");
+	return p;
+}
+
+/* note 7 across hosts: the pool's term is another host's write, so a
+ * server checks a fresh copy of it. A server of term 4 entering through
+ * B's mapping, made before A's server of term 9, is refused, as if it
+ * had opened the pool after A (B's cache still holds term 0: read
+ * without its drop, it would serve under a term A's outranks). */
+Test(owner_term, a_term_another_host_wrote_since_the_map_is_seen)
+{
+	struct pool_own own = { .listen = "ipc:///tmp/owner-term-b",
+		.beat_ms = 100, .stale_ms = 200, .term = 4 };
+	struct pool *p = mapped_before_a_term_9();
+	int rc = owner_enter(p, &own);
+
+	cr_assert_eq(rc, -ESTALE, "a server of term 4 was let in after one "
+	    "of term 9 on another host (%d: the pool's term read from this "
+	    "host's stale cache) %s", rc, cxlp_errormsg());
+	cr_assert(strstr(cxlp_errormsg(), "served in term 9") != NULL, "%s",
+	    cxlp_errormsg());
+	pool_close(&p);
+}
+
+/* pool_term and pool_takeover_get read the device (owner.h), not this
+ * host's copy: what a deposed server's metrics report, whose mapping
+ * predates its successor's term and takeover. One test each: a drop of
+ * one would load the other's words (they share lines). */
+Test(owner_term, pool_term_reads_a_term_another_host_wrote)
+{
+	struct pool *p = mapped_before_a_term_9();
+
+	cr_assert_eq(pool_term(p), 9, "B reads term %llu (its stale cache)",
+	    (unsigned long long)pool_term(p));
+	pool_close(&p);
+}
+
+Test(owner_term, pool_takeover_get_reads_a_takeover_another_host_wrote)
+{
+	struct pool *p = mapped_before_a_term_9();
+	struct pool_takeover t;
+
+	pool_takeover_get(p, &t);
+	cr_assert(t.at_ns == 1234567 && t.ms == 45 && t.term == 9,
+	    "B reads a takeover at %llu of %llu ms to term %llu (its stale "
+	    "cache)", (unsigned long long)t.at_ns, (unsigned long long)t.ms,
+	    (unsigned long long)t.term);
 	pool_close(&p);
 }

@@ -443,7 +443,7 @@ Test(owner_sim, a_winner_whose_record_holds_a_rivals_lines_seals_it_again)
 
 /* An owner that closes before its next beat has seen that another host
  * claimed its record leaves the claim alone: the release reads the
- * record's word fresh (owner.c clear_record), not from its cache, where
+ * record's word fresh (owner_hold.c clear_record), not from its cache, where
  * it is still its own and would have the release zero the new owner's
  * record. Its next beat is 1.5 s after its own claim (whose window
  * takes 3 s), so the release is the first read of the word since B's

@@ -223,7 +223,7 @@ mapped_before_a_term_9(void)
 	return p;
 }
 
-/* note 7 across hosts: the pool's term is another host's write, so a
+/* owner.c note 3 across hosts: the pool's term is another host's write, so a
  * server checks a fresh copy of it. A server of term 4 entering through
  * B's mapping, made before A's server of term 9, is refused, as if it
  * had opened the pool after A (B's cache still holds term 0: read

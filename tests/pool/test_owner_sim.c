@@ -72,6 +72,29 @@ stale_record(void)
 	return true;
 }
 
+/* the pool opened as its owner by host A (own), then host B's claim
+ * (stale_record, in a child on host B) written over A's record */
+static struct pool *
+owned_by_a_claimed_by_b(const struct pool_own *own)
+{
+	struct pool *p = NULL;
+	int status;
+	pid_t pid;
+
+	setenv("CXLP_SIM_HOST", "A", 1);
+	cr_assert_eq(pool_open_owned(&p, osim_path, 0, NULL, own, NULL), 0,
+	    "%s", cxlp_errormsg());
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		setenv("CXLP_SIM_HOST", "B", 1);
+		_exit(stale_record() ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return p;
+}
+
 static void
 get_byte(int fd)
 {
@@ -281,23 +304,8 @@ Test(owner_sim, an_owner_whose_record_another_host_claims_is_told)
 {
 	struct pool_own own = { .beat_ms = 50, .lost = on_lost };
 	struct pool_owner o;
-	struct pool *p = NULL;
-	int status;
-	pid_t pid;
+	struct pool *p = owned_by_a_claimed_by_b(&own);
 
-	setenv("CXLP_SIM_HOST", "A", 1);
-	cr_assert_eq(pool_open_owned(&p, osim_path, 0, NULL, &own, NULL), 0,
-	    "%s",
-	    cxlp_errormsg());
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		setenv("CXLP_SIM_HOST", "B", 1);
-		/* a claim of host B's, for this test */
-		_exit(stale_record() ? 0 : 1);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	for (int i = 0; i < 1000 && !atomic_load(&lost); i++) {
 		sleep_ms(10);
 	}
@@ -453,21 +461,8 @@ Test(owner_sim, an_owner_released_before_it_beats_again_keeps_a_claim)
 {
 	struct pool_own own = { .beat_ms = 1500, .lost = on_lost };
 	struct pool_owner o;
-	struct pool *p = NULL;
-	int status;
-	pid_t pid;
+	struct pool *p = owned_by_a_claimed_by_b(&own);
 
-	setenv("CXLP_SIM_HOST", "A", 1);
-	cr_assert_eq(pool_open_owned(&p, osim_path, 0, NULL, &own, NULL), 0,
-	    "%s", cxlp_errormsg());
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		setenv("CXLP_SIM_HOST", "B", 1);
-		_exit(stale_record() ? 0 : 1);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	pool_close(&p);
 	cr_assert_eq(owner_of(&o), 0, "A's release cleared B's claim (the "
 	    "record's word read from A's stale cache)");

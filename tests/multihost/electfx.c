@@ -93,18 +93,9 @@ sbfx_spawn_flag(struct test_server *s, const char *host, const char *tag,
 void
 sbfx_wait_log(struct test_server *s, const char *needle)
 {
-	for (unsigned i = 0; i < SBFX_SERVE_WAIT_MS / 20; i++) {
-		int st;
-
-		if (test_server_log_has(s, needle)) {
-			return;
-		}
-		cr_assert_neq(waitpid(s->pid, &st, WNOHANG), s->pid,
-		    "%s exited (status %d) before it logged '%s' (log %s)",
-		    s->url, st, needle, s->log);
-		test_sleep_ms(20);
-	}
-	cr_assert_fail("no '%s' in %s", needle, s->log);
+	cr_assert_eq(test_server_wait_log(s, needle, SBFX_SERVE_WAIT_MS), 0,
+	    "no '%s' from %s (log %s): the reason is on stderr", needle,
+	    s->url, s->log);
 }
 
 /* sbfx_free_port -- see electfx.h */
